@@ -1,0 +1,1 @@
+"""Benchmarks: each runs the system and a baseline side by side and reports ratios."""

@@ -1,0 +1,320 @@
+"""One store per group: the verbatim track (Parquet + Kuzu + Tantivy) and derived records.
+
+``<home>/groups/<group_id>/`` holds ``graph.kuzu`` (the temporal graph), ``index/`` (BM25),
+``messages/part-*.parquet`` (the append-only verbatim track) and ``group.json`` (roster).
+A group is the unit of isolation, of write serialisation (one writer process, enforced by
+a lock file and by Kuzu itself) and of parallelism (groups run in parallel processes).
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from speakerflow.schemas import MESSAGE_SCHEMA, RECORD_SCHEMA
+
+from .text_index import Hit, InMemoryIndex, SearchFilter, TantivyIndex
+
+GROUP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+class GroupBusyError(RuntimeError):
+    """Another process is writing this group's store."""
+
+
+class StoreError(ValueError):
+    """Input that would corrupt the store (wrong group, bad columns); nothing was written."""
+
+
+def check_group_id(group_id: str) -> str:
+    """Return ``group_id`` if it is a safe folder name, else raise :class:`StoreError`."""
+    if not isinstance(group_id, str) or not GROUP_ID.match(group_id):
+        raise StoreError(
+            f"invalid group id {group_id!r}: use letters, digits, '.', '_' or '-' (max 128), "
+            "starting with a letter or digit"
+        )
+    return group_id
+
+
+@dataclass
+class IngestResult:
+    """What one append did: rows ``added``, rows ``skipped`` as already stored."""
+
+    group_id: str
+    added: int = 0
+    skipped: int = 0
+    new_speakers: list[str] = field(default_factory=list)
+
+
+def conform(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
+    """Select and cast ``table`` to ``schema``; missing nullable columns become nulls."""
+    cols = []
+    for f in schema:
+        if f.name in table.column_names:
+            try:
+                cols.append(table[f.name].cast(f.type))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise StoreError(f"{what}: column '{f.name}' cannot be read as {f.type}: {exc}") from None
+        elif f.nullable:
+            cols.append(pa.nulls(table.num_rows, f.type))
+        else:
+            raise StoreError(f"{what}: required column '{f.name}' is missing")
+    out = pa.Table.from_arrays(cols, schema=schema)
+    for f in schema:
+        if not f.nullable and out[f.name].null_count:
+            row = pc.index(pc.is_null(out[f.name]), True).as_py()
+            raise StoreError(f"{what}: row {row}: field '{f.name}' is empty but required")
+    return out
+
+
+class GroupStore:
+    """A group's store. Open it with :meth:`Home.open`; close it (or use ``with``)."""
+
+    def __init__(self, root: Path, group_id: str, writable: bool = True, in_memory: bool = False):
+        self.group_id = check_group_id(group_id)
+        self.root = Path(root)
+        self.writable = writable
+        self.in_memory = in_memory
+        self._lock_fd: int | None = None
+        self._graph = None
+        self._index = InMemoryIndex() if in_memory else None
+        self._messages: pa.Table | None = MESSAGE_SCHEMA.empty_table() if in_memory else None
+        self._records: pa.Table | None = RECORD_SCHEMA.empty_table() if in_memory else None
+        self._meta: dict[str, Any] = {"group_id": group_id, "roster": []}
+        if not in_memory:
+            if writable:
+                self.root.mkdir(parents=True, exist_ok=True)
+                self._acquire_lock()
+            elif not self.root.exists():
+                raise StoreError(f"group {group_id!r} has no store under {self.root.parent}")
+            meta = self.root / "group.json"
+            if meta.exists():
+                self._meta = json.loads(meta.read_text())
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def _acquire_lock(self) -> None:
+        fd = os.open(self.root / ".writer.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise GroupBusyError(
+                f"group {self.group_id!r} is being written by another process; "
+                "groups are written by one process at a time (run different groups in parallel)"
+            ) from None
+        self._lock_fd = fd
+
+    def close(self) -> None:
+        """Close the graph and index and release the writer lock."""
+        if self._graph is not None:
+            self._graph.close()
+            self._graph = None
+        if self._index is not None:
+            self._index.close()
+        if self._lock_fd is not None:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> GroupStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- components ---------------------------------------------------------------------
+    @property
+    def graph(self):
+        """The group's :class:`~speakerflow.graphs.KuzuGraph` (opened on first use)."""
+        if self.in_memory:
+            raise StoreError("an in-memory store has no Kuzu graph")
+        if self._graph is None:
+            from .kuzu_graph import KuzuGraph
+
+            path = self.root / "graph.kuzu"
+            if not self.writable and not path.exists():
+                raise StoreError(f"group {self.group_id!r} has no graph yet; ingest first")
+            self._graph = KuzuGraph(path, read_only=not self.writable)
+        return self._graph
+
+    @property
+    def index(self):
+        """The group's text index (Tantivy, or in-memory BM25 for an in-memory store)."""
+        if self._index is None:
+            self._index = TantivyIndex(self.root / "index", writable=self.writable)
+        return self._index
+
+    def _require_writable(self) -> None:
+        if not self.writable:
+            raise PermissionError(f"group {self.group_id!r} was opened read-only")
+
+    # -- roster -------------------------------------------------------------------------
+    def roster(self) -> list[str]:
+        """Speaker names of this group, in order of first appearance."""
+        return [p["name"] for p in self._meta["roster"]]
+
+    def aliases(self) -> dict[str, list[str]]:
+        """Aliases per roster name (configured, never guessed here)."""
+        return {p["name"]: list(p.get("aliases", [])) for p in self._meta["roster"]}
+
+    def set_aliases(self, name: str, aliases: list[str]) -> None:
+        """Record aliases for a roster member (``Mum`` -> ``Mother``)."""
+        self._require_writable()
+        for p in self._meta["roster"]:
+            if p["name"] == name:
+                p["aliases"] = sorted(set(aliases))
+                self._save_meta()
+                return
+        raise StoreError(f"{name!r} is not in the roster of group {self.group_id!r}")
+
+    def _save_meta(self) -> None:
+        if self.in_memory:
+            return
+        tmp = self.root / "group.json.tmp"
+        tmp.write_text(json.dumps(self._meta, indent=1, sort_keys=True))
+        tmp.replace(self.root / "group.json")
+
+    # -- System 1: the verbatim track ---------------------------------------------------
+    def messages(self) -> pa.Table:
+        """All messages of the group, ordered by (ts, session, turn)."""
+        if self._messages is None:
+            parts = sorted((self.root / "messages").glob("part-*.parquet"))
+            tables = [pq.read_table(p) for p in parts]
+            table = pa.concat_tables(tables) if tables else MESSAGE_SCHEMA.empty_table()
+            self._messages = table.sort_by([("ts", "ascending"), ("session_id", "ascending"), ("turn", "ascending")])
+        return self._messages
+
+    def append_messages(self, table: pa.Table) -> IngestResult:
+        """Append messages; rows whose ``msg_id`` is already stored are skipped (idempotent).
+
+        All or nothing: the batch is checked first, then written to Kuzu (one COPY), Tantivy
+        (one commit) and Parquet (one file renamed into place); a failure in a later step
+        undoes the earlier ones.
+        """
+        self._require_writable()
+        where = f"group {self.group_id!r}"
+        table = conform(table, MESSAGE_SCHEMA, where)
+        bad = pc.not_equal(table["group_id"], self.group_id)
+        if pc.any(bad).as_py():
+            row = pc.index(bad, True).as_py()
+            raise StoreError(f"{where}: row {row}: field 'group_id' is {table['group_id'][row].as_py()!r}; "
+                             "a group's store only takes its own messages")
+        ids = table["msg_id"].to_pylist()
+        seen = set(self.messages()["msg_id"].to_pylist())
+        keep = []
+        for i, mid in enumerate(ids):
+            if mid not in seen:
+                seen.add(mid)
+                keep.append(i)
+        result = IngestResult(self.group_id, added=len(keep), skipped=len(ids) - len(keep))
+        if not keep:
+            return result
+        new = table.take(pa.array(keep)) if len(keep) < len(ids) else table
+        self._write_messages(new)
+        known = set(self.roster())
+        for name in new["speaker"].to_pylist():
+            if name not in known:
+                known.add(name)
+                self._meta["roster"].append({"name": name, "aliases": []})
+                result.new_speakers.append(name)
+        self._save_meta()
+        return result
+
+    def _write_messages(self, new: pa.Table) -> None:
+        docs = [
+            {"doc_id": r["msg_id"], "kind": "message", "group_id": r["group_id"], "speaker": r["speaker"],
+             "session_id": r["session_id"], "text": r["text"], "ts": r["ts"]}
+            for r in new.select(["msg_id", "group_id", "speaker", "session_id", "text", "ts"]).to_pylist()
+        ]
+        if self.in_memory:
+            self.index.add(docs)
+            self._messages = pa.concat_tables([self._messages, new]).sort_by(
+                [("ts", "ascending"), ("session_id", "ascending"), ("turn", "ascending")])
+            return
+        folder = self.root / "messages"
+        folder.mkdir(exist_ok=True)
+        n = len(list(folder.glob("part-*.parquet")))
+        final = folder / f"part-{n:06d}.parquet"
+        tmp = folder / f".part-{n:06d}.parquet.tmp"
+        pq.write_table(new, tmp)
+        new_ids = new["msg_id"].to_pylist()
+        try:
+            self.graph.copy_nodes("Message", new)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        try:
+            self.index.add(docs)
+        except BaseException:
+            self.graph.execute("MATCH (m:Message) WHERE m.msg_id IN $ids DETACH DELETE m", {"ids": new_ids})
+            tmp.unlink(missing_ok=True)
+            raise
+        tmp.replace(final)
+        self._messages = None
+
+    # -- System 2: derived records ------------------------------------------------------
+    def records(self) -> pa.Table:
+        """All derived records / knowledge items of the group (heads and superseded)."""
+        if self._records is None:
+            from .kuzu_graph import NODE_TABLES  # noqa: F401 - schema owner
+
+            path = self.root / "graph.kuzu"
+            if not path.exists():
+                return RECORD_SCHEMA.empty_table()
+            cols = ", ".join(f"r.{n} AS {n}" for n in RECORD_SCHEMA.names)
+            raw = self.graph.arrow(f"MATCH (r:Record) RETURN {cols} ORDER BY r.write_order")
+            self._records = conform(_utc_columns(raw), RECORD_SCHEMA, f"group {self.group_id!r} records")
+        return self._records
+
+    def search(self, query: str, k: int = 10, flt: SearchFilter | None = None) -> list[Hit]:
+        """BM25 search within this group only."""
+        return self.index.search(query, k, flt)
+
+    def stats(self) -> dict[str, int]:
+        """Counts of messages, speakers, sessions and records."""
+        msgs = self.messages()
+        return {
+            "messages": msgs.num_rows,
+            "speakers": len(self.roster()),
+            "sessions": len(set(msgs["session_id"].to_pylist())),
+            "records": self.records().num_rows,
+        }
+
+
+def _utc_columns(table: pa.Table) -> pa.Table:
+    cols = []
+    for f, col in zip(table.schema, table.columns, strict=True):
+        if pa.types.is_timestamp(f.type) and f.type.tz is None:
+            col = col.cast(pa.timestamp("us")).cast(pa.timestamp("us", tz="UTC"))
+        cols.append(col)
+    return pa.Table.from_arrays(cols, names=table.column_names)
+
+
+class Home:
+    """The folder that holds every group's store.
+
+    Resolved from the explicit ``root``, else ``$SPEAKERFLOW_HOME``, else ``./.speakerflow``.
+    """
+
+    def __init__(self, root: str | Path | None = None):
+        self.root = Path(root or os.environ.get("SPEAKERFLOW_HOME") or ".speakerflow").resolve()
+
+    def groups(self) -> list[str]:
+        """Ids of the groups that have a store, sorted."""
+        base = self.root / "groups"
+        return sorted(p.name for p in base.iterdir() if p.is_dir() and GROUP_ID.match(p.name)) if base.exists() else []
+
+    def group_path(self, group_id: str) -> Path:
+        return self.root / "groups" / check_group_id(group_id)
+
+    def open(self, group_id: str, writable: bool = False) -> GroupStore:
+        """Open a group's store; ``writable=True`` takes the group's single-writer lock."""
+        return GroupStore(self.group_path(group_id), group_id, writable=writable)

@@ -1,0 +1,205 @@
+"""BM25 text search over messages and record contents.
+
+:class:`TantivyIndex` is the real index (one per group); :class:`InMemoryIndex` is a small
+pure-Python BM25 with the same interface, for fast unit tests.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+#: Filterable fields (exact match, raw tokenizer).
+FILTER_FIELDS = ("doc_id", "kind", "group_id", "speaker", "owner", "layer", "session_id")
+_WORD = re.compile(r"[A-Za-z0-9]+")
+STOPWORDS = frozenset(
+    "a an and are as at be but by did do does for from had has have he her hers him his how i if in "
+    "into is it its me my of on or our she so that the their them they this to was we were what when "
+    "where which who whom why will with you your".split()
+)
+
+
+def query_terms(text: str) -> list[str]:
+    """Lower-cased word tokens of ``text`` without stopwords (what a BM25 query searches for)."""
+    return [w for w in (t.lower() for t in _WORD.findall(text)) if w not in STOPWORDS]
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result: the document id and its BM25 score."""
+
+    doc_id: str
+    score: float
+
+
+@dataclass(frozen=True)
+class SearchFilter:
+    """Optional filters; ``None`` means "any". Times are inclusive UTC bounds."""
+
+    kind: str | None = None
+    speaker: str | None = None
+    owner: str | None = None
+    layer: str | None = None
+    session_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+class TextIndex(Protocol):
+    """Interface of a text index."""
+
+    def add(self, docs: list[dict[str, Any]]) -> None: ...
+    def search(self, query: str, k: int = 10, flt: SearchFilter | None = None) -> list[Hit]: ...
+    def count(self) -> int: ...
+    def close(self) -> None: ...
+
+
+class TantivyIndex:
+    """A Tantivy index with BM25 over ``text`` and raw filter fields.
+
+    A document is a dict with ``doc_id``, ``kind`` (``message`` or ``record``), ``text``,
+    optional filter fields and ``ts`` (aware datetime).
+    """
+
+    def __init__(self, path: str | Path, writable: bool = True, heap_mb: int = 64):
+        import tantivy
+
+        self._t = tantivy
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        builder = tantivy.SchemaBuilder()
+        for name in FILTER_FIELDS:
+            builder.add_text_field(name, stored=name == "doc_id", fast=True, tokenizer_name="raw")
+        builder.add_text_field("text", stored=False, tokenizer_name="en_stem")
+        builder.add_date_field("ts", indexed=True, fast=True)
+        self.schema = builder.build()
+        self.index = tantivy.Index(self.schema, path=str(self.path), reuse=True)
+        self._heap = heap_mb * 1024 * 1024
+        self._writer = None
+        self.writable = writable
+
+    def _writer_or_open(self):
+        if not self.writable:
+            raise PermissionError(f"text index {self.path} was opened read-only")
+        if self._writer is None:
+            self._writer = self.index.writer(self._heap, 1)
+        return self._writer
+
+    def add(self, docs: list[dict[str, Any]]) -> None:
+        """Add documents and commit (all or nothing: on error the batch is rolled back)."""
+        if not docs:
+            return
+        writer = self._writer_or_open()
+        Document = self._t.Document
+        try:
+            for d in docs:
+                fields = {k: d[k] for k in FILTER_FIELDS if d.get(k) is not None}
+                fields["text"] = d.get("text") or ""
+                if d.get("ts") is not None:
+                    fields["ts"] = d["ts"]
+                writer.add_document(Document(**fields))
+            writer.commit()
+        except BaseException:
+            writer.rollback()
+            raise
+        writer.wait_merging_threads()
+        self._writer = None
+        self.index.reload()
+
+    def delete(self, doc_ids: list[str]) -> None:
+        """Remove documents by id (used to undo a failed multi-store write)."""
+        writer = self._writer_or_open()
+        for doc_id in doc_ids:
+            writer.delete_documents("doc_id", doc_id)
+        writer.commit()
+        writer.wait_merging_threads()
+        self._writer = None
+        self.index.reload()
+
+    def search(self, query: str, k: int = 10, flt: SearchFilter | None = None) -> list[Hit]:
+        terms = query_terms(query)
+        if not terms or k <= 0:
+            return []
+        Query, Occur = self._t.Query, self._t.Occur
+        # terms are plain lower-case words, so the parser sees no operators
+        text_q = self.index.parse_query(" ".join(terms), ["text"])
+        clauses = [(Occur.Must, text_q)]
+        flt = flt or SearchFilter()
+        for name in ("kind", "speaker", "owner", "layer", "session_id"):
+            value = getattr(flt, name)
+            if value is not None:
+                clauses.append((Occur.Must, Query.term_query(self.schema, name, value)))
+        if flt.since is not None or flt.until is not None:
+            clauses.append(
+                (
+                    Occur.Must,
+                    Query.range_query(self.schema, "ts", self._t.FieldType.Date, flt.since, flt.until),
+                )
+            )
+        searcher = self.index.searcher()
+        result = searcher.search(Query.boolean_query(clauses), limit=k, count=False)
+        return [Hit(searcher.doc(addr)["doc_id"][0], float(score)) for score, addr in result.hits]
+
+    def count(self) -> int:
+        return self.index.searcher().num_docs
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.rollback()
+            self._writer = None
+
+
+class InMemoryIndex:
+    """A pure-Python BM25 (k1=1.2, b=0.75) with the same interface, for unit tests."""
+
+    def __init__(self) -> None:
+        self.docs: dict[str, dict[str, Any]] = {}
+        self._tf: dict[str, Counter[str]] = {}
+        self._df: Counter[str] = Counter()
+        self._postings: dict[str, set[str]] = defaultdict(set)
+
+    def add(self, docs: list[dict[str, Any]]) -> None:
+        for d in docs:
+            tf = Counter(query_terms(d.get("text") or ""))
+            self.docs[d["doc_id"]] = d
+            self._tf[d["doc_id"]] = tf
+            for term in tf:
+                self._df[term] += 1
+                self._postings[term].add(d["doc_id"])
+
+    def search(self, query: str, k: int = 10, flt: SearchFilter | None = None) -> list[Hit]:
+        flt = flt or SearchFilter()
+        n = len(self.docs) or 1
+        avg = sum(sum(tf.values()) for tf in self._tf.values()) / n
+        scores: dict[str, float] = defaultdict(float)
+        for term in set(query_terms(query)):
+            idf = math.log(1 + (n - self._df[term] + 0.5) / (self._df[term] + 0.5))
+            for doc_id in self._postings.get(term, ()):
+                tf = self._tf[doc_id]
+                length = sum(tf.values())
+                f = tf[term]
+                scores[doc_id] += idf * f * 2.2 / (f + 1.2 * (0.25 + 0.75 * length / (avg or 1)))
+        hits = [Hit(d, s) for d, s in scores.items() if _matches(self.docs[d], flt)]
+        hits.sort(key=lambda h: (-h.score, h.doc_id))
+        return hits[:k]
+
+    def count(self) -> int:
+        return len(self.docs)
+
+    def close(self) -> None:
+        pass
+
+
+def _matches(doc: dict[str, Any], flt: SearchFilter) -> bool:
+    for name in ("kind", "speaker", "owner", "layer", "session_id"):
+        value = getattr(flt, name)
+        if value is not None and doc.get(name) != value:
+            return False
+    ts = doc.get("ts")
+    if flt.since is not None and (ts is None or ts < flt.since):
+        return False
+    return not (flt.until is not None and (ts is None or ts > flt.until))

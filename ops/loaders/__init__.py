@@ -1,0 +1,9 @@
+"""Loaders: files -> validated message tables, one per group.
+
+Every loader reads the whole file and validates every row before anything is written,
+so a malformed file raises :class:`LoadError` (file, line or record, field) and leaves the
+store exactly as it was.
+"""
+from .common import FORMATS, LoadError, WrongFormatError, load
+
+__all__ = ["FORMATS", "LoadError", "load", "WrongFormatError"]

@@ -1,0 +1,43 @@
+"""The speakerflow JSONL message format (see ``docs/formats.md``).
+
+One object per line::
+
+    {"msg_id": "m1", "session_id": "s1", "ts": "2026-05-01T10:00:00Z",
+     "speaker": "Ana", "text": "Let's go with Lisbon.", "reply_to": null,
+     "group_id": "team-a", "turn": 0}
+
+``group_id`` may come from ``--group`` instead; ``turn`` defaults to the order of lines
+within the session; ``source_type``, ``source_ref`` and ``trust_tier`` are optional.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from .common import LoadError, Loaded, iter_jsonl, loader, to_message_table
+
+OPTIONAL = ("reply_to", "source_type", "source_ref", "trust_tier")
+
+
+@loader("jsonl")
+def load_jsonl(path: Path, group: str | None = None) -> Loaded:
+    rows: dict[str, list[dict]] = defaultdict(list)
+    lines: dict[str, list[int]] = defaultdict(list)
+    turns: dict[tuple[str, str], int] = defaultdict(int)
+    for lineno, obj in iter_jsonl(path):
+        gid = group or obj.get("group_id")
+        if not gid:
+            raise LoadError(f"{path}: line {lineno}: field 'group_id' is missing (or pass --group)")
+        session = obj.get("session_id", "s1")
+        turn = obj.get("turn", turns[(gid, session)])
+        turns[(gid, session)] = (turn if isinstance(turn, int) else 0) + 1
+        row = {
+            "msg_id": obj.get("msg_id"), "group_id": gid, "session_id": session, "turn": turn,
+            "ts": obj.get("ts"), "speaker": obj.get("speaker"), "text": obj.get("text"),
+        }
+        row.update({k: obj[k] for k in OPTIONAL if k in obj})
+        rows[gid].append(row)
+        lines[gid].append(lineno)
+    if not rows:
+        raise LoadError(f"{path}: no messages in file")
+    return [(gid, to_message_table(r, f"{path}", lines[gid])) for gid, r in rows.items()]

@@ -1,0 +1,27 @@
+"""``speakerflow bench ...``: benchmarks that print ratios against a baseline run side by side."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="run a benchmark")
+    bsub = p.add_subparsers(dest="bench", required=True, metavar="BENCH")
+    ing = bsub.add_parser("ingest", help="System 1 ingest throughput vs a Tantivy-only ingest")
+    ing.add_argument("--messages", type=int, default=100_000)
+    ing.add_argument("--speakers", type=int, default=8)
+    ing.add_argument("--out", default=None, help="write the report JSON here")
+    ing.set_defaults(func=run_ingest)
+
+
+def run_ingest(args: argparse.Namespace) -> int:
+    from speakerflow.benchmarks.ingest import run
+
+    report = run(args.messages, speakers=args.speakers)
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    return 0

@@ -1,0 +1,35 @@
+"""``speakerflow search GROUP QUERY``: BM25 over one group's verbatim track."""
+from __future__ import annotations
+
+import argparse
+
+from speakerflow.graphs import SearchFilter
+
+from .common import add_home, home_of, print_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("search", help="BM25 search over a group's messages")
+    p.add_argument("group")
+    p.add_argument("query")
+    p.add_argument("--speaker", default=None, help="only messages by this speaker")
+    p.add_argument("--k", type=int, default=10, help="results to show (default 10)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    add_home(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    with home_of(args).open(args.group) as store:
+        hits = store.search(args.query, args.k, SearchFilter(kind="message", speaker=args.speaker))
+        msgs = store.messages()
+    by_id = {r["msg_id"]: r for r in msgs.to_pylist()}
+    rows = [{**by_id[h.doc_id], "score": round(h.score, 3)} for h in hits if h.doc_id in by_id]
+    if args.json:
+        print_json(rows)
+        return 0
+    if not rows:
+        print("no matching messages")
+    for r in rows:
+        print(f"[{r['msg_id']}] {r['ts']:%Y-%m-%d %H:%M} {r['speaker']}: {r['text']}  (bm25 {r['score']})")
+    return 0

@@ -1,0 +1,52 @@
+"""The CLI as a user runs it, on the bundled sample and on the shared data sets."""
+import json
+
+from conftest import shared
+
+from speakerflow.cli import main
+
+
+def _stats(capsys):
+    capsys.readouterr()
+    assert main(["stats", "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_demo_ingests_and_answers(home, capsys):
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "Porto" in out and "[s2-t05]" in out
+    assert _stats(capsys)["by_group"]["sample-team"]["messages"] == 32
+
+
+def test_locomo_ingest_counts_and_idempotence(home, capsys):
+    path = shared("locomo", "locomo10.json")
+    assert main(["ingest", str(path), "--format", "locomo"]) == 0
+    first = _stats(capsys)
+    assert (first["groups"], first["messages"]) == (10, 5882)
+    assert set(first) >= {"groups", "messages", "speakers", "sessions", "records", "by_group"}
+    assert main(["ingest", str(path), "--format", "locomo"]) == 0
+    assert _stats(capsys) == first
+
+
+def test_socialmem_networks_ingest_with_rosters(home, capsys):
+    folder = shared("socialmem", "training")
+    assert main(["ingest", str(folder), "--format", "socialmem"]) == 0
+    stats = _stats(capsys)
+    assert stats["groups"] == 10
+    for path in sorted(folder.glob("social_grp_*.json")):
+        data = json.loads(path.read_text())
+        gid = data["meta"]["network_id"]
+        said = {t["speaker"] for s in data["sessions"] for t in s["turns"]}
+        assert set(stats["by_group"][gid]["roster"]) == said
+        assert said <= set(data["speakers"])
+
+
+def test_search_and_errors(home, capsys):
+    main(["demo"])
+    capsys.readouterr()
+    assert main(["search", "sample-team", "night train", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["msg_id"] == "s3-t05"
+    assert main(["search", "no-such-group", "x"]) == 2
+    assert "no store" in capsys.readouterr().err
