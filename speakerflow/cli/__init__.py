@@ -1,12 +1,11 @@
-"""The ``speakerflow`` command line. Each sub-command lives in its own module with a
-``register(subparsers)`` function; add a module name to ``COMMANDS`` to add a command."""
+"""The ``speakerflow`` command line. Each sub-command lives in its own module of this
+package with a ``register(subparsers)`` function; modules are discovered automatically."""
 from __future__ import annotations
 
 import argparse
 import importlib
+import pkgutil
 import sys
-
-COMMANDS = ("ingest", "search", "stats", "demo", "bench")
 
 
 class CliError(Exception):
@@ -14,11 +13,13 @@ class CliError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="speakerflow", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="speakerflow", description="speakerflow: speaker-centred long-term memory")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMANDS:
-        importlib.import_module(f"speakerflow.cli.{name}").register(sub)
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"speakerflow.cli.{info.name}")
+        if hasattr(module, "register"):
+            module.register(sub)
     return parser
 
 
