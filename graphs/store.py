@@ -18,7 +18,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-
 from speakerflow.schemas import MESSAGE_SCHEMA, RECORD_SCHEMA
 
 from .text_index import Hit, InMemoryIndex, SearchFilter, TantivyIndex

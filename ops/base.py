@@ -19,10 +19,13 @@ from __future__ import annotations
 import importlib.util
 import time
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from .pipeline import Pipeline
 
 
 class OperatorConfig(BaseModel):

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-
 from speakerflow.schemas import Message, RecordValidationError, to_table, validate_rows
 
 

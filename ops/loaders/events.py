@@ -12,7 +12,7 @@ from pathlib import Path
 
 from speakerflow.schemas import SOURCE_TYPES
 
-from .common import LoadError, Loaded, iter_jsonl, loader, to_message_table
+from .common import Loaded, LoadError, iter_jsonl, loader, to_message_table
 
 
 @loader("events")

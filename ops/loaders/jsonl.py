@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from .common import LoadError, Loaded, iter_jsonl, loader, to_message_table
+from .common import Loaded, LoadError, iter_jsonl, loader, to_message_table
 
 OPTIONAL = ("reply_to", "source_type", "source_ref", "trust_tier")
 

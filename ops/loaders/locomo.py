@@ -11,7 +11,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from .common import LoadError, Loaded, field, loader, read_json, to_message_table
+from .common import Loaded, LoadError, field, loader, read_json, to_message_table
 
 _SESSION = re.compile(r"^session_(\d+)$")
 

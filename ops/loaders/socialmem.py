@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import LoadError, WrongFormatError, Loaded, field, loader, read_json, to_message_table
+from .common import Loaded, LoadError, WrongFormatError, field, loader, read_json, to_message_table
 
 
 def network_id(data: dict, path: Path) -> str:

@@ -5,9 +5,15 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 import pytest
-
-from speakerflow.graphs import GroupBusyError, KuzuGraph, SearchFilter, StoreError, UnboundParameterError
+from speakerflow.graphs import (
+    GroupBusyError,
+    KuzuGraph,
+    SearchFilter,
+    StoreError,
+    UnboundParameterError,
+)
 from speakerflow.ops.loaders import LoadError, load
+
 from speakerflow.settings import BUNDLED_SAMPLE
 
 

@@ -1,8 +1,15 @@
 import pyarrow as pa
 import pytest
-
-from speakerflow.ops import Lambda, MissingDependencyError, Operator, OperatorConfig, Pipeline, SchemaMismatchError
-from speakerflow.ops import registry
+from pydantic import ValidationError
+from speakerflow.ops import (
+    Lambda,
+    MissingDependencyError,
+    Operator,
+    OperatorConfig,
+    Pipeline,
+    SchemaMismatchError,
+    registry,
+)
 
 
 class Words(Operator):
@@ -32,9 +39,9 @@ def test_operator_meters_calls_and_rejects():
 
 def test_config_is_frozen_and_strict():
     op = Words(minimum=1)
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError, match="frozen"):
         op.config.minimum = 3
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError, match="unknown"):
         Words(unknown=1)
 
 
