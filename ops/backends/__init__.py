@@ -1,4 +1,30 @@
-"""Chat-model backends behind one interface (see :mod:`.base`)."""
-from .base import ChatBackend, ChatResult, ScriptedChat
+"""Chat-model backends behind one interface (see :mod:`.base`).
 
-__all__ = ["ChatBackend", "ChatResult", "ScriptedChat"]
+``make_backend(kind, **cfg)`` builds ``openai``, ``transformers`` or ``onnx`` backends
+(heavy libraries are imported only for the kind asked for).
+"""
+from .base import ChatBackend, ChatResult, ScriptedChat
+from .errors import (
+    BackendConfigError,
+    BackendError,
+    BackendRequestError,
+    BackendResponseError,
+    BackendUnavailableError,
+)
+from .factory import BACKENDS, make_backend
+from .json_repair import RepairResult, repair_json
+
+__all__ = [
+    "BACKENDS",
+    "BackendConfigError",
+    "BackendError",
+    "BackendRequestError",
+    "BackendResponseError",
+    "BackendUnavailableError",
+    "ChatBackend",
+    "ChatResult",
+    "RepairResult",
+    "ScriptedChat",
+    "make_backend",
+    "repair_json",
+]

@@ -1,0 +1,202 @@
+"""A chat backend for any OpenAI-compatible ``/v1/chat/completions`` endpoint.
+
+Works with api.openai.com and with local servers (vLLM, llama.cpp, Ollama, LM Studio,
+SGLang) that speak the same protocol. Only the standard library is used (``urllib``).
+
+Settings come from :class:`OpenAIConfig`, falling back to the environment:
+
+- base URL: ``base_url`` or ``$SPEAKERFLOW_OPENAI_BASE_URL`` / ``$OPENAI_BASE_URL``
+  (default ``https://api.openai.com/v1``);
+- model: ``model`` or ``$SPEAKERFLOW_OPENAI_MODEL`` / ``$OPENAI_MODEL``;
+- key: only from the environment (``$SPEAKERFLOW_OPENAI_API_KEY`` then ``$OPENAI_API_KEY``);
+  required for api.openai.com, optional for other hosts (no ``Authorization`` header is
+  sent without one).
+
+Retryable failures (HTTP 408/429/5xx, timeouts, refused or dropped connections) are
+retried ``max_retries`` times with exponential backoff (``backoff_s * 2**attempt``, capped
+at ``backoff_max_s``; a ``Retry-After`` header is honoured within the same cap).
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .base import ChatMessage, ChatResult
+from .errors import (
+    BackendConfigError,
+    BackendRequestError,
+    BackendResponseError,
+    BackendUnavailableError,
+)
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+BASE_URL_ENV = ("SPEAKERFLOW_OPENAI_BASE_URL", "OPENAI_BASE_URL")
+MODEL_ENV = ("SPEAKERFLOW_OPENAI_MODEL", "OPENAI_MODEL")
+API_KEY_ENV = ("SPEAKERFLOW_OPENAI_API_KEY", "OPENAI_API_KEY")
+RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+CONFIG_STATUS = {401: "the API key was refused", 403: "the API key may not use this model",
+                 404: "the URL or model name is wrong"}
+
+
+class OpenAIConfig(BaseModel):
+    """Settings of :class:`OpenAIChat` (unset values come from the environment).
+
+    ``timeout_s`` bounds one HTTP attempt (seconds); ``max_retries`` is the number of
+    retries after the first attempt; ``json_mode`` asks the endpoint for a JSON object
+    (``response_format``), which not every server supports; ``extra_body`` is merged
+    into each request (e.g. ``{"top_p": 0.95}`` or server-specific switches).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    base_url: str | None = None
+    model: str | None = None
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=4, ge=0, le=20)
+    backoff_s: float = Field(default=1.0, ge=0)
+    backoff_max_s: float = Field(default=30.0, ge=0)
+    json_mode: bool = False
+    seed: int | None = None
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+
+
+def _first_env(names: Sequence[str]) -> str | None:
+    for name in names:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    return None
+
+
+def estimate_tokens(text: str) -> int:
+    """A rough token count (about four characters per token) when ``usage`` is missing."""
+    return (len(text) + 3) // 4
+
+
+class OpenAIChat:
+    """Chat completions over HTTP; see the module docstring for settings and retries.
+
+    ``retries`` counts retried attempts over the backend's life (a health signal).
+    """
+
+    name = "openai"
+    Config = OpenAIConfig
+
+    def __init__(self, config: OpenAIConfig | None = None, **overrides: Any):
+        base_cfg = config.model_dump() if config is not None else {}
+        self.config = OpenAIConfig(**{**base_cfg, **overrides})
+        base = (self.config.base_url or _first_env(BASE_URL_ENV) or DEFAULT_BASE_URL).rstrip("/")
+        if not base.startswith(("http://", "https://")):
+            raise BackendConfigError(f"openai backend: base URL {base!r} must start with http:// "
+                                     "or https:// (set base_url or $SPEAKERFLOW_OPENAI_BASE_URL)")
+        self.base_url = base
+        self.model = self.config.model or _first_env(MODEL_ENV)
+        if not self.model:
+            raise BackendConfigError("openai backend: no model name; pass model=... or set "
+                                     "$SPEAKERFLOW_OPENAI_MODEL")
+        self._key = _first_env(API_KEY_ENV)
+        if self._key is None and base == DEFAULT_BASE_URL:
+            raise BackendConfigError("openai backend: api.openai.com needs a key; set "
+                                     "$SPEAKERFLOW_OPENAI_API_KEY (or $OPENAI_API_KEY)")
+        self.retries = 0
+
+    def __repr__(self) -> str:  # never show the key
+        return f"OpenAIChat(base_url={self.base_url!r}, model={self.model!r})"
+
+    def chat(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+    ) -> ChatResult:
+        """One completion for ``messages``; tokens from ``usage`` (else estimated)."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": list(messages),
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            **self.config.extra_body,
+        }
+        if self.config.json_mode:
+            body["response_format"] = {"type": "json_object"}
+        if self.config.seed is not None:
+            body["seed"] = self.config.seed
+        reply = self._post("/chat/completions", body)
+        try:
+            message = reply["choices"][0]["message"]
+            text = message.get("content") or ""
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise BackendResponseError(
+                f"openai backend: {self.base_url}/chat/completions answered without "
+                f"choices[0].message: {json.dumps(reply)[:300]}") from None
+        usage = reply.get("usage") or {}
+        prompt = usage.get("prompt_tokens")
+        completion = usage.get("completion_tokens")
+        if not isinstance(prompt, int):
+            prompt = estimate_tokens("".join(m.get("content", "") for m in messages))
+        if not isinstance(completion, int):
+            completion = estimate_tokens(text)
+        return ChatResult(text, prompt_tokens=prompt, completion_tokens=completion)
+
+    def _delay(self, attempt: int, retry_after: str | None) -> float:
+        cap = self.config.backoff_max_s
+        if retry_after:
+            try:
+                return min(cap, max(0.0, float(retry_after)))
+            except ValueError:
+                pass  # an HTTP date: fall back to the exponential schedule
+        return min(cap, self.config.backoff_s * (2 ** attempt))
+
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        url = self.base_url + path
+        data = json.dumps(body).encode("utf-8")
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self._key:
+            headers["Authorization"] = f"Bearer {self._key}"
+        last = ""
+        for attempt in range(self.config.max_retries + 1):
+            retry_after = None
+            request = urllib.request.Request(url, data=data, headers=headers, method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=self.config.timeout_s) as resp:
+                    raw = resp.read()
+                try:
+                    return json.loads(raw)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    raise BackendResponseError(
+                        f"openai backend: {url} answered with non-JSON: {raw[:200]!r}") from None
+            except urllib.error.HTTPError as exc:
+                detail = exc.read()[:300].decode("utf-8", "replace")
+                if exc.code in CONFIG_STATUS:
+                    raise BackendConfigError(
+                        f"openai backend: {url} -> HTTP {exc.code}: {CONFIG_STATUS[exc.code]} "
+                        f"(model {self.model!r}): {detail}") from None
+                if exc.code not in RETRY_STATUS:
+                    raise BackendRequestError(
+                        f"openai backend: {url} -> HTTP {exc.code}: {detail}") from None
+                last = f"HTTP {exc.code}: {detail}"
+                retry_after = exc.headers.get("Retry-After") if exc.headers else None
+            except TimeoutError as exc:
+                last = f"timed out after {self.config.timeout_s:g} s ({exc})"
+            except (urllib.error.URLError, ConnectionError, http.client.HTTPException) as exc:
+                reason = getattr(exc, "reason", exc)
+                if isinstance(reason, TimeoutError | socket.timeout):
+                    last = f"timed out after {self.config.timeout_s:g} s"
+                else:
+                    last = f"connection failed: {reason}"
+            if attempt < self.config.max_retries:
+                self.retries += 1
+                time.sleep(self._delay(attempt, retry_after))
+        raise BackendUnavailableError(
+            f"openai backend: {url} failed {self.config.max_retries + 1} time(s); last error: "
+            f"{last}. Is the server up? (base URL from base_url / $SPEAKERFLOW_OPENAI_BASE_URL)")

@@ -1,0 +1,83 @@
+"""JSON repair for small-model output: each defect repaired, or a clear error."""
+from __future__ import annotations
+
+import pytest
+
+from speakerflow.ops.backends.json_repair import (
+    close_truncated,
+    drop_trailing_commas,
+    repair_json,
+    single_to_double_quotes,
+)
+
+pytestmark = pytest.mark.timeout(30)
+
+NOOP = {"actions": [{"action": "NOOP"}]}
+
+
+@pytest.mark.parametrize(
+    ("text", "repair"),
+    [
+        ('```json\n{"actions": [{"action": "NOOP"}]}\n```', "code_fence"),
+        ('```\n{"actions": [{"action": "NOOP"}]}\n```', "code_fence"),
+        ('<think>which {layer}?</think>\n{"actions": [{"action": "NOOP"}]}', "think_block"),
+        ('Here is the memory update:\n{"actions": [{"action": "NOOP"}]}', "leading_prose"),
+        ('{"actions": [{"action": "NOOP"},],}', "trailing_commas"),
+        ("{'actions': [{'action': 'NOOP'}]}", "single_quotes"),
+        ('{"actions": [{"action": "NOOP"}]} Hope this helps!', "trailing_prose"),
+        ('{"actions": [{"action": "NOOP"}, {"action": "ADD", "cont', "truncated"),
+    ],
+)
+def test_each_defect_is_repaired_and_named(text, repair):
+    result = repair_json(text)
+    assert result.ok, result.error
+    assert result.value == NOOP
+    assert repair in result.repairs
+
+
+def test_clean_json_needs_no_repair():
+    result = repair_json('{"actions": []}')
+    assert result.value == {"actions": []} and result.repairs == ()
+
+
+def test_commas_and_quotes_inside_strings_are_untouched():
+    text = '{"content": "budget: 600, then 700,]", "who": "it\'s Ana\'s"}'
+    assert drop_trailing_commas(text) == text
+    assert repair_json(text).value == {"content": "budget: 600, then 700,]", "who": "it's Ana's"}
+
+
+def test_single_quotes_keep_apostrophes_and_escape_double_quotes():
+    fixed = single_to_double_quotes("{'content': 'Ana's \"plan\"', 'ok': True}")
+    assert fixed == '{"content": "Ana\'s \\"plan\\"", "ok": True}'
+    assert repair_json("{'content': 'True story', 'ok': True}").value == {
+        "content": "True story", "ok": True}
+
+
+def test_truncation_keeps_only_complete_elements():
+    assert close_truncated('{"a": [{"x": 1}, {"y": 2}, {"z"') == '{"a": [{"x": 1}, {"y": 2}]}'
+    assert close_truncated('{"a": 1}') is None  # balanced: nothing to close
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("", "empty"),
+        ("   ", "empty"),
+        (None, "empty"),
+        ("I could not find anything to record.", "no JSON"),
+        ("<think>still thinking about {it", "no JSON"),
+        ('{"a": "x" "b": 1}', "unrepairable JSON"),
+        ("[1, 2", "unrepairable JSON"),
+    ],
+)
+def test_unrepairable_output_returns_an_error_not_an_exception(text, fragment):
+    result = repair_json(text)
+    assert not result.ok and result.value is None
+    assert fragment in result.error
+
+
+def test_garbage_bytes_from_a_random_model_give_an_error():
+    garbage = 'or}ft\ufffdiv willOUPv 202um00U\x08 (|ENactions year4567{"00 jA {}\x00 202ift'
+    result = repair_json(garbage)
+    assert not result.ok
+    assert "line 1" in result.error
