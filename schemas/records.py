@@ -159,6 +159,14 @@ class RelationEdge(Record):
     updated_at: datetime
     created_at: datetime
     expired_at: datetime | None = None
+    # InKH maturity inputs (added with defaults): uses in injected contexts, independent
+    # confirmations, mean utility attribution of those uses (0-1), last confirmation time,
+    # trust tier of the first evidence (1 best .. 3 hearsay).
+    reuse_count: int = Field(default=0, ge=0)
+    validations: int = Field(default=0, ge=0)
+    utility: float = 0.0
+    last_validated: datetime | None = None
+    trust_tier: int = Field(default=1, ge=1, le=3)
 
 
 class Projection(Record):

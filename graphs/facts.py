@@ -1,0 +1,281 @@
+"""Entity and Fact writes in Kuzu, with an in-memory adjacency cache for the online path.
+
+:class:`FactGraph` is the temporal knowledge graph of one group. Kuzu holds the truth:
+``Entity`` and ``Fact`` nodes, ``SUBJECT``/``OBJECT`` rels from a fact to its entities,
+``FROM_MSG`` from a fact to the raw ``Message`` rows it rests on (provenance), and
+``SUPERSEDES`` from the new fact to the one it invalidated. Facts are bi-temporal:
+``valid_at``/``invalid_at`` (world time) and ``created_at``/``expired_at`` (when we learned
+and retired it). Nothing is ever deleted.
+
+Online injection must not pay a Kuzu round trip per event, so :meth:`FactGraph.load` reads
+entities and facts once into dicts (entity -> fact ids, slot -> fact ids). Writes go to the
+cache at once and to Kuzu in batches (:meth:`flush`, a handful of statements however many
+facts); :meth:`load` after :meth:`flush` reproduces the same cache.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+
+import pyarrow as pa
+
+from speakerflow.schemas import EDGE_SCHEMA, Entity, RelationEdge
+
+VALUE_PREFIX = "value:"
+_FACT_COLS = EDGE_SCHEMA.names
+
+
+@dataclass
+class FactItem:
+    """A cached Fact: the :class:`~speakerflow.schemas.RelationEdge` fields, mutable.
+
+    ``object_id`` is an entity id, or ``value:<v>`` for a literal value.
+    """
+
+    edge_id: str
+    group_id: str
+    subject_id: str
+    relation: str
+    object_id: str
+    description: str
+    evidence_ids: list[str]
+    valid_at: datetime
+    updated_at: datetime
+    created_at: datetime
+    confidence: float = 0.7
+    maturity: str = "candidate"
+    regime_tag: str | None = None
+    scope: str = "shared"
+    invalid_at: datetime | None = None
+    expired_at: datetime | None = None
+    reuse_count: int = 0
+    validations: int = 0
+    utility: float = 0.0
+    last_validated: datetime | None = None
+    trust_tier: int = 1
+    superseded_by: str | None = field(default=None, compare=False)
+
+    @property
+    def value(self) -> str:
+        """The literal value, or the object entity id."""
+        return self.object_id[len(VALUE_PREFIX):] if self.object_id.startswith(VALUE_PREFIX) else self.object_id
+
+    @property
+    def slot(self) -> tuple[str, ...]:
+        """Contradiction scope: (subject, relation) for literal values, + object for entity objects."""
+        if self.object_id.startswith(VALUE_PREFIX):
+            return (self.subject_id, self.relation)
+        return (self.subject_id, self.relation, self.object_id)
+
+    def row(self) -> dict:
+        d = asdict(self)
+        d.pop("superseded_by")
+        return d
+
+
+def edge_id_for(group_id: str, subject: str, relation: str, object_id: str, evidence: str) -> str:
+    """A stable fact id from its content and first evidence (reruns do not duplicate)."""
+    h = hashlib.sha1(f"{group_id}|{subject}|{relation}|{object_id}|{evidence}".encode()).hexdigest()[:16]
+    return f"f_{h}"
+
+
+def _naive(t: datetime | None) -> datetime | None:
+    return None if t is None else t.astimezone(UTC).replace(tzinfo=None)
+
+
+def _aware(t: datetime | None) -> datetime | None:
+    return None if t is None else (t.replace(tzinfo=UTC) if t.tzinfo is None else t)
+
+
+class FactGraph:
+    """Cache + batched Kuzu writer for one group's facts. ``graph=None`` is a pure in-memory double."""
+
+    def __init__(self, graph=None, group_id: str = "group"):
+        self.graph = graph
+        self.group_id = group_id
+        self.items: dict[str, FactItem] = {}
+        self.entities: dict[str, Entity] = {}
+        self.by_entity: dict[str, list[str]] = defaultdict(list)
+        self.by_slot: dict[tuple, list[str]] = defaultdict(list)
+        self._new: list[str] = []
+        self._dirty: set[str] = set()
+        self._ents_dirty: set[str] = set()
+        self._supersedes: list[tuple[str, str]] = []
+
+    # -- reading ------------------------------------------------------------------------
+    def load(self, with_records: bool = True) -> FactGraph:
+        """(Re)build the cache from Kuzu: every Entity and Fact (and SpeakerMem record heads)."""
+        self.items.clear(), self.entities.clear(), self.by_entity.clear(), self.by_slot.clear()
+        if self.graph is None:
+            return self
+        for r in self.graph.rows("MATCH (e:Entity) RETURN e.entity_id AS entity_id, e.group_id AS group_id, "
+                                 "e.name AS name, e.etype AS etype, e.aliases AS aliases"):
+            self.entities[r["entity_id"]] = Entity(**r)
+        cols = ", ".join(f"f.{c} AS {c}" for c in _FACT_COLS)
+        for r in self.graph.arrow(f"MATCH (f:Fact) RETURN {cols}").to_pylist():
+            for k, v in r.items():
+                if isinstance(v, datetime):
+                    r[k] = _aware(v)
+            self._index(FactItem(**r))
+        for r in self.graph.rows("MATCH (a:Fact)-[:SUPERSEDES]->(b:Fact) RETURN a.edge_id AS a, b.edge_id AS b"):
+            if r["b"] in self.items:
+                self.items[r["b"]].superseded_by = r["a"]
+        if with_records:
+            self._load_records()
+        self._new.clear(), self._dirty.clear(), self._ents_dirty.clear(), self._supersedes.clear()
+        return self
+
+    def _load_records(self) -> None:
+        """SpeakerMem record heads become person facts (a person's stance is knowledge too)."""
+        rows = self.graph.rows(
+            "MATCH (r:Record) WHERE r.invalid_at IS NULL RETURN r.entry_id AS id, r.owner AS owner, r.utype AS utype, "
+            "r.content AS content, r.from_ids AS from_ids, r.valid_at AS valid_at, r.confidence AS confidence, "
+            "r.maturity AS maturity, r.layer AS layer")
+        for r in rows:
+            subject = f"person:{r['owner']}" if r["owner"] != "GROUP" else "group:GROUP"
+            t = _aware(r["valid_at"])
+            item = FactItem(f"rec_{r['id']}", self.group_id, subject, r["utype"], VALUE_PREFIX + r["content"][:200],
+                            r["content"][:200], list(r["from_ids"]), t, t, t, float(r["confidence"]), r["maturity"])
+            self._index(item)
+
+    def _index(self, item: FactItem) -> None:
+        self.items[item.edge_id] = item
+        self.by_entity[item.subject_id].append(item.edge_id)
+        if not item.object_id.startswith(VALUE_PREFIX):
+            self.by_entity[item.object_id].append(item.edge_id)
+        self.by_slot[item.slot].append(item.edge_id)
+
+    def neighbourhood(self, entity_ids, hops: int = 1, limit: int = 300) -> list[FactItem]:
+        """Facts within ``hops`` of ``entity_ids`` (BFS over subject/object links), newest first
+        per entity, at most ``limit`` (the structural candidate pool)."""
+        seen_e, seen_f, frontier, out = set(entity_ids), set(), list(entity_ids), []
+        for _ in range(max(1, hops)):
+            nxt = []
+            for eid in frontier:
+                for fid in reversed(self.by_entity.get(eid, ())):
+                    if fid in seen_f:
+                        continue
+                    seen_f.add(fid)
+                    item = self.items[fid]
+                    out.append(item)
+                    if len(out) >= limit:
+                        return out
+                    for other in (item.subject_id, item.object_id):
+                        if other not in seen_e and not other.startswith(VALUE_PREFIX):
+                            seen_e.add(other)
+                            nxt.append(other)
+            frontier = nxt
+        return out
+
+    def neighbourhood_kuzu(self, entity_ids: list[str], hops: int = 1) -> list[str]:
+        """The same neighbourhood computed by Kuzu (fact ids; for checks and audits)."""
+        found: set[str] = set()
+        frontier = set(entity_ids)
+        seen = set(entity_ids)
+        for _ in range(max(1, hops)):
+            rows = self.graph.rows(
+                "MATCH (f:Fact)-[:SUBJECT|:OBJECT]->(e:Entity) WHERE e.entity_id IN $ids "
+                "OPTIONAL MATCH (f)-[:SUBJECT|:OBJECT]->(o:Entity) RETURN f.edge_id AS f, o.entity_id AS o",
+                {"ids": sorted(frontier)})
+            found |= {r["f"] for r in rows}
+            frontier = {r["o"] for r in rows if r["o"] and r["o"] not in seen}
+            seen |= frontier
+        return sorted(found)
+
+    def provenance(self, edge_id: str) -> list[dict]:
+        """The raw Message rows a fact rests on (via FROM_MSG)."""
+        return self.graph.rows(
+            "MATCH (f:Fact)-[:FROM_MSG]->(m:Message) WHERE f.edge_id = $id RETURN m.msg_id AS msg_id, "
+            "m.source_type AS source_type, m.source_ref AS source_ref, m.ts AS ts, m.speaker AS speaker, m.text AS text",
+            {"id": edge_id})
+
+    def current(self, slot: tuple, at: datetime | None = None) -> list[FactItem]:
+        """Facts of ``slot`` not invalidated (at ``at``, default: ever)."""
+        return [self.items[f] for f in self.by_slot.get(slot, ())
+                if self.items[f].invalid_at is None or (at is not None and self.items[f].invalid_at > at)]
+
+    # -- writing (cache now, Kuzu on flush) ----------------------------------------------
+    def put_entities(self, entities: list[Entity]) -> None:
+        for e in entities:
+            if self.entities.get(e.entity_id) != e:
+                self.entities[e.entity_id] = e
+                self._ents_dirty.add(e.entity_id)
+
+    def add(self, item: FactItem) -> bool:
+        """Add a new fact; False if its id is already there (idempotent reruns)."""
+        if item.edge_id in self.items:
+            return False
+        self._index(item)
+        self._new.append(item.edge_id)
+        return True
+
+    def touch(self, edge_id: str) -> None:
+        """Mark a cached fact as changed so the next flush writes its fields."""
+        if edge_id not in self._new:
+            self._dirty.add(edge_id)
+
+    def invalidate(self, edge_id: str, at: datetime, by: str | None, now: datetime) -> None:
+        """Set ``invalid_at``/``expired_at`` on a fact (kept, never deleted) and link ``by`` SUPERSEDES it."""
+        item = self.items[edge_id]
+        item.invalid_at, item.expired_at, item.updated_at = at, now, now
+        item.superseded_by = by
+        self.touch(edge_id)
+        if by:
+            self._supersedes.append((by, edge_id))
+
+    def pending(self) -> int:
+        return len(self._new) + len(self._dirty) + len(self._ents_dirty) + len(self._supersedes)
+
+    def flush(self) -> int:
+        """Write pending entities, facts, rels and updates to Kuzu in a few batched statements."""
+        if self.graph is None:
+            n = self.pending()
+            self._new.clear(), self._dirty.clear(), self._ents_dirty.clear(), self._supersedes.clear()
+            return n
+        g, n = self.graph, self.pending()
+        if self._ents_dirty:
+            rows = [self.entities[e].model_dump() for e in sorted(self._ents_dirty)]
+            g.execute("UNWIND $rows AS r MERGE (e:Entity {entity_id: r.entity_id}) SET e.group_id = r.group_id, "
+                      "e.name = r.name, e.etype = r.etype, e.aliases = r.aliases", {"rows": rows})
+        new = [self.items[f] for f in self._new]
+        if new:
+            self._ensure_entities({i.subject_id for i in new} | {i.object_id for i in new if not i.object_id.startswith(VALUE_PREFIX)})
+            table = pa.Table.from_pylist([i.row() for i in new], schema=EDGE_SCHEMA)
+            g.copy_nodes("Fact", table)
+            subj = [{"f": i.edge_id, "e": i.subject_id} for i in new]
+            obj = [{"f": i.edge_id, "e": i.object_id} for i in new if not i.object_id.startswith(VALUE_PREFIX)]
+            ev = [{"f": i.edge_id, "m": m} for i in new for m in i.evidence_ids]
+            g.execute("UNWIND $rows AS r MATCH (f:Fact {edge_id: r.f}), (e:Entity {entity_id: r.e}) CREATE (f)-[:SUBJECT]->(e)", {"rows": subj})
+            if obj:
+                g.execute("UNWIND $rows AS r MATCH (f:Fact {edge_id: r.f}), (e:Entity {entity_id: r.e}) CREATE (f)-[:OBJECT]->(e)", {"rows": obj})
+            g.execute("UNWIND $rows AS r MATCH (f:Fact {edge_id: r.f}), (m:Message {msg_id: r.m}) CREATE (f)-[:FROM_MSG]->(m)", {"rows": ev})
+        dirty = [self.items[f] for f in sorted(self._dirty) if f in self.items and not f.startswith("rec_")]
+        if dirty:
+            rows = [{"id": i.edge_id, "inv": _naive(i.invalid_at), "exp": _naive(i.expired_at), "upd": _naive(i.updated_at),
+                     "mat": i.maturity, "conf": i.confidence, "reuse": i.reuse_count, "val": i.validations,
+                     "util": i.utility, "lv": _naive(i.last_validated), "ev": i.evidence_ids} for i in dirty]
+            g.execute("UNWIND $rows AS r MATCH (f:Fact {edge_id: r.id}) SET f.invalid_at = CAST(r.inv AS TIMESTAMP), f.expired_at = CAST(r.exp AS TIMESTAMP), "
+                      "f.updated_at = r.upd, f.maturity = r.mat, f.confidence = r.conf, f.reuse_count = r.reuse, "
+                      "f.validations = r.val, f.utility = r.util, f.last_validated = CAST(r.lv AS TIMESTAMP), f.evidence_ids = r.ev",
+                      {"rows": rows})
+        if self._supersedes:
+            rows = [{"a": a, "b": b} for a, b in self._supersedes]
+            g.execute("UNWIND $rows AS r MATCH (a:Fact {edge_id: r.a}), (b:Fact {edge_id: r.b}) CREATE (a)-[:SUPERSEDES]->(b)", {"rows": rows})
+        self._new.clear(), self._dirty.clear(), self._ents_dirty.clear(), self._supersedes.clear()
+        return n
+
+    def _ensure_entities(self, ids: set[str]) -> None:
+        missing = [e for e in ids if e not in self.entities]
+        if missing:
+            self.put_entities([Entity(entity_id=e, group_id=self.group_id, name=e.split(":", 1)[-1],
+                                      etype=e.split(":", 1)[0] if ":" in e else "unknown") for e in missing])
+            rows = [self.entities[e].model_dump() for e in missing]
+            self.graph.execute("UNWIND $rows AS r MERGE (e:Entity {entity_id: r.entity_id}) SET e.group_id = r.group_id, "
+                               "e.name = r.name, e.etype = r.etype, e.aliases = r.aliases", {"rows": rows})
+            self._ents_dirty -= set(missing)
+
+    def to_edges(self) -> list[RelationEdge]:
+        """Every stored fact as a validated :class:`RelationEdge` (for exports and checks)."""
+        return [RelationEdge(**i.row()) for i in self.items.values() if not i.edge_id.startswith("rec_")]

@@ -1,0 +1,113 @@
+"""Decay, effective confidence and maturity transitions (the paper's d_t, c_eff and Psi).
+
+* decay ``d_t(k) = exp(-lambda_type * days(t - t_l)) * exp(-gamma * dist(regime(k), regime_now))``
+  with ``lambda_type = ln 2 / half_life_days`` of the item's relation type (see
+  :data:`speakerflow.ops.lexicon.RELATIONS`), ``t_l`` the last-validated time (else valid-at)
+  and ``dist`` 0 when the regimes agree or either is unknown, else 1.
+* effective confidence ``c_eff = c * d_t * 1[not invalidated at t]``.
+* maturity ``Psi(mu, reuse nu, validations upsilon, utility q, human h)``: see :func:`next_maturity`.
+
+>>> from datetime import datetime, timedelta, UTC
+>>> t0 = datetime(2026, 1, 1, tzinfo=UTC)
+>>> round(decay(t0 + timedelta(days=30), t0, half_life_days=30.0), 3)   # one half-life
+0.5
+>>> round(decay(t0, t0, 30.0, "bullish", "bearish", gamma=0.5), 4)       # regime mismatch
+0.6065
+"""
+from __future__ import annotations
+
+import math
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from .lexicon import RELATION_BY_NAME
+
+MATURITY_RANK = {"deprecated": 0, "candidate": 1, "verified": 2, "proven": 3}
+DAY = 86400.0
+
+
+class DecayConfig(BaseModel):
+    """``gamma``: regime-distance weight; ``default_half_life_days`` for unknown relation types."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    gamma: float = 0.5
+    default_half_life_days: float = 30.0
+
+
+class MaturityConfig(BaseModel):
+    """Thresholds of :func:`next_maturity` (counts are integers, utility is 0-1)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    verify_validations: int = 1
+    verify_reuse: int = 3
+    proven_validations: int = 3
+    proven_reuse: int = 5
+    useful: float = 0.5
+    useless: float = 0.2
+    judge_after_reuse: int = 5
+
+
+def half_life(relation: str, cfg: DecayConfig | None = None) -> float:
+    rel = RELATION_BY_NAME.get(relation)
+    return rel.half_life_days if rel else (cfg or DecayConfig()).default_half_life_days
+
+
+def regime_distance(item_regime: str | None, current: str | None) -> float:
+    """0 if the regimes agree or either is unknown, else 1."""
+    return 0.0 if not item_regime or not current or item_regime == current else 1.0
+
+
+def decay(now: datetime, last_validated: datetime, half_life_days: float, item_regime: str | None = None,
+          current_regime: str | None = None, gamma: float = 0.5) -> float:
+    """``exp(-ln2/half_life * days) * exp(-gamma * dist)``; 1.0 for a just-validated item in its regime."""
+    days = max(0.0, (now - last_validated).total_seconds() / DAY)
+    lam = math.log(2) / half_life_days
+    return math.exp(-lam * days) * math.exp(-gamma * regime_distance(item_regime, current_regime))
+
+
+def effective_confidence(item, now: datetime, current_regime: str | None = None,
+                         cfg: DecayConfig | None = None) -> float:
+    """``c * d_t * 1[valid at now]`` for an item with ``confidence``, ``relation``, ``valid_at``,
+    ``last_validated``, ``regime_tag`` and ``invalid_at`` attributes."""
+    cfg = cfg or DecayConfig()
+    if item.invalid_at is not None and item.invalid_at <= now:
+        return 0.0
+    t_l = item.last_validated or item.valid_at
+    return item.confidence * decay(now, t_l, half_life(item.relation, cfg), item.regime_tag, current_regime, cfg.gamma)
+
+
+def next_maturity(mu: str, reuse: int, validations: int, utility: float, human: str | None = None,
+                  invalidated: bool = False, cfg: MaturityConfig | None = None) -> str:
+    """One step of Psi.
+
+    * a human ``"reject"`` or an invalidation -> ``deprecated``; a human ``"approve"`` moves
+      one level up (deprecated/candidate -> verified, verified -> proven);
+    * judged useless (``reuse >= judge_after_reuse`` and ``utility < useless``) -> deprecated;
+    * candidate -> verified with ``validations >= verify_validations`` or
+      (``reuse >= verify_reuse`` and ``utility >= useful``);
+    * verified -> proven with ``validations >= proven_validations``, ``reuse >= proven_reuse``
+      and ``utility >= useful``;
+    * otherwise unchanged (a deprecated item stays deprecated without human approval).
+
+    >>> next_maturity("candidate", reuse=0, validations=1, utility=0.0)
+    'verified'
+    >>> next_maturity("verified", reuse=5, validations=3, utility=0.6)
+    'proven'
+    >>> next_maturity("proven", reuse=9, validations=3, utility=0.1)
+    'deprecated'
+    """
+    cfg = cfg or MaturityConfig()
+    if human == "reject" or invalidated:
+        return "deprecated"
+    if human == "approve":
+        return "proven" if mu in ("verified", "proven") else "verified"
+    if mu == "deprecated":
+        return mu
+    if reuse >= cfg.judge_after_reuse and utility < cfg.useless:
+        return "deprecated"
+    if mu == "candidate" and (validations >= cfg.verify_validations or (reuse >= cfg.verify_reuse and utility >= cfg.useful)):
+        mu = "verified"
+    if mu == "verified" and validations >= cfg.proven_validations and reuse >= cfg.proven_reuse and utility >= cfg.useful:
+        mu = "proven"
+    return mu

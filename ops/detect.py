@@ -1,0 +1,184 @@
+"""Detect: the active entities, intent and risk class of one event (the paper's Detect).
+
+Entities are found by (1) the alias table of known entities (exact, on normalised 1-3 word
+n-grams), (2) patterns: ``@handles`` (traders), quoted tickers ``BTCUSDT``/``ETH-USD``
+(assets), (3) the strategy and risk vocabulary, (4) roster names (:class:`PersonResolver`),
+and (5) fuzzy candidates: capitalised words no rule matched, handed to Canonicalize, which
+accepts them only if they are close to a known alias. Intent is the task family with the
+most cue words; risk class rises with the intent and with leverage words. ``aspects`` are
+the relation types whose phrases the text uses ("fees", "drawdown").
+
+>>> d = Detector().detect("Should I long XBT? What are the fees, and is @alpha_whale still active?")
+>>> [(m.surface, m.etype) for m in d.mentions if not m.fuzzy], d.intent, d.risk, sorted(d.aspects)
+([('XBT', 'asset'), ('@alpha_whale', 'trader')], 'trade_preparation', 'high', ['fee'])
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from .base import Context, Operator, OperatorConfig
+from .lexicon import Lexicon, norm
+from .registry import register
+
+INTENTS: tuple[str, ...] = ("market_analysis", "portfolio_review", "copy_trading_evaluation", "trade_preparation", "other")
+RISK_CLASSES: tuple[str, ...] = ("low", "medium", "high")
+#: Cue words per intent (stems; matched at word starts).
+INTENT_CUES: dict[str, tuple[str, ...]] = {
+    "market_analysis": ("analy", "outlook", "trend", "regime", "market", "chart", "sentiment", "macro"),
+    "portfolio_review": ("portfolio", "holding", "allocation", "rebalanc", "review", "exposure", "bag"),
+    "copy_trading_evaluation": ("copy", "follow", "mirror", "trader", "signal provider", "win rate", "drawdown"),
+    "trade_preparation": ("buy", "sell", "long", "short", "order", "entry", "place", "leverage", "execute", "size"),
+}
+BASE_RISK: dict[str, str] = {
+    "market_analysis": "low", "portfolio_review": "medium", "copy_trading_evaluation": "high",
+    "trade_preparation": "high", "other": "low",
+}
+ESCALATE = re.compile(r"\b(leverage|margin|all[- ]in|liquidat\w*|\d+x)\b", re.IGNORECASE)
+HANDLE = re.compile(r"@[A-Za-z][A-Za-z0-9_]{1,30}")
+QUOTED_TICKER = re.compile(r"\b[A-Z]{2,6}(?:[-/]?(?:USDT|USDC|USD|PERP))\b")
+TICKER = re.compile(r"\b[A-Z]{2,6}\b")
+CAPWORD = re.compile(r"\b[A-Z][a-z]{3,}\b")
+WORDS = re.compile(r"[A-Za-z0-9@_$'-]+")
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A surface string found in text, with its entity type and character span.
+
+    ``entity_id`` is set when the alias table already resolved it; ``fuzzy`` marks a
+    capitalised word that only fuzzy matching could resolve.
+    """
+
+    surface: str
+    etype: str
+    start: int
+    end: int
+    entity_id: str | None = None
+    fuzzy: bool = False
+
+
+@dataclass
+class Detection:
+    """What :meth:`Detector.detect` found in one event."""
+
+    mentions: list[Mention] = field(default_factory=list)
+    intent: str = "other"
+    risk: str = "low"
+    aspects: set[str] = field(default_factory=set)
+
+
+class Detector:
+    """Fast, in-memory detection; ``known`` maps alias keys (:func:`norm`) to (entity_id, etype).
+
+    Parameters
+    ----------
+    lexicon
+        Domain vocabulary (reference assets, strategies, risks, relation phrases).
+    known
+        Alias table of known entities, usually ``Canonicalizer.alias_table`` (shared, live).
+    people
+        A :class:`speakerflow.ops.people.PersonResolver` for roster names, or None.
+    """
+
+    def __init__(self, lexicon: Lexicon | None = None, known: dict[str, tuple[str, str]] | None = None, people=None):
+        self.lexicon = lexicon or Lexicon()
+        self.known = known if known is not None else {}
+        self.people = people
+        self._vocab = {norm(s): "strategy" for s in self.lexicon.strategies} | {norm(r): "risk" for r in self.lexicon.risks}
+        for tick, names in self.lexicon.assets.items():
+            for n in (tick, *names):
+                self._vocab[norm(n)] = "asset"
+        self._aspects = [(r.name, re.compile(r"\b" + "|".join(re.escape(p) for p in r.phrases) + r"\b", re.IGNORECASE))
+                         for r in self.lexicon.relations]
+
+    def detect(self, text: str) -> Detection:
+        """Entities (in text order, one per span), intent, risk class and aspects of ``text``."""
+        found: list[Mention] = []
+        taken: list[tuple[int, int]] = []
+
+        def add(m: Mention) -> None:
+            if any(m.start < e and s < m.end for s, e in taken):
+                return
+            taken.append((m.start, m.end))
+            found.append(m)
+
+        for m in HANDLE.finditer(text):
+            hit = self.known.get(norm(m.group()))
+            add(Mention(m.group(), "trader", m.start(), m.end(), hit[0] if hit else None))
+        for m in QUOTED_TICKER.finditer(text):
+            hit = self.known.get(norm(m.group()))
+            add(Mention(m.group(), "asset", m.start(), m.end(), hit[0] if hit else None))
+        if self.people is not None:
+            for name, s, e in self.people.mentions(text):
+                add(Mention(text[s:e], "person", s, e, f"person:{name}"))
+        self._ngrams(text, add)
+        for m in TICKER.finditer(text):  # bare upper-case words: only known assets
+            key = norm(m.group())
+            if self._vocab.get(key) == "asset" or self.known.get(key, ("", ""))[1] == "asset":
+                hit = self.known.get(key)
+                add(Mention(m.group(), "asset", m.start(), m.end(), hit[0] if hit else None))
+        for m in CAPWORD.finditer(text):
+            add(Mention(m.group(), "unknown", m.start(), m.end(), None, fuzzy=True))
+        found.sort(key=lambda m: m.start)
+        intent = self.intent_of(text)
+        risk = BASE_RISK[intent]
+        if ESCALATE.search(text):
+            risk = "high"
+        aspects = {name for name, rx in self._aspects if rx.search(text)}
+        return Detection(found, intent, risk, aspects)
+
+    def _ngrams(self, text: str, add) -> None:
+        toks = [(m.group(), m.start(), m.end()) for m in WORDS.finditer(text)]
+        for n in (3, 2, 1):
+            for i in range(len(toks) - n + 1):
+                s, e = toks[i][1], toks[i + n - 1][2]
+                key = norm(text[s:e])
+                if not key:
+                    continue
+                if key in self.known:
+                    eid, etype = self.known[key]
+                    add(Mention(text[s:e], etype, s, e, eid))
+                elif key in self._vocab:
+                    add(Mention(text[s:e], self._vocab[key], s, e))
+
+    @staticmethod
+    def intent_of(text: str) -> str:
+        """The intent with the most cue words in ``text`` (ties: the later, more action-like one)."""
+        low = text.lower()
+        scores = {k: sum(len(re.findall(r"\b" + re.escape(c), low)) for c in cues) for k, cues in INTENT_CUES.items()}
+        best = max(scores.items(), key=lambda kv: (kv[1], INTENTS.index(kv[0])))
+        return best[0] if best[1] > 0 else "other"
+
+
+class DetectConfig(OperatorConfig):
+    """No options yet; the lexicon is passed to :class:`Detector`."""
+
+
+@register
+class Detect(Operator):
+    """Message table -> one row per event: mention surfaces and types, intent, risk class."""
+
+    name = "detect"
+    consumes = ("msg_id", "text")
+    produces = pa.schema([("msg_id", pa.string()), ("surfaces", pa.list_(pa.string())),
+                          ("etypes", pa.list_(pa.string())), ("intent", pa.string()), ("risk", pa.string())])
+    Config = DetectConfig
+
+    def __init__(self, config=None, detector: Detector | None = None, **kw):
+        super().__init__(config, **kw)
+        self.detector = detector or Detector()
+
+    def run(self, table: pa.Table, ctx: Context) -> pa.Table:
+        rows = {n: [] for n in self.produces.names}
+        for mid, text in zip(table["msg_id"].to_pylist(), table["text"].to_pylist(), strict=True):
+            d = self.detector.detect(text or "")
+            rows["msg_id"].append(mid)
+            rows["surfaces"].append([m.surface for m in d.mentions])
+            rows["etypes"].append([m.etype for m in d.mentions])
+            rows["intent"].append(d.intent)
+            rows["risk"].append(d.risk)
+            self.stats.bump("mentions", len(d.mentions))
+        return pa.table(rows, schema=self.produces)

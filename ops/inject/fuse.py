@@ -1,0 +1,32 @@
+"""Fuse: user, market, risk and workflow state + injected knowledge -> the working context C_t.
+
+The header line (user, intent, risk class) and the workflow-state lines (this workflow's
+own observations, each citing its event id) come first; knowledge fills the rest of the
+budget. State lines that would overflow the budget are dropped newest-last, so
+``|C_t| <= B`` always holds.
+"""
+from __future__ import annotations
+
+from .compress import ContextLine, count_tokens
+from .topb import top_b
+
+
+def header(user: str | None, intent: str, risk: str, entities: list[str]) -> ContextLine:
+    text = f"user: {user or 'anonymous'} | intent: {intent} | risk: {risk} | entities: {', '.join(entities) or '-'}"
+    return ContextLine(text, [], "header", tokens=count_tokens(text))
+
+
+def state_line(text: str, evidence_id: str) -> ContextLine:
+    line = f"{text} {{ev: {evidence_id}}}"
+    return ContextLine(line, [evidence_id], "state", tokens=count_tokens(line))
+
+
+def fuse(head: ContextLine, state: list[ContextLine], knowledge: list[ContextLine], budget: int,
+         max_items: int = 16) -> list[ContextLine]:
+    """Header + state + TopB(knowledge) within ``budget`` tokens."""
+    out, used = [], 0
+    for line in (head, *state):
+        if used + line.tokens <= budget:
+            out.append(line)
+            used += line.tokens
+    return out + top_b(knowledge, budget - used, max_items)

@@ -1,0 +1,130 @@
+"""The passive-injection pipeline (Algorithm 1) over an in-memory :class:`FactGraph` cache.
+
+Per event: Detect -> Canonicalize -> h-hop neighbourhood (cache built from Kuzu once) ->
+remove invalidated (skipped for KH-NoInv) -> governance (risk class, user overlay) ->
+utility -> Compress -> TopB under the budget -> Fuse. Nothing here touches Kuzu, so the
+per-event cost is dict lookups plus scoring at most ``pool`` candidates.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from speakerflow.graphs.facts import FactGraph
+from speakerflow.ops.canonicalize import Canonicalizer
+from speakerflow.ops.decay import effective_confidence
+from speakerflow.ops.detect import Detection, Detector
+from speakerflow.ops.governance import Governance
+from speakerflow.ops.invalidate import current_regime
+
+from .compress import ContextLine, compress
+from .fuse import fuse, header
+from .utility import UtilityScorer
+
+
+class InjectConfig(BaseModel):
+    """``budget``: tokens of the whole working context; ``hops``: neighbourhood radius (1-2);
+    ``pool``: structural candidate pool; ``max_items``: knowledge lines at most;
+    ``remove_invalidated``: False only for the KH-NoInv ablation; ``record_use``: count reuse."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    budget: int = 600
+    hops: int = 2
+    pool: int = 300
+    max_items: int = 16
+    remove_invalidated: bool = True
+    govern: bool = True
+    record_use: bool = True
+
+
+@dataclass
+class WorkingContext:
+    """The context C_t: its lines, token count, what Detect saw and per-stage counts."""
+
+    lines: list[ContextLine]
+    tokens: int
+    detection: Detection
+    entities: list[str]
+    counts: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def text(self) -> str:
+        return "\n".join(line.text for line in self.lines)
+
+    def as_dict(self) -> dict:
+        return {
+            "tokens": self.tokens, "intent": self.detection.intent, "risk": self.detection.risk,
+            "entities": self.entities, "counts": self.counts, "ms": round(self.seconds * 1000, 3),
+            "lines": [{"text": ln.text, "kind": ln.kind, "evidence_ids": ln.evidence_ids, "maturity": ln.maturity,
+                       "valid_at": ln.valid_at, "invalid_at": ln.invalid_at, "utility": round(ln.utility, 4),
+                       "edge_ids": ln.edge_ids} for ln in self.lines],
+        }
+
+
+class PassiveInjector:
+    """Build working contexts from one group's cached graph."""
+
+    def __init__(self, facts: FactGraph, canon: Canonicalizer, detector: Detector | None = None,
+                 governance: Governance | None = None, utility: UtilityScorer | None = None,
+                 config: InjectConfig | None = None):
+        self.facts = facts
+        self.canon = canon
+        self.detector = detector or Detector(canon.lexicon, canon.alias_table)
+        self.governance = governance or Governance()
+        self.utility = utility or UtilityScorer()
+        self.config = config or InjectConfig()
+
+    def inject(self, text: str, now: datetime, user: str | None = None,
+               state: list[ContextLine] = ()) -> WorkingContext:
+        """The working context for an event with ``text`` at time ``now`` for ``user``."""
+        t0 = time.perf_counter()
+        cfg = self.config
+        det = self.detector.detect(text)
+        ents = []
+        for m in det.mentions:
+            eid = self.canon.resolve(m) if m.entity_id is None else m.entity_id
+            if eid and eid not in ents:
+                ents.append(eid)
+        seeds = ents + ([f"person:{user}"] if user else [])
+        pool = self.facts.neighbourhood(seeds, cfg.hops, cfg.pool)
+        counts = {"neighbourhood": len(pool)}
+        if cfg.remove_invalidated:
+            pool = [k for k in pool if k.invalid_at is None or k.invalid_at > now]
+        counts["valid"] = len(pool)
+        regimes: dict[str, str | None] = {}
+        mentioned = set(seeds)
+        scored = []
+        for k in pool:
+            if k.subject_id not in regimes:
+                regimes[k.subject_id] = current_regime(self.facts, k.subject_id)
+            reg = regimes[k.subject_id]
+            if cfg.govern:
+                if not self.governance.allow(effective_confidence(k, now, reg), k.maturity, k.scope, det.risk, user):
+                    continue
+            elif k.scope not in self.governance.overlay(user):
+                continue
+            u = self.utility.score(k, mentioned, det.aspects, det.intent, now, reg)
+            if u >= self.utility.config.min_utility:
+                scored.append((u, k))
+        counts["admitted"] = len(scored)
+        scored.sort(key=lambda p: -p[0])
+        lines = fuse(header(user, det.intent, det.risk, ents), list(state), compress(scored, self.facts.entities),
+                     cfg.budget, cfg.max_items)
+        if cfg.record_use:
+            self._record_use(lines)
+        tokens = sum(ln.tokens for ln in lines)
+        counts["injected"] = sum(1 for ln in lines if ln.kind == "knowledge")
+        return WorkingContext(lines, tokens, det, ents, counts, time.perf_counter() - t0)
+
+    def _record_use(self, lines: list[ContextLine]) -> None:
+        """Reuse count and running mean utility (the q_t of Psi) of every injected item."""
+        for ln in lines:
+            for eid in ln.edge_ids:
+                k = self.facts.items[eid]
+                k.utility = (k.utility * k.reuse_count + ln.utility) / (k.reuse_count + 1)
+                k.reuse_count += 1
+                self.facts.touch(eid)
+

@@ -1,0 +1,109 @@
+"""Upsert with slot-scoped contradiction detection and write-time invalidation.
+
+For each candidate fact, only the facts of the **same slot** are examined: (subject,
+relation) for single-valued relations, (subject, relation, object) for entity-valued ones,
+and for a person's facts (owner, matter). Never the whole group.
+
+* same value already valid -> that fact is *validated* (validations + 1, last-validated,
+  evidence appended), no new fact;
+* different value -> a new fact is added; with invalidation on, every valid fact of the slot
+  whose contradiction score ``Gamma(new, old) = confidence(new)`` (0 when the new evidence is
+  older) exceeds ``delta`` gets ``invalid_at = valid_at(new)``, ``expired_at = now``, maturity
+  ``deprecated`` and a SUPERSEDES link from the new fact. The old fact is kept.
+
+A first-tier source (trust tier 1) counts as one validation, so its facts start verified.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from speakerflow.graphs.facts import VALUE_PREFIX, FactGraph, FactItem, edge_id_for
+
+from .decay import next_maturity
+from .extract_knowledge import Candidate
+from .lexicon import RELATION_BY_NAME
+
+
+class UpsertConfig(BaseModel):
+    """``invalidation``: write-time invalidation on (InKH) or off (KH-NoInv); ``delta``: Gamma threshold."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    invalidation: bool = True
+    delta: float = 0.55
+
+
+@dataclass
+class UpsertResult:
+    added: int = 0
+    validated: int = 0
+    invalidated: int = 0
+    kept_conflicts: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+def object_of(c: Candidate) -> str:
+    rel = RELATION_BY_NAME.get(c.relation)
+    literal = rel is None or rel.value in ("percent", "category")
+    return VALUE_PREFIX + c.value if literal else c.value
+
+
+def current_regime(fg: FactGraph, entity_id: str) -> str | None:
+    """The newest valid ``regime`` value of an entity (the market state M_t for it)."""
+    cur = fg.current((entity_id, "regime"))
+    return max(cur, key=lambda i: i.valid_at).value if cur else None
+
+
+def upsert(fg: FactGraph, candidates: list[Candidate], now: datetime, cfg: UpsertConfig | None = None) -> UpsertResult:
+    """Apply ``candidates`` to ``fg`` (cache now; Kuzu on ``fg.flush()``)."""
+    cfg = cfg or UpsertConfig()
+    res = UpsertResult()
+    for c in candidates:
+        obj = object_of(c)
+        probe = FactItem("", fg.group_id, c.subject_id, c.relation, obj, "", [], c.valid_at, now, now)
+        valid = fg.current(probe.slot)
+        same = [i for i in valid if i.object_id == obj]
+        if same:
+            _validate(fg, same[-1], c, now)
+            res.validated += 1
+            continue
+        item = _new_item(fg, c, obj, now)
+        if not fg.add(item):
+            continue
+        res.added += 1
+        for old in valid:
+            gamma = c.confidence if c.valid_at >= old.valid_at else 0.0
+            if cfg.invalidation and gamma > cfg.delta:
+                old.maturity = "deprecated"
+                fg.invalidate(old.edge_id, at=c.valid_at, by=item.edge_id, now=now)
+                res.invalidated += 1
+            else:
+                res.kept_conflicts += 1
+    return res
+
+
+def _validate(fg: FactGraph, item: FactItem, c: Candidate, now: datetime) -> None:
+    if c.evidence_ids[0] in item.evidence_ids:
+        return
+    item.evidence_ids = [*item.evidence_ids, *c.evidence_ids]
+    item.validations += 1
+    item.last_validated = max(item.last_validated or item.valid_at, c.valid_at)
+    item.confidence = max(item.confidence, c.confidence)
+    item.updated_at = now
+    item.maturity = next_maturity(item.maturity, item.reuse_count, item.validations, item.utility)
+    fg.touch(item.edge_id)
+
+
+def _new_item(fg: FactGraph, c: Candidate, obj: str, now: datetime) -> FactItem:
+    validations = 1 if c.trust_tier == 1 else 0
+    regime = current_regime(fg, c.subject_id) if c.relation != "regime" else c.value
+    return FactItem(
+        edge_id=edge_id_for(fg.group_id, c.subject_id, c.relation, obj, c.evidence_ids[0]),
+        group_id=fg.group_id, subject_id=c.subject_id, relation=c.relation, object_id=obj,
+        description=c.description, evidence_ids=list(c.evidence_ids), valid_at=c.valid_at, updated_at=now,
+        created_at=now, confidence=c.confidence, maturity=next_maturity("candidate", 0, validations, 0.0),
+        regime_tag=regime, scope=c.scope, validations=validations, last_validated=c.valid_at, trust_tier=c.trust_tier)

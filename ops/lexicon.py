@@ -1,0 +1,132 @@
+"""Domain vocabulary of the knowledge harness: reference assets, relation phrases, value kinds.
+
+This is reference data, not tuned rules: a symbol table of well-known crypto assets (the
+kind an exchange's instrument list provides), generic strategy and risk vocabulary, and for
+every relation type the phrases that express it in text and how its value is read.
+Deployments extend it with :func:`Lexicon.extend`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+#: Canonical ticker -> other names and tickers. Quote suffixes (USDT, -USD, PERP) are
+#: stripped generically by :func:`strip_quote`, so BTCUSDT need not be listed.
+REFERENCE_ASSETS: dict[str, tuple[str, ...]] = {
+    "BTC": ("Bitcoin", "XBT"),
+    "ETH": ("Ether", "Ethereum"),
+    "SOL": ("Solana",),
+    "XRP": ("Ripple",),
+    "DOGE": ("Dogecoin",),
+    "ADA": ("Cardano",),
+    "AVAX": ("Avalanche",),
+    "LINK": ("Chainlink",),
+    "DOT": ("Polkadot",),
+    "LTC": ("Litecoin",),
+    "BNB": ("Binance Coin",),
+    "MATIC": ("Polygon", "POL"),
+}
+STRATEGIES: tuple[str, ...] = (
+    "grid bot", "funding arbitrage", "momentum breakout", "mean reversion", "basis trade",
+    "market making", "dca", "trend following", "scalping",
+)
+RISKS: tuple[str, ...] = (
+    "slippage", "liquidation", "depeg", "exchange outage", "funding spike", "smart contract exploit",
+    "counterparty", "regulatory", "oracle failure",
+)
+QUOTE_SUFFIX = re.compile(r"[-/_ ]?(?:USDT|USDC|USD|BUSD|PERP)$", re.IGNORECASE)
+
+
+def strip_quote(symbol: str) -> str:
+    """``BTCUSDT`` / ``BTC-USD`` / ``BTC/USDT`` -> ``BTC`` (unchanged if no quote suffix)."""
+    base = QUOTE_SUFFIX.sub("", symbol.strip())
+    return base or symbol
+
+
+def norm(text: str) -> str:
+    """Alias key: lower-case letters and digits only (``@Alpha_Whale`` -> ``alphawhale``)."""
+    return re.sub(r"[^a-z0-9]+", "", text.lower())
+
+
+#: Canonical categorical values and the words that express them.
+CATEGORIES: dict[str, dict[str, tuple[str, ...]]] = {
+    "regime": {
+        "bullish": ("bullish", "bull trend", "uptrend", "bull market", "trending up"),
+        "bearish": ("bearish", "bear trend", "downtrend", "bear market", "trending down"),
+        "ranging": ("ranging", "range-bound", "range bound", "sideways", "choppy"),
+        "volatile": ("high volatility", "volatile", "whipsaw"),
+    },
+    "liquidity": {
+        "deep": ("deep", "thick", "plenty of depth", "healthy"),
+        "thin": ("thin", "shallow", "illiquid", "dried up"),
+    },
+    "status": {
+        "active": ("active", "trading normally", "live", "resumed"),
+        "paused": ("paused", "stopped", "halted", "suspended", "inactive"),
+    },
+    "risk_preference": {
+        "conservative": ("conservative", "cautious", "low-risk", "low risk", "risk-averse", "defensive"),
+        "moderate": ("moderate", "balanced", "medium risk", "middle of the road"),
+        "aggressive": ("aggressive", "high-risk", "high risk", "risk-on", "degen"),
+    },
+}
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A relation type: which entity type it describes, its phrases, and its value kind.
+
+    ``value`` is ``"percent"`` (a number with %), ``"category"`` (one of
+    :data:`CATEGORIES`\\[name]) or an entity type (the object is an entity: ``"risk"``).
+    ``owner_scoped`` relations describe a person and are private to that person.
+    """
+
+    name: str
+    subject: str
+    phrases: tuple[str, ...]
+    value: str
+    owner_scoped: bool = False
+    half_life_days: float = 30.0
+
+
+RELATIONS: tuple[Relation, ...] = (
+    Relation("fee", "asset", ("taker fee", "trading fee", "fees", "fee", "commission", "trading cost"), "percent", half_life_days=120),
+    Relation("regime", "asset", ("regime", "market regime", "trend", "market state"), "category", half_life_days=10),
+    Relation("liquidity", "asset", ("liquidity", "order book depth", "book depth", "order book"), "category", half_life_days=15),
+    Relation("exposed_to", "asset", ("exposed to", "exposure to", "at risk of", "vulnerable to"), "risk", half_life_days=30),
+    Relation("win_rate", "trader", ("win rate", "hit rate", "success rate"), "percent", half_life_days=30),
+    Relation("max_drawdown", "trader", ("max drawdown", "maximum drawdown", "worst drawdown", "drawdown"), "percent", half_life_days=30),
+    Relation("status", "trader", ("status", "copy trading", "is now", "has been"), "category", half_life_days=20),
+    Relation("uses_strategy", "trader", ("runs", "uses", "trades a", "trades with", "strategy is"), "strategy", half_life_days=60),
+    Relation("risk_preference", "person", ("risk tolerance", "risk appetite", "risk profile", "i am", "i'm"), "category", True, 45),
+    Relation("max_position", "person", ("position size", "position cap", "max position", "positions under", "size cap"), "percent", True, 60),
+)
+RELATION_BY_NAME: dict[str, Relation] = {r.name: r for r in RELATIONS}
+
+
+@dataclass
+class Lexicon:
+    """The vocabulary in force; ``extend`` adds strategies, risks or reference assets."""
+
+    assets: dict[str, tuple[str, ...]] = field(default_factory=lambda: dict(REFERENCE_ASSETS))
+    strategies: tuple[str, ...] = STRATEGIES
+    risks: tuple[str, ...] = RISKS
+    relations: tuple[Relation, ...] = RELATIONS
+
+    def extend(self, *, assets: dict[str, tuple[str, ...]] | None = None,
+               strategies: tuple[str, ...] = (), risks: tuple[str, ...] = ()) -> Lexicon:
+        """A new lexicon with the extra entries added."""
+        return Lexicon({**self.assets, **(assets or {})}, self.strategies + strategies,
+                       self.risks + risks, self.relations)
+
+
+def category_of(relation: str, text: str) -> str | None:
+    """The canonical category of ``relation`` expressed in ``text`` (first phrase found), else None."""
+    best: tuple[int, str] | None = None
+    low = text.lower()
+    for value, words in CATEGORIES.get(relation, {}).items():
+        for w in words:
+            m = re.search(r"\b" + re.escape(w) + r"\b", low)
+            if m and (best is None or m.start() < best[0]):
+                best = (m.start(), value)
+    return best[1] if best else None
