@@ -273,6 +273,25 @@ class GroupStore:
             self._records = conform(_utc_columns(raw), RECORD_SCHEMA, f"group {self.group_id!r} records")
         return self._records
 
+    def set_records_table(self, table: pa.Table | None) -> None:
+        """Replace the cached records table (in-memory store: the table itself); ``None``
+        makes the next :meth:`records` call re-read the graph (after a write)."""
+        if self.in_memory and table is None:
+            raise StoreError("an in-memory store keeps its records table; pass the new table")
+        self._records = table
+
+    def meta(self, key: str, default: Any = None) -> Any:
+        """A value saved in ``group.json`` (writer watermark ...), or ``default``."""
+        return self._meta.get(key, default)
+
+    def set_meta(self, key: str, value: Any) -> None:
+        """Save a JSON-able value in ``group.json`` (roster and group id are not settable)."""
+        self._require_writable()
+        if key in ("group_id", "roster"):
+            raise StoreError(f"group.json field {key!r} is managed by the store")
+        self._meta[key] = value
+        self._save_meta()
+
     def search(self, query: str, k: int = 10, flt: SearchFilter | None = None) -> list[Hit]:
         """BM25 search within this group only."""
         return self.index.search(query, k, flt)

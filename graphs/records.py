@@ -1,0 +1,151 @@
+"""Derived records (System 2) on a :class:`~speakerflow.graphs.GroupStore`: write, heads, chains.
+
+Records are append-only. An UPDATE writes a new record whose ``supersedes`` is the old
+``entry_id`` and sets the old record's ``superseded_by`` and ``invalid_at``; nothing is
+deleted. A *head* is a record with no ``superseded_by``; a *chain* is the list of records
+linked by ``supersedes`` from its first state to its head.
+
+On a disk store a batch goes to Kuzu (Record nodes, FROM_MSG and SUPERSEDES rels, in one
+transaction) and to Tantivy (one document per record: ``kind="record"``, ``owner``,
+``speaker`` = source, ``layer``); if either fails the other is undone. The in-memory
+store keeps the same rows in its records table and its BM25 double.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+
+from speakerflow.schemas import RECORD_SCHEMA, KnowledgeItem, to_table, utc
+
+from .kuzu_graph import _kuzu_type, naive_utc
+
+#: group.json key of the write-path watermark: ids of messages already given to a Writer.
+WRITTEN_KEY = "writer_written_msg_ids"
+
+# explicit casts: Kuzu infers a column that is null in every row as STRING
+_PROPS = ", ".join(f"{f.name}: CAST(row.{f.name} AS {_kuzu_type(f.type)})" for f in RECORD_SCHEMA)
+
+
+def all_records(store: Any) -> list[dict[str, Any]]:
+    """Every record of the group as dicts, in write order."""
+    return store.records().to_pylist()
+
+
+def heads(store: Any, owner: str | None = None, layer: str | None = None) -> list[dict[str, Any]]:
+    """Current records (not superseded), optionally of one ``owner`` and/or ``layer``."""
+    return [r for r in all_records(store)
+            if r["superseded_by"] is None
+            and (owner is None or r["owner"] == owner)
+            and (layer is None or r["layer"] == layer)]
+
+
+def chains(store: Any, owner: str | None = None, layer: str | None = None) -> list[list[dict[str, Any]]]:
+    """Update chains (oldest state first, head last) ending at the selected heads."""
+    by_id = {r["entry_id"]: r for r in all_records(store)}
+    out = []
+    for head in heads(store, owner, layer):
+        chain = [head]
+        while chain[0]["supersedes"] is not None and chain[0]["supersedes"] in by_id:
+            chain.insert(0, by_id[chain[0]["supersedes"]])
+        out.append(chain)
+    return out
+
+
+def next_write_order(store: Any) -> int:
+    """The global write order the next record gets (1 + the largest so far; 0 when empty)."""
+    orders = store.records()["write_order"].to_pylist()
+    return (max(orders) + 1) if orders else 0
+
+
+def written_ids(store: Any) -> set[str]:
+    """Ids of messages already processed by the write path (the watermark)."""
+    return set(store.meta(WRITTEN_KEY, []))
+
+
+def mark_written(store: Any, msg_ids: Sequence[str]) -> None:
+    """Add ``msg_ids`` to the watermark (saved in group.json)."""
+    store.set_meta(WRITTEN_KEY, sorted(written_ids(store) | set(msg_ids)))
+
+
+def record_docs(records: Sequence[KnowledgeItem]) -> list[dict[str, Any]]:
+    """Text-index documents for records (the event/matter key is searchable too)."""
+    return [{"doc_id": r.entry_id, "kind": "record", "group_id": r.group_id, "speaker": r.source,
+             "owner": r.owner, "layer": r.layer, "session_id": r.session_id,
+             "text": f"{r.content} {r.event or ''}".strip(), "ts": r.valid_at} for r in records]
+
+
+def write_records(store: Any, new: Sequence[KnowledgeItem], supersede: Sequence[tuple[str, str, datetime]] = ()) -> int:
+    """Append records and close superseded ones, all or nothing; returns records written.
+
+    Parameters
+    ----------
+    new
+        Records to add; ``entry_id`` already present in the store are skipped (re-running
+        a batch is idempotent).
+    supersede
+        ``(old_entry_id, new_entry_id, invalid_at)``: the old record gets ``superseded_by``
+        and ``invalid_at``; its content is kept.
+    """
+    store._require_writable()
+    existing = {r["entry_id"]: r for r in all_records(store)}
+    new = [r for r in new if r.entry_id not in existing]
+    supersede = [s for s in supersede if s[0] in existing and existing[s[0]]["superseded_by"] is None]
+    if any(r.group_id != store.group_id for r in new):
+        bad = next(r for r in new if r.group_id != store.group_id)
+        raise ValueError(f"record {bad.entry_id}: field 'group_id' is {bad.group_id!r}; "
+                         f"the store of group {store.group_id!r} only takes its own records")
+    if not new and not supersede:
+        return 0
+    if store.in_memory:
+        _write_in_memory(store, new, supersede)
+    else:
+        _write_on_disk(store, new, supersede)
+    return len(new)
+
+
+def _write_in_memory(store: Any, new: Sequence[KnowledgeItem], supersede: Sequence[tuple[str, str, datetime]]) -> None:
+    closing = {old: (nid, t) for old, nid, t in supersede}
+    rows = []
+    for r in all_records(store):
+        if r["entry_id"] in closing:
+            r = {**r, "superseded_by": closing[r["entry_id"]][0], "invalid_at": closing[r["entry_id"]][1]}
+        rows.append(r)
+    rows.extend(r.model_dump() for r in new)
+    table = pa.Table.from_pylist(rows, schema=RECORD_SCHEMA)
+    store.index.add(record_docs(new))
+    store.set_records_table(table)
+
+
+def _write_on_disk(store: Any, new: Sequence[KnowledgeItem], supersede: Sequence[tuple[str, str, datetime]]) -> None:
+    graph = store.graph
+    rows = naive_utc(to_table(list(new), KnowledgeItem)).to_pylist() if new else []
+    links = [{"old": o, "new": n, "t": utc(t).replace(tzinfo=None)} for o, n, t in supersede]
+    graph.execute("BEGIN TRANSACTION")
+    try:
+        if rows:
+            graph.execute(f"UNWIND $rows AS row CREATE (r:Record {{{_PROPS}}})", {"rows": rows})
+            graph.execute("UNWIND $rows AS row MATCH (r:Record {entry_id: row.entry_id}) "
+                          "UNWIND row.from_ids AS mid MATCH (m:Message {msg_id: mid}) CREATE (r)-[:FROM_MSG]->(m)",
+                          {"rows": rows})
+        if links:
+            graph.execute("UNWIND $links AS l MATCH (o:Record {entry_id: l.old}) "
+                          "SET o.superseded_by = l.new, o.invalid_at = l.t", {"links": links})
+            graph.execute("UNWIND $links AS l MATCH (o:Record {entry_id: l.old}), (n:Record {entry_id: l.new}) "
+                          "CREATE (n)-[:SUPERSEDES]->(o)", {"links": links})
+        store.index.add(record_docs(new))
+    except BaseException:
+        try:
+            graph.execute("ROLLBACK")
+        except RuntimeError:  # Kuzu already rolled back a failed statement's transaction
+            pass
+        raise
+    try:
+        graph.execute("COMMIT")
+    except BaseException:
+        store.index.delete([r.entry_id for r in new])
+        raise
+    finally:
+        store.set_records_table(None)

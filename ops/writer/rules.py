@@ -1,0 +1,276 @@
+"""The ``rules`` WriterBackend: deterministic extraction, the offline default.
+
+Each message is split into sentences; each sentence that says something (questions,
+greetings and acknowledgements are skipped) becomes at most one action, by the first rule
+that fits:
+
+1. decision ("let's go with", "it's settled", "we agreed", "final call", "decided" ...)
+   -> owner GROUP, ``group_interaction``, utype ``decision``, source = the speaker;
+2. norm ("we always", "everyone should", "the rule is" ...) -> GROUP ``group_insight``, ``norm``;
+3. proposal for the group ("we should", "we need to" ...) -> GROUP ``group_interaction``, ``procedure``;
+4. a statement about another roster member (named, possessive, or "you" in a reply to /
+   an address of that member) -> ``per_speaker_profile``, owner = that member, source = speaker;
+5. a first-person statement (or an elided subject: "Booked mine weeks ago") ->
+   ``per_speaker_core``, owner = source = speaker; ``preference`` / ``stance`` / ``observation``
+   (recurring behaviour) / ``fact`` by cue words;
+6. any other substantive claim (3+ content words) -> ``per_speaker_core`` of the speaker,
+   worded "<speaker> says: ...".
+
+A short answer to a question addressed to the speaker is recorded with the question, so
+"Every morning, 5k before work." becomes "Asked by Ben 'you still run every morning?', Chloe
+answered: ...".
+
+Content is the sentence with leading fillers removed and the first/second person
+rewritten in the third person (``I live`` -> ``Dev lives``). The matter key
+(:func:`~.rules_text.family`, topic words) is kept in the record's ``event`` so later
+statements find the slot: same owner (for profiles also same source; for GROUP any source
+and either group layer) and same matter -> UPDATE of that head (or of an ADD made earlier
+in the same segment); a restatement that adds no new topic words or numbers -> nothing;
+a recurring behaviour seen again -> UPDATE noting the new occurrence. Provenance is the
+message the sentence came from.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from speakerflow.ops.people import PersonResolver
+from speakerflow.schemas import GROUP_OWNER
+
+from . import rules_text as rt
+from .base import Segment, WriterOutput
+
+
+class RulesConfig(BaseModel):
+    """Knobs of the rules Writer."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    min_topic_words: int = Field(default=2, ge=0, description="content words a sentence needs to be recorded")
+    min_claim_words: int = Field(default=2, ge=0, description="content words an unattributed claim needs (rule 6)")
+    slot_overlap: float = Field(default=1 / 3, ge=0.0, le=1.0, description="topic Jaccard to continue a slot")
+    short_answer_words: int = Field(default=14, ge=1, description="an answer this short is stored with its question")
+
+
+@dataclass
+class _Slot:
+    """A head the Writer can continue: an existing record or an ADD made in this segment."""
+
+    entry_id: str
+    owner: str
+    source: str
+    layer: str
+    family: str
+    topics: set[str]
+    content: str
+
+
+def matter_key(fam: str, topics: set[str]) -> str:
+    return f"{fam}:{' '.join(sorted(topics)[:10])}"
+
+
+def parse_key(event: str | None, content: str, exclude: set[str]) -> tuple[str, set[str]]:
+    """(family, topics) of a head: from its ``event`` key, else computed from its content."""
+    if event and ":" in event:
+        fam, _, topics = event.partition(":")
+        return fam, set(topics.split())
+    return rt.family(content), rt.topic_words(content, exclude)
+
+
+class RulesWriter:
+    """Rule-based WriterBackend (see the module docstring for the rules)."""
+
+    name = "rules"
+
+    def __init__(self, **config: Any):
+        self.config = RulesConfig(**config)
+
+    # -- WriterBackend ------------------------------------------------------------------
+    def propose(self, segment: Segment) -> WriterOutput:
+        from speakerflow.ops.upsert import add_entry_id, entry_id
+
+        people = PersonResolver(segment.roster, segment.aliases)
+        exclude = {w.lower() for name in segment.roster for w in name.split()}
+        slots = []
+        for h in segment.heads:
+            fam, topics = parse_key(h.get("event"), h["content"], exclude)
+            slots.append(_Slot(h["entry_id"], h["owner"], h["source"], h["layer"], fam, topics, h["content"]))
+        by_id = {m["msg_id"]: m for m in segment.messages}
+        actions: list[dict[str, Any]] = []
+        previous: dict[str, Any] | None = None
+        for msg in segment.messages:
+            for act, fam, topics in self._message_actions(msg, previous, by_id, people, exclude):
+                slot = self._find_slot(slots, act, fam, topics)
+                if slot is not None:
+                    if self._restates(slot, act["content"], topics, fam):
+                        continue
+                    new_topics = (slot.topics | topics) if fam not in rt.SINGLE_VALUED else topics
+                    content = act["content"]
+                    if fam == "habit":
+                        content = f"{content} (again, {_day(msg['ts'])})"
+                    actions.append({"action": "UPDATE", "entry_id": slot.entry_id, "content": content,
+                                    "utype": act["utype"], "event": matter_key(fam, new_topics),
+                                    "from_ids": act["from_ids"]})
+                    slot.topics, slot.content = new_topics, content
+                    slot.entry_id = entry_id(segment.group_id, segment.segment_id, "UPDATE", slot.entry_id, content)
+                    continue
+                act["event"] = matter_key(fam, topics)
+                actions.append(act)
+                eid = add_entry_id(segment.group_id, segment.segment_id, act["owner"], act["layer"], act["content"])
+                slots.append(_Slot(eid, act["owner"], act["source"], act["layer"], fam, topics, act["content"]))
+            previous = msg
+        return WriterOutput(actions=actions[: segment.max_actions])
+
+    # -- one message -> candidate ADDs -----------------------------------------------------
+    def _message_actions(self, msg: dict[str, Any], previous: dict[str, Any] | None, by_id: dict[str, Any],
+                         people: PersonResolver, exclude: set[str]):
+        speaker = msg["speaker"]
+        asked = self._question_for(msg, previous, by_id, people)
+        text = msg["text"]
+        if asked is not None and len(rt.words(text)) <= self.config.short_answer_words and not text.rstrip().endswith("?"):
+            asker, question = asked
+            question = re.sub(rf"^\W*{re.escape(speaker)}\W+", "", question) or question  # drop "Chloe, "
+            q = rt.third_person(rt.strip_filler(question), asker, addressee=speaker)
+            answer = rt.third_person(rt.strip_filler(text) or text, speaker)
+            content = f"Asked by {asker} \"{q}\", {speaker} answered: {answer}"
+            topics = rt.topic_words(f"{question} {text}", exclude)
+            if topics:
+                yield self._add(speaker, speaker, "per_speaker_core", _utype(text), content, msg), rt.family(text + " " + question), topics
+            return
+        addressee = self._addressee(msg, previous, by_id, people)
+        for raw in rt.sentences(text):
+            if raw.endswith("?"):
+                continue
+            sent = rt.strip_filler(raw)
+            topics = rt.topic_words(sent, exclude)
+            fam = rt.family(sent)
+            # "Either works for me" is a stance and "I'll book mine, as usual" a habit, though short
+            needed = 0 if fam in rt.OPEN_TOPIC and rt.first_person(sent) else 1 if fam == "habit" else self.config.min_topic_words
+            if not sent or len(topics) < needed:
+                continue
+            if rt.DECISION.search(sent):
+                yield self._add(GROUP_OWNER, speaker, "group_interaction", "decision", _said(sent, speaker), msg), fam, topics
+            elif rt.NORM.search(sent):
+                yield self._add(GROUP_OWNER, speaker, "group_insight", "norm", _said(sent, speaker), msg), fam, topics
+            elif rt.PROPOSAL.search(sent):
+                yield self._add(GROUP_OWNER, speaker, "group_interaction", "procedure",
+                                f"{speaker} proposed: {sent}", msg), fam, topics
+            elif (target := self._about(sent, speaker, addressee, people)) is not None:
+                content = rt.third_person(sent, speaker, addressee=target if target == addressee else None)
+                yield self._add(target, speaker, "per_speaker_profile", _utype(sent, profile=True), content, msg), fam, topics
+            elif rt.first_person(sent):
+                yield self._add(speaker, speaker, "per_speaker_core", _utype(sent), rt.elided_to_third(sent, speaker), msg), fam, topics
+            elif len(topics) >= self.config.min_claim_words:
+                yield self._add(speaker, speaker, "per_speaker_core", _utype(sent), f"{speaker} says: {sent}", msg), fam, topics
+
+    @staticmethod
+    def _add(owner: str, source: str, layer: str, utype: str, content: str, msg: dict[str, Any]) -> dict[str, Any]:
+        return {"action": "ADD", "owner": owner, "source": source, "layer": layer, "utype": utype,
+                "content": content, "from_ids": [msg["msg_id"]]}
+
+    @staticmethod
+    def _about(sent: str, speaker: str, addressee: str | None, people: PersonResolver) -> str | None:
+        """The roster member (not the speaker) this sentence is about, if any.
+
+        A named member counts when the name is a subject or possessive (followed by a verb
+        or adverb, or ``'s``), not a bare greeting ("Thanks Chloe."). "you"/"your" count
+        for the addressee.
+        """
+        for name, start, end in people.mentions(sent):
+            if name == speaker:
+                continue
+            tail = sent[end:end + 24]
+            if sent[start:end].endswith(("'s", "\u2019s")) or re.match(
+                    r"\s+(?:is|was|has|had|have|seems?|looks?|sounds?|did|does|will|would|can|could|always|never|"
+                    r"really|just|still|also|clearly|obviously|usually|definitely|[a-z]+(?:s|ed))\b", tail):
+                return name
+        if addressee and addressee != speaker and re.search(r"\b(you|your|you're|you've)\b", sent, re.I):
+            return addressee
+        return None
+
+    @staticmethod
+    def _addressee(msg: dict[str, Any], previous: dict[str, Any] | None, by_id: dict[str, Any],
+                   people: PersonResolver) -> str | None:
+        """Whom "you" means: a member named at the start of the message, else the replied-to speaker."""
+        names = people.mentions(msg["text"][:40])
+        if names and names[0][1] < 3 and names[0][0] != msg["speaker"]:
+            return names[0][0]
+        target = by_id.get(msg.get("reply_to") or "") or previous
+        if target is not None and target["speaker"] != msg["speaker"]:
+            return target["speaker"]
+        return None
+
+    @staticmethod
+    def _question_for(msg: dict[str, Any], previous: dict[str, Any] | None, by_id: dict[str, Any],
+                      people: PersonResolver) -> tuple[str, str] | None:
+        """(asker, question) when ``msg`` answers a question put to its speaker."""
+        target = by_id.get(msg.get("reply_to") or "") or previous
+        if target is None or target["speaker"] == msg["speaker"]:
+            return None
+        questions = [s for s in rt.sentences(target["text"]) if s.endswith("?")]
+        if not questions:
+            return None
+        named = msg["speaker"] in people.names_in(target["text"])
+        direct = msg.get("reply_to") == target["msg_id"]
+        if not (named or direct) or not re.search(r"\b(you|your)\b", questions[-1], re.I):
+            return None
+        return target["speaker"], questions[-1]
+
+    # -- slots --------------------------------------------------------------------------
+    def _find_slot(self, slots: list[_Slot], act: dict[str, Any], fam: str, topics: set[str]) -> _Slot | None:
+        """The most recent head continuing this statement's matter, or ``None``."""
+        group = act["owner"] == GROUP_OWNER
+        for slot in reversed(slots):
+            if slot.owner != act["owner"]:
+                continue
+            if not group and slot.layer != act["layer"]:
+                continue
+            if act["layer"] == "per_speaker_profile" and slot.source != act["source"]:
+                continue  # A's view of B is not continued by C's view
+            if fam != slot.family:
+                continue
+            if fam in rt.SINGLE_VALUED:
+                return slot
+            if fam == "habit":
+                if rt.habit_verb(act["content"], {act["owner"]}) == rt.habit_verb(slot.content, {slot.owner}):
+                    return slot
+                continue
+            if not topics or not slot.topics:
+                if fam in rt.OPEN_TOPIC:
+                    return slot
+                continue
+            if len(topics & slot.topics) / len(topics | slot.topics) >= self.config.slot_overlap:
+                return slot
+        return None
+
+    @staticmethod
+    def _restates(slot: _Slot, content: str, topics: set[str], fam: str) -> bool:
+        """True when the statement adds nothing to the slot: no new topic words or numbers and no change cue."""
+        if fam == "habit":
+            return False
+        if rt.CHANGE.search(content):
+            return False
+        return topics <= slot.topics and rt.numbers(content) <= rt.numbers(slot.content)
+
+
+def _utype(sentence: str, profile: bool = False) -> str:
+    if rt.HABIT.search(sentence):
+        return "observation"
+    if profile:
+        return "observation"
+    if rt.PREFERENCE.search(sentence):
+        return "preference"
+    if rt.STANCE.search(sentence):
+        return "stance"
+    return "fact"
+
+
+def _said(sentence: str, speaker: str) -> str:
+    """A group record's content: the sentence with the speaker's "I" rewritten, and who said it."""
+    return f"{rt.third_person(sentence, speaker)} (said by {speaker})"
+
+
+def _day(ts: Any) -> str:
+    return ts.strftime("%Y-%m-%d") if hasattr(ts, "strftime") else str(ts)[:10]

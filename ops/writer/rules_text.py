@@ -1,0 +1,228 @@
+"""Text helpers of the rules Writer: sentences, triggers, person rewriting, matter (slot) keys.
+
+Everything here is general English surface cues, never names or data-set specifics.
+
+A *matter key* says which slot a statement fills, so a later statement on the same slot
+becomes an UPDATE. It is ``"<family>:<topic words>"``:
+
+* single-valued families (:data:`SINGLE_VALUED`: residence, job, relationship, budget,
+  deadline, health) hold one current value per owner: any later statement of the same
+  family by the same owner continues the slot ("I live in Munich" -> "I live in Vienna");
+* ``habit:<verb>``: a recurring behaviour, keyed by its main verb lemma ("book", "run");
+  seeing it again is an UPDATE that records the new occurrence;
+* other families (preference, stance, plan, fact ...) continue a slot when their topic
+  words overlap (Jaccard >= 1/3), or, for preferences and stances, when one side names
+  no topic at all ("Either works for me" -> "I prefer Porto").
+
+Topic words are lower-cased content words (stopwords, pronouns, fillers, roster names and
+trigger words removed), crudely lemmatised (plural ``-s`` dropped).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+_SENT_END = re.compile(r"(?<=[.!?])\s+|\n+|\s+[-\u2013\u2014]\s+")
+_WORD = re.compile(r"[A-Za-z\u00C0-\u024F][A-Za-z\u00C0-\u024F'\u2019]*|\d+(?:[.,]\d+)?")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+_LEAD_FILLER = re.compile(
+    r"^(?:(?:yes|yeah|yep|ok|okay|so|well|great|right|sure|and|but|also|oh|ah|aw|haha+|lol|hmm+|honestly|"
+    r"nice|cool|true|fair|anyway|btw|by the way|quick update|update|fine)\b[\s,:!.]*)+", re.I)
+
+STOPWORDS = frozenset(
+    """a about above after again all also am an and any are as at be because been before being below
+    between both but by can can't could did do does doing don't down during each few for from further had
+    has have having he her here hers herself him himself his how i i'm i've i'll i'd if in into is it it's
+    its itself just let's me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that that's the their theirs them themselves
+    then there these they this those through to too under until up very was we we're we've we'll were what
+    when where which while who whom why will with would you you're your yours yourself yourselves still
+    really actually maybe think thought feel know yeah yes ok okay oh well like get got go going gonna
+    one thing things lot bit much many way something anything everything sure though even back
+    right good great nice thanks thank ha haha lol honestly probably definitely literally pretty kind
+    already always never usually sometimes every everyone everybody anyone someone today tomorrow
+    yesterday tonight week weeks day days time times last next new said say says tell told see mine
+    course usual ago""".split()
+)
+#: Cue words of stances and preferences: they say HOW someone holds a matter, not WHAT it is,
+#: so they are not topic words ("I prefer Lisbon" and "I prefer Porto" are one matter).
+CUE_WORDS = frozenset(
+    """prefer prefers preferred rather love loves hate hates enjoy enjoys works work fine either neither both
+    changed change mind believe believes reckon guess agree agrees disagree doubt hope vote pick keen fan
+    favourite favorite better worse best worst""".split()
+)
+
+#: Trigger patterns, compiled case-insensitive. A sentence can match several; the Writer
+#: takes the first kind in the order decision > norm > proposal.
+DECISION = re.compile(
+    r"\b(let'?s (?:go with|do|book|meet|pick|use|keep|stick|settle|lock|make it|say|plan|split|decide|move|have)"
+    r"|(?:it|that)(?:'s| is) (?:settled|decided|final|official|confirmed|locked in)|settled[:,]"
+    r"|we(?:'ve| have)? (?:all )?agreed|we(?:'re| are)? going with|we(?:'ll| will) go with|final (?:call|decision|answer)"
+    r"|(?:is|are|was|has been) decided|we(?:'ve| have)? decided|the decision is|decision:|the plan is"
+    r"|confirmed[:,]|done deal|booked it for (?:us|everyone|the group))", re.I)
+NORM = re.compile(
+    r"\b(we (?:always|never|usually|normally|traditionally)|every(?:one|body) (?:should|must|has to|needs to|is expected)"
+    r"|(?:no ?one|nobody) (?:should|is allowed|may|gets to)|the (?:rule|norm|deal|tradition) is|(?:our|house|group|golden) rule"
+    r"|as a rule|we (?:should|must) (?:always|never)|(?:it's|it is) (?:a|our) tradition|we tend to|we make a point"
+    r"|(?:not|never) allowed|rule of thumb|in this group we)", re.I)
+PROPOSAL = re.compile(r"\b(we should|we need to|we have to|we must|we could|how about we|shall we|why don't we)\b", re.I)
+PREFERENCE = re.compile(
+    r"\b(prefer|rather|favou?rite|love|loves|hate|can'?t stand|enjoy|works for me|(?:is|are) fine (?:by|with|for) me"
+    r"|fine (?:by|with) me|vote for|i'?d go with|my pick|keen on|not a fan|big fan|into)\b", re.I)
+STANCE = re.compile(
+    r"\b(think|believe|feel|reckon|guess|agree|disagree|in my (?:view|opinion)|imo|doubt|worried|concerned"
+    r"|hope|sure that|not sure|should|shouldn't|better|worse|too \w+)\b", re.I)
+HABIT = re.compile(
+    r"\b(always|never|usually|normally|as usual|of course|again|every (?:single )?(?:day|morning|evening|night|week|weekend|time|year|month)"
+    r"|each (?:morning|day|week|time)|habit|tend to|routinely|whenever|as always|per usual|keeps? \w+ing)\b", re.I)
+CHANGE = re.compile(r"\b(changed my mind|now|anymore|no longer|moved|switched|instead|update|used to|not any more)\b", re.I)
+FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("residence", re.compile(r"\b(live[sd]? in|living in|moved (?:to|again|there|here|back)|moving to|based in|relocat\w*|(?:i|we) live)\b", re.I)),
+    ("job", re.compile(r"\b(work(?:ing|s)? (?:at|for|as)(?! me\b| us\b)|my job|new job|job at|promoted|promotion|got hired|quit my|role as|position as|started at|joined \w+ as)\b", re.I)),
+    ("relationship", re.compile(r"\b(married|engaged|girlfriend|boyfriend|my partner|divorc\w*|broke up|dating|my wife|my husband)\b", re.I)),
+    ("budget", re.compile(r"\b(budget|per (?:person|head)|spend(?:ing)? (?:limit|cap)|cost cap|\d+\s*(?:euros?|dollars?|pounds?|eur|usd|gbp)|[€$£]\s*\d+)", re.I)),
+    ("deadline", re.compile(r"\b(deadline|due (?:on|by|date)|by (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|the end of \w+))\b", re.I)),
+    ("health", re.compile(r"\b(injur\w*|sick|hospital|surgery|recover\w*|pregnan\w*|vegetarian|vegan|allerg\w*|diagnos\w*)\b", re.I)),
+    ("preference", PREFERENCE),
+    ("stance", STANCE),
+)
+SINGLE_VALUED = frozenset({"residence", "job", "relationship", "budget"})
+OPEN_TOPIC = frozenset({"preference", "stance"})
+
+_FIRST = [  # (pattern, replacement) for first-person -> third-person; {n} is the name
+    (r"\bI'?m\b", "{n} is"), (r"\bI am\b", "{n} is"), (r"\bI'?ve\b", "{n} has"), (r"\bI have\b", "{n} has"),
+    (r"\bI'?ll\b", "{n} will"), (r"\bI'?d\b", "{n} would"), (r"\bI was\b", "{n} was"),
+    (r"\bmyself\b", "{n}"), (r"\bmine\b", "{n}'s"), (r"\bmy\b", "{n}'s"), (r"\bme\b", "{n}"),
+]
+_SECOND = [
+    (r"\byou'?re\b", "{n} is"), (r"\byou are\b", "{n} is"), (r"\byou'?ve\b", "{n} has"), (r"\byou have\b", "{n} has"),
+    (r"\byou were\b", "{n} was"), (r"\byou'?ll\b", "{n} will"), (r"\byourself\b", "{n}"), (r"\byours\b", "{n}'s"),
+    (r"\byour\b", "{n}'s"), (r"\byou\b", "{n}"),
+]
+_MODALS = frozenset(
+    """can could will would should might must may shall did was were had ran went got made took saw came found
+    thought said told bought left felt kept met paid sent spent won lost wrote read ate drove flew gave knew
+    began became brought caught put set cut let hit quit sold taught understood woke wore""".split())
+_NEGATED = {"don't": "doesn't", "dont": "doesn't", "haven't": "hasn't", "am": "is", "are": "is"}
+_AUX_START = re.compile(r"^\W*(?:are|do|did|is|have|has|can|could|will|would|should|were|was)\b", re.I)
+_ELIDED_START = frozenset(
+    "just still finally also currently been got had went started working building heading moved booked "
+    "finished ran bought made took left joined quit".split())
+
+
+def sentences(text: str) -> list[str]:
+    """Split a message into sentences (punctuation, line breaks and dashes end one)."""
+    return [s.strip() for s in _SENT_END.split(text) if s and s.strip()]
+
+
+def strip_filler(sentence: str) -> str:
+    """Drop leading interjections ("Yes, ", "Great, ", "Haha ") and capitalise what is left."""
+    rest = _LEAD_FILLER.sub("", sentence).strip()
+    return rest[:1].upper() + rest[1:] if rest else ""
+
+
+def words(text: str) -> list[str]:
+    return [w.lower().replace("\u2019", "'") for w in _WORD.findall(text)]
+
+
+def lemma(word: str) -> str:
+    """A crude lemma: lower case, possessive and plural ``-s`` dropped (not for ``-ss``)."""
+    w = word.lower().replace("\u2019", "'").removesuffix("'s")
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        return w[:-1]
+    return w
+
+
+def topic_words(text: str, exclude: Iterable[str] = ()) -> set[str]:
+    """Content-word lemmas of ``text`` (what the matter is about), minus ``exclude`` words."""
+    skip = {e.lower() for e in exclude}
+    return {lemma(w) for w in words(text) if w not in STOPWORDS and w not in CUE_WORDS and lemma(w) not in skip
+            and len(w) > 2 and not _NUMBER.fullmatch(w)}
+
+
+def numbers(text: str) -> set[str]:
+    return set(_NUMBER.findall(text))
+
+
+def family(text: str) -> str:
+    """The slot family of a statement (see module docstring); ``fact`` when none matches."""
+    for name, pattern in FAMILIES:
+        if name in SINGLE_VALUED and pattern.search(text):
+            return name
+    if HABIT.search(text):
+        return "habit"
+    for name, pattern in FAMILIES:
+        if pattern.search(text):
+            return name
+    return "fact"
+
+
+def habit_verb(text: str, exclude: Iterable[str] = ()) -> str:
+    """Main verb lemma of a habitual statement: the first content word that is not a time word."""
+    skip = {e.lower() for e in exclude} | {"morning", "day", "evening", "night", "usual", "course", "single"}
+    for w in words(text):
+        if w not in STOPWORDS and w not in skip and len(w) > 2 and not _NUMBER.fullmatch(w):
+            base = w[:-3] if w.endswith("ing") and len(w) > 5 else w
+            base = base[:-2] if base.endswith("ed") and len(base) > 4 else base
+            return lemma(base)
+    return "behaviour"
+
+
+def _agree(verb: str) -> str:
+    """Third-person singular of a present-tense verb ("prefer" -> "prefers")."""
+    low = verb.lower().replace("\u2019", "'")
+    if low in _NEGATED:
+        return _NEGATED[low]
+    if low in _MODALS or low.endswith(("ed", "s")) or not low.isalpha():
+        return verb
+    if low in ("have", "do", "go", "am", "are"):
+        return {"have": "has", "do": "does", "go": "goes", "am": "is", "are": "is"}[low]
+    if low.endswith(("sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if low.endswith("y") and len(low) > 2 and low[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def third_person(sentence: str, speaker: str, addressee: str | None = None) -> str:
+    """Rewrite the speaker's first person (and "you" as ``addressee``) in the third person.
+
+    >>> third_person("I live in Munich now, my flat is small", "Dev")
+    "Dev lives in Munich now, Dev's flat is small"
+    >>> third_person("you still run every morning", "Ben", addressee="Chloe")
+    'Chloe still runs every morning'
+    """
+    out = sentence
+    for pattern, repl in _FIRST:
+        out = re.sub(pattern, repl.format(n=speaker), out, flags=re.I if pattern != r"\bI'?d\b" else 0)
+    out = re.sub(r"\bI\s+(?:(still|also|really|just|now|never|always|usually|often|actually)\s+)?([a-z']+)\b",
+                 lambda m: f"{speaker} " + (f"{m.group(1)} " if m.group(1) else "") + _agree(m.group(2)), out)
+    out = re.sub(r"\bI\b", speaker, out)
+    if addressee:
+        inverted = bool(_AUX_START.match(out))  # "are you fine?": no verb follows "you"
+        for pattern, repl in _SECOND:
+            out = re.sub(pattern, repl.format(n=addressee), out, flags=re.I)
+        if not inverted:
+            out = re.sub(rf"\b{re.escape(addressee)}\s+(?:(still|also|really|just|now|never|always|usually|often)\s+)?([a-z]+)\b",
+                         lambda m: f"{addressee} " + (f"{m.group(1)} " if m.group(1) else "") + _agree(m.group(2)), out)
+    return out
+
+
+def first_person(sentence: str) -> bool:
+    """Does the sentence speak about the speaker ("I", "my", "me", or an elided subject)?"""
+    if re.search(r"\b(I|I'm|I've|I'll|I'd|my|me|mine|myself)\b", sentence.replace("\u2019", "'")):
+        return True
+    first = words(sentence)[:1]
+    return bool(first) and (first[0] in _ELIDED_START or (first[0].endswith("ed") and len(first[0]) > 4))
+
+
+def elided_to_third(sentence: str, speaker: str) -> str:
+    """"Booked mine weeks ago" -> "Ben booked Ben's weeks ago" (subject restored when elided)."""
+    text = third_person(sentence, speaker)
+    first = words(sentence)[:1]
+    elided = bool(first) and (first[0] in _ELIDED_START or (first[0].endswith("ed") and len(first[0]) > 4))
+    if text.startswith(speaker) or not elided:
+        return text
+    return f"{speaker} {text[:1].lower()}{text[1:]}"
