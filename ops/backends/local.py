@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from .base import ChatMessage, ChatResult
 from .errors import BackendConfigError, BackendRequestError
@@ -20,14 +20,15 @@ from .errors import BackendConfigError, BackendRequestError
 class LocalModelConfig(BaseModel):
     """Settings shared by local backends.
 
-    ``model_dir`` is a folder saved with ``save_pretrained`` (tokenizer included);
+    ``model_dir`` (also accepted as ``model``, the name the CLI's ``--model`` uses) is a
+    folder saved with ``save_pretrained`` (tokenizer included);
     ``device`` ``auto`` picks CUDA when available; ``top_p`` applies when sampling
     (temperature > 0); ``seed`` makes sampling repeatable (None: not re-seeded).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", protected_namespaces=())
 
-    model_dir: Path
+    model_dir: Path = Field(validation_alias=AliasChoices("model_dir", "model"))
     device: Literal["auto", "cpu", "cuda"] = "auto"
     top_p: float = Field(default=0.95, gt=0, le=1)
     seed: int | None = None
