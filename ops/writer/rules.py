@@ -100,8 +100,19 @@ class RulesWriter:
         by_id = {m["msg_id"]: m for m in segment.messages}
         actions: list[dict[str, Any]] = []
         previous: dict[str, Any] | None = None
+        group_acts: dict[str, tuple[dict[str, Any], set[str]]] = {}  # msg id -> (its GROUP action, topics)
+        agreed: dict[str, list[dict[str, Any]]] = {}  # msg id of a GROUP action -> agreeing messages
         for msg in segment.messages:
-            for act, fam, topics in self._message_actions(msg, previous, by_id, people, exclude):
+            target = by_id.get(msg.get("reply_to") or "") or previous
+            if (target is not None and target["msg_id"] in group_acts and target["speaker"] != msg["speaker"]
+                    and rt.AGREEMENT.match(msg["text"])):
+                agreed.setdefault(target["msg_id"], []).append(msg)
+            candidates = list(self._message_actions(msg, previous, by_id, people, exclude))
+            for act, _, topics in candidates:
+                if act["owner"] == GROUP_OWNER and msg["msg_id"] not in group_acts:
+                    group_acts[msg["msg_id"]] = (act, topics)
+            previous = msg
+            for act, fam, topics in candidates:
                 slot = self._find_slot(slots, act, fam, topics)
                 if slot is not None:
                     if self._restates(slot, act["content"], topics, fam):
@@ -120,7 +131,15 @@ class RulesWriter:
                 actions.append(act)
                 eid = add_entry_id(segment.group_id, segment.segment_id, act["owner"], act["layer"], act["content"])
                 slots.append(_Slot(eid, act["owner"], act["source"], act["layer"], fam, topics, act["content"]))
-            previous = msg
+        for target_id, msgs in agreed.items():
+            act, topics = group_acts[target_id]
+            names = list(dict.fromkeys(m["speaker"] for m in msgs))
+            proposal = by_id[target_id]
+            content = (f"Consensus: {', '.join(names)} agreed with {proposal['speaker']} "
+                       f"({_day(proposal['ts'])}): {act['content']}")
+            actions.append({"action": "ADD", "owner": GROUP_OWNER, "source": names[0], "layer": "group_insight",
+                            "utype": "stance", "content": content, "event": matter_key("consensus", topics),
+                            "from_ids": [target_id, *(m["msg_id"] for m in msgs)]})
         return WriterOutput(actions=actions[: segment.max_actions])
 
     # -- one message -> candidate ADDs -----------------------------------------------------
@@ -139,11 +158,18 @@ class RulesWriter:
             if topics:
                 yield self._add(speaker, speaker, "per_speaker_core", _utype(text), content, msg), rt.family(text + " " + question), topics
             return
-        addressee = self._addressee(msg, previous, by_id, people)
+        addressee, named = self._addressee(msg, previous, by_id, people)
         for raw in rt.sentences(text):
-            if raw.endswith("?"):
-                continue
             sent = rt.strip_filler(raw)
+            if rt.is_question(raw) or rt.is_question(sent):
+                continue
+            voc = _VOCATIVE.match(sent)
+            if voc and (who := people.resolve(voc.group(1))) and who != speaker:
+                addressee, named, sent = who, True, sent[voc.end():]
+                sent = sent[:1].upper() + sent[1:]
+                if rt.is_question(sent):
+                    continue
+            you = named or bool(re.match(r"\W*(you|your|you're|you've)\b", sent, re.I))
             topics = rt.topic_words(sent, exclude)
             fam = rt.family(sent)
             # "Either works for me" is a stance and "I'll book mine, as usual" a habit, though short
@@ -156,8 +182,10 @@ class RulesWriter:
                 yield self._add(GROUP_OWNER, speaker, "group_insight", "norm", _said(sent, speaker), msg), fam, topics
             elif rt.PROPOSAL.search(sent):
                 yield self._add(GROUP_OWNER, speaker, "group_interaction", "procedure",
-                                f"{speaker} proposed: {sent}", msg), fam, topics
-            elif (target := self._about(sent, speaker, addressee, people)) is not None:
+                                f"{speaker} proposed: {rt.third_person(sent, speaker)}", msg), fam, topics
+            elif rt.PLAN.search(sent):
+                yield self._add(GROUP_OWNER, speaker, "group_interaction", "procedure", _said(sent, speaker), msg), fam, topics
+            elif (target := self._about(sent, speaker, addressee if you else None, people)) is not None:
                 content = rt.third_person(sent, speaker, addressee=target if target == addressee else None)
                 yield self._add(target, speaker, "per_speaker_profile", _utype(sent, profile=True), content, msg), fam, topics
             elif rt.first_person(sent):
@@ -184,7 +212,7 @@ class RulesWriter:
             tail = sent[end:end + 24]
             if sent[start:end].endswith(("'s", "\u2019s")) or re.match(
                     r"\s+(?:is|was|has|had|have|seems?|looks?|sounds?|did|does|will|would|can|could|always|never|"
-                    r"really|just|still|also|clearly|obviously|usually|definitely|[a-z]+(?:s|ed))\b", tail):
+                    r"really|just|still|also|clearly|obviously|usually|definitely|[a-z]+n['\u2019]t|[a-z]+(?:s|ed))\b", tail):
                 return name
         if addressee and addressee != speaker and re.search(r"\b(you|your|you're|you've)\b", sent, re.I):
             return addressee
@@ -192,15 +220,19 @@ class RulesWriter:
 
     @staticmethod
     def _addressee(msg: dict[str, Any], previous: dict[str, Any] | None, by_id: dict[str, Any],
-                   people: PersonResolver) -> str | None:
-        """Whom "you" means: a member named at the start of the message, else the replied-to speaker."""
+                   people: PersonResolver) -> tuple[str | None, bool]:
+        """Whom "you" means, and whether that member was named (a vocative opening the message).
+
+        Without a vocative it is the replied-to (or previous) speaker, trusted only for
+        sentences that open with "you"/"your" (a generic "you" elsewhere is not an address).
+        """
         names = people.mentions(msg["text"][:40])
         if names and names[0][1] < 3 and names[0][0] != msg["speaker"]:
-            return names[0][0]
+            return names[0][0], True
         target = by_id.get(msg.get("reply_to") or "") or previous
         if target is not None and target["speaker"] != msg["speaker"]:
-            return target["speaker"]
-        return None
+            return target["speaker"], False
+        return None, False
 
     @staticmethod
     def _question_for(msg: dict[str, Any], previous: dict[str, Any] | None, by_id: dict[str, Any],
@@ -253,6 +285,10 @@ class RulesWriter:
         if rt.CHANGE.search(content):
             return False
         return topics <= slot.topics and rt.numbers(content) <= rt.numbers(slot.content)
+
+
+_VOCATIVE = re.compile(r"^\W*@?([A-Z][\w'\u2019-]*)\s*,?\s+"
+                       r"(?=(?:(?:are|do|did|have|can|will|were|would|could)\s+)?(?:you|your|you're|you've)\b)", re.I)
 
 
 def _utype(sentence: str, profile: bool = False) -> str:

@@ -22,7 +22,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-_SENT_END = re.compile(r"(?<=[.!?])\s+|\n+|\s+[-\u2013\u2014]\s+")
+# sentence ends: punctuation, line breaks, spaced dashes, and emoji (chat punctuation)
+_SENT_END = re.compile(r"(?<=[.!?])\s+|\n+|\s+[-\u2013\u2014]\s+|\s*[\U0001F300-\U0001FAFF\u2600-\u27BF\uFE0F]+\s*")
+_QUESTION_START = re.compile(r"^\W*(?:(?:are|do|did|have|has|can|could|will|would|is|was|were|does|shall)\s+"
+                             r"(?:you|we|they|he|she|it|u)\b|(?:what|how|when|where|why|who|which|anyone)\b)", re.I)
 _WORD = re.compile(r"[A-Za-z\u00C0-\u024F][A-Za-z\u00C0-\u024F'\u2019]*|\d+(?:[.,]\d+)?")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 _LEAD_FILLER = re.compile(
@@ -55,7 +58,7 @@ CUE_WORDS = frozenset(
 #: Trigger patterns, compiled case-insensitive. A sentence can match several; the Writer
 #: takes the first kind in the order decision > norm > proposal.
 DECISION = re.compile(
-    r"\b(let'?s (?:go with|do|book|meet|pick|use|keep|stick|settle|lock|make it|say|plan|split|decide|move|have)"
+    r"\b(let'?s (?!see\b|be honest\b|not\b)[a-z]+"
     r"|(?:it|that)(?:'s| is) (?:settled|decided|final|official|confirmed|locked in)|settled[:,]"
     r"|we(?:'ve| have)? (?:all )?agreed|we(?:'re| are)? going with|we(?:'ll| will) go with|final (?:call|decision|answer)"
     r"|(?:is|are|was|has been) decided|we(?:'ve| have)? decided|the decision is|decision:|the plan is"
@@ -64,8 +67,14 @@ NORM = re.compile(
     r"\b(we (?:always|never|usually|normally|traditionally)|every(?:one|body) (?:should|must|has to|needs to|is expected)"
     r"|(?:no ?one|nobody) (?:should|is allowed|may|gets to)|the (?:rule|norm|deal|tradition) is|(?:our|house|group|golden) rule"
     r"|as a rule|we (?:should|must) (?:always|never)|(?:it's|it is) (?:a|our) tradition|we tend to|we make a point"
-    r"|(?:not|never) allowed|rule of thumb|in this group we)", re.I)
-PROPOSAL = re.compile(r"\b(we should|we need to|we have to|we must|we could|how about we|shall we|why don't we)\b", re.I)
+    r"|(?:not|never) allowed|rule of thumb|in this group we|(?:every|each) (?:time|year|month|week) we|whenever we"
+    r"|we(?:'ve| have) been [a-z]+ing|our (?:thing|tradition|usual)|as a group|(?:this|the) group (?:always|never|usually))",
+    re.I)
+PROPOSAL = re.compile(r"\b(we should|we need to|we have to|we must|we could|how about we|why don't we)\b", re.I)
+PLAN = re.compile(r"\b(we['\u2019]ll|we will|we['\u2019]re going to|we are going to)\b", re.I)
+#: A reply that agrees with what was just proposed or decided (consensus evidence).
+AGREEMENT = re.compile(r"^\W*(agreed|same|\+1|me too|yes|yep|yeah|sounds (?:good|great|perfect)|works for me|deal|"
+                       r"i'?m in|count me in|love (?:that|this|it)|perfect|absolutely|definitely|fine by me|totally)\b", re.I)
 PREFERENCE = re.compile(
     r"\b(prefer|rather|favou?rite|love|loves|hate|can'?t stand|enjoy|works for me|(?:is|are) fine (?:by|with|for) me"
     r"|fine (?:by|with) me|vote for|i'?d go with|my pick|keen on|not a fan|big fan|into)\b", re.I)
@@ -100,9 +109,10 @@ _SECOND = [
     (r"\byour\b", "{n}'s"), (r"\byou\b", "{n}"),
 ]
 _MODALS = frozenset(
-    """can could will would should might must may shall did was were had ran went got made took saw came found
+    """can cannot could will would should might must may shall did was were had ran went got made took saw came found
     thought said told bought left felt kept met paid sent spent won lost wrote read ate drove flew gave knew
     began became brought caught put set cut let hit quit sold taught understood woke wore""".split())
+_ADVERB = r"[a-z]+ly|still|also|just|now|never|always|often|already|even|totally|kind of|sort of"
 _NEGATED = {"don't": "doesn't", "dont": "doesn't", "haven't": "hasn't", "am": "is", "are": "is"}
 _AUX_START = re.compile(r"^\W*(?:are|do|did|is|have|has|can|could|will|would|should|were|was)\b", re.I)
 _ELIDED_START = frozenset(
@@ -113,6 +123,11 @@ _ELIDED_START = frozenset(
 def sentences(text: str) -> list[str]:
     """Split a message into sentences (punctuation, line breaks and dashes end one)."""
     return [s.strip() for s in _SENT_END.split(text) if s and s.strip()]
+
+
+def is_question(sentence: str) -> bool:
+    """A question: ends with "?" or opens like one ("are you ...", "what ...")."""
+    return sentence.rstrip().endswith("?") or bool(_QUESTION_START.match(sentence))
 
 
 def strip_filler(sentence: str) -> str:
@@ -197,7 +212,7 @@ def third_person(sentence: str, speaker: str, addressee: str | None = None) -> s
     out = sentence
     for pattern, repl in _FIRST:
         out = re.sub(pattern, repl.format(n=speaker), out, flags=re.I if pattern != r"\bI'?d\b" else 0)
-    out = re.sub(r"\bI\s+(?:(still|also|really|just|now|never|always|usually|often|actually)\s+)?([a-z']+)\b",
+    out = re.sub(rf"\bI\s+(?:({_ADVERB})\s+)?([a-z']+)\b",
                  lambda m: f"{speaker} " + (f"{m.group(1)} " if m.group(1) else "") + _agree(m.group(2)), out)
     out = re.sub(r"\bI\b", speaker, out)
     if addressee:
@@ -205,7 +220,7 @@ def third_person(sentence: str, speaker: str, addressee: str | None = None) -> s
         for pattern, repl in _SECOND:
             out = re.sub(pattern, repl.format(n=addressee), out, flags=re.I)
         if not inverted:
-            out = re.sub(rf"\b{re.escape(addressee)}\s+(?:(still|also|really|just|now|never|always|usually|often)\s+)?([a-z]+)\b",
+            out = re.sub(rf"\b{re.escape(addressee)}\s+(?:({_ADVERB})\s+)?([a-z]+)\b",
                          lambda m: f"{addressee} " + (f"{m.group(1)} " if m.group(1) else "") + _agree(m.group(2)), out)
     return out
 
