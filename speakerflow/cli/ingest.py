@@ -1,4 +1,9 @@
-"""``speakerflow ingest PATH --format ...``: load a file (or folder) into per-group stores."""
+"""``speakerflow ingest PATH --format ... [--writer rules|openai|transformers|onnx|none]``.
+
+Loads a file (or folder) into per-group stores, then runs the SpeakerMem write path
+(:func:`speakerflow.pipelines.write_path.write_group`) on each ingested group: derived
+records from the messages not written before (``--writer none`` skips it).
+"""
 from __future__ import annotations
 
 import argparse
@@ -7,6 +12,8 @@ import warnings
 from tqdm import tqdm
 
 from speakerflow.ops.loaders import FORMATS, load
+from speakerflow.ops.writer.registry import WRITER_KINDS, make_writer
+from speakerflow.pipelines.write_path import write_group
 
 from .common import add_home, home_of
 
@@ -16,6 +23,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("path", help="a file, or a folder of files")
     p.add_argument("--format", required=True, choices=["jsonl", "locomo", "socialmem", "events"])
     p.add_argument("--group", default=None, help="group id (JSONL without group_id; or override)")
+    p.add_argument("--writer", default="rules", choices=list(WRITER_KINDS),
+                   help="Writer backend for derived records (default: rules, offline; none: verbatim only)")
+    p.add_argument("--model", default=None, help="chat writers: model name (openai) or model folder (transformers/onnx)")
+    p.add_argument("--base-url", default=None, help="openai writer: base URL of an OpenAI-compatible endpoint")
+    p.add_argument("--device", default=None, choices=["auto", "cpu", "cuda"], help="transformers/onnx writer: device")
+    p.add_argument("--window", type=int, default=25, help="messages per Writer segment (default 25)")
     add_home(p)
     p.set_defaults(func=run)
 
@@ -28,12 +41,24 @@ def run(args: argparse.Namespace) -> int:
     for w in caught:
         print(f"note: {w.message}")
     home = home_of(args)
+    backend = make_writer(args.writer, model=args.model, base_url=args.base_url, device=args.device)
     total_added = total_skipped = 0
+    reports = []
     for gid, table in tqdm(loaded, desc="ingest", unit="group", disable=len(loaded) < 2):
         with home.open(gid, writable=True) as store:
             result = store.append_messages(table)
+            if backend is not None:
+                reports.append(write_group(store, backend, window=args.window, progress=len(loaded) < 2))
         total_added += result.added
         total_skipped += result.skipped
     print(f"ingested {total_added} new message(s) into {len(loaded)} group(s) "
           f"({total_skipped} already stored) under {home.root}")
+    if backend is not None:
+        written = sum(r.accepted for r in reports)
+        print(f"writer {args.writer}: {written} derived record(s) ({sum(r.updates for r in reports)} updates), "
+              f"{sum(r.rejected for r in reports)} rejected, {sum(r.model_calls for r in reports)} model call(s), "
+              f"{sum(r.tokens for r in reports)} tokens, {sum(r.seconds for r in reports):.1f}s")
+        for r in reports:
+            if r.rejected:
+                print(f"  {r.group_id}: {r.rejected} rejected, e.g. {r.rejects[0]['reason']}")
     return 0
