@@ -1,0 +1,36 @@
+"""PNG plots: the quality-latency frontier and stale usage by round."""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def plot(report: dict, names, out_dir: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for n in names:
+        r = report[n]
+        ax.scatter(r["latency_ms_modelled"], r["quality"])
+        ax.annotate(n, (r["latency_ms_modelled"], r["quality"]), fontsize=8)
+    ax.set_xlabel("latency ms (measured retrieval + modelled model time)")
+    ax.set_ylabel("quality (simulator-defined)")
+    ax.set_title("Quality-latency frontier")
+    ax.grid(True)
+    p1 = out_dir / "frontier.png"
+    fig.tight_layout(), fig.savefig(p1, dpi=110), plt.close(fig)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for n in names:
+        rounds = sorted(report[n]["per_round"], key=int)
+        ax.plot([int(r) for r in rounds], [report[n]["per_round"][r]["stale_usage"] for r in rounds], marker="o", label=n)
+    ax.set_xlabel("round")
+    ax.set_ylabel("stale-knowledge usage (share of episodes)")
+    ax.set_xticks([1, 2, 3, 4])
+    ax.legend(fontsize=8)
+    ax.grid(True)
+    p2 = out_dir / "stale_by_round.png"
+    fig.tight_layout(), fig.savefig(p2, dpi=110), plt.close(fig)
+    return [p1, p2]

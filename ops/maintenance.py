@@ -1,0 +1,95 @@
+"""Maintenance tick (Algorithm 3): probe, sweep, link/merge checks, recompute, fix or queue.
+
+One tick samples a probe type with the paper's mix hub/link/quality/stale/merge/split =
+30/20/15/15/10/10, always runs the staleness sweep and the confidence/maturity recompute,
+and runs the sampled probe's check. Low-risk fixes (deprecating a fact whose effective
+confidence fell below epsilon) are applied; high-impact changes (entity merges and splits,
+deprecating a proven fact, hubs to review) go to ``<group>/review_queue.jsonl`` for a human.
+Every action is appended to ``<group>/maintenance_log.jsonl``.
+"""
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rapidfuzz import fuzz
+
+from speakerflow.graphs.facts import FactGraph
+
+from .decay import effective_confidence, next_maturity
+from .governance import GovernanceConfig
+
+PROBES = {"hub": 30, "link": 20, "quality": 15, "stale": 15, "merge": 10, "split": 10}
+
+
+def recompute(fg: FactGraph, now: datetime) -> int:
+    """Re-run Psi on every valid fact from its reuse, validations and utility; returns changes."""
+    changed = 0
+    for k in fg.items.values():
+        if k.edge_id.startswith("rec_"):
+            continue
+        mu = next_maturity(k.maturity, k.reuse_count, k.validations, k.utility, invalidated=k.invalid_at is not None)
+        if mu != k.maturity:
+            k.maturity = mu
+            k.updated_at = now
+            fg.touch(k.edge_id)
+            changed += 1
+    return changed
+
+
+def tick(store, now: datetime | None = None, seed: int = 0) -> dict:
+    """One maintenance tick on a writable group store; returns the report."""
+    from speakerflow.pipelines.entity_path import load_knowledge
+
+    now = now or datetime.now(UTC)
+    rng = random.Random(seed)
+    probe = rng.choices(list(PROBES), weights=list(PROBES.values()))[0]
+    fg, canon, _ = load_knowledge(store, with_records=False)
+    eps = GovernanceConfig().epsilon
+    log, queue, fixes = [], [], 0
+    for k in list(fg.items.values()):  # staleness sweep
+        if k.invalid_at is None and k.maturity != "deprecated" and effective_confidence(k, now) < eps:
+            if k.maturity == "proven":
+                queue.append({"kind": "deprecate_proven", "edge_id": k.edge_id, "reason": "effective confidence below epsilon"})
+            else:
+                k.maturity = "deprecated"
+                fg.touch(k.edge_id)
+                fixes += 1
+                log.append({"fix": "deprecated_stale", "edge_id": k.edge_id})
+    degree = Counter({e: len(v) for e, v in fg.by_entity.items()})
+    if probe == "hub":
+        for e, d in degree.most_common(3):
+            if d >= 50:
+                queue.append({"kind": "hub_review", "entity_id": e, "degree": d})
+    elif probe in ("merge", "link"):
+        ents = sorted(fg.entities.values(), key=lambda e: e.entity_id)
+        for i, a in enumerate(ents):
+            for b in ents[i + 1:]:
+                if a.etype == b.etype and fuzz.ratio(a.name.lower(), b.name.lower()) >= 90:
+                    queue.append({"kind": "merge", "keep": a.entity_id, "drop": b.entity_id,
+                                  "score": fuzz.ratio(a.name.lower(), b.name.lower())})
+    elif probe == "split":
+        for e in fg.entities.values():
+            names = [x.lower() for x in e.aliases]
+            if len(names) > 1 and min(fuzz.partial_ratio(names[0], n) for n in names) < 30 and e.etype != "asset":
+                queue.append({"kind": "split", "entity_id": e.entity_id, "aliases": e.aliases})
+    elif probe == "quality":
+        for k in fg.items.values():
+            if k.invalid_at is None and k.trust_tier >= 3 and k.validations == 0:
+                log.append({"check": "unvalidated_hearsay", "edge_id": k.edge_id})
+    changed = recompute(fg, now)
+    fg.flush()
+    lines = [{"at": now.isoformat(), "probe": probe, **x} for x in log]
+    lines.append({"at": now.isoformat(), "probe": probe, "fixes": fixes, "queued": len(queue), "recomputed": changed})
+    if not store.in_memory:
+        root = Path(store.root)
+        with open(root / "maintenance_log.jsonl", "a") as fh:
+            fh.writelines(json.dumps(x, default=str) + "\n" for x in lines)
+        with open(root / "review_queue.jsonl", "a") as fh:
+            fh.writelines(json.dumps({"at": now.isoformat(), **q}) + "\n" for q in queue)
+    return {"probe": probe, "probes_run": ["stale_sweep", probe, "recompute"], "fixes_applied": fixes,
+            "queued_for_review": len(queue), "review_items": queue, "recomputed": changed,
+            "log_lines": [json.dumps(x, default=str) for x in lines]}
