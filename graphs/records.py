@@ -130,11 +130,13 @@ def _write_on_disk(store: Any, new: Sequence[KnowledgeItem], supersede: Sequence
             graph.execute("UNWIND $rows AS row MATCH (r:Record {entry_id: row.entry_id}) "
                           "UNWIND row.from_ids AS mid MATCH (m:Message {msg_id: mid}) CREATE (r)-[:FROM_MSG]->(m)",
                           {"rows": rows})
+            chained = [{"new": r["entry_id"], "old": r["supersedes"]} for r in rows if r["supersedes"]]
+            if chained:  # old states in the store or in this batch
+                graph.execute("UNWIND $links AS l MATCH (o:Record {entry_id: l.old}), (n:Record {entry_id: l.new}) "
+                              "CREATE (n)-[:SUPERSEDES]->(o)", {"links": chained})
         if links:
             graph.execute("UNWIND $links AS l MATCH (o:Record {entry_id: l.old}) "
                           "SET o.superseded_by = l.new, o.invalid_at = l.t", {"links": links})
-            graph.execute("UNWIND $links AS l MATCH (o:Record {entry_id: l.old}), (n:Record {entry_id: l.new}) "
-                          "CREATE (n)-[:SUPERSEDES]->(o)", {"links": links})
         store.index.add(record_docs(new))
     except BaseException:
         try:

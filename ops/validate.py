@@ -17,8 +17,8 @@ from ``ctx.state["segments"]``, left there by the Writer operator):
    layers the GROUP owner; ``content`` is non-empty text; unknown ``utype`` becomes ``fact``;
 7. cited ``from_ids`` must all belong to the segment; when none are cited, provenance is
    filled by code: the segment messages of the source that share most words with the content;
-8. duplicates are dropped: the same ADD (owner, layer, content) or UPDATE (entry id,
-   content) twice in a batch, or an ADD repeating a current head.
+8. duplicates are dropped: two actions of a batch writing the same (owner, layer, content),
+   or an ADD repeating a current head.
 
 Names are canonicalised with :class:`~speakerflow.ops.people.PersonResolver` first, so
 ``"@ana"`` or ``"ana"`` count as ``"Ana"``. Every reject keeps the proposal and its reason
@@ -105,9 +105,7 @@ class Validate(Operator):
                 if action is None:
                     self.stats.bump("noops")
                     continue
-                key = ((action["action"], action["entry_id"], norm_text(action["content"]))
-                       if action["action"] == "UPDATE"
-                       else ("ADD", action["owner"], action["layer"], norm_text(action["content"])))
+                key = (action["owner"], action["layer"], norm_text(action["content"]))
                 if key in seen:
                     raise Rejected("duplicate of an earlier action in this batch")
                 seen.add(key)
@@ -126,6 +124,8 @@ class Validate(Operator):
             raw = json.loads(payload) if payload is not None else None
         except json.JSONDecodeError as exc:
             raise Rejected(f"parse error: payload is not JSON ({exc.msg})") from None
+        if isinstance(raw, dict) and set(raw) == {"_invalid"}:  # ChatWriter's marker for a non-object item
+            raw = raw["_invalid"]
         if not isinstance(raw, dict):
             raise Rejected(f"shape: an action must be a JSON object, got {type(raw).__name__}")
         kind = str(raw.get("action", "")).strip().upper()

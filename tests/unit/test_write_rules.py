@@ -1,0 +1,94 @@
+"""The rules Writer on the bundled sample (in-memory store): layers, owners, chains, idempotence."""
+import pytest
+
+from speakerflow.graphs import GroupStore
+from speakerflow.graphs.records import all_records, chains, heads
+from speakerflow.ops.loaders import load
+from speakerflow.ops.writer import rules_text as rt
+from speakerflow.ops.writer.base import Segment
+from speakerflow.ops.writer.rules import RulesWriter
+from speakerflow.pipelines.write_path import write_group
+from speakerflow.settings import BUNDLED_SAMPLE
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def sample():
+    store = GroupStore("/unused", "sample-team", in_memory=True)
+    store.append_messages(load(BUNDLED_SAMPLE, "jsonl", group="sample-team")[0][1])
+    report = write_group(store, "rules", progress=False)
+    return store, report
+
+
+def _chain_with(store, owner, *needles):
+    for chain in chains(store, owner=owner):
+        text = " | ".join(r["content"] for r in chain)
+        if len(chain) > 1 and all(n in text for n in needles):
+            return chain
+    raise AssertionError(f"no chain of {owner} containing {needles}: {[[r['content'] for r in c] for c in chains(store, owner)]}")
+
+
+def test_sample_chains_residence_budget_and_stance(sample):
+    store, report = sample
+    assert report.rejected == 0 and report.updates >= 3
+    munich, vienna = _chain_with(store, "Dev", "Munich", "Vienna")[-2:]
+    assert "Munich" in munich["content"] and "Vienna" in vienna["content"]
+    assert munich["invalid_at"] == vienna["valid_at"] and vienna["supersedes"] == munich["entry_id"]
+    budget = _chain_with(store, "GROUP", "600", "700")
+    assert "700" in budget[-1]["content"] and budget[-1]["source"] == "Ana"
+    porto = _chain_with(store, "Dev", "Porto")
+    assert porto[0]["from_ids"] == ["s1-t03"] and porto[-1]["from_ids"] == ["s2-t02"]
+
+
+def test_sample_owner_source_and_layers(sample):
+    store, report = sample
+    recs = all_records(store)
+    assert set(report.records_by_layer) == {"per_speaker_core", "per_speaker_profile", "group_interaction", "group_insight"}
+    settled = next(r for r in recs if "settled" in r["content"])
+    assert (settled["owner"], settled["source"], settled["layer"], settled["utype"]) == ("GROUP", "Ana", "group_interaction", "decision")
+    norm = next(r for r in recs if "book their own flights" in r["content"])
+    assert (norm["owner"], norm["layer"]) == ("GROUP", "group_insight")
+    organised = next(r for r in recs if "organised" in r["content"])
+    assert (organised["owner"], organised["source"], organised["layer"]) == ("Chloe", "Dev", "per_speaker_profile")
+    vegetarian = next(r for r in recs if "vegetarian" in r["content"] and r["owner"] == "Dev")
+    assert vegetarian["source"] == "Dev" and vegetarian["content"].startswith("Dev is vegetarian")
+    assert not any(r["content"].startswith("See you") for r in recs)  # greetings write nothing
+
+
+def test_recurring_behaviour_is_an_update_with_the_new_occurrence(sample):
+    store, _ = sample
+    chain = _chain_with(store, "Ben", "book")
+    assert "again, 2026-04-10" in chain[-1]["content"] and chain[-1]["utype"] == "observation"
+
+
+def test_rerun_writes_nothing_and_provenance_is_exact(sample):
+    store, _ = sample
+    n = store.records().num_rows
+    again = write_group(store, "rules", progress=False)
+    assert (again.segments, again.accepted) == (0, 0) and store.records().num_rows == n
+    texts = {m["msg_id"]: m for m in store.messages().to_pylist()}
+    for r in all_records(store):
+        assert r["from_ids"] and all(m in texts for m in r["from_ids"])
+        if r["owner"] != "GROUP" and r["layer"] == "per_speaker_core":
+            assert {texts[m]["speaker"] for m in r["from_ids"]} == {r["source"]}
+    assert len({h["entry_id"] for h in heads(store)}) == len(heads(store))
+
+
+def test_answer_to_a_question_keeps_the_question():
+    seg = Segment("s#0", "g", ("Ben", "Chloe"), (
+        {"msg_id": "a", "speaker": "Ben", "text": "Chloe, you still run every morning?", "ts": 1, "turn": 0, "session_id": "s"},
+        {"msg_id": "b", "speaker": "Chloe", "text": "Every morning, 5k before work.", "ts": 2, "turn": 1, "session_id": "s"},
+    ))
+    [act] = RulesWriter().propose(seg).actions
+    assert act["owner"] == act["source"] == "Chloe" and act["from_ids"] == ["b"]
+    assert "run" in act["content"] and "5k" in act["content"]
+
+
+def test_third_person_rewrite_and_slot_families():
+    assert rt.third_person("I genuinely have a hard stop", "Mei") == "Mei genuinely has a hard stop"
+    assert rt.third_person("I ran 10k", "Chloe") == "Chloe ran 10k"
+    assert rt.family("I live in Vienna now") == "residence"
+    assert rt.family("the budget goes up to 700 euros") == "budget"
+    assert rt.family("I'll book mine tomorrow, as usual") == "habit"
+    assert rt.topic_words("I prefer Lisbon") == rt.topic_words("I'd rather Lisbon") == {"lisbon"}
