@@ -31,7 +31,7 @@ NEGATION = re.compile(r"\b(no longer|not|never|isn't|aren't|wasn't)\b", re.IGNOR
 FIRST_PERSON = re.compile(r"\b(i|i'm|i am|my|me|we|our)\b", re.IGNORECASE)
 PERCENT = re.compile(r"[-+]?\d+(?:\.\d+)?\s*%")
 CHANGE = re.compile(r"\b(?:to|now|at)\b", re.IGNORECASE)
-CLAUSE = re.compile(r"(?<!\d)[.;!?\n]+(?!\d)|(?<=\?)")
+CLAUSE = re.compile(r"(?<=[.;!?])\s+|\n+")  # after a terminator + space: "0.12%" stays whole
 
 
 @dataclass(frozen=True)

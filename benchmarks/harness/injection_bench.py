@@ -71,7 +71,7 @@ def run(edges: int = 100_000, events: int = 500, seed: int = 0, budget: int = 60
             toks.append(wc.tokens)
             over += wc.tokens > budget
         kuzu_ms = []
-        for text, names in queries[: min(50, events)]:
+        for _text, names in queries[: min(50, events)]:
             s = time.perf_counter()
             fg.neighbourhood_kuzu([canon.resolve_surface(n, "unknown") or n for n in names], hops=2)
             kuzu_ms.append((time.perf_counter() - s) * 1000)

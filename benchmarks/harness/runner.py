@@ -46,7 +46,7 @@ def run_seed(seed: int, rounds: int = 4, episodes: int = 80) -> list[dict]:
             for rnd, batch in gen.stream():
                 evs = [e for ep in batch for e in ep.events]
                 table = pa.Table.from_pylist([{**e, "reply_to": None} for e in evs], schema=MESSAGE_SCHEMA)
-                for k, s in stores.items():
+                for s in stores.values():
                     s.append_messages(table.set_column(1, "group_id", pa.array([s.group_id] * len(evs))))
                 stored |= {e["msg_id"] for e in evs}
                 texts.update({e["msg_id"]: e for e in evs})

@@ -14,6 +14,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     ing.add_argument("--speakers", type=int, default=8)
     ing.add_argument("--out", default=None, help="write the report JSON here")
     ing.set_defaults(func=run_ingest)
+    har = bsub.add_parser("harness", help="InKH Stage A benchmark: six baselines on real components")
+    har.add_argument("--seeds", type=int, default=24)
+    har.add_argument("--rounds", type=int, default=4)
+    har.add_argument("--episodes", type=int, default=80)
+    har.add_argument("--workers", type=int, default=2)
+    har.add_argument("--injection-edges", type=int, default=100_000, help="graph size of the injection benchmark (0: skip)")
+    har.add_argument("--out", default=None, help="write the report JSON here (plots next to it)")
+    har.set_defaults(func=run_harness)
+
+
+def run_harness(args: argparse.Namespace) -> int:
+    from speakerflow.benchmarks.harness import run
+
+    report = run(seeds=args.seeds, out=args.out, rounds=args.rounds, episodes=args.episodes,
+                 workers=args.workers, injection_edges=args.injection_edges)
+    print(json.dumps(report, indent=2, default=str))
+    return 0
 
 
 def run_ingest(args: argparse.Namespace) -> int:

@@ -1,0 +1,28 @@
+"""``speakerflow maintain [--group G]``: build the entity graph and run one maintenance tick."""
+from __future__ import annotations
+
+import argparse
+
+from .common import add_home, home_of, print_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("maintain", help="entity path + maintenance tick (sweep, checks, review queue)")
+    p.add_argument("--group", default=None, help="one group (default: every group)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the probe sampler")
+    p.add_argument("--backend", default="rules", help="extraction backend: rules or a chat backend kind")
+    add_home(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from speakerflow.ops.maintenance import tick
+    from speakerflow.pipelines.entity_path import build_entity_graph
+
+    home = home_of(args)
+    out = {}
+    for gid in [args.group] if args.group else home.groups():
+        with home.open(gid, writable=True) as store:
+            out[gid] = {"entity_path": build_entity_graph(store, backend=args.backend), "tick": tick(store, seed=args.seed)}
+    print_json(out)
+    return 0

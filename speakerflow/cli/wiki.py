@@ -1,0 +1,23 @@
+"""``speakerflow wiki GROUP --out DIR``: write the wiki audit surface of a group."""
+from __future__ import annotations
+
+import argparse
+
+from .common import add_home, home_of
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("wiki", help="write Markdown audit pages (entities, people, group)")
+    p.add_argument("group")
+    p.add_argument("--out", required=True, help="folder for the pages")
+    add_home(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from speakerflow.ops.wiki import write_wiki
+
+    with home_of(args).open(args.group, writable=False) as store:
+        paths = write_wiki(store, args.out)
+    print(f"wrote {len(paths)} pages under {args.out}")
+    return 0

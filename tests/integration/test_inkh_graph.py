@@ -1,0 +1,74 @@
+"""The knowledge harness on a real store: Kuzu facts with provenance, invalidation, wiki, tick, CLI."""
+import json
+from datetime import UTC, datetime, timedelta
+
+import pyarrow as pa
+import pytest
+
+from speakerflow.cli import main
+from speakerflow.graphs.facts import FactGraph
+from speakerflow.ops.maintenance import tick
+from speakerflow.ops.wiki import write_wiki
+from speakerflow.pipelines.entity_path import build_entity_graph
+from speakerflow.schemas import MESSAGE_SCHEMA
+
+T = datetime(2026, 2, 1, tzinfo=UTC)
+EVENTS = [
+    ("e1", "exchange_api", "tool_observation", "Exchange API: taker fee for BTCUSDT is 0.10%."),
+    ("e2", "exchange_api", "tool_observation", "Order book depth on XBT is deep; ETH liquidity looks thin today."),
+    ("e3", "ana", "user_turn", "I'm conservative these days, keep my position size under 2%."),
+    ("e4", "news", "market_update", "BREAKING: Bitcoin taker fee changed from 0.10% to 0.12%."),
+]
+
+
+@pytest.fixture()
+def store(home):
+    s = home.open("desk", writable=True)
+    rows = [{"msg_id": m, "group_id": "desk", "session_id": "s", "turn": i, "ts": T + timedelta(hours=i), "speaker": sp,
+             "text": tx, "reply_to": None, "source_type": st, "source_ref": f"{st}:{m}", "trust_tier": 1}
+            for i, (m, sp, st, tx) in enumerate(EVENTS)]
+    s.append_messages(pa.Table.from_pylist(rows, schema=MESSAGE_SCHEMA))
+    yield s
+    s.close()
+
+
+def test_entity_path_writes_bitemporal_facts_with_provenance(store):
+    stats = build_entity_graph(store)
+    assert stats["invalidated"] == 1 and stats["added"] == 6
+    assert build_entity_graph(store)["events"] == 0  # idempotent rerun
+    fg = FactGraph(store.graph, "desk").load()
+    fees = sorted((k for k in fg.items.values() if k.relation == "fee"), key=lambda k: k.valid_at)
+    assert [k.value for k in fees] == ["0.1%", "0.12%"]
+    assert fees[0].invalid_at == T + timedelta(hours=3) and fees[0].expired_at is not None
+    assert fees[0].superseded_by == fees[1].edge_id and fees[1].invalid_at is None
+    assert [r["msg_id"] for r in fg.provenance(fees[0].edge_id)] == ["e1"]
+    assert sorted(fg.neighbourhood_kuzu(["asset:BTC"])) == sorted(k.edge_id for k in fg.neighbourhood(["asset:BTC"], 1))
+    ent = fg.entities["asset:BTC"]
+    assert {"BTCUSDT", "XBT", "Bitcoin"} <= set(ent.aliases)
+    assert (store.root / "merge_log.jsonl").read_text().count("asset:BTC") >= 1
+
+
+def test_wiki_and_maintenance(store, tmp_path):
+    build_entity_graph(store)
+    report = tick(store, now=T + timedelta(days=400), seed=1)
+    assert report["fixes_applied"] > 0 and report["probes_run"][0] == "stale_sweep"
+    assert (store.root / "maintenance_log.jsonl").exists() and (store.root / "review_queue.jsonl").exists()
+    paths = write_wiki(store, tmp_path / "wiki")
+    btc = (tmp_path / "wiki" / "asset--BTC.md").read_text()
+    assert "0.12%" in btc and "invalid since 2026-02-01 03:00" in btc and "superseded by" in btc
+    index = paths[0].read_text()
+    assert 'id="raw-e1"' in index and "Maintenance log" in index
+    assert (tmp_path / "wiki" / "person--ana.md").exists()
+
+
+def test_cli_inject_prints_cited_context_within_budget(store, home, capsys):
+    build_entity_graph(store)
+    store.close()
+    event = json.dumps({"content": "Prepare an order to buy XBT: fees and liquidity?", "ts": "2026-02-02T00:00:00+00:00"})
+    assert main(["inject", "desk", "--event", event, "--user", "ana", "--budget", "200", "--json",
+                 "--home", str(home.root)]) == 0
+    wc = json.loads(capsys.readouterr().out)
+    texts = [ln["text"] for ln in wc["lines"]]
+    assert wc["tokens"] <= 200 and any("fee: 0.12%" in t for t in texts) and not any("0.1%" in t for t in texts)
+    assert any("position" in t for t in texts)
+    assert all(ln["evidence_ids"] for ln in wc["lines"] if ln["kind"] == "knowledge")

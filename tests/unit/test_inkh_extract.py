@@ -1,0 +1,52 @@
+"""Extraction: the rules backend reads values from clauses; the chat backend is validated."""
+import json
+from datetime import UTC, datetime
+
+from speakerflow.ops.backends.base import ScriptedChat
+from speakerflow.ops.canonicalize import Canonicalizer
+from speakerflow.ops.detect import Detector
+from speakerflow.ops.extract_knowledge import Event, KnowledgeExtractor
+
+T = datetime(2026, 3, 1, tzinfo=UTC)
+
+
+def _x(backend="rules"):
+    c = Canonicalizer()
+    return KnowledgeExtractor(c, Detector(c.lexicon, c.alias_table), backend)
+
+
+def facts(x, text, speaker="feed", stype="market_update", tier=1):
+    return [(k.subject_id, k.relation, k.value, k.scope) for k in x.extract(Event("m1", text, speaker, T, stype, tier))]
+
+
+def test_rules_read_values_changes_and_first_person():
+    x = _x()
+    assert facts(x, "BREAKING: XBT taker fee changed from 0.10% to 0.12%.") == [("asset:BTC", "fee", "0.12%", "shared")]
+    assert facts(x, "Regime shift: Ethereum flipped from in a downtrend to volatile.") == [("asset:ETH", "regime", "volatile", "shared")]
+    assert facts(x, "I'm cautious these days. Keep my position size under 2%.", "ana", "user_turn") == [
+        ("person:ana", "risk_preference", "conservative", "user:ana"), ("person:ana", "max_position", "2%", "user:ana")]
+    assert facts(x, "Is the BTC fee still 0.1%?") == []          # questions assert nothing
+    assert facts(x, "gm everyone, BTC to the moon") == []
+
+
+def test_hedged_hearsay_gets_low_confidence():
+    x = _x()
+    (k,) = x.extract(Event("m1", "Heard a rumour the BTC trading fee might drop to 0%.", "forum", T, "tool_observation", 3))
+    assert k.confidence == 0.3
+
+
+def test_chat_backend_rows_validated_and_rejected_with_reasons():
+    reply = json.dumps([
+        {"subject": "XBT", "relation": "fee", "value": "0.12%"},
+        {"subject": "XBT", "relation": "moon_factor", "value": "9"},
+        {"subject": "XBT", "relation": "fee", "value": "0.5%"},        # not in the text
+        {"subject": "XBT", "relation": "regime"},
+    ])
+    chat = ScriptedChat([reply, "not json"])
+    x = _x(chat)
+    got = facts(x, "XBT taker fee is 0.12% today.")
+    assert got == [("asset:BTC", "fee", "0.12%", "shared")]
+    reasons = [r["reason"] for r in x.rejects]
+    assert any("moon_factor" in r for r in reasons) and any("ungrounded" in r for r in reasons) and len(reasons) == 3
+    assert facts(x, "whatever") == [] and "JSON" in x.rejects[-1]["reason"]
+    assert x.model_calls == 2 and len(chat.calls) == 2
