@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 _THINK_CLOSED = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.DOTALL | re.IGNORECASE)
+_THINK_END = re.compile(r"</think(?:ing)?>", re.IGNORECASE)
 _THINK_OPEN = re.compile(r"<think(?:ing)?>.*\Z", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON|javascript|js)?[ \t]*\n?(.*?)(?:```|\Z)", re.DOTALL)
 _PY_LITERALS = {"True": "true", "False": "false", "None": "null"}
@@ -64,10 +65,14 @@ def _scan(text: str, on_char) -> None:
 
 
 def strip_wrappers(text: str) -> tuple[str, list[str]]:
-    """Remove ``<think>`` blocks and code fences; cut leading prose before ``{`` / ``[``."""
+    """Remove ``<think>`` blocks (also a bare ``...</think>`` prefix, as templates that open
+    the block in the prompt produce) and code fences."""
     repairs: list[str] = []
     if _THINK_CLOSED.search(text):
         text = _THINK_CLOSED.sub("", text)
+        repairs.append("think_block")
+    if _THINK_END.search(text):  # the opening tag was in the prompt: drop the reasoning
+        text = _THINK_END.split(text)[-1]
         repairs.append("think_block")
     if _THINK_OPEN.search(text):  # an unclosed <think> runs to the end: nothing after it
         text = _THINK_OPEN.sub("", text)
@@ -76,10 +81,6 @@ def strip_wrappers(text: str) -> tuple[str, list[str]]:
     if fence and fence.group(1).strip():
         text = fence.group(1)
         repairs.append("code_fence")
-    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
-    if starts and text[: min(starts)].strip():
-        repairs.append("leading_prose")
-    text = text[min(starts):] if starts else ""
     return text.strip(), repairs
 
 
@@ -197,10 +198,46 @@ def close_truncated(text: str) -> str | None:
     return text[:cut] + "".join(reversed(open_after))
 
 
-def _loads(text: str) -> tuple[Any, bool]:
-    """Decode the first JSON value; True in the second slot when prose followed it."""
-    value, end = json.JSONDecoder().raw_decode(text)
-    return value, bool(text[end:].strip())
+def _loads(text: str) -> tuple[Any, int]:
+    """Decode the first JSON value; returns it and the number of characters it spans."""
+    return json.JSONDecoder().raw_decode(text)
+
+
+#: At most this many ``{`` / ``[`` positions are tried as the start of the JSON value.
+MAX_STARTS = 8
+
+
+def _repair_at(body: str, repairs: list[str]) -> tuple[RepairResult, int]:
+    """Run the repair steps on ``body`` (which starts at a bracket); also returns the span."""
+    steps = (
+        ("as_is", lambda s: s),
+        ("trailing_commas", drop_trailing_commas),
+        ("single_quotes", single_to_double_quotes),
+        ("python_literals", replace_python_literals),
+        ("truncated", close_truncated),
+    )
+    candidate, last_error = body, ""
+    for name, fix in steps:
+        fixed = fix(candidate)
+        if fixed is None or (name != "as_is" and fixed == candidate):
+            continue
+        if name == "truncated":  # closing may expose a trailing comma before the closer
+            fixed = drop_trailing_commas(fixed)
+        candidate = fixed
+        applied = repairs + ([name] if name != "as_is" else [])
+        try:
+            value, end = _loads(candidate)
+        except json.JSONDecodeError as exc:
+            last_error = f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
+            repairs = applied
+            continue
+        if candidate[end:].strip():
+            applied.append("trailing_prose")
+        if not isinstance(value, dict | list):
+            return RepairResult(error=f"top-level JSON value is a {type(value).__name__}, "
+                                      "expected an object or array", repairs=tuple(applied)), 0
+        return RepairResult(value=value, repairs=tuple(applied)), end
+    return RepairResult(error=f"unrepairable JSON: {last_error}", repairs=tuple(repairs)), 0
 
 
 def repair_json(text: str | None) -> RepairResult:
@@ -215,42 +252,26 @@ def repair_json(text: str | None) -> RepairResult:
     RepairResult
         ``value`` on success with the list of ``repairs`` applied; otherwise ``error``
         names what was wrong (and the JSON decoder's position when it got that far).
+        When prose precedes the JSON, up to :data:`MAX_STARTS` bracket positions are tried
+        and the longest decodable value wins (so ``see [1]: {...}`` yields the object).
     """
     if not text or not text.strip():
         return RepairResult(error="empty model output")
     body, repairs = strip_wrappers(text)
-    if not body:
+    starts = [i for i, ch in enumerate(body) if ch in "{["][:MAX_STARTS]
+    if not starts:
         return RepairResult(error="no JSON object or array found in the model output",
                             repairs=tuple(repairs))
-    steps = (
-        ("as_is", lambda s: s),
-        ("trailing_commas", drop_trailing_commas),
-        ("single_quotes", single_to_double_quotes),
-        ("python_literals", replace_python_literals),
-        ("truncated", close_truncated),
-    )
-    candidate = body
-    last_error = ""
-    for name, fix in steps:
-        fixed = fix(candidate)
-        if fixed is None:
-            continue
-        if name != "as_is" and fixed == candidate:
-            continue
-        if name == "truncated":  # closing may expose a trailing comma before the closer
-            fixed = drop_trailing_commas(fixed)
-        candidate = fixed
-        applied = repairs + ([name] if name != "as_is" else [])
-        try:
-            value, trailing = _loads(candidate)
-        except json.JSONDecodeError as exc:
-            last_error = f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
-            repairs = applied
-            continue
-        if trailing:
-            applied.append("trailing_prose")
-        if not isinstance(value, dict | list):
-            return RepairResult(error=f"top-level JSON value is a {type(value).__name__}, "
-                                      "expected an object or array", repairs=tuple(applied))
-        return RepairResult(value=value, repairs=tuple(applied))
-    return RepairResult(error=f"unrepairable JSON: {last_error}", repairs=tuple(repairs))
+    best: tuple[RepairResult, int] | None = None
+    first_failure: RepairResult | None = None
+    for start in starts:
+        prose = ["leading_prose"] if body[:start].strip() else []
+        result, span = _repair_at(body[start:], repairs + prose)
+        if result.ok and (best is None or span > best[1]):
+            best = (result, span)
+        elif not result.ok and first_failure is None:
+            first_failure = result
+    if best is not None:
+        return best[0]
+    assert first_failure is not None
+    return first_failure

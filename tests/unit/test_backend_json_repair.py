@@ -76,8 +76,22 @@ def test_unrepairable_output_returns_an_error_not_an_exception(text, fragment):
     assert fragment in result.error
 
 
-def test_garbage_bytes_from_a_random_model_give_an_error():
+def test_garbage_bytes_from_a_random_model_give_a_parse_error():
+    from speakerflow.ops.writer.chat import parse_writer_text
+
     garbage = 'or}ft\ufffdiv willOUPv 202um00U\x08 (|ENactions year4567{"00 jA {}\x00 202ift'
-    result = repair_json(garbage)
-    assert not result.ok
-    assert "line 1" in result.error
+    actions, error, _ = parse_writer_text(garbage)
+    assert actions == [] and error  # at best a stray "{}" decodes: no action list in it
+
+
+def test_reasoning_closed_by_a_bare_think_tag_is_dropped():
+    text = 'The user wants {actions}. Maybe [ADD]?</think>\n{"actions": [{"action": "NOOP"}]}'
+    result = repair_json(text)
+    assert result.value == NOOP and "think_block" in result.repairs
+
+
+def test_the_longest_json_value_wins_over_brackets_in_prose():
+    text = 'Per rule [1] and {x}: {"actions": [{"action": "NOOP"}]} (see [2])'
+    result = repair_json(text)
+    assert result.value == NOOP
+    assert "leading_prose" in result.repairs and "trailing_prose" in result.repairs
