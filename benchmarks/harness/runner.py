@@ -20,6 +20,7 @@ from speakerflow.graphs.facts import FactGraph
 from speakerflow.ops.canonicalize import Canonicalizer
 from speakerflow.ops.detect import Detector
 from speakerflow.ops.extract_knowledge import Event, KnowledgeExtractor
+from speakerflow.ops.inject import count_tokens
 from speakerflow.ops.invalidate import UpsertConfig, upsert
 from speakerflow.ops.maintenance import recompute
 from speakerflow.schemas import MESSAGE_SCHEMA
@@ -63,7 +64,7 @@ def run_seed(seed: int, rounds: int = 4, episodes: int = 80) -> list[dict]:
                             lines, tokens, steps = sysm.context(q, tools)
                             ms = (time.perf_counter() - t0) * 1000
                             s = score(sysm.name, lines, gen.truth, ep.qid, q["ts"], stored)
-                            tokens += sum(len(e["text"].split()) for e in [q])
+                            tokens += count_tokens(q["text"])  # the question itself
                             rows.append({"seed": seed, "round": rnd, "family": ep.family, "baseline": sysm.name,
                                          "quality": quality(sysm.name, rnd, s, rng), "stale_usage": s["stale"],
                                          "context_precision": s["precision"], "traceability": s["traceability"],

@@ -14,6 +14,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict
 
 from speakerflow.graphs.facts import FactGraph
+from speakerflow.graphs.text_index import query_terms
 from speakerflow.ops.canonicalize import Canonicalizer
 from speakerflow.ops.decay import effective_confidence
 from speakerflow.ops.detect import Detection, Detector
@@ -96,6 +97,7 @@ class PassiveInjector:
         counts["valid"] = len(pool)
         regimes: dict[str, str | None] = {}
         mentioned = set(seeds)
+        words = frozenset(query_terms(text))
         scored = []
         for k in pool:
             if k.subject_id not in regimes:
@@ -106,7 +108,7 @@ class PassiveInjector:
                     continue
             elif k.scope not in self.governance.overlay(user):
                 continue
-            u = self.utility.score(k, mentioned, det.aspects, det.intent, now, reg)
+            u = self.utility.score(k, mentioned, det.aspects, det.intent, now, reg, words)
             if u >= self.utility.config.min_utility:
                 scored.append((u, k))
         counts["admitted"] = len(scored)

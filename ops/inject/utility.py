@@ -3,7 +3,9 @@
 ``s = a_rel Rel + a_str Struct + a_mat Mat + a_fresh Fresh + a_reg Regime + a_trust Trust - a_noise Noise``
 
 * Rel: 1 if the event asks about the item's relation (an *aspect*: "fees", "drawdown"),
-  ``intent_weight`` if the relation is in the intent's profile, else ``other_weight``;
+  ``intent_weight`` if the relation is in the intent's profile, else ``other_weight``; at
+  least the term overlap |terms(event) & terms(item)| / |terms(item)| (what makes untyped
+  items such as SpeakerMem records relevant);
 * Struct: 1 if the item's subject was mentioned, 0.7 if its object was, else 0.4 (reached by a hop);
 * Mat: deprecated 0, candidate 0.4, verified 0.7, proven 1;
 * Fresh: the time part of the decay ``exp(-ln2/half_life * days)``;
@@ -20,6 +22,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
+from speakerflow.graphs.text_index import query_terms
 from speakerflow.ops.decay import DAY, half_life, regime_distance
 
 MAT_SCORE = {"deprecated": 0.0, "candidate": 0.4, "verified": 0.7, "proven": 1.0}
@@ -59,9 +62,16 @@ class UtilityScorer:
     def __init__(self, config: UtilityConfig | None = None):
         self.config = config or UtilityConfig()
         self._lam: dict[str, float] = {}
+        self._words: dict[str, frozenset[str]] = {}
+
+    def overlap(self, item, event_terms: frozenset[str]) -> float:
+        words = self._words.get(item.edge_id)
+        if words is None:
+            words = self._words[item.edge_id] = frozenset(query_terms(f"{item.relation.replace('_', ' ')} {item.description}"))
+        return len(words & event_terms) / len(words) if words else 0.0
 
     def terms(self, item, mentioned: set[str], aspects: set[str], intent: str, now: datetime,
-              regime_now: str | None) -> dict[str, float]:
+              regime_now: str | None, event_terms: frozenset[str] = frozenset()) -> dict[str, float]:
         """The seven terms (each 0-1) for one item."""
         cfg = self.config
         if item.relation in aspects:
@@ -70,6 +80,8 @@ class UtilityScorer:
             rel = cfg.intent_weight
         else:
             rel = cfg.other_weight
+        if rel < 1.0 and event_terms:
+            rel = max(rel, self.overlap(item, event_terms))
         struct = 1.0 if item.subject_id in mentioned else 0.7 if item.object_id in mentioned else 0.4
         lam = self._lam.get(item.relation)
         if lam is None:
@@ -82,8 +94,8 @@ class UtilityScorer:
             "noise": max(0.0, (cfg.noise_floor - item.confidence) / cfg.noise_floor),
         }
 
-    def score(self, item, mentioned, aspects, intent, now, regime_now) -> float:
-        t = self.terms(item, mentioned, aspects, intent, now, regime_now)
+    def score(self, item, mentioned, aspects, intent, now, regime_now, event_terms=frozenset()) -> float:
+        t = self.terms(item, mentioned, aspects, intent, now, regime_now, event_terms)
         c = self.config
         return (c.rel * t["rel"] + c.struct * t["struct"] + c.mat * t["mat"] + c.fresh * t["fresh"]
                 + c.regime * t["regime"] + c.trust * t["trust"] - c.noise * t["noise"])

@@ -72,3 +72,20 @@ def test_cli_inject_prints_cited_context_within_budget(store, home, capsys):
     assert wc["tokens"] <= 200 and any("fee: 0.12%" in t for t in texts) and not any("0.1%" in t for t in texts)
     assert any("position" in t for t in texts)
     assert all(ln["evidence_ids"] for ln in wc["lines"] if ln["kind"] == "knowledge")
+
+
+def test_speakermem_records_are_served_as_knowledge(store):
+    from speakerflow.graphs.records import write_records
+    from speakerflow.ops.inject import PassiveInjector
+    from speakerflow.pipelines.entity_path import load_knowledge
+    from speakerflow.schemas import KnowledgeItem
+
+    build_entity_graph(store)
+    rec = KnowledgeItem(entry_id="r1", group_id="desk", layer="per_speaker_profile", scope="PERSON", owner="ana",
+                        source="ana", utype="stance", content="ana thinks ETH staking is too risky for the treasury",
+                        from_ids=["e3"], valid_at=T, first_seen=T)
+    write_records(store, [rec])
+    fg, canon, det = load_knowledge(store)
+    wc = PassiveInjector(fg, canon, det).inject("What does ana think about ETH staking for the treasury?", T + timedelta(days=1), "ana")
+    line = next(ln for ln in wc.lines if ln.edge_ids == ["rec_r1"])
+    assert "stance" in line.text and line.evidence_ids == ["e3"]
