@@ -16,11 +16,11 @@ Confidence starts from the source's trust tier (1: 0.9, 2: 0.75, 3: 0.5) and is 
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from .backends.json_repair import repair_json
 from .canonicalize import Canonicalizer
 from .detect import Detection, Detector, Mention
 from .lexicon import RELATION_BY_NAME, Relation, category_of
@@ -189,12 +189,13 @@ class KnowledgeExtractor:
         res = self.backend.chat(prompt, max_tokens=400, temperature=0.0)
         self.model_calls += 1
         self.tokens += res.tokens
-        try:
-            rows = json.loads(res.text)
-            if not isinstance(rows, list):
-                raise ValueError("not a list")
-        except ValueError as exc:
-            self._reject(ev, None, f"reply is not a JSON list ({exc}); fix the prompt or the model")
+        fixed = repair_json(res.text)
+        rows = fixed.value
+        if isinstance(rows, dict) and isinstance(rows.get("facts"), list):
+            rows = rows["facts"]
+        if fixed.error or not isinstance(rows, list):
+            self._reject(ev, None, f"reply is not a JSON list ({fixed.error or type(rows).__name__}); "
+                                   "fix the prompt or the model")
             return []
         out = []
         for i, row in enumerate(rows):

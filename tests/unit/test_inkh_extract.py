@@ -42,7 +42,7 @@ def test_chat_backend_rows_validated_and_rejected_with_reasons():
         {"subject": "XBT", "relation": "fee", "value": "0.5%"},        # not in the text
         {"subject": "XBT", "relation": "regime"},
     ])
-    chat = ScriptedChat([reply, "not json"])
+    chat = ScriptedChat(["```json\n" + reply + "\n```", "not json"])
     x = _x(chat)
     got = facts(x, "XBT taker fee is 0.12% today.")
     assert got == [("asset:BTC", "fee", "0.12%", "shared")]
