@@ -1,0 +1,22 @@
+"""The Dagster definitions of speakerflow: one asset module per domain, jobs, resources.
+
+Load with ``dagster dev -w workspace.yaml`` (see ``docs/dagster.md``).
+"""
+from __future__ import annotations
+
+import dagster as dg
+
+from speakerflow.assets import evaluation, ingestion, knowledge, maintenance, memory, training
+from speakerflow.assets.checks import derived_memory_checks
+
+from .jobs import jobs, schedules, sensors
+from .resources import default_resources
+
+defs = dg.Definitions(
+    assets=dg.load_assets_from_modules([ingestion, memory, knowledge, maintenance, evaluation, training]),
+    asset_checks=derived_memory_checks,
+    jobs=jobs,
+    schedules=schedules,
+    sensors=sensors,
+    resources=default_resources(),
+)

@@ -1,0 +1,126 @@
+"""Jobs, the maintenance schedule and the inbox sensor.
+
+Concurrency: a run covers one group (one partition). Inside a run the multiprocess
+executor runs at most one store-writing step at a time (tag limit below); across runs,
+steps of the same group queue on the group's writer lock (``HomeStore.open``), while
+different groups run fully in parallel. A deployment can also queue whole runs per group
+with the run coordinator (``docs/scaling.md``).
+"""
+
+import json
+
+import dagster as dg
+
+from speakerflow.assets.common import GROUPS
+from speakerflow.assets.inbox import groups_of, inbox_files
+from speakerflow.ops.loaders import LoadError
+
+from . import constants as C
+from .resources import StoreResource
+
+#: The multiprocess executor with one store writer per run at a time.
+group_executor = dg.multiprocess_executor.configured(
+    {
+        "max_concurrent": C.MAX_CONCURRENT_STEPS,
+        "tag_concurrency_limits": [{"key": C.STORE_WRITE_TAG, "value": C.STORE_WRITE_VALUE, "limit": 1}],
+    },
+    name="group_multiprocess",
+)
+
+INGEST_ASSETS = ["raw_messages", "verbatim_track", "writer_actions", "derived_memory"]
+
+ingest_job = dg.define_asset_job(
+    "ingest_job",
+    selection=dg.AssetSelection.assets(*INGEST_ASSETS),
+    partitions_def=GROUPS,
+    executor_def=group_executor,
+    description="One group: read its messages, append the verbatim track, run the Writer, check the memory.",
+)
+
+knowledge_job = dg.define_asset_job(
+    "knowledge_job",
+    selection=dg.AssetSelection.assets("entity_graph", "wiki_pages"),
+    partitions_def=GROUPS,
+    executor_def=group_executor,
+    description="One group: build the entity graph (InKH) and write its wiki pages.",
+)
+
+maintenance_job = dg.define_asset_job(
+    "maintenance_job",
+    selection=dg.AssetSelection.assets("maintenance_tick"),
+    partitions_def=GROUPS,
+    executor_def=group_executor,
+    description="One group: decay, invalidation sweep, maintenance probes, review queue.",
+)
+
+evaluation_job = dg.define_asset_job(
+    "evaluation_job",
+    selection=dg.AssetSelection.groups("evaluation"),
+    description="LoCoMo and SocialMemBench evaluation reports and the InKH harness benchmark.",
+)
+
+training_job = dg.define_asset_job(
+    "training_job",
+    selection=dg.AssetSelection.groups("training"),
+    description="Writer SFT data set -> SFT -> GRPO -> ONNX export.",
+)
+
+
+@dg.schedule(job=maintenance_job, cron_schedule=C.MAINTENANCE_CRON, execution_timezone="UTC",
+             default_status=dg.DefaultScheduleStatus.STOPPED)
+def maintenance_schedule(context: dg.ScheduleEvaluationContext):
+    """Every day: one maintenance run per group."""
+    groups = context.instance.get_dynamic_partitions(GROUPS.name)
+    if not groups:
+        return dg.SkipReason("no groups yet: nothing to maintain")
+    day = context.scheduled_execution_time.strftime("%Y-%m-%d")
+    return [dg.RunRequest(run_key=f"maintenance:{g}:{day}", partition_key=g,
+                          run_config={"ops": {"maintenance_tick": {"config": {
+                              "now": context.scheduled_execution_time.isoformat()}}}})
+            for g in groups]
+
+
+def inbox_requests(store: StoreResource, cursor: str | None, known: set[str], log=None) -> dg.SensorResult:
+    """What the inbox sensor asks for: new partitions, one ingest run per (new file, group).
+
+    ``cursor`` maps each file seen to its stamp (mtime and size), so a rewritten file is
+    picked up again; a file that fails to load is logged and remembered, not retried
+    until it changes.
+    """
+    seen: dict[str, str] = json.loads(cursor) if cursor else {}
+    requests: list[dg.RunRequest] = []
+    for item in inbox_files(store.inbox()):
+        key, stamp = str(item.path), item.stamp
+        if seen.get(key) == stamp:
+            continue
+        seen[key] = stamp
+        try:
+            groups = groups_of(item)
+        except LoadError as exc:
+            if log is not None:
+                log.warning(f"inbox: skipped {key}: {exc}")
+            continue
+        for group in groups:
+            requests.append(dg.RunRequest(
+                run_key=f"{key}@{stamp}#{group}", partition_key=group,
+                run_config={"ops": {"raw_messages": {"config": {"path": key, "fmt": item.fmt}}}},
+                tags={"speakerflow/source": item.path.name}))
+    new_groups = sorted({r.partition_key for r in requests} - known)
+    return dg.SensorResult(
+        run_requests=requests,
+        dynamic_partitions_requests=[GROUPS.build_add_request(new_groups)] if new_groups else [],
+        cursor=json.dumps(seen, sort_keys=True),
+    )
+
+
+@dg.sensor(job=ingest_job, minimum_interval_seconds=C.INBOX_SENSOR_INTERVAL_S,
+           default_status=dg.DefaultSensorStatus.STOPPED)
+def inbox_sensor(context: dg.SensorEvaluationContext, store: StoreResource) -> dg.SensorResult:
+    """A new or changed message file in the inbox: add its groups as partitions and ingest them."""
+    known = set(context.instance.get_dynamic_partitions(GROUPS.name))
+    return inbox_requests(store, context.cursor, known, context.log)
+
+
+jobs = [ingest_job, knowledge_job, maintenance_job, evaluation_job, training_job]
+schedules = [maintenance_schedule]
+sensors = [inbox_sensor]
