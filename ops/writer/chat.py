@@ -36,7 +36,9 @@ class ChatWriterConfig(BaseModel):
     ``max_tokens`` bounds the reply (tokens); ``temperature`` 0 means greedy decoding
     (the default, for repeatable writes); ``tokens_per_action`` raises ``max_tokens`` for
     segments that allow many actions (``max(max_tokens, tokens_per_action * max_actions)``,
-    capped at ``max_tokens_cap``).
+    capped at ``max_tokens_cap``); ``max_heads`` bounds the current-memory entries shown
+    in the prompt (None: all; see :func:`~.prompt.select_heads`), so that long-running
+    groups still fit the model's context.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -45,6 +47,7 @@ class ChatWriterConfig(BaseModel):
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     tokens_per_action: int = Field(default=80, ge=0)
     max_tokens_cap: int = Field(default=4096, ge=1)
+    max_heads: int | None = Field(default=200, ge=0)
 
 
 def extract_actions(value: Any) -> tuple[list[dict[str, Any]], str | None]:
@@ -100,7 +103,7 @@ class ChatWriter:
 
     def propose(self, segment: Segment) -> WriterOutput:
         """Ask the model once for ``segment``; never raises on bad output (see module doc)."""
-        messages = build_writer_messages(segment)
+        messages = build_writer_messages(segment, max_heads=self.config.max_heads)
         try:
             result = self.backend.chat(
                 messages, max_tokens=self._budget(segment), temperature=self.config.temperature)

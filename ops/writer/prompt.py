@@ -149,25 +149,58 @@ def format_messages(messages: Iterable[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def build_user_prompt(segment: Segment) -> str:
-    """The user turn for ``segment``: roster, session/time, current memory, new messages."""
+def select_heads(segment: Segment, limit: int | None) -> tuple[list[Mapping[str, Any]], int]:
+    """At most ``limit`` heads to show, and how many were left out.
+
+    Heads owned by GROUP or by someone who speaks or is named in the segment come first,
+    newest (``valid_at``, then list position) first within each group; the kept heads are
+    returned in their original order. ``limit=None`` keeps every head (as in the paper).
+    """
+    heads = list(segment.heads)
+    if limit is None or len(heads) <= limit:
+        return heads, 0
+    text = " ".join(str(m.get("text", "")).lower() for m in segment.messages)
+    present = {m.get("speaker") for m in segment.messages} | {GROUP_OWNER}
+    present |= {name for name in segment.roster if name.lower() in text}
+
+    def rank(i: int) -> tuple[bool, str, int]:
+        h = heads[i]
+        return (h.get("owner") in present, str(h.get("valid_at") or ""), i)
+
+    keep = sorted(sorted(range(len(heads)), key=rank, reverse=True)[:limit])
+    return [heads[i] for i in keep], len(heads) - len(keep)
+
+
+def build_user_prompt(segment: Segment, *, max_heads: int | None = None) -> str:
+    """The user turn for ``segment``: roster, session/time, current memory, new messages.
+
+    ``max_heads`` bounds the CURRENT MEMORY list (see :func:`select_heads`); a note says
+    how many entries were left out.
+    """
     first = segment.messages[0] if segment.messages else {}
+    heads, hidden = select_heads(segment, max_heads)
+    note = (f"\n({hidden} less related entries not shown: people absent here, older first)"
+            if hidden else "")
     return (
         f"ROSTER: {format_roster(segment.roster, segment.aliases)}\n"
         f"GROUP OWNER NAME: {GROUP_OWNER}\n"
         f"SESSION: {first.get('session_id', '')}   TIME: {_date(first.get('ts'))}\n\n"
-        f"CURRENT MEMORY (latest state of each entry):\n{format_heads(segment.heads)}\n\n"
+        f"CURRENT MEMORY (latest state of each entry):\n{format_heads(heads)}{note}\n\n"
         f"NEW MESSAGES:\n{format_messages(segment.messages)}\n\n"
         f"Return at most {segment.max_actions} actions, never repeat one, and close the JSON "
         'right after the last new action: {"actions": [...]}'
     )
 
 
-def build_writer_messages(segment: Segment) -> list[ChatMessage]:
-    """The full chat (system + user) that a chat-model Writer answers for ``segment``."""
+def build_writer_messages(segment: Segment, *, max_heads: int | None = None) -> list[ChatMessage]:
+    """The full chat (system + user) that a chat-model Writer answers for ``segment``.
+
+    ``max_heads`` (None: all) bounds the current-memory list, for long-running groups whose
+    heads would not fit the model's context.
+    """
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": build_user_prompt(segment)},
+        {"role": "user", "content": build_user_prompt(segment, max_heads=max_heads)},
     ]
 
 

@@ -56,6 +56,11 @@ def test_tiny_model_is_a_complete_seeded_chat_model_folder(tiny_dir, tmp_path):
     rendered = tok.apply_chat_template(HELLO, tokenize=False, add_generation_prompt=True)
     assert rendered.startswith("<|im_start|>system\nAnswer in JSON.<|im_end|>\n")
     assert rendered.endswith("<|im_start|>assistant\n")
+    # {% generation %} markers let TRL train on the assistant's tokens only
+    turn = tok.apply_chat_template(HELLO + [{"role": "assistant", "content": '{"actions": []}'}],
+                                   return_dict=True, return_assistant_tokens_mask=True)
+    kept = [i for i, m in zip(turn["input_ids"], turn["assistant_masks"], strict=True) if m]
+    assert tok.decode(kept) == '{"actions": []}<|im_end|>'
     same = load_file(build_tiny_model(tmp_path / "again", seed=0) / "model.safetensors")
     other = load_file(build_tiny_model(tmp_path / "other", seed=1) / "model.safetensors")
     ref = load_file(tiny_dir / "model.safetensors")

@@ -177,3 +177,21 @@ def test_openai_settings_come_from_the_environment(monkeypatch):
     assert "sk-test-secret" not in repr(backend)
     with pytest.raises(BackendConfigError, match="must start with http"):
         make_backend("openai", base_url="127.0.0.1:8000")
+
+
+def test_head_list_is_bounded_keeping_present_people_and_group():
+    heads = tuple(
+        {"entry_id": f"r{i}", "layer": "per_speaker_core", "owner": owner, "source": owner,
+         "utype": "fact", "content": f"fact {i}", "valid_at": f"2026-01-{1 + i:02d}T00:00:00Z"}
+        for i, owner in enumerate(["Zoe", "Ana", "Zoe", "Zoe", "Ben", "Zoe"])
+    ) + ({"entry_id": "g1", "layer": "group_insight", "owner": "GROUP", "source": "Ana",
+          "utype": "norm", "content": "we always split the bill", "valid_at": "2025-12-01"},)
+    seg = Segment("s1#0", "team", ("Ana", "Ben", "Dev", "Zoe"), _segment(2).messages, heads=heads)
+    user = build_writer_messages(seg, max_heads=4)[1]["content"]
+    shown = [line.split()[0] for line in user.split("CURRENT MEMORY")[1].splitlines()[1:5]]
+    assert shown == ["r1", "r4", "r5", "g1"]  # Ana, Ben, GROUP, then the newest other head
+    assert "(3 less related entries not shown" in user
+    assert "not shown" not in build_writer_messages(seg)[1]["content"]  # default: all heads
+    chat = ScriptedChat(['{"actions": []}'])
+    ChatWriter(chat, max_heads=2).propose(seg)
+    assert "(5 less related entries" in chat.calls[0][1]["content"]
