@@ -56,6 +56,7 @@ class WriterState:
         actions: Iterable[dict[str, Any]],
         position: int,
         ids: Iterable[str] | None = None,
+        ts: Any = None,
     ) -> list[str]:
         """Apply *already validated* ADD / UPDATE actions; NOOPs are skipped.
 
@@ -66,6 +67,7 @@ class WriterState:
         position : the writing position (segment index) doing the write.
         ids : the ids to give the new entries, one per ADD/UPDATE in order (the teacher
             format's ``created_ids``); by default ``e<position>_<n>``.
+        ts : the segment's time, kept as ``valid_at`` on new entries (shown in prompts).
 
         Returns
         -------
@@ -96,7 +98,7 @@ class WriterState:
                 rec["content"] = action.get("content", "")
                 old["superseded_by"] = new_id
                 self.edges.append((old_id, new_id))
-            rec.update(entry_id=new_id, position=position, superseded_by="")
+            rec.update(entry_id=new_id, position=position, superseded_by="", valid_at=ts or "")
             self.entries[new_id] = rec
             created.append(new_id)
         return created
@@ -110,7 +112,7 @@ class WriterState:
             if "entry_id" not in entry:
                 raise ValueError(f"final_state.entries[{i}] has no entry_id; every teacher entry needs one")
             rec = {k: entry.get(k, "") for k in RECORD_FIELDS}
-            rec.update(position=entry.get("turn_created", 0),
+            rec.update(position=entry.get("turn_created", 0), valid_at=entry.get("ts") or "",
                        superseded_by=entry.get("superseded_by") or "")
             state.entries[rec["entry_id"]] = rec
         state.edges = [(e["old"], e["new"]) for e in final_state.get("update_edges") or []]
@@ -127,7 +129,8 @@ class WriterState:
         rows = list(records)
         for row in sorted(rows, key=lambda r: (r.get("write_order") or 0)):
             rec = {k: row.get(k) or "" for k in RECORD_FIELDS}
-            rec.update(position=row.get("turn") or 0, superseded_by=row.get("superseded_by") or "")
+            rec.update(position=row.get("turn") or 0, valid_at=row.get("valid_at") or "",
+                       superseded_by=row.get("superseded_by") or "")
             state.entries[rec["entry_id"]] = rec
         for rec_id, rec in state.entries.items():
             if rec["superseded_by"] and rec["superseded_by"] in state.entries:
@@ -152,7 +155,7 @@ def replay_teacher(teacher: dict[str, Any]) -> list[WriterState]:
     states: list[WriterState] = []
     for i, tr in enumerate(teacher.get("transitions") or []):
         try:
-            state.apply(tr.get("actions") or [], position=i, ids=tr.get("created_ids"))
+            state.apply(tr.get("actions") or [], position=i, ids=tr.get("created_ids"), ts=tr.get("ts"))
         except (KeyError, StopIteration) as exc:
             raise ValueError(f"{teacher.get('network_id')}: transitions[{i}] does not replay "
                              f"({exc}); its created_ids must match its ADD/UPDATE actions") from exc

@@ -1,0 +1,166 @@
+"""``speakerflow train data|sft|grpo|export-onnx``: Writer training (see docs/training.md).
+
+Every sub-command prints a JSON report. ``sft`` and ``grpo`` split the data by whole
+network with the same ``--heldout-fraction`` / ``--seed`` (so both see the same held-out
+networks, listed in the report) and train only on the training side.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from pathlib import Path
+
+from speakerflow.cli import CliError
+from speakerflow.cli.common import print_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("train", help="train the Writer (SFT, GRPO) and export it to ONNX")
+    tsub = p.add_subparsers(dest="train_command", required=True, metavar="STEP")
+
+    def data_args(q: argparse.ArgumentParser) -> None:
+        q.add_argument("data", help="socialmem training folder (networks + trajectories) or one file")
+        q.add_argument("--teacher", default=None, help="teacher folder (default: 'teacher' beside DATA)")
+        q.add_argument("--heldout-fraction", type=float, default=0.2,
+                       help="share of networks held out, whole networks only (default 0.2)")
+        q.add_argument("--seed", type=int, default=0)
+
+    d = tsub.add_parser("data", help="write the SFT pairs (prompt, target actions) as JSONL")
+    data_args(d)
+    d.add_argument("--backend", default=None,
+                   help="use this Writer backend as the teacher (e.g. rules) instead of the teacher files")
+    d.add_argument("--out", required=True, help="output folder (train.jsonl, heldout.jsonl)")
+    d.set_defaults(func=run_data)
+
+    s = tsub.add_parser("sft", help="supervised fine-tuning with TRL's SFTTrainer")
+    data_args(s)
+    s.add_argument("--model", required=True, help="model folder to start from (Hugging Face layout)")
+    s.add_argument("--out", required=True, help="folder for the fine-tuned model")
+    s.add_argument("--backend", default=None, help="Writer backend as teacher instead of the teacher files")
+    s.add_argument("--steps", type=int, default=-1, help="optimizer steps (-1: use --epochs)")
+    s.add_argument("--epochs", type=float, default=10.0)
+    s.add_argument("--lr", type=float, default=1e-5)
+    s.add_argument("--batch-size", type=int, default=1)
+    s.add_argument("--max-length", type=int, default=8192, help="drop pairs longer than this (tokens)")
+    s.set_defaults(func=run_sft)
+
+    g = tsub.add_parser("grpo", help="speaker-conditioned GRPO from an SFT model")
+    data_args(g)
+    g.add_argument("--model", required=True, help="the SFT policy folder")
+    g.add_argument("--ref", default=None, help="frozen reference policy (default: --model)")
+    g.add_argument("--out", required=True, help="folder for the trained policy")
+    g.add_argument("--steps", type=int, default=30, help="rollout rounds = policy updates (paper: 30)")
+    g.add_argument("--group-size", type=int, default=8, help="G trajectories per network (paper: 8)")
+    g.add_argument("--lr", type=float, default=1e-6)
+    g.add_argument("--max-new-tokens", type=int, default=2048)
+    g.add_argument("--positions", type=int, default=None, help="cap writing positions per network")
+    g.add_argument("--networks", default=None, help="comma-separated network ids to train on")
+    g.set_defaults(func=run_grpo)
+
+    e = tsub.add_parser("export-onnx", help="export a model folder to ONNX (KV cache) and check parity")
+    e.add_argument("--model", required=True, help="model folder (e.g. the GRPO output)")
+    e.add_argument("--out", required=True, help="folder for model.onnx + tokenizer")
+    e.add_argument("--prompt", default="Ana: let's go with Porto, it's settled.",
+                   help="prompt of the torch/ONNX parity check")
+    e.add_argument("--tolerance", type=float, default=1e-3, help="largest allowed |logit difference|")
+    e.set_defaults(func=run_export)
+
+
+def _quiet():
+    """Library progress and log lines go to stderr: stdout carries only the JSON report."""
+    return contextlib.redirect_stdout(sys.stderr)
+
+
+def _split(args: argparse.Namespace, items: list) -> tuple[list, list]:
+    from speakerflow.training.data import split_by_network
+
+    return split_by_network(items, heldout_fraction=args.heldout_fraction, seed=args.seed)
+
+
+def _writer(name: str | None):
+    if name is None:
+        return None
+    from speakerflow.ops.writer.registry import make_writer
+
+    writer = make_writer(name)
+    if writer is None:
+        raise CliError("--backend none writes nothing; pick a Writer backend (e.g. rules)")
+    return writer
+
+
+def _pairs(args: argparse.Namespace) -> tuple[list, list]:
+    from speakerflow.training.data import build_sft_dataset
+
+    pairs = build_sft_dataset(args.data, args.teacher, backend=_writer(args.backend))
+    if not pairs:
+        raise CliError(f"{args.data}: no writing segment found")
+    return _split(args, pairs)
+
+
+def _ids(items: list) -> list[str]:
+    from speakerflow.training.data import network_id_of
+
+    return sorted({network_id_of(it) for it in items})
+
+
+def run_data(args: argparse.Namespace) -> int:
+    from speakerflow.training.data import write_jsonl
+
+    train, held = _pairs(args)
+    out = Path(args.out)
+    write_jsonl(train, out / "train.jsonl")
+    write_jsonl(held, out / "heldout.jsonl")
+    print_json({"train_pairs": len(train), "heldout_pairs": len(held), "train_networks": _ids(train),
+                "heldout_networks": _ids(held), "out": str(out)})
+    return 0
+
+
+def run_sft(args: argparse.Namespace) -> int:
+    from speakerflow.training.sft import SFTSettings, train_sft
+
+    train, held = _pairs(args)
+    settings = SFTSettings(max_steps=args.steps, epochs=args.epochs, lr=args.lr,
+                           batch_size=args.batch_size, max_length=args.max_length, seed=args.seed)
+    with _quiet():
+        report = train_sft(args.model, train, args.out, settings)
+    report.update(train_networks=_ids(train), heldout_networks=_ids(held))
+    print_json(report)
+    return 0
+
+
+def run_grpo(args: argparse.Namespace) -> int:
+    from speakerflow.training.data import load_networks
+    from speakerflow.training.grpo import GRPOSettings, train_grpo
+
+    nets = [n for n in load_networks(args.data, args.teacher) if n.has_teacher]
+    train, held = _split(args, nets)
+    if args.networks:
+        wanted = {x.strip() for x in args.networks.split(",") if x.strip()}
+        unknown = wanted - {n.network_id for n in nets}
+        if unknown:
+            raise CliError(f"--networks: unknown network id(s) {sorted(unknown)}; known: {_ids(nets)}")
+        if wanted & set(_ids(held)):
+            raise CliError(f"--networks: {sorted(wanted & set(_ids(held)))} are held out; "
+                           "change --heldout-fraction/--seed or pick training networks")
+        train = [n for n in train if n.network_id in wanted]
+    settings = GRPOSettings(steps=args.steps, group_size=args.group_size, lr=args.lr,
+                            max_new_tokens=args.max_new_tokens, positions=args.positions,
+                            seed=args.seed)
+    with _quiet():
+        report = train_grpo(args.model, train, args.out, settings, ref_dir=args.ref)
+    report.update(train_networks=_ids(train), heldout_networks=_ids(held))
+    print_json(report)
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from speakerflow.training.onnx_export import export_onnx, onnx_parity
+
+    with _quiet():
+        out = export_onnx(args.model, args.out)
+        parity = onnx_parity(args.model, out, args.prompt)
+    ok = parity.max_abs_logit_diff <= args.tolerance and parity.greedy_match
+    print_json({"out": str(out), "max_abs_logit_diff": parity.max_abs_logit_diff,
+                "greedy_match": parity.greedy_match, "tolerance": args.tolerance, "ok": ok})
+    return 0 if ok else 1
