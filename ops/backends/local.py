@@ -23,7 +23,8 @@ class LocalModelConfig(BaseModel):
     ``model_dir`` (also accepted as ``model``, the name the CLI's ``--model`` uses) is a
     folder saved with ``save_pretrained`` (tokenizer included);
     ``device`` ``auto`` picks CUDA when available; ``top_p`` applies when sampling
-    (temperature > 0); ``seed`` makes sampling repeatable (None: not re-seeded).
+    (temperature > 0); ``seed`` seeds torch's global generator once when the backend is
+    built, so successive sampled calls differ but a whole run repeats (None: not seeded).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", protected_namespaces=())
@@ -76,6 +77,10 @@ class LocalChatBackend:
                 "chat/instruct model folder (or set tokenizer.chat_template and save it)")
         self.device = self._resolve_device(config.device)
         self.model = self._load_model(folder)
+        if config.seed is not None:  # once, so calls differ but a run repeats exactly
+            import torch
+
+            torch.manual_seed(config.seed)
 
     def _resolve_device(self, device: str) -> str:
         return resolve_device(device)
@@ -117,8 +122,6 @@ class LocalChatBackend:
             "use_cache": True,
         }
         if temperature > 0:
-            if self.config.seed is not None:
-                torch.manual_seed(self.config.seed)
             gen.update(do_sample=True, temperature=temperature, top_p=self.config.top_p)
         else:
             gen.update(do_sample=False, temperature=None, top_p=None, top_k=None)
