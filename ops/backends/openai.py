@@ -26,7 +26,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -53,7 +53,10 @@ class OpenAIConfig(BaseModel):
     ``timeout_s`` bounds one HTTP attempt (seconds); ``max_retries`` is the number of
     retries after the first attempt; ``json_mode`` asks the endpoint for a JSON object
     (``response_format``), which not every server supports; ``extra_body`` is merged
-    into each request (e.g. ``{"top_p": 0.95}`` or server-specific switches).
+    into each request (e.g. ``{"top_p": 0.95}`` or server-specific switches);
+    ``max_tokens_field`` names the length limit (OpenAI's reasoning models want
+    ``max_completion_tokens``) and ``send_temperature=False`` leaves the temperature out
+    (for models that accept only their default).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -66,6 +69,8 @@ class OpenAIConfig(BaseModel):
     backoff_max_s: float = Field(default=30.0, ge=0)
     json_mode: bool = False
     seed: int | None = None
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    send_temperature: bool = True
     extra_body: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -120,13 +125,11 @@ class OpenAIChat:
         temperature: float = 0.0,
     ) -> ChatResult:
         """One completion for ``messages``; tokens from ``usage`` (else estimated)."""
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": list(messages),
-            "max_tokens": max_tokens,
-            "temperature": temperature,
-            **self.config.extra_body,
-        }
+        body: dict[str, Any] = {"model": self.model, "messages": list(messages),
+                                self.config.max_tokens_field: max_tokens}
+        if self.config.send_temperature:
+            body["temperature"] = temperature
+        body.update(self.config.extra_body)
         if self.config.json_mode:
             body["response_format"] = {"type": "json_object"}
         if self.config.seed is not None:

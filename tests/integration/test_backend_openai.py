@@ -119,6 +119,14 @@ def test_no_key_means_no_authorization_header_and_usage_is_estimated(server):
     assert result.completion_tokens == 10 and result.prompt_tokens >= 1
 
 
+def test_reasoning_model_switches_shape_the_request(server):
+    server.reply()
+    _backend(server, max_tokens_field="max_completion_tokens", send_temperature=False,
+             extra_body={"reasoning_effort": "low"}).chat(HELLO, max_tokens=33)
+    assert server.requests[0]["body"] == {"model": "tiny-chat", "messages": HELLO,
+                                          "max_completion_tokens": 33, "reasoning_effort": "low"}
+
+
 def test_500_then_200_is_retried(server):
     server.reply(500, {"error": "overloaded"}).reply(body=completion("second time lucky"))
     backend = _backend(server)
