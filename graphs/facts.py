@@ -103,11 +103,12 @@ class FactGraph:
         self._dirty: set[str] = set()
         self._ents_dirty: set[str] = set()
         self._supersedes: list[tuple[str, str]] = []
+        self._regime: dict[str, str | None] = {}
 
     # -- reading ------------------------------------------------------------------------
     def load(self, with_records: bool = True) -> FactGraph:
         """(Re)build the cache from Kuzu: every Entity and Fact (and SpeakerMem record heads)."""
-        self.items.clear(), self.entities.clear(), self.by_entity.clear(), self.by_slot.clear()
+        self.items.clear(), self.entities.clear(), self.by_entity.clear(), self.by_slot.clear(), self._regime.clear()
         if self.graph is None:
             return self
         for r in self.graph.rows("MATCH (e:Entity) RETURN e.entity_id AS entity_id, e.group_id AS group_id, "
@@ -141,20 +142,25 @@ class FactGraph:
             self._index(item)
 
     def _index(self, item: FactItem) -> None:
+        self._regime.clear()
         self.items[item.edge_id] = item
         self.by_entity[item.subject_id].append(item.edge_id)
         if not item.object_id.startswith(VALUE_PREFIX):
             self.by_entity[item.object_id].append(item.edge_id)
         self.by_slot[item.slot].append(item.edge_id)
 
-    def neighbourhood(self, entity_ids, hops: int = 1, limit: int = 300) -> list[FactItem]:
+    def neighbourhood(self, entity_ids, hops: int = 1, limit: int = 300, fanout: int = 25) -> list[FactItem]:
         """Facts within ``hops`` of ``entity_ids`` (BFS over subject/object links), newest first
-        per entity, at most ``limit`` (the structural candidate pool)."""
+        per entity, at most ``limit`` (the structural candidate pool); beyond the first hop at
+        most ``fanout`` facts per entity, so a hub reached by a hop cannot fill the pool."""
         seen_e, seen_f, frontier, out = set(entity_ids), set(), list(entity_ids), []
-        for _ in range(max(1, hops)):
+        for hop in range(max(1, hops)):
             nxt = []
             for eid in frontier:
-                for fid in reversed(self.by_entity.get(eid, ())):
+                fids = self.by_entity.get(eid, ())
+                if hop and len(fids) > fanout:
+                    fids = fids[-fanout:]
+                for fid in reversed(fids):
                     if fid in seen_f:
                         continue
                     seen_f.add(fid)
@@ -191,6 +197,13 @@ class FactGraph:
             "m.source_type AS source_type, m.source_ref AS source_ref, m.ts AS ts, m.speaker AS speaker, m.text AS text",
             {"id": edge_id})
 
+    def regime(self, entity_id: str) -> str | None:
+        """The newest valid ``regime`` value of an entity (market state M_t), cached until a write."""
+        if entity_id not in self._regime:
+            cur = self.current((entity_id, "regime"))
+            self._regime[entity_id] = max(cur, key=lambda i: i.valid_at).value if cur else None
+        return self._regime[entity_id]
+
     def current(self, slot: tuple, at: datetime | None = None) -> list[FactItem]:
         """Facts of ``slot`` not invalidated (at ``at``, default: ever)."""
         return [self.items[f] for f in self.by_slot.get(slot, ())
@@ -219,6 +232,7 @@ class FactGraph:
     def invalidate(self, edge_id: str, at: datetime, by: str | None, now: datetime) -> None:
         """Set ``invalid_at``/``expired_at`` on a fact (kept, never deleted) and link ``by`` SUPERSEDES it."""
         item = self.items[edge_id]
+        self._regime.clear()
         item.invalid_at, item.expired_at, item.updated_at = at, now, now
         item.superseded_by = by
         self.touch(edge_id)

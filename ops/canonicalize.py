@@ -68,6 +68,9 @@ class Canonicalizer:
         self.alias_table: dict[str, tuple[str, str]] = {}
         self.merge_log: list[dict] = []
         self.created: list[str] = []
+        self._keys: dict[str, tuple[str, str]] = {}
+        self._keys_by_type: dict[str, list[str]] = {}
+        self._misses: set[tuple[str, str]] = set()
         self._reference = {}
         for tick, names in self.lexicon.assets.items():
             for n in (tick, *names):
@@ -98,9 +101,13 @@ class Canonicalizer:
                 else:
                     self._create(eid, tick or base.upper(), "asset", surface)
                 return eid
-        if len(key) >= 4:
-            keys = [k for k, (_, t) in self.alias_table.items() if etype in (t, "unknown") and len(k) >= 3]
+        if len(key) >= 4 and (len(self._keys) != len(self.alias_table) or etype not in self._keys_by_type):
+            self._refresh_keys(etype)
+        if len(key) >= 4 and (key, etype) not in self._misses:
+            keys = self._keys_by_type[etype]
             best = process.extractOne(key, keys, scorer=fuzz.ratio, score_cutoff=self.fuzzy_cutoff) if keys else None
+            if best is None and etype == "unknown":
+                self._misses.add((key, etype))  # forgotten whenever the alias table grows
             if best is not None:
                 eid = self.alias_table[best[0]][0]
                 self._attach(eid, surface, "fuzzy", float(best[1]))
@@ -116,6 +123,14 @@ class Canonicalizer:
             self._create(eid, surface.strip().lstrip("@") if etype != "trader" else surface.strip(), etype, surface)
             return eid
         return None
+
+    def _refresh_keys(self, etype: str) -> None:
+        """Fuzzy candidate keys per type, rebuilt only when the alias table changed."""
+        if len(self._keys) != len(self.alias_table):
+            self._keys = dict(self.alias_table)
+            self._keys_by_type.clear()
+            self._misses.clear()
+        self._keys_by_type[etype] = [k for k, (_, t) in self._keys.items() if etype in (t, "unknown") and len(k) >= 3]
 
     def _create(self, eid: str, name: str, etype: str, surface: str) -> None:
         self.entities[eid] = EntityState(eid, name, etype, {name})

@@ -48,9 +48,13 @@ class MaturityConfig(BaseModel):
     judge_after_reuse: int = 5
 
 
+DEFAULT_DECAY = DecayConfig()
+DEFAULT_MATURITY = MaturityConfig()
+
+
 def half_life(relation: str, cfg: DecayConfig | None = None) -> float:
     rel = RELATION_BY_NAME.get(relation)
-    return rel.half_life_days if rel else (cfg or DecayConfig()).default_half_life_days
+    return rel.half_life_days if rel else (cfg or DEFAULT_DECAY).default_half_life_days
 
 
 def regime_distance(item_regime: str | None, current: str | None) -> float:
@@ -70,7 +74,7 @@ def effective_confidence(item, now: datetime, current_regime: str | None = None,
                          cfg: DecayConfig | None = None) -> float:
     """``c * d_t * 1[valid at now]`` for an item with ``confidence``, ``relation``, ``valid_at``,
     ``last_validated``, ``regime_tag`` and ``invalid_at`` attributes."""
-    cfg = cfg or DecayConfig()
+    cfg = cfg or DEFAULT_DECAY
     if item.invalid_at is not None and item.invalid_at <= now:
         return 0.0
     t_l = item.last_validated or item.valid_at
@@ -97,7 +101,7 @@ def next_maturity(mu: str, reuse: int, validations: int, utility: float, human: 
     >>> next_maturity("proven", reuse=9, validations=3, utility=0.1)
     'deprecated'
     """
-    cfg = cfg or MaturityConfig()
+    cfg = cfg or DEFAULT_MATURITY
     if human == "reject" or invalidated:
         return "deprecated"
     if human == "approve":

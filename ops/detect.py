@@ -32,6 +32,7 @@ INTENT_CUES: dict[str, tuple[str, ...]] = {
     "copy_trading_evaluation": ("copy", "follow", "mirror", "trader", "signal provider", "win rate", "drawdown"),
     "trade_preparation": ("buy", "sell", "long", "short", "order", "entry", "place", "leverage", "execute", "size"),
 }
+_INTENT_RX = {k: re.compile(r"\b(?:" + "|".join(re.escape(c) for c in cues) + ")") for k, cues in INTENT_CUES.items()}
 BASE_RISK: dict[str, str] = {
     "market_analysis": "low", "portfolio_review": "medium", "copy_trading_evaluation": "high",
     "trade_preparation": "high", "other": "low",
@@ -148,7 +149,7 @@ class Detector:
     def intent_of(text: str) -> str:
         """The intent with the most cue words in ``text`` (ties: the later, more action-like one)."""
         low = text.lower()
-        scores = {k: sum(len(re.findall(r"\b" + re.escape(c), low)) for c in cues) for k, cues in INTENT_CUES.items()}
+        scores = {k: len(rx.findall(low)) for k, rx in _INTENT_RX.items()}
         best = max(scores.items(), key=lambda kv: (kv[1], INTENTS.index(kv[0])))
         return best[0] if best[1] > 0 else "other"
 

@@ -54,8 +54,7 @@ def object_of(c: Candidate) -> str:
 
 def current_regime(fg: FactGraph, entity_id: str) -> str | None:
     """The newest valid ``regime`` value of an entity (the market state M_t for it)."""
-    cur = fg.current((entity_id, "regime"))
-    return max(cur, key=lambda i: i.valid_at).value if cur else None
+    return fg.regime(entity_id)
 
 
 def upsert(fg: FactGraph, candidates: list[Candidate], now: datetime, cfg: UpsertConfig | None = None) -> UpsertResult:

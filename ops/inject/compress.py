@@ -51,8 +51,9 @@ def render(item, utility: float, names: dict, max_evidence: int = 3) -> ContextL
                        utility, count_tokens(text))
 
 
-def compress(scored: list[tuple[float, object]], names: dict) -> list[ContextLine]:
-    """Render (utility, item) pairs, merging items of the same slot and value (best utility first)."""
+def compress(scored: list[tuple[float, object]], names: dict, limit: int | None = None) -> list[ContextLine]:
+    """Render (utility, item) pairs sorted best first, merging items of the same slot and value;
+    stops after ``limit`` distinct lines (TopB never takes more than it needs)."""
     out: dict[tuple, ContextLine] = {}
     for u, item in scored:
         key = (item.slot, item.object_id)
@@ -63,5 +64,7 @@ def compress(scored: list[tuple[float, object]], names: dict) -> list[ContextLin
                 if e not in line.evidence_ids:
                     line.evidence_ids.append(e)
             continue
+        if limit is not None and len(out) >= limit:
+            break
         out[key] = render(item, u, names)
     return list(out.values())

@@ -19,7 +19,6 @@ from speakerflow.ops.canonicalize import Canonicalizer
 from speakerflow.ops.decay import effective_confidence
 from speakerflow.ops.detect import Detection, Detector
 from speakerflow.ops.governance import Governance
-from speakerflow.ops.invalidate import current_regime
 
 from .compress import ContextLine, compress
 from .fuse import fuse, header
@@ -95,25 +94,25 @@ class PassiveInjector:
         if cfg.remove_invalidated:
             pool = [k for k in pool if k.invalid_at is None or k.invalid_at > now]
         counts["valid"] = len(pool)
-        regimes: dict[str, str | None] = {}
         mentioned = set(seeds)
         words = frozenset(query_terms(text))
         scored = []
+        facts, gov, util = self.facts, self.governance, self.utility
+        min_u = util.config.min_utility
         for k in pool:
-            if k.subject_id not in regimes:
-                regimes[k.subject_id] = current_regime(self.facts, k.subject_id)
-            reg = regimes[k.subject_id]
+            # the current regime matters only for items that carry a regime tag
+            reg = facts.regime(k.subject_id) if k.regime_tag else None
             if cfg.govern:
-                if not self.governance.allow(effective_confidence(k, now, reg), k.maturity, k.scope, det.risk, user):
+                if not gov.allow(effective_confidence(k, now, reg), k.maturity, k.scope, det.risk, user):
                     continue
-            elif k.scope not in self.governance.overlay(user):
+            elif k.scope not in gov.overlay(user):
                 continue
-            u = self.utility.score(k, mentioned, det.aspects, det.intent, now, reg, words)
-            if u >= self.utility.config.min_utility:
+            u = util.score(k, mentioned, det.aspects, det.intent, now, reg, words)
+            if u >= min_u:
                 scored.append((u, k))
         counts["admitted"] = len(scored)
         scored.sort(key=lambda p: -p[0])
-        lines = fuse(header(user, det.intent, det.risk, ents), list(state), compress(scored, self.facts.entities),
+        lines = fuse(header(user, det.intent, det.risk, ents), list(state), compress(scored, self.facts.entities, limit=2 * cfg.max_items),
                      cfg.budget, cfg.max_items)
         if cfg.record_use:
             self._record_use(lines)

@@ -95,7 +95,21 @@ class UtilityScorer:
         }
 
     def score(self, item, mentioned, aspects, intent, now, regime_now, event_terms=frozenset()) -> float:
-        t = self.terms(item, mentioned, aspects, intent, now, regime_now, event_terms)
+        """The weighted sum of :meth:`terms` (same arithmetic, without building the dict)."""
         c = self.config
-        return (c.rel * t["rel"] + c.struct * t["struct"] + c.mat * t["mat"] + c.fresh * t["fresh"]
-                + c.regime * t["regime"] + c.trust * t["trust"] - c.noise * t["noise"])
+        if item.relation in aspects:
+            rel = 1.0
+        else:
+            rel = c.intent_weight if item.relation in c.intent_profile.get(intent, ()) else c.other_weight
+            if event_terms:
+                rel = max(rel, self.overlap(item, event_terms))
+        struct = 1.0 if item.subject_id in mentioned else 0.7 if item.object_id in mentioned else 0.4
+        lam = self._lam.get(item.relation)
+        if lam is None:
+            lam = self._lam[item.relation] = math.log(2) / half_life(item.relation)
+        days = (now - (item.last_validated or item.valid_at)).total_seconds() / DAY
+        fresh = math.exp(-lam * days) if days > 0 else 1.0
+        regime = 1.0 if not item.regime_tag or not regime_now or item.regime_tag == regime_now else math.exp(-c.gamma)
+        noise = (c.noise_floor - item.confidence) / c.noise_floor if item.confidence < c.noise_floor else 0.0
+        return (c.rel * rel + c.struct * struct + c.mat * MAT_SCORE[item.maturity] + c.fresh * fresh
+                + c.regime * regime + c.trust * TRUST_SCORE.get(item.trust_tier, 0.4) - c.noise * noise)
