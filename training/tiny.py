@@ -78,7 +78,7 @@ def build_tiny_model(
     hidden_size: int = 64,
     num_layers: int = 2,
     vocab_size: int = 640,
-    max_positions: int = 8192,
+    max_positions: int = 32768,
 ) -> Path:
     """Write a tiny random Qwen2 chat model and its tokenizer into ``folder``.
 
@@ -89,7 +89,8 @@ def build_tiny_model(
     hidden_size, num_layers : model width and depth (defaults: 64 and 2, ~0.1 M parameters).
     vocab_size : target BPE vocabulary size (256 byte symbols + merges + 3 special tokens).
     max_positions : longest sequence (prompt + completion) in tokens; Writer prompts are
-        long and this tokenizer is coarse, so the default is generous.
+        long and this tokenizer is coarse; rotary positions cost no parameters, so the
+        default matches Qwen2.5 (32768).
 
     Returns
     -------
