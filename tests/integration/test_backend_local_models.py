@@ -142,3 +142,11 @@ def test_garbage_from_the_tiny_model_never_reaches_the_store(tiny_dir, home):
         assert report.rejected >= report.segments  # every unusable reply is one reject
         assert all(r["reason"] for r in report.rejects)
         assert store.records().num_rows == 0
+
+
+def test_cli_style_settings_reach_the_local_backends(onnx_dir):
+    registry = pytest.importorskip("speakerflow.ops.writer.registry")
+    # what `speakerflow ingest --writer onnx --model DIR --device cpu` passes
+    writer = registry.make_writer("onnx", model=str(onnx_dir), base_url=None, device="cpu")
+    assert writer.name == "chat:onnx" and writer.backend.provider == "CPUExecutionProvider"
+    assert writer.backend.config.model_dir == onnx_dir
