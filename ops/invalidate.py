@@ -88,6 +88,8 @@ def upsert(fg: FactGraph, candidates: list[Candidate], now: datetime, cfg: Upser
 def _validate(fg: FactGraph, item: FactItem, c: Candidate, now: datetime) -> None:
     if c.evidence_ids[0] in item.evidence_ids:
         return
+    if item.maturity == "deprecated" and item.invalid_at is None:
+        item.maturity = "candidate"  # deprecated by the staleness sweep: fresh evidence revives it
     item.evidence_ids = [*item.evidence_ids, *c.evidence_ids]
     item.validations += 1
     item.last_validated = max(item.last_validated or item.valid_at, c.valid_at)

@@ -40,6 +40,29 @@ def recompute(fg: FactGraph, now: datetime) -> int:
     return changed
 
 
+def apply_review(store, edge_id: str, decision: str, now: datetime | None = None) -> dict:
+    """Apply a human review (``approve``/``reject``) to one fact: Psi with h, logged, written to Kuzu."""
+    from speakerflow.pipelines.entity_path import load_knowledge
+
+    if decision not in ("approve", "reject"):
+        raise ValueError(f"review decision {decision!r}: use approve or reject")
+    now = now or datetime.now(UTC)
+    fg, _, _ = load_knowledge(store, with_records=False)
+    if edge_id not in fg.items:
+        raise KeyError(f"no fact {edge_id!r} in group {store.group_id!r}; see review_queue.jsonl or the wiki")
+    k = fg.items[edge_id]
+    before = k.maturity
+    k.maturity = next_maturity(k.maturity, k.reuse_count, k.validations, k.utility, human=decision)
+    k.updated_at = now
+    fg.touch(edge_id)
+    fg.flush()
+    entry = {"at": now.isoformat(), "review": decision, "edge_id": edge_id, "from": before, "to": k.maturity}
+    if not store.in_memory:
+        with open(Path(store.root) / "maintenance_log.jsonl", "a") as fh:
+            fh.write(json.dumps(entry) + "\n")
+    return entry
+
+
 def tick(store, now: datetime | None = None, seed: int = 0) -> dict:
     """One maintenance tick on a writable group store; returns the report."""
     from speakerflow.pipelines.entity_path import load_knowledge

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+from datetime import UTC, datetime
 
 from .common import add_home, home_of, print_json
 
@@ -10,19 +11,31 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("maintain", help="entity path + maintenance tick (sweep, checks, review queue)")
     p.add_argument("--group", default=None, help="one group (default: every group)")
     p.add_argument("--seed", type=int, default=0, help="seed of the probe sampler")
+    p.add_argument("--now", default=None, help="ISO time the tick treats as now (default: the clock)")
+    p.add_argument("--review", action="append", default=[], metavar="EDGE=approve|reject",
+                   help="apply a human review to a fact (repeatable; needs --group)")
     p.add_argument("--backend", default="rules", help="extraction backend: rules or a chat backend kind")
     add_home(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from speakerflow.ops.maintenance import tick
+    from speakerflow.ops.maintenance import apply_review, tick
     from speakerflow.pipelines.entity_path import build_entity_graph
 
+    now = datetime.fromisoformat(args.now) if args.now else None
+    now = now.replace(tzinfo=UTC) if now is not None and now.tzinfo is None else now
     home = home_of(args)
     out = {}
+    if args.review:
+        if not args.group:
+            raise SystemExit("--review needs --group")
+        with home.open(args.group, writable=True) as store:
+            out["reviews"] = [apply_review(store, *r.split("=", 1), now=now) for r in args.review]
+        print_json(out)
+        return 0
     for gid in [args.group] if args.group else home.groups():
         with home.open(gid, writable=True) as store:
-            out[gid] = {"entity_path": build_entity_graph(store, backend=args.backend), "tick": tick(store, seed=args.seed)}
+            out[gid] = {"entity_path": build_entity_graph(store, backend=args.backend), "tick": tick(store, now=now, seed=args.seed)}
     print_json(out)
     return 0

@@ -89,3 +89,37 @@ def test_speakermem_records_are_served_as_knowledge(store):
     wc = PassiveInjector(fg, canon, det).inject("What does ana think about ETH staking for the treasury?", T + timedelta(days=1), "ana")
     line = next(ln for ln in wc.lines if ln.edge_ids == ["rec_r1"])
     assert "stance" in line.text and line.evidence_ids == ["e3"]
+
+
+def test_cli_end_to_end_on_the_sample_event_stream(home, tmp_path, capsys):
+    from pathlib import Path
+
+    import speakerflow
+
+    sample = Path(speakerflow.__file__).parent / "data" / "sample_events.jsonl"
+    h = ["--home", str(home.root)]
+    assert main(["ingest", str(sample), "--format", "events", *h]) == 0
+    assert main(["maintain", "--group", "desk", "--now", "2026-05-14T08:30:00+00:00", *h]) == 0
+    ev = json.dumps({"content": "Prepare an order to buy Bitcoin with leverage: fees, regime and my position size?",
+                     "ts": "2026-05-14T09:00:00+00:00"})
+    capsys.readouterr()
+    assert main(["inject", "desk", "--event", ev, "--user", "ana", "--json", *h]) == 0
+    wc = json.loads(capsys.readouterr().out)
+    text = "\n".join(ln["text"] for ln in wc["lines"])
+    assert "fee: 0.12%" in text and "regime: volatile" in text and "position: 2%" in text
+    assert "0.1%" not in text and "bullish" not in text and "0%" not in text.replace("0.12%", "").replace("2%", "")
+    assert "aggressive" not in text  # ben's private preference
+    assert main(["wiki", "desk", "--out", str(tmp_path / "wiki"), *h]) == 0
+    assert "superseded by" in (tmp_path / "wiki" / "asset--BTC.md").read_text()
+
+
+def test_human_review_moves_maturity_and_is_logged(store):
+    from speakerflow.ops.maintenance import apply_review
+
+    build_entity_graph(store)
+    fg = FactGraph(store.graph, "desk").load()
+    fee = next(k for k in fg.items.values() if k.relation == "fee" and k.invalid_at is None)
+    assert apply_review(store, fee.edge_id, "approve")["to"] == "proven"
+    assert FactGraph(store.graph, "desk").load().items[fee.edge_id].maturity == "proven"
+    assert apply_review(store, fee.edge_id, "reject")["to"] == "deprecated"
+    assert "review" in (store.root / "maintenance_log.jsonl").read_text()

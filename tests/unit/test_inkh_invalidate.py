@@ -52,3 +52,12 @@ def test_hearsay_below_delta_and_noinv_keep_old_valid():
     upsert(fg2, [cand("asset:BTC", "fee", "0.1%", "m1", 0)], T, UpsertConfig(invalidation=False))
     r = upsert(fg2, [cand("asset:BTC", "fee", "0.2%", "m2", 1)], T, UpsertConfig(invalidation=False))
     assert r.invalidated == 0 and r.kept_conflicts == 1 and len(fg2.current(("asset:BTC", "fee"))) == 2
+
+
+def test_fresh_evidence_revives_a_stale_deprecated_fact_but_not_an_invalidated_one():
+    fg = FactGraph(None, "g")
+    upsert(fg, [cand("asset:BTC", "fee", "0.1%", "m1", 0)], T)
+    (k,) = fg.items.values()
+    k.maturity = "deprecated"  # as the staleness sweep leaves it
+    upsert(fg, [cand("asset:BTC", "fee", "0.1%", "m2", 1)], T)
+    assert k.maturity == "verified" and k.invalid_at is None
