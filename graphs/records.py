@@ -30,8 +30,9 @@ _PROPS = ", ".join(f"{f.name}: CAST(row.{f.name} AS {_kuzu_type(f.type)})" for f
 
 
 def all_records(store: Any) -> list[dict[str, Any]]:
-    """Every record of the group as dicts, in write order."""
-    return store.records().to_pylist()
+    """Every record of the group as dicts, in write order (do not mutate them)."""
+    rows = getattr(store, "record_rows", None)
+    return list(rows()) if rows is not None else store.records().to_pylist()
 
 
 def heads(store: Any, owner: str | None = None, layer: str | None = None) -> list[dict[str, Any]]:
@@ -56,7 +57,7 @@ def chains(store: Any, owner: str | None = None, layer: str | None = None) -> li
 
 def next_write_order(store: Any) -> int:
     """The global write order the next record gets (1 + the largest so far; 0 when empty)."""
-    orders = store.records()["write_order"].to_pylist()
+    orders = [r["write_order"] for r in all_records(store)]
     return (max(orders) + 1) if orders else 0
 
 
@@ -114,9 +115,11 @@ def _write_in_memory(store: Any, new: Sequence[KnowledgeItem], supersede: Sequen
             r = {**r, "superseded_by": closing[r["entry_id"]][0], "invalid_at": closing[r["entry_id"]][1]}
         rows.append(r)
     rows.extend(r.model_dump() for r in new)
-    table = pa.Table.from_pylist(rows, schema=RECORD_SCHEMA)
     store.index.add(record_docs(new))
-    store.set_records_table(table)
+    if hasattr(store, "set_record_rows"):
+        store.set_record_rows(rows)
+    else:
+        store.set_records_table(pa.Table.from_pylist(rows, schema=RECORD_SCHEMA))
 
 
 def _write_on_disk(store: Any, new: Sequence[KnowledgeItem], supersede: Sequence[tuple[str, str, datetime]]) -> None:
@@ -151,3 +154,69 @@ def _write_on_disk(store: Any, new: Sequence[KnowledgeItem], supersede: Sequence
         raise
     finally:
         store.set_records_table(None)
+
+
+class RecordBuffer:
+    """Stage records of many segments in memory, then write them to the store in one batch.
+
+    It looks like a writable in-memory store to the write path (``records()``, ``roster()``,
+    ``aliases()``, ``messages()``, ``group_id``), so the Writer of a later segment sees the
+    heads an earlier one staged. :meth:`flush` writes what is staged with one Kuzu
+    transaction and one Tantivy commit (all or nothing), which is much faster on disk
+    than a commit per segment.
+    """
+
+    in_memory = True
+
+    def __init__(self, store: Any):
+        self.store = store
+        self.group_id = store.group_id
+        self._load()
+        self.index = _DiscardIndex()
+
+    def _load(self) -> None:
+        self._rows = self.store.records().to_pylist()
+        self._original = {r["entry_id"]: r["superseded_by"] for r in self._rows}
+
+    def records(self) -> pa.Table:
+        return pa.Table.from_pylist(self._rows, schema=RECORD_SCHEMA)
+
+    def record_rows(self) -> list[dict[str, Any]]:
+        return self._rows
+
+    def set_record_rows(self, rows: list[dict[str, Any]]) -> None:
+        self._rows = rows
+
+    def roster(self) -> list[str]:
+        return self.store.roster()
+
+    def aliases(self) -> dict[str, list[str]]:
+        return self.store.aliases()
+
+    def messages(self) -> pa.Table:
+        return self.store.messages()
+
+    def _require_writable(self) -> None:
+        self.store._require_writable()
+
+    @property
+    def pending(self) -> int:
+        """Records staged and not yet flushed."""
+        return len(self._rows) - len(self._original)
+
+    def flush(self) -> int:
+        """Write the staged records (and close the stored heads they supersede); returns records written."""
+        rows = self._rows
+        new = [KnowledgeItem.model_validate(r) for r in rows if r["entry_id"] not in self._original]
+        closing = [(r["entry_id"], r["superseded_by"], r["invalid_at"]) for r in rows
+                   if r["entry_id"] in self._original and r["superseded_by"] and not self._original[r["entry_id"]]]
+        written = write_records(self.store, new, closing)
+        self._load()
+        return written
+
+
+class _DiscardIndex:
+    """The buffer's index: documents are indexed by the store at flush time."""
+
+    def add(self, docs: list[dict[str, Any]]) -> None:
+        pass

@@ -162,8 +162,7 @@ class Validate(Operator):
             raise Rejected(f"owner: layer {layer} holds GROUP records, owner is {owner!r}")
         if layer in PERSON_LAYERS and owner == GROUP_OWNER:
             raise Rejected(f"owner: layer {layer} holds person records, owner is GROUP")
-        if any(h["owner"] == owner and h["layer"] == layer and norm_text(h["content"]) == norm_text(content)
-               for h in seg.heads):
+        if (owner, layer, norm_text(content)) in self._head_keys(seg):
             raise Rejected("duplicate of a current head (same owner, layer and content)")
         return self._finish(seg, "ADD", owner, source, layer, raw.get("utype"), content, raw, None)
 
@@ -175,6 +174,14 @@ class Validate(Operator):
             eid = entry_id(seg.group_id, seg.segment_id, "UPDATE", action["entry_id"], action["content"])
             self._batch.pop(action["entry_id"], None)
         self._batch[eid] = {**action, "entry_id": eid}
+
+    def _head_keys(self, seg: Segment) -> set[tuple[str, str, str]]:
+        """(owner, layer, normalised content) of the segment's heads, computed once per segment."""
+        cache = self.__dict__.setdefault("_heads_cache", {})
+        if cache.get("id") != seg.segment_id:
+            cache["id"] = seg.segment_id
+            cache["keys"] = {(h["owner"], h["layer"], norm_text(h["content"])) for h in seg.heads}
+        return cache["keys"]
 
     def _people(self, seg: Segment) -> PersonResolver:
         cache = self.__dict__.setdefault("_resolvers", {})

@@ -25,7 +25,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from speakerflow.graphs.records import mark_written, written_ids
+from speakerflow.graphs.records import RecordBuffer, mark_written, written_ids
 from speakerflow.ops.base import Context
 from speakerflow.ops.segment import Segmenter
 from speakerflow.ops.upsert import Upsert
@@ -71,7 +71,8 @@ class WriteReport:
                 f"{self.model_calls} model call(s), {self.tokens} tokens, {self.seconds:.2f}s")
 
 
-def write_group(store: Any, writer: str | WriterBackend = "rules", window: int = 25, progress: bool = True) -> WriteReport:
+def write_group(store: Any, writer: str | WriterBackend = "rules", window: int = 25, progress: bool = True,
+                flush_every: int = 64) -> WriteReport:
     """Run the write path over the group's unwritten messages; returns a :class:`WriteReport`.
 
     Parameters
@@ -85,6 +86,10 @@ def write_group(store: Any, writer: str | WriterBackend = "rules", window: int =
         Messages per segment window.
     progress
         Show a tqdm bar over segments.
+    flush_every
+        Segments staged in memory (:class:`~speakerflow.graphs.records.RecordBuffer`) before
+        their records are written in one all-or-nothing batch and their messages added to
+        the watermark; 1 writes every segment on its own.
     """
     start = time.perf_counter()
     backend = make_writer(writer) if isinstance(writer, str) else writer
@@ -102,17 +107,23 @@ def write_group(store: Any, writer: str | WriterBackend = "rules", window: int =
     segmenter, write, validate, upsert = Segmenter(window=window), Writer(backend), Validate(), Upsert()
     table = segmenter(msgs)
     order = _segment_order(table)
-    ctx = Context(store=store)
+    buffer = RecordBuffer(store)
+    ctx = Context(store=buffer)
     layers: Counter[str] = Counter()
+    staged: list[str] = []
     from tqdm import tqdm
 
-    for sid in tqdm(order, desc=f"write {store.group_id}", unit="seg", disable=not progress):
+    for n, sid in enumerate(tqdm(order, desc=f"write {store.group_id}", unit="seg", disable=not progress), start=1):
         part = table.filter(pc.equal(table["segment_id"], sid))
         proposals = write(part, ctx)
         report.proposed += proposals.num_rows
         written = upsert(validate(proposals, ctx), ctx)
         layers.update(written["layer"].to_pylist())
-        mark_written(store, part["msg_id"].to_pylist())
+        staged.extend(part["msg_id"].to_pylist())
+        if n % flush_every == 0 or n == len(order):
+            buffer.flush()
+            mark_written(store, staged)
+            staged = []
     report.segments = len(order)
     report.rejects = list(ctx.state.get("rejects", []))
     report.rejected = validate.stats.rejects
