@@ -11,8 +11,11 @@ from .compress import ContextLine, count_tokens
 from .topb import top_b
 
 
-def header(user: str | None, intent: str, risk: str, entities: list[str]) -> ContextLine:
+def header(user: str | None, intent: str, risk: str, entities: list[str], market: dict[str, str] | None = None) -> ContextLine:
+    """User state U, intent, risk class R, active entities and market state M (current regimes)."""
     text = f"user: {user or 'anonymous'} | intent: {intent} | risk: {risk} | entities: {', '.join(entities) or '-'}"
+    if market:
+        text += " | market: " + ", ".join(f"{e.split(':', 1)[-1]} {v}" for e, v in market.items())
     return ContextLine(text, [], "header", tokens=count_tokens(text))
 
 

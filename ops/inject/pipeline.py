@@ -112,7 +112,8 @@ class PassiveInjector:
                 scored.append((u, k))
         counts["admitted"] = len(scored)
         scored.sort(key=lambda p: -p[0])
-        lines = fuse(header(user, det.intent, det.risk, ents), list(state), compress(scored, self.facts.entities, limit=2 * cfg.max_items),
+        market = {e: r for e in ents if (r := facts.regime(e))}
+        lines = fuse(header(user, det.intent, det.risk, ents, market), list(state), compress(scored, self.facts.entities, limit=2 * cfg.max_items),
                      cfg.budget, cfg.max_items)
         if cfg.record_use:
             self._record_use(lines)
