@@ -63,8 +63,68 @@ def completion_logprobs(model: Any, sample: Sample, device: str) -> Any:
 
     ids = torch.tensor([sample.prompt_ids + sample.completion_ids], device=device)
     p, n = len(sample.prompt_ids), len(sample.completion_ids)
-    logits = model(input_ids=ids).logits[:, p - 1: p + n - 1, :].float()
+    # only the last n + 1 positions need logits (a 150k vocabulary over a long prompt is GBs)
+    logits = model(input_ids=ids, logits_to_keep=n + 1).logits[:, :-1, :].float()
     return selective_log_softmax(logits, ids[:, p:])
+
+
+def policy_update(policy: Any, optim: Any, chosen: Sequence[tuple[Sample, float]],
+                  old: Sequence[Any], ref_lp: Sequence[Any], s: GRPOSettings, device: str) -> dict[str, Any]:
+    """``s.epochs`` passes of the clipped, KL-regularised loss over ``chosen`` (sample,
+    advantage) pairs; ``old``/``ref_lp`` are their completion log-probs under the sampling
+    and reference policies. A pass whose mean k3 KL exceeds ``s.kl_skip`` is not applied.
+
+    Returns ``{"kl": [mean KL per pass], "applied": n, "skipped_kl": n}``.
+    """
+    import torch
+
+    out: dict[str, Any] = {"kl": [], "applied": 0, "skipped_kl": 0}
+    policy.train()
+    for _ in range(s.epochs if chosen else 0):
+        optim.zero_grad(set_to_none=True)
+        kls = []
+        for (smp, a), lp_old, lp_ref in zip(chosen, old, ref_lp, strict=True):
+            lp = completion_logprobs(policy, smp, device)
+            loss, kl = clipped_loss(lp, lp_old, lp_ref, torch.tensor([a], device=device),
+                                    torch.ones_like(lp), eps=s.eps, beta=s.beta)
+            (loss / len(chosen)).backward()
+            kls.append(float(kl))
+        mean_kl = sum(kls) / len(kls)
+        out["kl"].append(round(mean_kl, 6))
+        if mean_kl > s.kl_skip:
+            out["skipped_kl"] += 1
+            optim.zero_grad(set_to_none=True)
+            continue
+        torch.nn.utils.clip_grad_norm_(policy.parameters(), s.max_grad_norm)
+        optim.step()
+        out["applied"] += 1
+    policy.eval()
+    return out
+
+
+def reference_logprobs(policy: Any, ref: Any, chosen: Sequence[tuple[Sample, float]],
+                       device: str) -> tuple[list[Any], list[Any]]:
+    """Completion log-probs of ``chosen`` under the sampling policy and the reference."""
+    import torch
+
+    with torch.no_grad():
+        old = [completion_logprobs(policy, smp, device) for smp, _ in chosen]
+        ref_lp = [completion_logprobs(ref, smp, device) for smp, _ in chosen]
+    return old, ref_lp
+
+
+def load_models(model_dir: str | Path, ref_dir: str | Path | None, s: GRPOSettings):
+    """``(tokenizer, policy, frozen reference, AdamW, device, dtype)`` for a GRPO run."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    device, dtype = device_and_dtype(s.bf16)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    policy = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype).to(device).eval()
+    ref = AutoModelForCausalLM.from_pretrained(ref_dir or model_dir, dtype=dtype).to(device).eval()
+    for p in ref.parameters():
+        p.requires_grad_(False)
+    return tokenizer, policy, ref, torch.optim.AdamW(policy.parameters(), lr=s.lr), device, dtype
 
 
 def train_grpo(
@@ -88,61 +148,32 @@ def train_grpo(
         low spread, mean KL per pass, passes applied/skipped), totals and ``seconds``.
     """
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     s = settings or GRPOSettings()
     nets = [n for n in networks if n.has_teacher and n.segments]
     if not nets:
         raise ValueError("GRPO needs networks with teacher transitions (reference states); none given")
     torch.manual_seed(s.seed)
-    device, dtype = device_and_dtype(s.bf16)
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    policy = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype).to(device)
-    ref = AutoModelForCausalLM.from_pretrained(ref_dir or model_dir, dtype=dtype).to(device).eval()
-    for p in ref.parameters():
-        p.requires_grad_(False)
-    optim = torch.optim.AdamW(policy.parameters(), lr=s.lr)
+    tokenizer, policy, ref, optim, device, dtype = load_models(model_dir, ref_dir, s)
     refs = {n.network_id: n.reference_states() for n in nets}
     steps: list[dict[str, Any]] = []
     start = time.perf_counter()
     for step in range(s.steps):
         net = nets[step % len(nets)]
-        policy.eval()
         roll = rollout_network(policy, tokenizer, net, refs[net.network_id], group_size=s.group_size,
                                positions=s.positions, temperature=s.temperature, top_p=s.top_p,
                                max_new_tokens=s.max_new_tokens, qa_gain=qa_gain)
         adv = position_advantages(roll.returns, min_sigma=s.min_sigma, clip=s.adv_clip)
         chosen = [(smp, float(adv[smp.g, smp.t])) for row in roll.samples for smp in row
                   if adv[smp.g, smp.t] != 0.0 and smp.completion_ids]
-        with torch.no_grad():
-            old = [completion_logprobs(policy, smp, device) for smp, _ in chosen]
-            ref_lp = [completion_logprobs(ref, smp, device) for smp, _ in chosen]
+        old, ref_lp = reference_logprobs(policy, ref, chosen, device)
         record = {"step": step, "network": net.network_id,
                   "mean_return": round(float(sum(map(sum, roll.returns)) / adv.size), 6),
                   "valid_json": sum(x.report.json_valid for row in roll.samples for x in row),
                   "samples": int(adv.size), "advantaged": len(chosen),
                   "positions_skipped": int((abs(adv).sum(axis=0) == 0).sum()),
-                  "kl": [], "applied": 0, "skipped_kl": 0}
-        policy.train()
-        for _ in range(s.epochs if chosen else 0):
-            optim.zero_grad(set_to_none=True)
-            kls = []
-            for (smp, a), lp_old, lp_ref in zip(chosen, old, ref_lp, strict=True):
-                lp = completion_logprobs(policy, smp, device)
-                mask = torch.ones_like(lp)
-                loss, kl = clipped_loss(lp, lp_old, lp_ref, torch.tensor([a], device=device), mask,
-                                        eps=s.eps, beta=s.beta)
-                (loss / len(chosen)).backward()
-                kls.append(float(kl))
-            mean_kl = sum(kls) / len(kls)
-            record["kl"].append(round(mean_kl, 6))
-            if mean_kl > s.kl_skip:
-                record["skipped_kl"] += 1
-                optim.zero_grad(set_to_none=True)
-                continue
-            torch.nn.utils.clip_grad_norm_(policy.parameters(), s.max_grad_norm)
-            optim.step()
-            record["applied"] += 1
+                  }
+        record.update(policy_update(policy, optim, chosen, old, ref_lp, s, device))
         steps.append(record)
     out = Path(out_dir)
     policy.save_pretrained(out)

@@ -88,6 +88,11 @@ def tiny(tmp_path_factory):
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
 
 
+@pytest.fixture(scope="module")
+def primed(tiny, tmp_path_factory):
+    return _prime(tiny, tmp_path_factory.mktemp("primed") / "model")
+
+
 def test_train_sft_two_steps_changes_weights(tiny, tmp_path, capsys):
     data = _network(tmp_path)
     out = tmp_path / "sft"
@@ -98,9 +103,9 @@ def test_train_sft_two_steps_changes_weights(tiny, tmp_path, capsys):
     assert _changed(_weights(tiny), _weights(out)) > 0
 
 
-def test_train_grpo_two_steps_changes_weights(tiny, tmp_path, capsys):
+def test_train_grpo_two_steps_changes_weights(primed, tmp_path, capsys):
     data = _network(tmp_path)
-    start = _prime(tiny, tmp_path / "primed")
+    start = primed
     out = tmp_path / "grpo"
     report = _run(capsys, "train", "grpo", str(data), "--model", str(start), "--out", str(out),
                   "--steps", "2", "--group-size", "4", "--positions", "1", "--max-new-tokens", "24",
@@ -116,3 +121,20 @@ def test_export_onnx_parity(tiny, tmp_path, capsys):
     report = _run(capsys, "train", "export-onnx", "--model", str(tiny), "--out", str(tmp_path / "onnx"))
     assert report["max_abs_logit_diff"] < 1e-3 and report["greedy_match"] and report["ok"]
     assert (tmp_path / "onnx" / "model.onnx").is_file()
+
+
+def test_grpo_skips_passes_whose_kl_to_the_reference_is_too_high(tiny, primed, tmp_path):
+    """A policy far from its reference (here: primed vs. the raw tiny model) has mean k3 KL
+    well above 0.02, so every pass is skipped and the weights stay as they were."""
+    from speakerflow.training.data import load_networks
+    from speakerflow.training.grpo import GRPOSettings, train_grpo
+
+    start = primed
+    nets = load_networks(_network(tmp_path))
+    report = train_grpo(start, nets, tmp_path / "out", GRPOSettings(
+        steps=1, group_size=4, positions=1, max_new_tokens=24), ref_dir=tiny)
+    [step] = report["steps"]
+    if step["advantaged"] == 0:
+        pytest.skip("no reward spread in this rollout; nothing to skip")
+    assert step["applied"] == 0 and step["skipped_kl"] == 2 and min(step["kl"]) > 0.02
+    assert _changed(_weights(start), _weights(tmp_path / "out")) == 0.0
