@@ -1,44 +1,52 @@
-"""``speakerflow demo``: the main job on the embedded default backend.
+"""``speakerflow demo``: the main job, end to end, on the embedded rules backend.
 
-Ingests the bundled multi-party sample (four colleagues planning an offsite) into a store
-and shows what the memory can answer, each answer with the messages it rests on.
+Ingests the bundled multi-party sample (four colleagues planning an offsite), runs the
+rules Writer (System 2 records with update chains), then answers a group decision, a
+per-person roll-up, a changed state and a cross-person view, each with its cited messages.
 """
 from __future__ import annotations
 
 import argparse
 
-from speakerflow.graphs import SearchFilter
 from speakerflow.ops.loaders import load
 from speakerflow.settings import BUNDLED_SAMPLE
 
+from .ask import add_query_options, print_result, query_setup
 from .common import add_home, home_of
 
 GROUP = "sample-team"
-QUERIES = (
-    ("Where will the offsite be?", None),
-    ("What does Dev say about where he lives?", "Dev"),
-    ("What is the budget per person?", None),
+QUESTIONS = (
+    ("a group decision", "Where did the group decide to hold the offsite?"),
+    ("a per-person roll-up", "What does each person prefer for the offsite city?"),
+    ("a changed state", "How did the budget per person change?"),
+    ("a cross-person view", "What does Ben think of Ana?"),
 )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="ingest the bundled sample conversation and query it")
+    p = sub.add_parser("demo", help="ingest the bundled sample conversation, write memory, answer questions")
+    add_query_options(p)
     add_home(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from speakerflow.pipelines.query_path import answer_question
+    from speakerflow.pipelines.write_path import write_group
+
+    config, chat = query_setup(args)
     home = home_of(args)
     [(gid, table)] = load(BUNDLED_SAMPLE, "jsonl", group=GROUP)
     with home.open(gid, writable=True) as store:
         result = store.append_messages(table)
         print(f"ingested {result.added} new message(s) ({result.skipped} already stored) into "
-              f"group '{gid}' under {home.root}; roster: {', '.join(store.roster())}\n")
+              f"group '{gid}' under {home.root}; roster: {', '.join(store.roster())}")
+        report = write_group(store, "rules", progress=False)
+        print(f"rules Writer: {report.summary()}\n")
         by_id = {r["msg_id"]: r for r in store.messages().to_pylist()}
-        for question, speaker in QUERIES:
-            print(f"Q: {question}" + (f"  [speaker: {speaker}]" if speaker else ""))
-            for hit in store.search(question, 3, SearchFilter(kind="message", speaker=speaker)):
-                m = by_id[hit.doc_id]
-                print(f"   [{m['msg_id']}] {m['ts']:%Y-%m-%d} {m['speaker']}: {m['text']}")
+        for kind, question in QUESTIONS:
+            res = answer_question(store, question, config, chat=chat)
+            print(f"Q ({kind}): {question}")
+            print_result(res, by_id)
             print()
     return 0

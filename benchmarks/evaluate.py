@@ -1,0 +1,220 @@
+"""Judge-free evaluation: evidence recall@B, token-F1, latency and context size per system.
+
+:func:`run_eval` ingests the data into a store home (a temp folder unless ``home`` is
+given), runs the rules Writer for ``speakerflow``, caches message embeddings (ingest-time
+work, timed separately), then answers every usable question and measures:
+
+- ``evidence_recall``: mean recall@B of the gold evidence among the first B distinct cited
+  message ids (keys ``"5"``, ``"10"``, ``"20"``), overall and ``by_category``;
+- ``token_f1``: the paper's set-based token-F1 of the answer (in [0, 1]);
+- ``latency_ms``: p50/p95 per question of projection + retrieval + composition (the
+  question embedding included; message embeddings are cached beforehand);
+- ``context_tokens``: mean tokens of the composed context.
+
+Systems: ``bm25`` (flat BM25, Tantivy), ``dense`` (MiniLM), ``hybrid`` (BM25 + MiniLM,
+reciprocal-rank fusion) and ``speakerflow`` (the full query path, rules backend). The
+baselines rank single messages and answer with the same extractive answerer.
+For recall@20 to be measurable the System 1 top-k is raised to ``max(k)`` (the first
+10 cited ids are the same as with top-k 10, since the list is cut only at the end).
+"""
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from speakerflow.graphs import Home
+from speakerflow.ops.answer import answer_rules
+from speakerflow.ops.compose import count_tokens
+from speakerflow.ops.judge import evidence_recall, token_f1
+from speakerflow.ops.project import project_rules
+from speakerflow.ops.recall import GroupView, RecallConfig, recall
+from speakerflow.pipelines.query_path import ABLATIONS, QueryConfig, answer_question, embedder_for
+from speakerflow.schemas import EvidenceItem
+
+from .qa_data import QAData, load_qa
+
+SYSTEMS = ("speakerflow", "bm25", "dense", "hybrid")
+BASELINE_WEIGHTS = {"bm25": {"bm25": 1.0}, "dense": {"dense": 1.0}, "hybrid": {"bm25": 1.0, "dense": 1.0}}
+
+
+def _baseline(store, question: str, system: str, depth: int, config: QueryConfig):
+    """Rank single messages with one baseline; returns (answer, cited ids, context tokens)."""
+    view = GroupView.of(store)
+    rc = RecallConfig(pool=depth, weights=BASELINE_WEIGHTS[system])
+    result = recall(view, question, rc, embedder_for(config) if "dense" in rc.weights else None)
+    evidence = [EvidenceItem(rank=i, kind="excerpt", text=view.texts[r], msg_ids=[view.ids[r]],
+                             speaker=view.speakers[r], ts=view.ts[r], score=float(result.fused[r]))
+                for i, r in enumerate(result.pool)]
+    projection = project_rules(question, store.roster(), store.aliases())
+    context = "\n".join(f"[{e.msg_ids[0]}] {e.speaker}: {e.text}" for e in evidence)
+    return answer_rules(projection, evidence), [e.msg_ids[0] for e in evidence], count_tokens(context)
+
+
+def _prepare(data: QAData, home: Home, system: str, config: QueryConfig) -> dict[str, float]:
+    """Ingest, write (speakerflow) and cache embeddings; returns seconds per step."""
+    seconds = {"ingest": 0.0, "write": 0.0, "embed": 0.0}
+    embedder = embedder_for(config) if system != "bm25" else None
+    for gid, table in data.groups:
+        t0 = time.perf_counter()
+        with home.open(gid, writable=True) as store:
+            store.append_messages(table)
+            t1 = time.perf_counter()
+            if system == "speakerflow":
+                from speakerflow.pipelines.write_path import write_group
+
+                write_group(store, "rules", progress=False)
+            t2 = time.perf_counter()
+            if embedder is not None:
+                GroupView.of(store).dense_matrix(embedder)
+            t3 = time.perf_counter()
+        seconds["ingest"] += t1 - t0
+        seconds["write"] += t2 - t1
+        seconds["embed"] += t3 - t2
+    return {k: round(v, 2) for k, v in seconds.items()}
+
+
+def run_eval(data, fmt: str, system: str = "speakerflow", ablate: str | None = None, k=(5, 10, 20),
+             out=None, home=None, embedder: str = "minilm", limit: int | None = None) -> dict:
+    """Evaluate one system on a QA set (see the module doc); returns the report dict.
+
+    Parameters
+    ----------
+    data : path of a file or folder (or a loaded :class:`QAData`).
+    fmt : ``locomo`` or ``socialmem``.
+    ablate : ``s1``, ``s2``, ``s2-group`` or ``s2-person`` (speakerflow only).
+    out : when given, the report JSON is written there, plus ``<out>.md`` (a Markdown
+        summary) and ``<out>.png`` (recall@k curve).
+    home : store home to ingest into (default: a temporary folder, removed afterwards).
+    limit : evaluate only the first ``limit`` questions (smoke runs).
+    """
+    if system not in SYSTEMS:
+        raise ValueError(f"unknown system {system!r}; choose one of {SYSTEMS}")
+    if ablate is not None and (system != "speakerflow" or ablate not in ABLATIONS):
+        raise ValueError(f"--ablate {ablate!r} applies to --system speakerflow only, with one of {ABLATIONS}")
+    ks = tuple(sorted({int(b) for b in k}))
+    qa = data if isinstance(data, QAData) else load_qa(data, fmt)
+    questions = qa.questions[:limit] if limit else qa.questions
+    tmp = None if home is not None else tempfile.TemporaryDirectory(prefix="speakerflow-eval-")
+    home_obj = home if isinstance(home, Home) else Home(home or tmp.name)
+    config = QueryConfig(embedder=embedder if system != "bm25" else "none", ablate=ablate,
+                         select={"top_k": max(max(ks), 10)})
+    try:
+        seconds = _prepare(qa, home_obj, system, config)
+        rows = _answer_all(home_obj, questions, system, config, ks)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    report = summarise(rows, ks)
+    report.update({"system": system, "format": fmt, "data": str(data) if not isinstance(data, QAData) else fmt,
+                   "ablate": ablate, "embedder": config.embedder, "skipped": dict(qa.skipped),
+                   "prepare_seconds": seconds, "per_question": rows})
+    if out is not None:
+        write_outputs(report, out)
+    return report
+
+
+def _answer_all(home: Home, questions, system: str, config: QueryConfig, ks) -> list[dict]:
+    rows = []
+    by_group: dict[str, list] = {}
+    for q in questions:
+        by_group.setdefault(q.group, []).append(q)
+    for gid, qs in by_group.items():
+        with home.open(gid) as store:
+            for q in qs:
+                t0 = time.perf_counter()
+                if system == "speakerflow":
+                    res = answer_question(store, q.question, config)
+                    answer, cited, tokens, latency = res.answer, res.cited_ids(max(ks)), res.tokens, res.latency_ms
+                else:
+                    answer, cited, tokens = _baseline(store, q.question, system, max(ks), config)
+                    latency = (time.perf_counter() - t0) * 1000
+                rows.append({"qid": q.qid, "group": gid, "category": q.category,
+                             "recall": {str(b): evidence_recall(cited, q.evidence, b) for b in ks},
+                             "token_f1": token_f1(answer, q.answer), "latency_ms": round(latency, 3),
+                             "context_tokens": tokens, "answer": answer, "cited": cited[: max(ks)],
+                             "gold": list(q.evidence)})
+    return rows
+
+
+def summarise(rows: list[dict], ks) -> dict:
+    """Means over questions, overall and per category."""
+    def recall_means(rs):
+        return {str(b): round(float(np.mean([r["recall"][str(b)] for r in rs])), 4) if rs else 0.0 for b in ks}
+
+    cats = sorted({r["category"] for r in rows})
+    lat = [r["latency_ms"] for r in rows] or [0.0]
+    return {
+        "questions": len(rows),
+        "evidence_recall": recall_means(rows),
+        "by_category": {c: {"questions": sum(r["category"] == c for r in rows),
+                            "evidence_recall": recall_means([r for r in rows if r["category"] == c]),
+                            "token_f1": round(float(np.mean([r["token_f1"] for r in rows if r["category"] == c])), 4)}
+                        for c in cats},
+        "token_f1": round(float(np.mean([r["token_f1"] for r in rows])), 4) if rows else 0.0,
+        "latency_ms": {"p50": round(float(np.percentile(lat, 50)), 2), "p95": round(float(np.percentile(lat, 95)), 2)},
+        "context_tokens": {"mean": round(float(np.mean([r["context_tokens"] for r in rows])), 1) if rows else 0.0},
+    }
+
+
+def label(report: dict) -> str:
+    """``system`` or ``system -ablation`` (the name a report is shown under)."""
+    return report["system"] + (f" -{report['ablate']}" if report.get("ablate") else "")
+
+
+def markdown_summary(reports: list[dict]) -> str:
+    """A Markdown table of several reports side by side, with per-category recall@10."""
+    ks = sorted({int(b) for r in reports for b in r["evidence_recall"]})
+    head = "| system | questions | " + " | ".join(f"recall@{b}" for b in ks) + " | token-F1 | p50 ms | p95 ms | ctx tokens |"
+    lines = [head, "|" + "---|" * (len(ks) + 6)]
+    for r in reports:
+        rec = " | ".join(f"{r['evidence_recall'].get(str(b), 0):.3f}" for b in ks)
+        lines.append(f"| {label(r)} | {r['questions']} | {rec} | {r['token_f1']:.3f} | {r['latency_ms']['p50']:.1f} | "
+                     f"{r['latency_ms']['p95']:.1f} | {r['context_tokens']['mean']:.0f} |")
+    cats = sorted({c for r in reports for c in r["by_category"]})
+    lines += ["", "recall@10 by category:", "", "| system | " + " | ".join(
+        f"{c} ({reports[0]['by_category'].get(c, {}).get('questions', 0)})" for c in cats) + " |",
+        "|" + "---|" * (len(cats) + 1)]
+    for r in reports:
+        lines.append(f"| {label(r)} | " + " | ".join(
+            f"{r['by_category'].get(c, {}).get('evidence_recall', {}).get('10', 0):.3f}" for c in cats) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_recall(reports: list[dict], path) -> Path:
+    """One PNG: recall@k curves, one line per report."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for r in reports:
+        ks = sorted(int(b) for b in r["evidence_recall"])
+        ax.plot(ks, [r["evidence_recall"][str(b)] for b in ks], marker="o", label=label(r))
+    ax.set_xlabel("budget B (distinct cited messages)")
+    ax.set_ylabel("evidence recall@B")
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.set_title(f"{reports[0].get('format', '')}: evidence recall")
+    ax.legend()
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def write_outputs(reports: dict | list[dict], out) -> dict[str, Path]:
+    """Write the report JSON (one report, or a list), ``.md`` summary and ``.png`` plot beside it."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    many = reports if isinstance(reports, list) else [reports]
+    out.write_text(json.dumps(reports, indent=1, default=str) + "\n")
+    md = out.with_suffix(".md")
+    md.write_text(markdown_summary(many))
+    png = plot_recall(many, out.with_suffix(".png"))
+    return {"json": out, "md": md, "png": png}

@@ -1,0 +1,110 @@
+"""Answer: the frozen answerer over composed evidence.
+
+- ``rules`` (no model): extractive. Every sentence of the evidence (excerpts and records)
+  is scored by the issue words it contains (weighted by rarity within the evidence) plus
+  a small prior from the item's rank; the best sentence is the answer, attributed to its
+  speaker ("Caroline: ..."). A "when" question appends the time the sentence was said.
+  When the projection spans several people, each person row gets its own line (a person
+  with an explicit empty row is reported as "no record"). When no sentence shares an issue
+  word, the answer is :data:`NO_INFO`.
+- a chat model: the evidence context plus rules for attribution, per-person coverage,
+  head/history use and empty rows; the reply is used as given (stripped).
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+from speakerflow.graphs import query_terms
+from speakerflow.schemas import EvidenceItem, Projection
+
+from .base import OperatorConfig
+from .project import is_rollup
+
+NO_INFO = "There is no information available in the conversation to answer this question."
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_WHEN = re.compile(r"^\s*(when|what (date|day|time|year|month))\b", re.I)
+
+ANSWER_PROMPT = """Answer a question about a multi-party group conversation using ONLY the material below.
+[RAW EXCERPTS] are verbatim messages tagged with speaker and time: use them for exact values.
+[MEMORY SLICE] is memory by person: "* current" is the latest state, "- history" older states,
+"(none)" means the person has no record on this matter.
+Rules: attribute every fact to the right person; when several people are listed, answer for each;
+never replace a person's own view with the group's outcome; use history only for questions about
+change; for "who never ..." the answer is the people marked (none); if the material does not
+contain the answer, reply exactly: {no_info}
+Be concise."""
+
+
+class AnswerConfig(OperatorConfig):
+    """``backend``: ``rules`` or ``chat`` (uses the given ChatBackend); ``max_tokens`` for chat."""
+
+    backend: str = "rules"
+    max_tokens: int = 200
+    max_sentences_per_row: int = 1
+
+
+def _sentences(item: EvidenceItem) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(item.text) if s.strip()]
+
+
+def answer_rules(projection: Projection, evidence: list[EvidenceItem], config: AnswerConfig | None = None) -> str:
+    """The extractive answer (see the module doc)."""
+    config = config or AnswerConfig()
+    words = set(query_terms(projection.issue)) or set(query_terms(projection.question))
+    cands: list[tuple[float, EvidenceItem, str]] = []
+    df: Counter = Counter()
+    split = [(item, _sentences(item)) for item in evidence if item.kind != "empty_row"]
+    for _, sents in split:
+        for s in sents:
+            df.update(words & set(query_terms(s)))
+    n = sum(len(s) for _, s in split) or 1
+    for item, sents in split:
+        for s in sents:
+            hit = words & set(query_terms(s))
+            if not hit:
+                continue
+            score = sum(math.log(1 + n / df[w]) for w in hit) + 1.0 / (1 + item.rank)
+            if projection.source and item.speaker == projection.source:
+                score += 1.0  # "what does A think of B": A's own words about B first
+            cands.append((score, item, s))
+    if not cands:
+        return NO_INFO
+    cands.sort(key=lambda c: -c[0])
+    when = bool(_WHEN.search(projection.question))
+    person_rows = [r for r in dict.fromkeys(e.row for e in evidence) if r not in (None, "GROUP")]
+    if len(person_rows) < 2 or not is_rollup(projection):
+        return _line(cands[0][1], cands[0][2], when)
+    lines = []
+    for row in person_rows:
+        mine = [c for c in cands if c[1].row == row or (c[1].row is None and c[1].speaker == row)]
+        # no issue word in this person's evidence: their best-ranked item still speaks for them
+        top = next((e for e in evidence if e.row == row and e.kind != "empty_row" and e.text), None)
+        if mine:
+            lines.extend(_line(c[1], c[2], when) for c in mine[: config.max_sentences_per_row])
+        elif top is not None:
+            lines.append(_line(top, _sentences(top)[0], when))
+        else:
+            lines.append(f"{row}: no record on this matter")
+    return "\n".join(lines)
+
+
+def _line(item: EvidenceItem, sentence: str, when: bool) -> str:
+    who = item.row if item.kind == "record" and item.row else item.speaker
+    if item.kind == "record" and item.speaker and item.row not in (None, "GROUP") and item.speaker != item.row:
+        who = f"{item.speaker} about {item.row}"
+    text = f"{who}: {sentence}" if who else sentence
+    if when and item.ts is not None:
+        text += f" ({item.ts.day} {item.ts:%B %Y})"
+    return text
+
+
+def answer_chat(projection: Projection, context: str, chat, config: AnswerConfig | None = None) -> tuple[str, int]:
+    """Ask a chat model; returns (answer, tokens used)."""
+    config = config or AnswerConfig()
+    result = chat.chat([{"role": "system", "content": ANSWER_PROMPT.format(no_info=NO_INFO)},
+                        {"role": "user", "content": f"Question: {projection.question}\n{context}\n"
+                                                    "Answer using the material above."}],
+                       max_tokens=config.max_tokens, temperature=0.0)
+    return result.text.strip() or NO_INFO, result.tokens

@@ -1,0 +1,130 @@
+"""Compose: order the evidence of both tracks and build the answerer's context.
+
+Order (what evidence recall@B reads): every item carries a score on the System 1 fused
+scale (System 1 excerpts their selection score; System 2 records the best recalled message
+they rest on, lifted by issue matches). When the projection spans two or more person rows
+(``ALL`` or several names), the best item of every row comes first (rows ordered by that
+item's score), so a per-person roll-up covers every member within a small budget; all
+other items follow by score. Items citing only messages already cited are kept in the
+context but add nothing new to the cited-id list.
+
+The context text has two parts, as the answerer expects::
+
+    [RAW EXCERPTS]
+    [D3:12] Caroline @ 2023-05-08 13:56: I went to the support group yesterday.
+    [MEMORY SLICE]
+    Caroline
+      * current: goes to an LGBTQ support group  (D3:12)
+      - history: ...
+    Melanie (none)
+
+``tokens`` counts word and punctuation tokens of the context (a model-free estimate).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from speakerflow.schemas import EvidenceItem, Projection
+
+from .base import OperatorConfig
+from .project import is_rollup
+from .recall import GroupView
+from .select import Selected
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+class ComposeConfig(OperatorConfig):
+    """``row_first``: put each row's best item first for multi-person projections."""
+
+    row_first: bool = True
+
+
+@dataclass
+class Composed:
+    """Ordered evidence, the context text and its token count."""
+
+    evidence: list[EvidenceItem]
+    context: str
+    tokens: int
+
+    def cited_ids(self, limit: int | None = None) -> list[str]:
+        """Distinct message ids cited by the evidence, in composed order (first ``limit``)."""
+        out: list[str] = []
+        seen: set[str] = set()
+        for item in self.evidence:
+            for mid in item.msg_ids:
+                if mid not in seen:
+                    seen.add(mid)
+                    out.append(mid)
+                    if limit is not None and len(out) >= limit:
+                        return out
+        return out
+
+
+def count_tokens(text: str) -> int:
+    """Word and punctuation tokens of ``text``."""
+    return len(_TOKEN.findall(text))
+
+
+def _fmt_ts(ts) -> str:
+    return ts.strftime("%Y-%m-%d %H:%M") if ts is not None else "?"
+
+
+def compose(view: GroupView, selected: list[Selected], s2_items: list[dict], projection: Projection,
+            config: ComposeConfig | None = None) -> Composed:
+    """Merge System 1 selections and System 2 row items into ordered evidence and context."""
+    config = config or ComposeConfig()
+    s1 = [{"kind": "excerpt", "row": None, "text": view.texts[s.row], "msg_ids": [view.ids[s.row]],
+           "score": s.score, "speaker": view.speakers[s.row], "ts": view.ts[s.row], "entry_id": None,
+           "history": False} for s in selected]
+    pool = s1 + [it for it in s2_items if it["kind"] != "empty_row"]
+    order = sorted(range(len(pool)), key=lambda i: (-pool[i]["score"], i))
+    person_rows = [r for r in dict.fromkeys(it["row"] for it in s2_items) if r not in (None, "GROUP")]
+    first: list[int] = []
+    if config.row_first and len(person_rows) >= 2 and is_rollup(projection):
+        best = {}
+        for i in order:
+            row = pool[i]["row"]
+            if row in person_rows and row not in best:
+                best[row] = i
+        first = sorted(best.values(), key=lambda i: (-pool[i]["score"], i))
+    ranked = first + [i for i in order if i not in set(first)]
+    ranked += [len(pool) + j for j, it in enumerate(s2_items) if it["kind"] == "empty_row"]
+    items = pool + [it for it in s2_items if it["kind"] == "empty_row"]
+    evidence = [
+        EvidenceItem(rank=r, kind=items[i]["kind"], row=items[i]["row"], text=items[i]["text"],
+                     msg_ids=items[i]["msg_ids"], speaker=items[i]["speaker"], ts=items[i]["ts"],
+                     entry_id=items[i]["entry_id"], score=float(items[i]["score"]))
+        for r, i in enumerate(ranked)
+    ]
+    context = render_context(s1, s2_items)
+    return Composed(evidence, context, count_tokens(context))
+
+
+def render_context(s1: list[dict], s2_items: list[dict]) -> str:
+    """The answerer's context: raw excerpts (time order) and the memory slice by row."""
+    lines = ["[RAW EXCERPTS]"]
+    for it in sorted(s1, key=lambda it: (it["ts"] is None, it["ts"] or 0)):
+        lines.append(f"[{it['msg_ids'][0]}] {it['speaker']} @ {_fmt_ts(it['ts'])}: {it['text']}")
+    lines.append("[MEMORY SLICE]")
+    rows: dict[str, list[dict]] = {}
+    for it in s2_items:
+        rows.setdefault(it["row"], []).append(it)
+    for row, row_items in rows.items():
+        if all(it["kind"] == "empty_row" for it in row_items):
+            lines.append(f"{row} (none)")
+            continue
+        lines.append(row)
+        for it in row_items:
+            cites = ", ".join(it["msg_ids"])
+            if it["kind"] == "excerpt":
+                lines.append(f"  > said @ {_fmt_ts(it['ts'])}: {it['text']}  ({cites})")
+            elif it.get("history"):
+                lines.append(f"  - history @ {_fmt_ts(it['ts'])}: {it['text']}  ({cites})")
+            else:
+                by = f" (by {it['source']})" if it.get("source") and it["source"] != row else ""
+                by = f" (about {it['owner']})" if it.get("owner") and it["owner"] != row else by
+                lines.append(f"  * current{by} @ {_fmt_ts(it['ts'])}: {it['text']}  ({cites})")
+    return "\n".join(lines)

@@ -1,0 +1,172 @@
+"""System 2 row-wise retrieval and Resolve: the memory slice by person / GROUP.
+
+For each row of the projection (``ALL`` expands to the roster; ``GROUP`` is the group row):
+
+1. candidates: records whose ``owner`` is the row, valid at the as-of time when the
+   question pins one (``valid_at <= as_of`` and not invalid by then), else current heads;
+2. match: a record matches the issue when it shares an issue word, or its embedding is at
+   least ``min_dense`` similar to the issue, or it rests on a message System 1 recalled;
+3. the ``k`` best matches (default 2), plus ``source_k`` (default 1) records the row's
+   person *said* about someone else (source = row, owner != row), which do not use the
+   row's budget;
+4. tense ``full``: each chosen head brings its older versions (the update chain), oldest
+   last, marked as history;
+5. an empty row falls back to the person's own best-matching messages (``fallback_k``);
+   when there is nothing at all, an explicit ``empty_row`` item is kept: the answerer
+   needs it for "who never ..." questions.
+
+Items are plain dicts with the :class:`~speakerflow.schemas.EvidenceItem` fields (plus
+``history``), scored on the System 1 fused scale so Compose can merge both tracks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from speakerflow.graphs import query_terms
+from speakerflow.schemas import Projection
+from speakerflow.schemas.records import GROUP_OWNER
+
+from .base import OperatorConfig
+from .embed import Embedder, cached_embeddings, encode_query
+from .recall import GroupView
+
+
+class ResolveConfig(OperatorConfig):
+    """System 2 budgets (paper: k = 2 per row, source-k = 1) and matching thresholds."""
+
+    k: int = 2
+    source_k: int = 1
+    fallback_k: int = 2
+    min_dense: float = 0.35
+    layers: tuple[str, ...] = ("per_speaker_core", "per_speaker_profile", "group_interaction", "group_insight")
+
+
+@dataclass
+class RecordView:
+    """A group's records as Python rows, indexed by owner and by entry id (cached per store)."""
+
+    rows: list[dict]
+    by_id: dict[str, dict]
+    by_owner: dict[str, list[int]] = field(default_factory=dict)
+    by_source: dict[str, list[int]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, store) -> RecordView:
+        table = store.records()
+        cached = getattr(store, "_record_view", None)
+        if cached is not None and cached[0] is table:
+            return cached[1]
+        rows = table.to_pylist()
+        view = cls(rows, {r["entry_id"]: r for r in rows})
+        for i, r in enumerate(rows):
+            view.by_owner.setdefault(r["owner"], []).append(i)
+            view.by_source.setdefault(r["source"], []).append(i)
+        store._record_view = (table, view)
+        return view
+
+
+def valid_at(record: dict, as_of) -> bool:
+    """True when ``record`` is the state to read: the head now, or valid at ``as_of``."""
+    if as_of is None:
+        return record.get("superseded_by") is None and record.get("invalid_at") is None
+    if record["valid_at"] > as_of:
+        return False
+    return record.get("invalid_at") is None or record["invalid_at"] > as_of
+
+
+def chain(records: RecordView, head: dict, limit: int = 10) -> list[dict]:
+    """Older versions of ``head`` (newest first), following ``supersedes``."""
+    out, seen = [], {head["entry_id"]}
+    prev = head.get("supersedes")
+    while prev and prev in records.by_id and prev not in seen and len(out) < limit:
+        seen.add(prev)
+        out.append(records.by_id[prev])
+        prev = records.by_id[prev].get("supersedes")
+    return out
+
+
+def expand_rows(rows: list[str], roster: list[str]) -> list[str]:
+    """``ALL`` -> every roster member (in roster order); names and ``GROUP`` kept; no repeats."""
+    out: list[str] = []
+    for row in rows:
+        for name in roster if row == "ALL" else [row]:
+            if name not in out:
+                out.append(name)
+    return out
+
+
+def _item(kind: str, row: str, text: str, msg_ids: list[str], score: float, **extra) -> dict:
+    return {"kind": kind, "row": row, "text": text, "msg_ids": msg_ids, "score": score,
+            "speaker": extra.get("speaker"), "ts": extra.get("ts"), "entry_id": extra.get("entry_id"),
+            "history": extra.get("history", False), "source": extra.get("source"),
+            "owner": extra.get("owner")}
+
+
+def resolve_rows(view: GroupView, fused: np.ndarray, projection: Projection, roster: list[str],
+                 config: ResolveConfig, embedder: Embedder | None = None) -> list[dict]:
+    """The memory slice for ``projection`` (see the module doc): items in row order."""
+    records = RecordView.of(view.store)
+    issue_words = set(query_terms(projection.issue))
+    top = float(fused.max()) if len(fused) else 0.0
+    usable = [i for i, r in enumerate(records.rows) if r["layer"] in config.layers]
+    sims = _dense_sims(view.store, records, usable, projection.issue, embedder)
+
+    def relevance(i: int) -> float:
+        r = records.rows[i]
+        lexical = len(issue_words & set(query_terms(r["content"] + " " + (r.get("event") or ""))))
+        s1 = max((fused[view.pos[m]] for m in r["from_ids"] if m in view.pos), default=0.0)
+        dense = sims.get(i, 0.0)
+        if lexical == 0 and dense < config.min_dense and s1 <= 0:
+            return 0.0
+        # on the System 1 scale: the best recalled message it rests on, lifted by issue matches
+        return s1 + top * (0.1 * lexical + 0.5 * max(dense - config.min_dense, 0.0))
+
+    def record_item(r: dict, score: float, row: str, history: bool = False) -> dict:
+        return _item("record", row, r["content"], list(r["from_ids"]), score, speaker=r["source"],
+                     ts=r["valid_at"], entry_id=r["entry_id"], history=history, source=r["source"], owner=r["owner"])
+
+    usable_set = set(usable)
+    items: list[dict] = []
+    for row in expand_rows(projection.rows, roster):
+        owned = [i for i in records.by_owner.get(row, []) if i in usable_set and valid_at(records.rows[i], projection.as_of)]
+        scored = sorted(((relevance(i), i) for i in owned), key=lambda t: -t[0])
+        picked = [(s, i) for s, i in scored if s > 0][: config.k]
+        row_items: list[dict] = []
+        for score, i in picked:
+            head = records.rows[i]
+            row_items.append(record_item(head, score, row))
+            if projection.tense == "full":
+                row_items.extend(record_item(old, score * 0.9, row, history=True) for old in chain(records, head))
+        said = [i for i in records.by_source.get(row, []) if i in usable_set and records.rows[i]["owner"] != row
+                and valid_at(records.rows[i], projection.as_of)]
+        extra = sorted(((relevance(i), i) for i in said), key=lambda t: -t[0])
+        row_items.extend(record_item(records.rows[i], s, row) for s, i in extra[: config.source_k] if s > 0)
+        if not picked:
+            row_items.extend(_fallback(view, fused, row, config.fallback_k))
+        if not row_items:
+            row_items.append(_item("empty_row", row, "(none)", [], 0.0))
+        items.extend(row_items)
+    return items
+
+
+def _fallback(view: GroupView, fused: np.ndarray, row: str, k: int) -> list[dict]:
+    """The person's own best-recalled messages (verbatim fallback for an empty row)."""
+    if row == GROUP_OWNER or k <= 0 or not len(fused):
+        return []
+    mine = np.array([s == row for s in view.speakers])
+    scores = np.where(mine, fused, 0.0)
+    order = np.argsort(-scores, kind="stable")[:k]
+    return [_item("excerpt", row, view.texts[r], [view.ids[r]], float(scores[r]), speaker=row, ts=view.ts[r])
+            for r in order if scores[r] > 0]
+
+
+def _dense_sims(store, records: RecordView, usable: list[int], issue: str, embedder: Embedder | None) -> dict[int, float]:
+    if embedder is None or not usable:
+        return {}
+    ids = [records.rows[i]["entry_id"] for i in usable]
+    texts = [f"{records.rows[i]['owner']}: {records.rows[i]['content']}" for i in usable]
+    mat = cached_embeddings(store, embedder, ids, texts, kind="records")
+    sims = mat @ encode_query(embedder, issue)
+    return {i: float(s) for i, s in zip(usable, sims, strict=True)}

@@ -1,0 +1,215 @@
+"""System 1 Select, Expand and Sufficiency/ASK over a recall pool.
+
+- **Select** ranks the pool by necessity. Rules: the fused recall score, raised by
+  ``speaker_boost`` for messages spoken by a person the projection names (attribution).
+  A chat backend may return its own ranking instead (validated: unknown numbers dropped,
+  missing candidates appended in score order).
+- **Expand** adds neighbouring turns of at most ``max_anchors`` (2) selected messages. Rules:
+  an anchor is a top message that is itself a question (its answer is the next turn) or,
+  when the question asks for an exact value (when / how many / how much ...), a top message;
+  a neighbour scores ``expand_factor`` times its anchor, so it lands near it.
+- **Sufficiency/ASK** checks whether the top-k material covers the issue; if not, one
+  terse extra query (the uncovered issue words) recalls ``ask_pool`` (20) more candidates,
+  merged and re-ranked once. Rules: coverage = share of issue words found in the top-k.
+
+The final list is cut to ``top_k`` (10) only after all of this.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from speakerflow.graphs import query_terms
+from speakerflow.schemas import Projection
+
+from .base import OperatorConfig
+from .recall import GroupView, RecallConfig, RecallResult, recall
+
+_EXACT = re.compile(r"\b(when|how (many|much|long|often|old|far)|what (time|date|day|year|month)|which (day|year|month))\b", re.I)
+
+
+class SelectConfig(OperatorConfig):
+    """Budgets of Select/Expand/ASK (paper defaults: top-k 10, 2 anchors, one ASK of 20)."""
+
+    top_k: int = 10
+    speaker_boost: float = 0.25
+    expand: bool = True
+    max_anchors: int = 2
+    anchor_window: int = 3
+    expand_factor: float = 0.6
+    ask: bool = True
+    ask_pool: int = 20
+    ask_min_coverage: float = 0.5
+    ask_weight: float = 0.8
+
+
+@dataclass
+class Selected:
+    """One selected System 1 message: its row in the group view, score and how it got in
+    (``recall``, ``expand`` from an anchor row, or ``ask``)."""
+
+    row: int
+    score: float
+    via: str = "recall"
+    anchor: int | None = None
+
+
+def rank_pool(view: GroupView, result: RecallResult, projection: Projection, config: SelectConfig) -> list[Selected]:
+    """Rules Select: pool rows by fused score, with the speaker boost for named rows."""
+    people = {r for r in projection.rows if r not in ("ALL", "GROUP")}
+    out = []
+    for row in result.pool:
+        score = float(result.fused[row])
+        if view.speakers[row] in people:
+            score *= 1.0 + config.speaker_boost
+        out.append(Selected(row, score))
+    out.sort(key=lambda s: (-s.score, s.row))
+    return out
+
+
+def expand(view: GroupView, selected: list[Selected], question: str, config: SelectConfig) -> list[Selected]:
+    """Rules Expand: neighbours of at most ``max_anchors`` anchors (see the module doc)."""
+    if not config.expand or not selected:
+        return selected
+    have = {s.row for s in selected}
+    exact = bool(_EXACT.search(question))
+    added: list[Selected] = []
+    anchors = 0
+    for s in selected[: config.anchor_window]:
+        if anchors >= config.max_anchors:
+            break
+        is_question = view.texts[s.row].rstrip().endswith("?")
+        if not (is_question or exact):
+            continue
+        nbrs = [int(view.next[s.row])] if is_question else view.neighbours(s.row, 1)
+        new = [r for r in nbrs if r >= 0 and r not in have]
+        if not new:
+            continue
+        anchors += 1
+        for r in new:
+            have.add(r)
+            added.append(Selected(r, s.score * config.expand_factor, "expand", s.row))
+    merged = selected + added
+    merged.sort(key=lambda s: (-s.score, s.row))
+    return merged
+
+
+def coverage(view: GroupView, selected: list[Selected], issue: str) -> tuple[float, list[str]]:
+    """Share of issue words that occur in the selected texts, and the words missing."""
+    words = list(dict.fromkeys(query_terms(issue)))
+    if not words:
+        return 1.0, []
+    text = " ".join(view.texts[s.row] for s in selected).lower()
+    present = set(query_terms(text))
+    missing = [w for w in words if w not in present and not any(p.startswith(w[:5]) for p in present if len(w) > 5)]
+    return 1.0 - len(missing) / len(words), missing
+
+
+def ask_more(view: GroupView, selected: list[Selected], ask: str, recall_cfg: RecallConfig,
+             config: SelectConfig, embedder=None) -> list[Selected]:
+    """One supplementary recall for ``ask``; its candidates join at ``ask_weight`` of their score."""
+    extra = recall(view, ask, recall_cfg.model_copy(update={"pool": config.ask_pool}), embedder)
+    best = {s.row: s for s in selected}
+    top = max((s.score for s in selected), default=1.0) or 1.0
+    top_extra = float(extra.fused[extra.pool[0]]) if extra.pool else 1.0
+    for row in extra.pool:
+        score = config.ask_weight * top * float(extra.fused[row]) / top_extra
+        if row not in best or best[row].score < score:
+            best[row] = Selected(row, score, "ask")
+    return sorted(best.values(), key=lambda s: (-s.score, s.row))
+
+
+def parse_ranking(text: str, n: int) -> tuple[list[int], list[int]]:
+    """Validate a chat model's ``{"ranked": [...], "expand": [...]}`` (1-based candidate numbers)."""
+    match = re.search(r"\{.*\}", text, re.S)
+    if not match:
+        raise ValueError("no JSON object in the model's selection")
+    data = json.loads(match.group(0))
+    ranked = [int(i) - 1 for i in data.get("ranked", []) if str(i).isdigit() and 1 <= int(i) <= n]
+    expand_ = [int(i) - 1 for i in data.get("expand", []) if str(i).isdigit() and 1 <= int(i) <= n][:2]
+    return list(dict.fromkeys(ranked)), expand_
+
+
+def parse_sufficiency(text: str) -> tuple[bool, str]:
+    """Validate ``{"enough": bool, "ask": "terse query"}``; unusable output counts as enough."""
+    match = re.search(r"\{.*\}", text, re.S)
+    if not match:
+        return True, ""
+    try:
+        data = json.loads(match.group(0))
+    except json.JSONDecodeError:
+        return True, ""
+    enough = data.get("enough") not in (False, "false", "False")
+    return enough, "" if enough else str(data.get("ask") or "").strip()[:200]
+
+
+SELECT_PROMPT = """You rank verbatim messages from a group chat by how necessary each is to answer the question
+(most necessary first; the first few should suffice). Optionally name at most 2 candidates whose
+neighbouring messages should be fetched, only when an exact value or event detail is clearly
+missing; usually none. Answer with JSON only: {"ranked": [numbers], "expand": [numbers]}"""
+
+SUFFICIENCY_PROMPT = """This material is all that will be used to answer the question. Does it already contain the
+answer? If yes: {"enough": true, "ask": ""}. If something is missing: {"enough": false, "ask": "<terse
+keywords>"}. Missing per-person coverage does not count. Answer with JSON only."""
+
+
+def select_with_chat(view: GroupView, selected: list[Selected], question: str, chat, config: SelectConfig,
+                     stats=None) -> list[Selected]:
+    """Let a chat model rank the pool and pick expansion anchors (validated; falls back to ``selected``)."""
+    cands = "\n".join(f"{i + 1}. [{view.speakers[s.row]} | {view.sessions[s.row]} | {view.ts[s.row]}] "
+                      f"{view.texts[s.row]}" for i, s in enumerate(selected))
+    result = chat.chat([{"role": "system", "content": SELECT_PROMPT},
+                        {"role": "user", "content": f"Question: {question}\nCandidates:\n{cands}"}],
+                       max_tokens=300, temperature=0.0)
+    if stats is not None:
+        stats.model_calls += 1
+        stats.tokens += result.tokens
+    try:
+        ranked, anchors = parse_ranking(result.text, len(selected))
+    except (ValueError, json.JSONDecodeError):
+        if stats is not None:
+            stats.rejects += 1
+        return selected
+    order = ranked + [i for i in range(len(selected)) if i not in ranked]
+    top = max((s.score for s in selected), default=1.0)
+    out = [Selected(selected[i].row, top * (1.0 - j / (len(order) + 1)), selected[i].via) for j, i in enumerate(order)]
+    have = {s.row for s in out}
+    for i in anchors:
+        anchor = out[order.index(i)]
+        for r in view.neighbours(anchor.row, 1):
+            if r not in have:
+                have.add(r)
+                out.append(Selected(r, anchor.score * config.expand_factor, "expand", anchor.row))
+    return sorted(out, key=lambda s: (-s.score, s.row))
+
+
+def select_s1(view: GroupView, result: RecallResult, projection: Projection, recall_cfg: RecallConfig,
+              config: SelectConfig, embedder=None, chat=None, stats=None) -> list[Selected]:
+    """Select >> Expand >> Sufficiency/ASK >> top-k for one question."""
+    if chat is not None:
+        selected = select_with_chat(view, rank_pool(view, result, projection, config), projection.question,
+                                    chat, config, stats)
+    else:
+        selected = expand(view, rank_pool(view, result, projection, config), projection.question, config)
+    if config.ask and selected:
+        ask = ""
+        if chat is not None:
+            material = "\n".join(f"[{view.speakers[s.row]}] {view.texts[s.row]}" for s in selected[: config.top_k])
+            reply = chat.chat([{"role": "system", "content": SUFFICIENCY_PROMPT},
+                               {"role": "user", "content": f"Question: {projection.question}\nMaterial:\n{material}"}],
+                              max_tokens=60, temperature=0.0)
+            if stats is not None:
+                stats.model_calls += 1
+                stats.tokens += reply.tokens
+            _, ask = parse_sufficiency(reply.text)
+        else:
+            cov, missing = coverage(view, selected[: config.top_k], projection.issue)
+            if cov < config.ask_min_coverage and missing:
+                ask = " ".join(missing)
+        if ask:
+            if stats is not None:
+                stats.bump("asks")
+            selected = ask_more(view, selected, ask, recall_cfg, config, embedder)
+    return selected[: config.top_k]
+

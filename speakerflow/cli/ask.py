@@ -1,0 +1,69 @@
+"""``speakerflow ask GROUP "question" [--json]``: answer from a group's memory, with cited messages."""
+from __future__ import annotations
+
+import argparse
+
+from .common import add_home, home_of, print_json
+
+
+def add_query_options(p: argparse.ArgumentParser) -> None:
+    """Flags shared by ``ask`` and ``demo``: answer backend and embedder."""
+    p.add_argument("--backend", default="rules", help="rules (default), or a chat backend: openai, transformers, onnx")
+    p.add_argument("--model", default=None, help="chat backends: model name (openai) or model folder (local)")
+    p.add_argument("--base-url", default=None, help="openai backend: base URL of an OpenAI-compatible endpoint")
+    p.add_argument("--embedder", default="minilm", choices=["minilm", "hashing", "none"],
+                   help="dense recall embedder (default minilm; none = BM25 channels only)")
+
+
+def query_setup(args: argparse.Namespace):
+    """(QueryConfig, chat backend or None) from the shared flags; secrets come from the environment."""
+    from speakerflow.pipelines.query_path import QueryConfig
+
+    chat = None
+    if args.backend != "rules":
+        from speakerflow.ops.backends.factory import make_backend
+
+        cfg = {k: v for k, v in {"model": args.model, "base_url": args.base_url}.items() if v}
+        chat = make_backend(args.backend, **cfg)
+    return QueryConfig(embedder=args.embedder, backend="chat" if chat else "rules"), chat
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ask", help="answer a question from a group's memory, citing messages")
+    p.add_argument("group")
+    p.add_argument("question")
+    p.add_argument("--json", action="store_true", help="print JSON (answer, projection, evidence)")
+    add_query_options(p)
+    add_home(p)
+    p.set_defaults(func=run)
+
+
+def print_result(result, by_id: dict[str, dict]) -> None:
+    """Human-readable answer, projection and cited messages."""
+    proj = result.projection
+    print(f"A: {result.answer}")
+    extra = f", owner={proj.owner}, source={proj.source}" if proj.owner else ""
+    as_of = f", as_of={proj.as_of:%Y-%m-%d}" if proj.as_of else ""
+    print(f"   projection: issue={proj.issue!r}, rows={proj.rows}, tense={proj.tense}{extra}{as_of}")
+    print(f"   evidence ({result.tokens} context tokens, {result.latency_ms:.1f} ms):")
+    for mid in result.cited_ids(10):
+        m = by_id.get(mid)
+        if m is not None:
+            print(f"   [{mid}] {m['ts']:%Y-%m-%d %H:%M} {m['speaker']}: {m['text']}")
+
+
+def run(args: argparse.Namespace) -> int:
+    from speakerflow.pipelines.query_path import answer_question
+
+    config, chat = query_setup(args)
+    with home_of(args).open(args.group) as store:
+        result = answer_question(store, args.question, config, chat=chat)
+        by_id = {r["msg_id"]: r for r in store.messages().to_pylist()}
+    if args.json:
+        print_json({**result.to_dict(), "cited": [
+            {k: by_id[m][k] for k in ("msg_id", "speaker", "ts", "session_id", "text")}
+            for m in result.cited_ids() if m in by_id]})
+        return 0
+    print(f"Q: {args.question}")
+    print_result(result, by_id)
+    return 0

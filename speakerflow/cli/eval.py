@@ -1,0 +1,78 @@
+"""``speakerflow eval DATA --format locomo|socialmem --system ... --out report.json``: judge-free
+evaluation (evidence recall@k, token-F1, latency, context size); and
+``speakerflow eval writer DATA --backend B [--out]``: Writer fidelity (helper module
+``speakerflow.training.writer_eval``).
+
+``--system`` takes one system or a comma-separated list (``bm25,hybrid,speakerflow``): the
+systems then run side by side in one process and the Markdown summary and plot show them
+together (the JSON holds a list of reports). ``--ablate`` takes one ablation or a list and
+adds one ``speakerflow`` run per ablation.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from . import CliError
+from .common import print_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("eval", help="evidence-recall evaluation on LoCoMo / SocialMemBench (or: eval writer DATA)")
+    p.add_argument("data", help="a file or a folder of network files (or the word 'writer')")
+    p.add_argument("writer_data", nargs="?", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--format", choices=["locomo", "socialmem"], default=None)
+    p.add_argument("--system", default="speakerflow", help="speakerflow|bm25|dense|hybrid, or a comma-separated list")
+    p.add_argument("--ablate", default=None, help="s1|s2|s2-group|s2-person, or a comma-separated list")
+    p.add_argument("--k", type=int, nargs="+", default=[5, 10, 20], help="recall budgets (default 5 10 20)")
+    p.add_argument("--out", default=None, help="report JSON (a .md summary and a .png plot are written beside it)")
+    p.add_argument("--home", default=None, help="store home to ingest into (default: a temporary folder)")
+    p.add_argument("--embedder", default="minilm", choices=["minilm", "hashing"], help="dense recall embedder")
+    p.add_argument("--limit", type=int, default=None, help="only the first N questions (smoke runs)")
+    p.add_argument("--backend", default="rules", help="eval writer: the Writer backend")
+    p.add_argument("--json", action="store_true", help="print the full report JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.data == "writer":
+        return run_writer(args)
+    if args.format is None:
+        raise CliError("--format locomo|socialmem is required")
+    if not Path(args.data).exists():
+        raise CliError(f"{args.data}: no such file or folder")
+    from speakerflow.benchmarks.evaluate import run_eval, write_outputs
+
+    plan = [(s.strip(), None) for s in args.system.split(",") if s.strip()]
+    for ab in (args.ablate.split(",") if args.ablate else []):
+        plan.append(("speakerflow", ab.strip()))
+    if args.ablate and args.system == "speakerflow":
+        plan = plan[1:] if len(plan) > 1 else plan  # only the ablation(s) asked for
+    reports = []
+    for system, ablate in plan:
+        report = run_eval(args.data, args.format, system, ablate=ablate, k=tuple(args.k), home=args.home,
+                          embedder=args.embedder, limit=args.limit)
+        reports.append(report)
+        rec = ", ".join(f"@{b} {v:.3f}" for b, v in report["evidence_recall"].items())
+        print(f"{system}{' -' + ablate if ablate else ''}: {report['questions']} questions; evidence recall {rec}; "
+              f"token-F1 {report['token_f1']:.3f}; latency p50 {report['latency_ms']['p50']:.1f} ms, "
+              f"p95 {report['latency_ms']['p95']:.1f} ms; context {report['context_tokens']['mean']:.0f} tokens")
+    if args.out:
+        paths = write_outputs(reports[0] if len(reports) == 1 else reports, args.out)
+        print("wrote " + ", ".join(str(p) for p in paths.values()))
+    if args.json:
+        print_json([{k: v for k, v in r.items() if k != "per_question"} for r in reports])
+    return 0
+
+
+def run_writer(args: argparse.Namespace) -> int:
+    if not args.writer_data:
+        raise CliError("usage: speakerflow eval writer DATA --backend B [--out report.json]")
+    try:
+        from speakerflow.training.writer_eval import run as writer_eval
+    except ImportError as exc:
+        raise CliError(f"Writer evaluation is not available ({exc}); it lives in speakerflow.training.writer_eval") from None
+    report = writer_eval(args.writer_data, args.backend, args.out)
+    print(json.dumps(report, indent=1, default=str)[:4000])
+    return 0

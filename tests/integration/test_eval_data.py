@@ -1,0 +1,61 @@
+"""The evaluation on slices of the real data sets (skipped when ../shared/data is absent)."""
+import json
+import shutil
+
+import pytest
+from conftest import shared
+
+from speakerflow.benchmarks.evaluate import run_eval
+from speakerflow.benchmarks.qa_data import load_qa
+from speakerflow.cli import main
+
+
+def test_locomo_questions_resolve_as_documented():
+    qa = load_qa(shared("locomo", "locomo10.json"), "locomo")
+    assert len(qa.questions) == 1536
+    assert qa.skipped == {"adversarial (category 5)": 446, "evidence does not resolve": 4}
+    assert {q.category for q in qa.questions} == {"multi-hop", "temporal", "open-domain", "single-hop"}
+
+
+@pytest.fixture
+def one_network(tmp_path):
+    src = sorted(shared("socialmem", "training").glob("social_grp_*.json"))[0]
+    folder = tmp_path / "nets"
+    folder.mkdir()
+    shutil.copy(src, folder / src.name)
+    return folder
+
+
+@pytest.mark.slow
+def test_eval_reports_every_system_on_a_network(one_network, tmp_path):
+    reports = {s: run_eval(one_network, "socialmem", s, embedder="hashing") for s in ("bm25", "hybrid", "speakerflow")}
+    n = reports["bm25"]["questions"]
+    assert n >= 6
+    for rep in reports.values():
+        assert rep["questions"] == n
+        assert set(rep["evidence_recall"]) == {"5", "10", "20"}
+        assert all(0.0 <= v <= 1.0 for v in rep["evidence_recall"].values())
+        assert rep["evidence_recall"]["5"] <= rep["evidence_recall"]["10"] <= rep["evidence_recall"]["20"]
+        assert sum(c["questions"] for c in rep["by_category"].values()) == n
+        assert rep["latency_ms"]["p50"] <= rep["latency_ms"]["p95"]
+        assert rep["context_tokens"]["mean"] > 0
+    assert reports["speakerflow"]["prepare_seconds"]["write"] > 0  # the rules Writer ran
+
+
+@pytest.mark.slow
+def test_eval_cli_writes_json_markdown_and_plot(one_network, tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert main(["eval", str(one_network), "--format", "socialmem", "--system", "bm25,speakerflow",
+                 "--ablate", "s2", "--embedder", "hashing", "--limit", "4", "--out", str(out)]) == 0
+    reports = json.loads(out.read_text())
+    assert [r["system"] for r in reports] == ["bm25", "speakerflow", "speakerflow"]
+    assert reports[2]["ablate"] == "s2" and reports[0]["questions"] == 4
+    assert out.with_suffix(".png").stat().st_size > 1000
+    assert "| speakerflow -s2 |" in out.with_suffix(".md").read_text()
+    assert main(["eval", str(one_network)]) == 2  # --format missing: a clear error
+    assert "--format" in capsys.readouterr().err
+
+
+def test_eval_writer_dispatches_or_explains(tmp_path, capsys):
+    assert main(["eval", "writer"]) == 2
+    assert "usage" in capsys.readouterr().err
