@@ -14,7 +14,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from speakerflow.schemas.records import GROUP_LAYERS, GROUP_OWNER, LAYERS, RECORD_TYPES
+from speakerflow.ops.writer.prompt import WRITER_UTYPES
+from speakerflow.schemas.records import GROUP_LAYERS, GROUP_OWNER, LAYERS
 
 from .state import WriterState
 
@@ -85,8 +86,8 @@ def action_error(action: Any, state: WriterState, roster: set[str]) -> str | Non
         return f"owner {owner!r} is not in the roster"
     if source not in roster:
         return f"source {source!r} is not in the roster"
-    if action.get("utype") not in RECORD_TYPES:
-        return f"utype {action.get('utype')!r} is not one of {', '.join(RECORD_TYPES)}"
+    if action.get("utype") not in WRITER_UTYPES:
+        return f"utype {action.get('utype')!r} is not one of {', '.join(WRITER_UTYPES)}"
     if not (isinstance(content, str) and content.strip()):
         return "ADD needs a non-empty content"
     return None
