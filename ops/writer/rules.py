@@ -13,15 +13,17 @@ that fits:
 5. a first-person statement (or an elided subject: "Booked mine weeks ago") ->
    ``per_speaker_core``, owner = source = speaker; ``preference`` / ``stance`` / ``observation``
    (recurring behaviour) / ``fact`` by cue words;
-6. any other substantive claim (3+ content words) -> ``per_speaker_core`` of the speaker,
-   worded "<speaker> says: ...".
+6. any other substantive claim (2+ content words) -> ``per_speaker_core`` of the speaker.
 
 A short answer to a question addressed to the speaker is recorded with the question, so
 "Every morning, 5k before work." becomes "Asked by Ben 'you still run every morning?', Chloe
 answered: ...".
 
-Content is the sentence with leading fillers removed and the first/second person
-rewritten in the third person (``I live`` -> ``Dev lives``). The matter key
+Content is the sentence with leading fillers removed, the first/second person rewritten
+in the third person (``I live`` -> ``Dev lives``) and the owner dropped as opening
+subject, since the owner field says whom it is about (``lives in Vienna now``).
+Consecutive statements of one message on the same kind of matter become one record
+(joined with "; "). The matter key
 (:func:`~.rules_text.family`, topic words) is kept in the record's ``event`` so later
 statements find the slot: same owner (for profiles also same source; for GROUP any source
 and either group layer) and same matter -> UPDATE of that head (or of an ADD made earlier
@@ -48,7 +50,7 @@ class RulesConfig(BaseModel):
     """Knobs of the rules Writer."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    min_topic_words: int = Field(default=2, ge=0, description="content words a sentence needs to be recorded")
+    min_topic_words: int = Field(default=1, ge=0, description="content words a statement needs to be recorded")
     min_claim_words: int = Field(default=2, ge=0, description="content words an unattributed claim needs (rule 6)")
     slot_overlap: float = Field(default=1 / 3, ge=0.0, le=1.0, description="topic Jaccard to continue a slot")
     short_answer_words: int = Field(default=14, ge=1, description="an answer this short is stored with its question")
@@ -107,7 +109,7 @@ class RulesWriter:
             if (target is not None and target["msg_id"] in group_acts and target["speaker"] != msg["speaker"]
                     and rt.AGREEMENT.match(msg["text"])):
                 agreed.setdefault(target["msg_id"], []).append(msg)
-            candidates = list(self._message_actions(msg, previous, by_id, people, exclude))
+            candidates = _merge(list(self._message_actions(msg, previous, by_id, people, exclude)))
             for act, _, topics in candidates:
                 if act["owner"] == GROUP_OWNER and msg["msg_id"] not in group_acts:
                     group_acts[msg["msg_id"]] = (act, topics)
@@ -155,7 +157,7 @@ class RulesWriter:
             answer = rt.third_person(rt.strip_filler(text) or text, speaker)
             content = f"Asked by {asker} \"{q}\", {speaker} answered: {answer}"
             topics = rt.topic_words(f"{question} {text}", exclude)
-            if topics:
+            if topics or rt.words(answer):
                 yield self._add(speaker, speaker, "per_speaker_core", _utype(text), content, msg), rt.family(text + " " + question), topics
             return
         addressee, named = self._addressee(msg, previous, by_id, people)
@@ -173,7 +175,7 @@ class RulesWriter:
             topics = rt.topic_words(sent, exclude)
             fam = rt.family(sent)
             # "Either works for me" is a stance and "I'll book mine, as usual" a habit, though short
-            needed = 0 if fam in rt.OPEN_TOPIC and rt.first_person(sent) else 1 if fam == "habit" else self.config.min_topic_words
+            needed = 0 if fam in rt.OPEN_TOPIC and rt.first_person(sent) else self.config.min_topic_words
             if not sent or len(topics) < needed:
                 continue
             if rt.DECISION.search(sent):
@@ -182,7 +184,7 @@ class RulesWriter:
                 yield self._add(GROUP_OWNER, speaker, "group_insight", "norm", _said(sent, speaker), msg), fam, topics
             elif rt.PROPOSAL.search(sent):
                 yield self._add(GROUP_OWNER, speaker, "group_interaction", "procedure",
-                                f"{speaker} proposed: {rt.third_person(sent, speaker)}", msg), fam, topics
+                                rt.third_person(sent, speaker), msg), fam, topics
             elif rt.PLAN.search(sent):
                 yield self._add(GROUP_OWNER, speaker, "group_interaction", "procedure", _said(sent, speaker), msg), fam, topics
             elif (target := self._about(sent, speaker, addressee if you else None, people)) is not None:
@@ -196,7 +198,7 @@ class RulesWriter:
     @staticmethod
     def _add(owner: str, source: str, layer: str, utype: str, content: str, msg: dict[str, Any]) -> dict[str, Any]:
         return {"action": "ADD", "owner": owner, "source": source, "layer": layer, "utype": utype,
-                "content": content, "from_ids": [msg["msg_id"]]}
+                "content": _concise(content, owner, source), "from_ids": [msg["msg_id"]]}
 
     @staticmethod
     def _about(sent: str, speaker: str, addressee: str | None, people: PersonResolver) -> str | None:
@@ -301,6 +303,34 @@ def _utype(sentence: str, profile: bool = False) -> str:
     if rt.STANCE.search(sentence):
         return "stance"
     return "fact"
+
+
+def _merge(candidates: list[tuple[dict[str, Any], str, set[str]]]) -> list[tuple[dict[str, Any], str, set[str]]]:
+    """Join consecutive statements of one message on one matter kind into one record.
+
+    Same owner, source, layer and slot family (facts with facts, stances with stances)
+    are joined with "; " (a message's "TechCrunch covered us. Close to profitability."
+    is one fact record); single-valued families and habits stay apart so their slots
+    keep updating on their own.
+    """
+    out: list[tuple[dict[str, Any], str, set[str]]] = []
+    for act, fam, topics in candidates:
+        prev = out[-1] if out else None
+        if (prev is not None and fam == prev[1] and fam not in rt.SINGLE_VALUED and fam != "habit" and topics
+                and prev[2] and all(prev[0][k] == act[k] for k in ("owner", "source", "layer"))):
+            merged = {**prev[0], "content": f"{prev[0]['content'].rstrip('.')}; {act['content']}"}
+            out[-1] = (merged, fam, prev[2] | topics)
+        else:
+            out.append((act, fam, topics))
+    return out
+
+
+def _concise(content: str, owner: str, source: str) -> str:
+    """Drop what the record's fields already say: "<source> says: ", "(said by <source>)",
+    and the owner as the opening subject ("Dev lives in Vienna" -> "lives in Vienna")."""
+    content = content.removeprefix(f"{source} says: ").removesuffix(f" (said by {source})")
+    m = re.match(rf"{re.escape(owner)}\s+(?=[a-z])", content)
+    return content[m.end():] if m else content
 
 
 def _said(sentence: str, speaker: str) -> str:

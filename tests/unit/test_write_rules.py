@@ -52,7 +52,8 @@ def test_sample_owner_source_and_layers(sample):
     organised = next(r for r in recs if "organised" in r["content"])
     assert (organised["owner"], organised["source"], organised["layer"]) == ("Chloe", "Dev", "per_speaker_profile")
     vegetarian = next(r for r in recs if "vegetarian" in r["content"] and r["owner"] == "Dev")
-    assert vegetarian["source"] == "Dev" and vegetarian["content"].startswith("Dev is vegetarian")
+    # third person, without repeating the owner as subject (the owner field says who)
+    assert vegetarian["source"] == "Dev" and vegetarian["content"].startswith("is vegetarian")
     assert not any(r["content"].startswith("See you") for r in recs)  # greetings write nothing
 
 
