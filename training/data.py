@@ -42,7 +42,8 @@ class Network:
 
     ``segments`` are the writing positions in order (heads left empty: they depend on who
     writes); ``actions[t]`` / ``created_ids[t]`` are the teacher's at position t (empty
-    lists when there is no teacher); ``has_teacher`` says whether they exist.
+    lists when there is no teacher); ``has_teacher`` says whether they exist; ``source``
+    is where the actions came from and ``network_file`` the messages (and qa_pairs) file.
     """
 
     network_id: str
@@ -52,6 +53,7 @@ class Network:
     created_ids: list[list[str]] = field(default_factory=list)
     has_teacher: bool = False
     source: str = ""
+    network_file: str = ""
 
     def reference_states(self) -> list[WriterState]:
         """The teacher's state after each position (M*_t), with the teacher's entry ids."""
@@ -86,9 +88,9 @@ def load_network(path: Path, teacher_dir: Path | None = None) -> Network:
     teacher_path = teacher_dir / f"{gid}.json" if teacher_dir else None
     if teacher_path is None or not teacher_path.is_file():
         segs = [Segment(f"{sid}#0", gid, roster, tuple(msgs)) for sid, msgs in by_session.items()]
-        return Network(gid, roster, segs, [[] for _ in segs], [[] for _ in segs], False, str(path))
+        return Network(gid, roster, segs, [[] for _ in segs], [[] for _ in segs], False, str(path), str(path))
     teacher = json.loads(teacher_path.read_text())
-    net = Network(gid, roster, [], has_teacher=True, source=str(teacher_path))
+    net = Network(gid, roster, [], has_teacher=True, source=str(teacher_path), network_file=str(path))
     for i, tr in enumerate(teacher.get("transitions") or []):
         sid = tr.get("session_id")
         if sid not in by_session:
@@ -119,7 +121,7 @@ def load_trajectory(path: Path) -> Network:
         acts.append(list(tr.get("actions") or []))
         ids.append(list((tr.get("report") or {}).get("created_ids") or tr.get("created_ids") or []))
     segs = [replace(s, roster=tuple(roster)) for s in segs]
-    return Network(gid, tuple(roster), segs, acts, ids, True, str(path))
+    return Network(gid, tuple(roster), segs, acts, ids, True, str(path), str(path))
 
 
 def load_networks(training_dir: str | Path, teacher_dir: str | Path | None = None) -> list[Network]:

@@ -172,7 +172,7 @@ def train_grpo(
                   "valid_json": sum(x.report.json_valid for row in roll.samples for x in row),
                   "samples": int(adv.size), "advantaged": len(chosen),
                   "positions_skipped": int((abs(adv).sum(axis=0) == 0).sum()),
-                  }
+                  "qa_gain": [round(x, 6) for x in roll.qa_gain]}
         record.update(policy_update(policy, optim, chosen, old, ref_lp, s, device))
         steps.append(record)
     out = Path(out_dir)

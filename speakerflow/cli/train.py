@@ -56,6 +56,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--max-new-tokens", type=int, default=2048)
     g.add_argument("--positions", type=int, default=None, help="cap writing positions per network")
     g.add_argument("--networks", default=None, help="comma-separated network ids to train on")
+    g.add_argument("--qa-gain", choices=("token_f1", "none"), default="token_f1",
+                   help="terminal QA gain judge: token_f1 (offline proxy) or none (R_QA = 0)")
+    g.add_argument("--qa-embedder", default="minilm", help="query-path embedder for the QA gain")
     g.set_defaults(func=run_grpo)
 
     e = tsub.add_parser("export-onnx", help="export a model folder to ONNX (KV cache) and check parity")
@@ -147,8 +150,13 @@ def run_grpo(args: argparse.Namespace) -> int:
     settings = GRPOSettings(steps=args.steps, group_size=args.group_size, lr=args.lr,
                             max_new_tokens=args.max_new_tokens, positions=args.positions,
                             seed=args.seed)
+    qa_gain = None
+    if args.qa_gain != "none":
+        from speakerflow.training.qa_gain import QAGainConfig, StoreQAGain
+
+        qa_gain = StoreQAGain.from_folder(train, QAGainConfig(embedder=args.qa_embedder, judge=args.qa_gain))
     with _quiet():
-        report = train_grpo(args.model, train, args.out, settings, ref_dir=args.ref)
+        report = train_grpo(args.model, train, args.out, settings, ref_dir=args.ref, qa_gain=qa_gain)
     report.update(train_networks=_ids(train), heldout_networks=_ids(held))
     print_json(report)
     return 0

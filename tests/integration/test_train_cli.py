@@ -26,7 +26,8 @@ def _network(folder: Path) -> Path:
                  for i, text in enumerate(lines)]
         sessions.append({"session_id": sid, "session_index": s + 1, "topic": "t", "ts": turns[0]["ts"],
                          "turns": turns})
-    net = {"speakers": ROSTER, "sessions": sessions, "qa_pairs": [], "meta": {"network_id": "grp_t01"}}
+    qa = [{"id": "q1", "question": "Where does Ana live now?", "answer": "Ana lives in Graz"}]
+    net = {"speakers": ROSTER, "sessions": sessions, "qa_pairs": qa, "meta": {"network_id": "grp_t01"}}
     (train / "social_grp_t01.json").write_text(json.dumps(net))
     add = {"action": "ADD", "owner": "Ana", "source": "Ana", "layer": "per_speaker_core",
            "utype": "fact", "content": "Lives in Vienna"}
@@ -109,9 +110,10 @@ def test_train_grpo_two_steps_changes_weights(primed, tmp_path, capsys):
     out = tmp_path / "grpo"
     report = _run(capsys, "train", "grpo", str(data), "--model", str(start), "--out", str(out),
                   "--steps", "2", "--group-size", "4", "--positions", "1", "--max-new-tokens", "24",
-                  "--heldout-fraction", "0")
+                  "--heldout-fraction", "0", "--qa-embedder", "hashing")
     steps = report["steps"]
     assert len(steps) == 2 and all(s["samples"] == 4 for s in steps)
+    assert all(len(s["qa_gain"]) == 4 and all(-1 <= g <= 1 for g in s["qa_gain"]) for s in steps)
     assert report["updates_applied"] >= 1, steps
     assert all(kl <= 0.02 for s in steps for kl in s["kl"][:1])   # first pass: policy == reference
     assert _changed(_weights(start), _weights(out)) > 0
