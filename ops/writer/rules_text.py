@@ -45,7 +45,8 @@ STOPWORDS = frozenset(
     right good great nice thanks thank ha haha lol honestly probably definitely literally pretty kind
     already always never usually sometimes every everyone everybody anyone someone today tomorrow
     yesterday tonight week weeks day days time times last next new said say says tell told see mine
-    course usual ago""".split()
+    course usual ago wow awesome amazing cool looks look sounds sound glad hear congrats congratulations
+    lovely super fantastic incredible wonderful""".split()
 )
 #: Cue words of stances and preferences: they say HOW someone holds a matter, not WHAT it is,
 #: so they are not topic words ("I prefer Lisbon" and "I prefer Porto" are one matter).
@@ -83,13 +84,15 @@ STANCE = re.compile(
     r"|hope|sure that|not sure|should|shouldn't|better|worse|too \w+)\b", re.I)
 HABIT = re.compile(
     r"\b(always|never|usually|normally|as usual|of course|again|every (?:single )?(?:day|morning|evening|night|week|weekend|time|year|month)"
-    r"|each (?:morning|day|week|time)|habit|tend to|routinely|whenever|as always|per usual|keeps? \w+ing)\b", re.I)
+    r"|each (?:morning|day|week|time)|habit|tend to|routinely|whenever|as always|per usual)\b", re.I)
 CHANGE = re.compile(r"\b(changed my mind|now|anymore|no longer|moved|switched|instead|update|used to|not any more)\b", re.I)
 FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("residence", re.compile(r"\b(live[sd]? in|living in|moved (?:to|again|there|here|back)|moving to|based in|relocat\w*|(?:i|we) live)\b", re.I)),
     ("job", re.compile(r"\b(work(?:ing|s)? (?:at|for|as)(?! me\b| us\b)|my job|new job|job at|promoted|promotion|got hired|quit my|role as|position as|started at|joined \w+ as)\b", re.I)),
-    ("relationship", re.compile(r"\b(married|engaged|girlfriend|boyfriend|my partner|divorc\w*|broke up|dating|my wife|my husband)\b", re.I)),
-    ("budget", re.compile(r"\b(budget|per (?:person|head)|spend(?:ing)? (?:limit|cap)|cost cap|\d+\s*(?:euros?|dollars?|pounds?|eur|usd|gbp)|[€$£]\s*\d+)", re.I)),
+    # status words only: "my partner" is a mention, not a relationship status
+    ("relationship", re.compile(r"\b(got married|getting married|engaged|divorc\w*|broke up|separated|(?:i'?m|i am) (?:single|dating|seeing someone))\b", re.I)),
+    # a budget is named as one; a price mentioned in passing is not the group's budget
+    ("budget", re.compile(r"\b(budget|per (?:person|head)|spend(?:ing)? (?:limit|cap)|cost cap)\b", re.I)),
     ("deadline", re.compile(r"\b(deadline|due (?:on|by|date)|by (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|the end of \w+))\b", re.I)),
     ("health", re.compile(r"\b(injur\w*|sick|hospital|surgery|recover\w*|pregnan\w*|vegetarian|vegan|allerg\w*|diagnos\w*)\b", re.I)),
     ("preference", PREFERENCE),
@@ -176,7 +179,8 @@ def family(text: str) -> str:
 
 def habit_verb(text: str, exclude: Iterable[str] = ()) -> str:
     """Main verb lemma of a habitual statement: the first content word that is not a time word."""
-    skip = {e.lower() for e in exclude} | {"morning", "day", "evening", "night", "usual", "course", "single"}
+    skip = {e.lower() for e in exclude} | {"morning", "day", "evening", "night", "usual", "course", "single",
+                                           "keep", "keeps", "kept", "keeping", "again"}
     for w in words(text):
         if w not in STOPWORDS and w not in skip and len(w) > 2 and not _NUMBER.fullmatch(w):
             base = w[:-3] if w.endswith("ing") and len(w) > 5 else w
