@@ -104,11 +104,13 @@ class FactGraph:
         self._ents_dirty: set[str] = set()
         self._supersedes: list[tuple[str, str]] = []
         self._regime: dict[str, str | None] = {}
+        #: entity -> [(fact id, the fact's other entity or None)]: adjacency for the BFS
+        self._links: dict[str, list[tuple[str, str | None]]] = defaultdict(list)
 
     # -- reading ------------------------------------------------------------------------
     def load(self, with_records: bool = True) -> FactGraph:
         """(Re)build the cache from Kuzu: every Entity and Fact (and SpeakerMem record heads)."""
-        self.items.clear(), self.entities.clear(), self.by_entity.clear(), self.by_slot.clear(), self._regime.clear()
+        self.items.clear(), self.entities.clear(), self.by_entity.clear(), self.by_slot.clear(), self._regime.clear(), self._links.clear()
         if self.graph is None:
             return self
         for r in self.graph.rows("MATCH (e:Entity) RETURN e.entity_id AS entity_id, e.group_id AS group_id, "
@@ -145,8 +147,11 @@ class FactGraph:
         self._regime.clear()
         self.items[item.edge_id] = item
         self.by_entity[item.subject_id].append(item.edge_id)
-        if not item.object_id.startswith(VALUE_PREFIX):
-            self.by_entity[item.object_id].append(item.edge_id)
+        obj = None if item.object_id.startswith(VALUE_PREFIX) else item.object_id
+        self._links[item.subject_id].append((item.edge_id, obj))
+        if obj is not None:
+            self.by_entity[obj].append(item.edge_id)
+            self._links[obj].append((item.edge_id, item.subject_id))
         self.by_slot[item.slot].append(item.edge_id)
 
     def neighbourhood(self, entity_ids, hops: int = 1, limit: int = 300, fanout: int = 25) -> list[FactItem]:
@@ -154,24 +159,23 @@ class FactGraph:
         per entity, at most ``limit`` (the structural candidate pool); beyond the first hop at
         most ``fanout`` facts per entity, so a hub reached by a hop cannot fill the pool."""
         seen_e, seen_f, frontier, out = set(entity_ids), set(), list(entity_ids), []
+        items, links, last = self.items, self._links, max(1, hops) - 1
         for hop in range(max(1, hops)):
             nxt = []
             for eid in frontier:
-                fids = self.by_entity.get(eid, ())
-                if hop and len(fids) > fanout:
-                    fids = fids[-fanout:]
-                for fid in reversed(fids):
+                adj = links.get(eid, ())
+                if hop and len(adj) > fanout:
+                    adj = adj[-fanout:]
+                for fid, other in reversed(adj):
                     if fid in seen_f:
                         continue
                     seen_f.add(fid)
-                    item = self.items[fid]
-                    out.append(item)
+                    out.append(items[fid])
                     if len(out) >= limit:
                         return out
-                    for other in (item.subject_id, item.object_id):
-                        if other not in seen_e and not other.startswith(VALUE_PREFIX):
-                            seen_e.add(other)
-                            nxt.append(other)
+                    if hop < last and other is not None and other not in seen_e:
+                        seen_e.add(other)
+                        nxt.append(other)
             frontier = nxt
         return out
 

@@ -70,15 +70,32 @@ def decay(now: datetime, last_validated: datetime, half_life_days: float, item_r
     return math.exp(-lam * days) * math.exp(-gamma * regime_distance(item_regime, current_regime))
 
 
+_LAMBDA: dict[tuple[str, float], float] = {}
+
+
+def time_decay(item, now: datetime, cfg: DecayConfig | None = None) -> float:
+    """The time part of d_t: ``exp(-ln2/half_life(type) * days since last validation)``."""
+    cfg = cfg or DEFAULT_DECAY
+    key = (item.relation, cfg.default_half_life_days)
+    lam = _LAMBDA.get(key)
+    if lam is None:
+        lam = _LAMBDA[key] = math.log(2) / half_life(item.relation, cfg)
+    days = (now - (item.last_validated or item.valid_at)).total_seconds() / DAY
+    return math.exp(-lam * days) if days > 0 else 1.0
+
+
 def effective_confidence(item, now: datetime, current_regime: str | None = None,
-                         cfg: DecayConfig | None = None) -> float:
+                         cfg: DecayConfig | None = None, fresh: float | None = None) -> float:
     """``c * d_t * 1[valid at now]`` for an item with ``confidence``, ``relation``, ``valid_at``,
-    ``last_validated``, ``regime_tag`` and ``invalid_at`` attributes."""
+    ``last_validated``, ``regime_tag`` and ``invalid_at`` attributes; ``fresh`` reuses an
+    already computed :func:`time_decay`."""
     cfg = cfg or DEFAULT_DECAY
     if item.invalid_at is not None and item.invalid_at <= now:
         return 0.0
-    t_l = item.last_validated or item.valid_at
-    return item.confidence * decay(now, t_l, half_life(item.relation, cfg), item.regime_tag, current_regime, cfg.gamma)
+    if fresh is None:
+        fresh = time_decay(item, now, cfg)
+    dist = regime_distance(item.regime_tag, current_regime)
+    return item.confidence * fresh * (math.exp(-cfg.gamma * dist) if dist else 1.0)
 
 
 def next_maturity(mu: str, reuse: int, validations: int, utility: float, human: str | None = None,

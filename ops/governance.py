@@ -39,10 +39,14 @@ class Governance:
         if ranks != sorted(ranks):
             raise ValueError(f"theta must not fall as risk rises (low <= medium <= high); got {self.config.theta}")
         self.refused: dict[str, int] = {"confidence": 0, "maturity": 0, "scope": 0}
+        self._overlays: dict[str | None, frozenset[str]] = {}
 
     def overlay(self, user: str | None) -> frozenset[str]:
         """Scopes user ``user`` may read (None: shared scopes only)."""
-        return SHARED_SCOPES | {f"user:{user}"} if user else SHARED_SCOPES
+        o = self._overlays.get(user)
+        if o is None:
+            o = self._overlays[user] = SHARED_SCOPES | {f"user:{user}"} if user else SHARED_SCOPES
+        return o
 
     def min_rank(self, risk: str) -> int:
         try:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from speakerflow.graphs.facts import FactGraph
 from speakerflow.graphs.text_index import query_terms
 from speakerflow.ops.canonicalize import Canonicalizer
-from speakerflow.ops.decay import effective_confidence
+from speakerflow.ops.decay import effective_confidence, time_decay
 from speakerflow.ops.detect import Detection, Detector
 from speakerflow.ops.governance import Governance
 
@@ -102,18 +102,19 @@ class PassiveInjector:
         for k in pool:
             # the current regime matters only for items that carry a regime tag
             reg = facts.regime(k.subject_id) if k.regime_tag else None
+            fresh = time_decay(k, now)  # shared by c_eff (governance) and Fresh (utility)
             if cfg.govern:
-                if not gov.allow(effective_confidence(k, now, reg), k.maturity, k.scope, det.risk, user):
+                if not gov.allow(effective_confidence(k, now, reg, fresh=fresh), k.maturity, k.scope, det.risk, user):
                     continue
             elif k.scope not in gov.overlay(user):
                 continue
-            u = util.score(k, mentioned, det.aspects, det.intent, now, reg, words)
+            u = util.score(k, mentioned, det.aspects, det.intent, now, reg, words, fresh)
             if u >= min_u:
                 scored.append((u, k))
         counts["admitted"] = len(scored)
         scored.sort(key=lambda p: -p[0])
         market = {e: r for e in ents if (r := facts.regime(e))}
-        lines = fuse(header(user, det.intent, det.risk, ents, market), list(state), compress(scored, self.facts.entities, limit=2 * cfg.max_items),
+        lines = fuse(header(user, det.intent, det.risk, ents, market), list(state), compress(scored, self.facts.entities, limit=cfg.max_items + 4),
                      cfg.budget, cfg.max_items)
         if cfg.record_use:
             self._record_use(lines)

@@ -23,7 +23,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict
 
 from speakerflow.graphs.text_index import query_terms
-from speakerflow.ops.decay import DAY, half_life, regime_distance
+from speakerflow.ops.decay import DAY, half_life, regime_distance, time_decay
 
 MAT_SCORE = {"deprecated": 0.0, "candidate": 0.4, "verified": 0.7, "proven": 1.0}
 TRUST_SCORE = {1: 1.0, 2: 0.7, 3: 0.4}
@@ -94,8 +94,10 @@ class UtilityScorer:
             "noise": max(0.0, (cfg.noise_floor - item.confidence) / cfg.noise_floor),
         }
 
-    def score(self, item, mentioned, aspects, intent, now, regime_now, event_terms=frozenset()) -> float:
-        """The weighted sum of :meth:`terms` (same arithmetic, without building the dict)."""
+    def score(self, item, mentioned, aspects, intent, now, regime_now, event_terms=frozenset(),
+              fresh: float | None = None) -> float:
+        """The weighted sum of :meth:`terms` (same arithmetic, without building the dict);
+        ``fresh`` reuses the time decay already computed for governance."""
         c = self.config
         if item.relation in aspects:
             rel = 1.0
@@ -104,11 +106,8 @@ class UtilityScorer:
             if event_terms:
                 rel = max(rel, self.overlap(item, event_terms))
         struct = 1.0 if item.subject_id in mentioned else 0.7 if item.object_id in mentioned else 0.4
-        lam = self._lam.get(item.relation)
-        if lam is None:
-            lam = self._lam[item.relation] = math.log(2) / half_life(item.relation)
-        days = (now - (item.last_validated or item.valid_at)).total_seconds() / DAY
-        fresh = math.exp(-lam * days) if days > 0 else 1.0
+        if fresh is None:
+            fresh = time_decay(item, now)
         regime = 1.0 if not item.regime_tag or not regime_now or item.regime_tag == regime_now else math.exp(-c.gamma)
         noise = (c.noise_floor - item.confidence) / c.noise_floor if item.confidence < c.noise_floor else 0.0
         return (c.rel * rel + c.struct * struct + c.mat * MAT_SCORE[item.maturity] + c.fresh * fresh
