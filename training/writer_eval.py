@@ -56,12 +56,23 @@ def write_network(net: Network, writer: Any) -> tuple[WriterState, dict[str, Any
                    "tokens": rep.tokens}
 
 
+#: Writer kinds that load a local model folder, accepted as ``kind:FOLDER``.
+LOCAL_KINDS = ("transformers", "onnx")
+
+
 def _resolve_writer(backend: Any, backend_config: dict[str, Any]) -> Any:
+    """A WriterBackend from a name, ``transformers:FOLDER`` / ``onnx:FOLDER``, or as given."""
     if not isinstance(backend, str):
         return backend
     from speakerflow.ops.writer.registry import make_writer
 
-    writer = make_writer(backend, **backend_config)
+    kind, _, folder = backend.partition(":")
+    if folder and kind in LOCAL_KINDS:
+        backend_config = {**backend_config, "model_dir": folder}
+    elif folder:
+        raise ValueError(f"backend {backend!r}: only {' / '.join(LOCAL_KINDS)} take a model folder "
+                         "after ':' (e.g. onnx:runs/grpo-onnx)")
+    writer = make_writer(kind, **backend_config)
     if writer is None:
         raise ValueError("backend 'none' writes nothing; pick a Writer backend to evaluate")
     return writer
@@ -81,8 +92,9 @@ def run(
     Parameters
     ----------
     data : the socialmem ``training`` folder (or one network / trajectory file).
-    backend : a Writer name (``rules``, ``transformers``, ``onnx``, ``openai``) or a
-        WriterBackend; ``backend_config`` goes to :func:`make_writer` (e.g. ``model_dir``).
+    backend : a Writer name (``rules``, ``openai``, ``transformers:FOLDER``,
+        ``onnx:FOLDER``) or a WriterBackend; ``backend_config`` goes to :func:`make_writer`
+        (e.g. ``model_dir``, ``max_tokens``).
     out : also write the report JSON here.
     teacher : the teacher folder (default: ``teacher`` beside ``data``).
     limit : evaluate only the first ``limit`` networks (by id).

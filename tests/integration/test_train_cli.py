@@ -140,3 +140,16 @@ def test_grpo_skips_passes_whose_kl_to_the_reference_is_too_high(tiny, primed, t
         pytest.skip("no reward spread in this rollout; nothing to skip")
     assert step["applied"] == 0 and step["skipped_kl"] == 2 and min(step["kl"]) > 0.02
     assert _changed(_weights(start), _weights(tmp_path / "out")) == 0.0
+
+
+def test_eval_writer_through_the_exported_onnx_writer(tiny, tmp_path, capsys):
+    """The onnx Writer backend loads an exported folder; a random model's output is refused
+    by Validate, so nothing is written and F is 0 (the baseline any trained Writer must beat)."""
+    from speakerflow.training.writer_eval import run
+
+    _run(capsys, "train", "export-onnx", "--model", str(tiny), "--out", str(tmp_path / "onnx"))
+    report = run(_network(tmp_path), f"onnx:{tmp_path / 'onnx'}", max_tokens=16, max_tokens_cap=16)
+    assert report["backend"].startswith("chat:") and report["records"]["pred"] == 0
+    assert report["speaker_levenshtein_f"] == 0.0
+    [row] = report["per_network"]
+    assert row["write"]["model_calls"] == 2 and row["write"]["accepted"] == 0
