@@ -56,3 +56,27 @@ def test_writer_none_then_rules_and_idempotent_ingest(home, capsys):
     assert first > 20
     assert _ingest() == 0
     assert _json(capsys, "stats", "--json")["records"] == first
+
+
+def test_a_failed_batch_writes_nothing_and_a_rerun_completes(home, monkeypatch):
+    from speakerflow.graphs.records import written_ids
+    from speakerflow.ops.loaders import load
+    from speakerflow.pipelines.write_path import write_group
+
+    [(gid, table)] = load(BUNDLED_SAMPLE, "jsonl", group="sample-team")
+    with home.open(gid, writable=True) as store:
+        store.append_messages(table)
+        index = store.index
+
+        def broken(docs):
+            raise OSError("disk full")
+
+        with monkeypatch.context() as m:
+            m.setattr(index, "add", broken)
+            with pytest.raises(OSError, match="disk full"):
+                write_group(store, "rules", progress=False)
+        assert store.records().num_rows == 0 and not written_ids(store)   # Kuzu rolled back, no watermark
+        assert store.graph.count("Record") == 0
+        report = write_group(store, "rules", progress=False)
+        assert report.accepted == store.records().num_rows > 20
+        assert store.graph.count("Record") == report.accepted
