@@ -13,7 +13,9 @@ that fits:
 5. a first-person statement (or an elided subject: "Booked mine weeks ago") ->
    ``per_speaker_core``, owner = source = speaker; ``preference`` / ``stance`` / ``observation``
    (recurring behaviour) / ``fact`` by cue words;
-6. any other substantive claim (2+ content words) -> ``per_speaker_core`` of the speaker.
+6. any other substantive claim (2+ content words) -> ``per_speaker_core`` of the speaker;
+7. a substantive question (3+ content words) -> an ``observation`` "asked: ..." of the asker
+   (or a profile of the member it asks about: "asked: Did Jordan ever recover ...").
 
 A short answer to a question addressed to the speaker is recorded with the question, so
 "Every morning, 5k before work." becomes "Asked by Ben 'you still run every morning?', Chloe
@@ -53,6 +55,7 @@ class RulesConfig(BaseModel):
     min_topic_words: int = Field(default=1, ge=0, description="content words a statement needs to be recorded")
     min_claim_words: int = Field(default=2, ge=0, description="content words an unattributed claim needs (rule 6)")
     slot_overlap: float = Field(default=1 / 3, ge=0.0, le=1.0, description="topic Jaccard to continue a slot")
+    min_question_words: int = Field(default=3, ge=0, description="content words a question needs to be recorded")
     short_answer_words: int = Field(default=14, ge=1, description="an answer this short is stored with its question")
 
 
@@ -163,15 +166,24 @@ class RulesWriter:
         addressee, named = self._addressee(msg, previous, by_id, people)
         for raw in rt.sentences(text):
             sent = rt.strip_filler(raw)
-            if rt.is_question(raw) or rt.is_question(sent):
-                continue
+            asking = rt.is_question(raw) or rt.is_question(sent)
             voc = _VOCATIVE.match(sent)
             if voc and (who := people.resolve(voc.group(1))) and who != speaker:
                 addressee, named, sent = who, True, sent[voc.end():]
                 sent = sent[:1].upper() + sent[1:]
-                if rt.is_question(sent):
-                    continue
+                asking = asking or rt.is_question(sent)
             you = named or bool(re.match(r"\W*(you|your|you're|you've)\b", sent, re.I))
+            if asking:  # a question says what the asker wants to know or cares about
+                topics = rt.topic_words(sent, exclude)
+                if len(topics) >= self.config.min_question_words:
+                    target = self._about(sent, speaker, addressee if you else None, people)
+                    opening = people.mentions(sent[:40])  # "Priya, how's the practice going?"
+                    if target is None and opening and opening[0][1] < 2 and opening[0][0] != speaker:
+                        target = opening[0][0]
+                    owner, layer = (target, "per_speaker_profile") if target else (speaker, "per_speaker_core")
+                    content = "asked: " + rt.third_person(sent, speaker, addressee=target if target == addressee else None)
+                    yield self._add(owner, speaker, layer, "observation", content, msg), "asked", topics
+                continue
             topics = rt.topic_words(sent, exclude)
             fam = rt.family(sent)
             # "Either works for me" is a stance and "I'll book mine, as usual" a habit, though short
