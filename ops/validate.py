@@ -22,7 +22,8 @@ from ``ctx.state["segments"]``, left there by the Writer operator):
 
 Names are canonicalised with :class:`~speakerflow.ops.people.PersonResolver` first, so
 ``"@ana"`` or ``"ana"`` count as ``"Ana"``. Every reject keeps the proposal and its reason
-in ``ctx.state["rejects"]`` (list of dicts) and ``stats.rejects``; nothing is dropped silently.
+in ``ctx.state["rejects"]`` (list of dicts; as an Arrow table with :data:`REJECT_SCHEMA` in
+``ctx.state["reject_table"]``) and ``stats.rejects``; nothing is dropped silently.
 """
 from __future__ import annotations
 
@@ -116,6 +117,7 @@ class Validate(Operator):
                                 "payload": row["payload"], "reason": str(exc)})
                 self.stats.rejects += 1
         self.stats.bump("accepted", len(accepted))
+        ctx.state["reject_table"] = pa.Table.from_pylist(rejects, schema=REJECT_SCHEMA)
         return pa.Table.from_pylist(accepted, schema=ACTION_SCHEMA)
 
     # -- one proposal ---------------------------------------------------------------------

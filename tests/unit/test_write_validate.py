@@ -105,6 +105,27 @@ def test_update_chains_noop_update_and_layer_owner_rules():
     assert new["write_order"] > old["write_order"] and new["from_ids"] == ["s2-m0"]
 
 
+def test_validate_operator_alone_keeps_a_reject_table():
+    from speakerflow.ops.base import Context
+    from speakerflow.ops.validate import REJECT_SCHEMA, Validate
+    from speakerflow.ops.writer.base import Segment
+    from speakerflow.ops.writer.operator import PROPOSAL_SCHEMA
+
+    seg = Segment("s#0", "team", ("Ana",), ({"msg_id": "m1", "speaker": "Ana", "text": "I love tea", "ts": T0,
+                                              "session_id": "s", "turn": 0},))
+    ctx = Context(state={"segments": {"s#0": seg}})
+    proposals = pa.Table.from_pylist([
+        {"segment_id": "s#0", "position": 0, "payload": json.dumps(_add("loves tea")), "parse_error": None},
+        {"segment_id": "s#0", "position": 1, "payload": "{not json", "parse_error": None},
+    ], schema=PROPOSAL_SCHEMA)
+    op = Validate()
+    accepted = op(proposals, ctx)
+    assert accepted["content"].to_pylist() == ["loves tea"] and accepted["from_ids"].to_pylist() == [["m1"]]
+    table = ctx.state["reject_table"]
+    assert table.schema == REJECT_SCHEMA and table["reason"][0].as_py().startswith("parse error")
+    assert op.stats.rejects == 1 and op.stats.rows_out == 1
+
+
 def test_bad_json_is_one_reject_and_writes_nothing():
     store = _store(("Ana", "hello"), ("Ben", "hi"))
     report = write_group(store, ChatWriter(ScriptedChat(["I think the memory should be {actions: ["])), progress=False)
