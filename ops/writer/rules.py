@@ -172,7 +172,8 @@ class RulesWriter:
                 addressee, named, sent = who, True, sent[voc.end():]
                 sent = sent[:1].upper() + sent[1:]
                 asking = asking or rt.is_question(sent)
-            you = named or bool(re.match(r"\W*(you|your|you're|you've)\b", sent, re.I))
+            you = named or (bool(re.search(r"\b(you|your|you're|you've|yours)\b", sent, re.I))
+                            and not _GENERIC_YOU.search(sent))
             if asking:  # a question says what the asker wants to know or cares about
                 topics = rt.topic_words(sent, exclude)
                 if len(topics) >= self.config.min_question_words:
@@ -301,6 +302,10 @@ class RulesWriter:
         return topics <= slot.topics and rt.numbers(content) <= rt.numbers(slot.content)
 
 
+#: "you" that means people in general or the whole group, not the addressee
+_GENERIC_YOU = re.compile(r"\b(you know|you never know|if you|when you|whenever you|you can'?t|you have to|you gotta|"
+                          r"you need to|makes you|gives you|you see|mind you|thank you|you guys|you all|y'all|all of you|"
+                          r"see you|you two|both of you|each of you)\b", re.I)
 _VOCATIVE = re.compile(r"^\W*@?([A-Z][\w'\u2019-]*)\s*,?\s+"
                        r"(?=(?:(?:are|do|did|have|can|will|were|would|could)\s+)?(?:you|your|you're|you've)\b)", re.I)
 

@@ -220,12 +220,15 @@ def third_person(sentence: str, speaker: str, addressee: str | None = None) -> s
                  lambda m: f"{speaker} " + (f"{m.group(1)} " if m.group(1) else "") + _agree(m.group(2)), out)
     out = re.sub(r"\bI\b", speaker, out)
     if addressee:
-        inverted = bool(_AUX_START.match(out))  # "are you fine?": no verb follows "you"
+        if not _AUX_START.match(out):  # "are you fine?": no verb follows "you"
+            # "you" as subject ("you still run"): the verb agrees; "on you then" is an object
+            out = re.sub(rf"(?<!\bon )(?<!\bto )(?<!\bfor )(?<!\bwith )(?<!\bat )(?<!\bof )(?<!\bby )(?<!\bthan )"
+                         rf"(?<!\blike )(?<!\bthank )(?<!\bmissed )(?<!\bmiss )(?<!\btell )(?<!\btold )(?<!\basked )"
+                         rf"\byou\s+(?:({_ADVERB})\s+)?([a-z]+)\b",
+                         lambda m: f"{addressee} " + (f"{m.group(1)} " if m.group(1) else "") + _agree(m.group(2)),
+                         out, flags=re.I)
         for pattern, repl in _SECOND:
             out = re.sub(pattern, repl.format(n=addressee), out, flags=re.I)
-        if not inverted:
-            out = re.sub(rf"\b{re.escape(addressee)}\s+(?:({_ADVERB})\s+)?([a-z]+)\b",
-                         lambda m: f"{addressee} " + (f"{m.group(1)} " if m.group(1) else "") + _agree(m.group(2)), out)
     return out
 
 
