@@ -1,11 +1,12 @@
 """Terminal QA gain of a written network (SpeakerMem-R1 Eqs. 8 and 22), through the frozen
 query path.
 
-``R_QA = QA(System 1 + System 2; M) - QA(System 1 only; M)``: the network's messages and
-the trajectory's derived records go into an in-memory store, each of at most four
-questions (sorted by id, sampled uniformly) is answered twice by
-:func:`speakerflow.pipelines.query_path.answer_question` - once in full, once with System 2
-ablated (same System 1 evidence) - and the answers are judged against the gold answer.
+``R_QA = QA(System 1 + System 2; M) - QA(System 1 only)``: each of at most four questions
+(sorted by id, sampled uniformly) is answered by
+:func:`speakerflow.pipelines.query_path.answer_question` on an in-memory store holding the
+network's messages and the trajectory's derived records, and once more with System 2
+ablated on the messages alone (the verbatim-only baseline, the same for every trajectory
+of the network), and the answers are judged against the gold answer.
 
 Judges: ``token_f1`` (default, offline and judge-free: J is the answer's set token-F1, a
 continuous proxy for the paper's binary judge) or ``chat`` (the binary LLM judge of
@@ -97,6 +98,7 @@ class StoreQAGain:
         self.chat = chat
         self.networks = {n.network_id: n for n in networks}
         self.questions = {nid: pick_questions(qs, self.config.max_questions) for nid, qs in questions.items()}
+        self._s1_only: dict[str, float] = {}
 
     @classmethod
     def from_folder(cls, networks: Sequence[Network], config: QAGainConfig | None = None, chat: Any = None) -> StoreQAGain:
@@ -116,29 +118,38 @@ class StoreQAGain:
                              str(question.get("id", ""))).value
         return token_f1(answer, str(question["answer"]))
 
-    def accuracies(self, network_id: str, state: WriterState) -> tuple[float, float]:
-        """(QA with System 1 + System 2, QA with System 1 only) of ``state``."""
+    def _accuracy(self, network_id: str, state: WriterState | None, ablate: str | None) -> float:
+        """Mean J over the network's questions on a fresh in-memory store holding its
+        messages and (when ``state`` is given) the state's records."""
         from speakerflow.graphs import GroupStore
         from speakerflow.graphs.records import write_records
         from speakerflow.pipelines.query_path import QueryConfig, answer_question
 
         from .writer_eval import message_table
 
-        net, qs = self.networks[network_id], self.questions.get(network_id) or []
-        if not qs:
-            return 0.0, 0.0
-        full = QueryConfig(embedder=self.config.embedder, backend=self.config.backend)
-        s1 = full.model_copy(update={"ablate": "s2"})
+        net, qs = self.networks[network_id], self.questions[network_id]
+        cfg = QueryConfig(embedder=self.config.embedder, backend=self.config.backend, ablate=ablate)
         with tempfile.TemporaryDirectory() as tmp:
             store = GroupStore(Path(tmp), network_id, in_memory=True)
             store.append_messages(message_table(net))
-            for new, supersede in records_by_position(net, state):
+            for new, supersede in records_by_position(net, state) if state is not None else ():
                 write_records(store, new, supersede)
-            scores = []
-            for cfg in (full, s1):
-                answers = [answer_question(store, q["question"], cfg, chat=self.chat).answer for q in qs]
-                scores.append(sum(self._judge(q, a) for q, a in zip(qs, answers, strict=True)) / len(qs))
-        return scores[0], scores[1]
+            answers = [answer_question(store, q["question"], cfg, chat=self.chat).answer for q in qs]
+        return sum(self._judge(q, a) for q, a in zip(qs, answers, strict=True)) / len(qs)
+
+    def accuracies(self, network_id: str, state: WriterState) -> tuple[float, float]:
+        """(QA with System 1 + System 2 over ``state``, QA with System 1 only).
+
+        System 1 only is answered on the messages alone (System 2 ablated, no records in
+        the store), so it is the same for every state of a network and computed once:
+        whatever the records add, through System 2 or by changing what System 1 finds,
+        is credited to the Writer, and nothing verbatim memory answers alone is.
+        """
+        if not self.questions.get(network_id):
+            return 0.0, 0.0
+        if network_id not in self._s1_only:
+            self._s1_only[network_id] = self._accuracy(network_id, None, "s2")
+        return self._accuracy(network_id, state, None), self._s1_only[network_id]
 
     def __call__(self, network_id: str, state: WriterState) -> float:
         both, s1_only = self.accuracies(network_id, state)

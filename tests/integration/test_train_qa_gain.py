@@ -31,5 +31,6 @@ def test_gain_keeps_system1_fixed_and_credits_derived_records():
     assert len(new) == len(teacher.entries)
     full_t, s1_t = gain.accuracies("grp_4d5e6f7a", teacher)
     full_e, s1_e = gain.accuracies("grp_4d5e6f7a", WriterState(roster=net.roster))
-    assert s1_t == s1_e                                   # same System 1 evidence either way
-    assert 0.0 <= full_t <= 1.0 and gain("grp_4d5e6f7a", teacher) == pytest.approx(full_t - s1_t)
+    assert s1_t == s1_e == gain._accuracy("grp_4d5e6f7a", None, "s2")   # verbatim-only baseline
+    assert 0.0 <= full_t <= 1.0 and 0.0 <= full_e <= 1.0
+    assert gain("grp_4d5e6f7a", teacher) == pytest.approx(full_t - s1_t)
