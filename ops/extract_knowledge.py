@@ -23,7 +23,7 @@ from datetime import datetime
 from .backends.json_repair import repair_json
 from .canonicalize import Canonicalizer
 from .detect import Detection, Detector, Mention
-from .lexicon import RELATION_BY_NAME, Relation, category_of
+from .lexicon import CATEGORIES, RELATION_BY_NAME, Relation, category_of
 
 TRUST_CONFIDENCE = {1: 0.9, 2: 0.75, 3: 0.5}
 HEDGE = re.compile(r"\b(rumou?r\w*|maybe|might|unconfirmed|heard|allegedly|possibly)\b", re.IGNORECASE)
@@ -130,14 +130,28 @@ class KnowledgeExtractor:
                 last_subject[self.canon.entities[eid].etype if eid in self.canon.entities else m.etype] = eid
             used: set[str] = set()
             for rel, rx in self._phrases:
-                ph = rx.search(clause)
-                if ph is None or rel.name in used:
+                if rel.name in used:
                     continue
-                cand = self._rule_fact(ev, clause, rel, ph.start(), ph.end(), typed, last_subject)
+                ph = rx.search(clause)
+                if ph is not None:
+                    span = (ph.start(), ph.end())
+                elif rel.value_cues and (cue := self._value_cue(rel, clause)) is not None:
+                    span = (cue[0], cue[0])  # the cue word is the value itself
+                else:
+                    continue
+                cand = self._rule_fact(ev, clause, rel, span[0], span[1], typed, last_subject)
                 if cand is not None:
                     used.add(rel.name)
                     out.append(cand)
         return out
+
+    @staticmethod
+    def _value_cue(rel: Relation, clause: str) -> tuple[int, int] | None:
+        """Span of the first category word of ``rel`` in ``clause`` (a cue for value-cued relations)."""
+        low = clause.lower()
+        hits = [(m.start(), m.end()) for words in CATEGORIES.get(rel.name, {}).values() for w in words
+                for m in [re.search(r"\b" + re.escape(w) + r"\b", low)] if m]
+        return min(hits) if hits else None
 
     def _rule_fact(self, ev, clause, rel, p0, p1, typed, last_subject) -> Candidate | None:
         negated = bool(NEGATION.search(clause))

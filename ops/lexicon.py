@@ -87,16 +87,21 @@ class Relation:
     value: str
     owner_scoped: bool = False
     half_life_days: float = 30.0
+    #: the category words alone name the relation ("Solana turned bearish" is a regime fact)
+    value_cues: bool = False
 
 
 RELATIONS: tuple[Relation, ...] = (
     Relation("fee", "asset", ("taker fee", "trading fee", "fees", "fee", "commission", "trading cost"), "percent", half_life_days=120),
-    Relation("regime", "asset", ("regime", "market regime", "trend", "market state"), "category", half_life_days=10),
-    Relation("liquidity", "asset", ("liquidity", "order book depth", "book depth", "order book"), "category", half_life_days=15),
+    Relation("regime", "asset", ("regime", "market regime", "trend", "market state"), "category", half_life_days=10,
+             value_cues=True),
+    Relation("liquidity", "asset", ("liquidity", "order book depth", "book depth", "order book", "book"), "category",
+             half_life_days=15),
     Relation("exposed_to", "asset", ("exposed to", "exposure to", "at risk of", "vulnerable to"), "risk", half_life_days=30),
     Relation("win_rate", "trader", ("win rate", "hit rate", "success rate"), "percent", half_life_days=30),
     Relation("max_drawdown", "trader", ("max drawdown", "maximum drawdown", "worst drawdown", "drawdown"), "percent", half_life_days=30),
-    Relation("status", "trader", ("status", "copy trading", "is now", "has been"), "category", half_life_days=20),
+    Relation("status", "trader", ("status", "copy trading", "is now", "has been"), "category", half_life_days=20,
+             value_cues=True),
     Relation("uses_strategy", "trader", ("runs", "uses", "trades a", "trades with", "strategy is"), "strategy", half_life_days=60),
     Relation("risk_preference", "person", ("risk tolerance", "risk appetite", "risk profile", "i am", "i'm"), "category", True, 45),
     Relation("max_position", "person", ("position size", "position cap", "max position", "positions under", "size cap"), "percent", True, 60),

@@ -207,7 +207,7 @@ class Generator:
             return self.event(rng.choice(["gm everyone", "lol {a} to the moon", "anyone watching {a} tonight",
                                           "coffee first, charts later"]).format(a=self.alias(a)), "user_turn",
                               rng.choice(self.users), 2, [])
-        fake = f"{rng.choice([0.0, 0.01, 0.02])}%"
+        fake = f"{rng.choice([0.0, 0.01, 0.02]):g}%"
         return self.event(f"Heard a rumour the {self.alias(a)} trading fee might drop to {fake}.", "tool_observation",
                           "forum_scraper", 3, [((a, "fee"), fake)])
 

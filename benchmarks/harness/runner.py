@@ -22,6 +22,7 @@ from speakerflow.ops.detect import Detector
 from speakerflow.ops.extract_knowledge import Event, KnowledgeExtractor
 from speakerflow.ops.inject import count_tokens
 from speakerflow.ops.invalidate import UpsertConfig, upsert
+from speakerflow.ops.lexicon import norm
 from speakerflow.ops.maintenance import recompute
 from speakerflow.schemas import MESSAGE_SCHEMA
 
@@ -83,9 +84,15 @@ def run_seed(seed: int, rounds: int = 4, episodes: int = 80) -> list[dict]:
                     fg.flush()
                     facts[k] = FactGraph(stores[k].graph, stores[k].group_id).load(with_records=False)
             inv = sum(1 for i in facts["InKH"].items.values() if i.invalid_at is not None)
+            # diagnostic: share of the generator's statements the extractor turned into a fact
+            # (ids are compared by their normalised key: the generator's names are its own)
+            found = {(m, norm(i.subject_id), i.relation, i.value) for i in facts["InKH"].items.values() for m in i.evidence_ids}
+            stated = [(m, norm(slot[0]), slot[1], v) for m, sts in gen.truth.statements.items() for slot, v in sts]
+            recall = sum(1 for x in stated if x in found) / max(1, len(stated))
             rows.append({"seed": seed, "baseline": "_inventory", "facts_inkh": len(facts["InKH"].items),
                          "facts_noinv": len(facts["KH-NoInv"].items), "invalidated_inkh": inv,
-                         "merges": len(canon.merge_log), "entities": len(canon.entities)})
+                         "merges": len(canon.merge_log), "entities": len(canon.entities),
+                         "extraction_recall": recall})
         finally:
             for s in stores.values():
                 s.close()

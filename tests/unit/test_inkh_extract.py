@@ -50,3 +50,18 @@ def test_chat_backend_rows_validated_and_rejected_with_reasons():
     assert any("moon_factor" in r for r in reasons) and any("ungrounded" in r for r in reasons) and len(reasons) == 3
     assert facts(x, "whatever") == [] and "JSON" in x.rejects[-1]["reason"]
     assert x.model_calls == 2 and len(chat.calls) == 2
+
+
+def test_rules_generalise_to_unseen_phrasings():
+    x = _x()
+    cases = {
+        "Solana has turned bearish after the unlock.": [("asset:SOL", "regime", "bearish", "shared")],
+        "Fees on ETH-USD perps now stand at 0.05%.": [("asset:ETH", "fee", "0.05%", "shared")],
+        "The book on Cardano is really thin right now.": [("asset:ADA", "liquidity", "thin", "shared")],
+        "@quant_kim's win rate dropped to 38% this month.": [("trader:quantkim", "win_rate", "38%", "shared")],
+        "Avalanche remains range-bound.": [("asset:AVAX", "regime", "ranging", "shared")],
+        "Ethereum is exposed to depeg risk via stETH.": [("asset:ETH", "exposed_to", "risk:depeg", "shared")],
+        "Copying @quant_kim is halted.": [("trader:quantkim", "status", "paused", "shared")],
+    }
+    for text, want in cases.items():
+        assert facts(x, text) == want, text
