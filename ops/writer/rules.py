@@ -172,8 +172,8 @@ class RulesWriter:
                 addressee, named, sent = who, True, sent[voc.end():]
                 sent = sent[:1].upper() + sent[1:]
                 asking = asking or rt.is_question(sent)
-            you = named or (bool(re.search(r"\b(you|your|you're|you've|yours)\b", sent, re.I))
-                            and not _GENERIC_YOU.search(sent))
+            you = ((named or bool(re.search(r"\b(you|your|you're|you've|yours)\b", sent, re.I)))
+                   and not _GENERIC_YOU.search(sent))
             if asking:  # a question says what the asker wants to know or cares about
                 topics = rt.topic_words(sent, exclude)
                 if len(topics) >= self.config.min_question_words:

@@ -59,7 +59,7 @@ CUE_WORDS = frozenset(
 #: Trigger patterns, compiled case-insensitive. A sentence can match several; the Writer
 #: takes the first kind in the order decision > norm > proposal.
 DECISION = re.compile(
-    r"\b(let'?s (?!see\b|be honest\b|not\b)[a-z]+"
+    r"\b(let['\u2019]s (?!see\b|be honest\b|not\b)[a-z]+"
     r"|(?:it|that)(?:'s| is) (?:settled|decided|final|official|confirmed|locked in)|settled[:,]"
     r"|we(?:'ve| have)? (?:all )?agreed|we(?:'re| are)? going with|we(?:'ll| will) go with|final (?:call|decision|answer)"
     r"|(?:is|are|was|has been) decided|we(?:'ve| have)? decided|the decision is|decision:|the plan is"
@@ -108,7 +108,7 @@ _FIRST = [  # (pattern, replacement) for first-person -> third-person; {n} is th
 ]
 _SECOND = [
     (r"\byou'?re\b", "{n} is"), (r"\byou are\b", "{n} is"), (r"\byou'?ve\b", "{n} has"), (r"\byou have\b", "{n} has"),
-    (r"\byou were\b", "{n} was"), (r"\byou'?ll\b", "{n} will"), (r"\byourself\b", "{n}"), (r"\byours\b", "{n}'s"),
+    (r"\byou were\b", "{n} was"), (r"\byou'?ll\b", "{n} will"), (r"\byou'd\b", "{n} would"), (r"\byourself\b", "{n}"), (r"\byours\b", "{n}'s"),
     (r"\byour\b", "{n}'s"), (r"\byou\b", "{n}"),
 ]
 _MODALS = frozenset(
@@ -220,13 +220,14 @@ def third_person(sentence: str, speaker: str, addressee: str | None = None) -> s
                  lambda m: f"{speaker} " + (f"{m.group(1)} " if m.group(1) else "") + _agree(m.group(2)), out)
     out = re.sub(r"\bI\b", speaker, out)
     if addressee:
-        if not _AUX_START.match(out):  # "are you fine?": no verb follows "you"
-            # "you" as subject ("you still run"): the verb agrees; "on you then" is an object
-            out = re.sub(rf"(?<!\bon )(?<!\bto )(?<!\bfor )(?<!\bwith )(?<!\bat )(?<!\bof )(?<!\bby )(?<!\bthan )"
-                         rf"(?<!\blike )(?<!\bthank )(?<!\bmissed )(?<!\bmiss )(?<!\btell )(?<!\btold )(?<!\basked )"
-                         rf"\byou\s+(?:({_ADVERB})\s+)?([a-z]+)\b",
-                         lambda m: f"{addressee} " + (f"{m.group(1)} " if m.group(1) else "") + _agree(m.group(2)),
-                         out, flags=re.I)
+        asking = bool(_AUX_START.match(out) or _QUESTION_START.match(out)) or out.rstrip().endswith("?")
+        if not asking:  # in questions ("how long have you been") no verb agrees with "you"
+            # "you" opening a clause is a subject and its verb agrees ("you still run" -> "Chloe still
+            # runs"); elsewhere it is an object ("on you then", "bring you joy") and nothing changes
+            out = re.sub(rf"((?:^|[,.;:!]\s+|\b(?:and|but|so|that|because|since|while|when|if|as|thinks?|hopes?|bets?|"
+                         rf"guess(?:es)?|knows?|heard|believes?)\s+)\W*)you\s+(?:({_ADVERB})\s+)?([a-z]+)\b",
+                         lambda m: f"{m.group(1)}{addressee} " + (f"{m.group(2)} " if m.group(2) else "")
+                         + _agree(m.group(3)), out, flags=re.I)
         for pattern, repl in _SECOND:
             out = re.sub(pattern, repl.format(n=addressee), out, flags=re.I)
     return out
