@@ -153,3 +153,20 @@ def test_eval_writer_through_the_exported_onnx_writer(tiny, tmp_path, capsys):
     assert report["speaker_levenshtein_f"] == 0.0
     [row] = report["per_network"]
     assert row["write"]["model_calls"] == 2 and row["write"]["accepted"] == 0
+
+
+def test_grpo_update_raises_the_return(primed, tmp_path):
+    """The sign check of the loop: with a large learning rate (and no KL brake) one update
+    moves the policy towards its better-rewarded samples, so the next round's mean return
+    is higher (here: fewer replies cut at the token limit)."""
+    from speakerflow.training.data import load_networks
+    from speakerflow.training.grpo import GRPOSettings, train_grpo
+
+    nets = load_networks(_network(tmp_path))
+    report = train_grpo(primed, nets, tmp_path / "out", GRPOSettings(
+        steps=2, group_size=8, positions=1, max_new_tokens=24, lr=1e-3, beta=0.0, kl_skip=1e9))
+    first, second = report["steps"]
+    if first["advantaged"] == 0:
+        pytest.skip("no reward spread in the first rollout")
+    assert first["applied"] == 2
+    assert second["mean_return"] > first["mean_return"]
