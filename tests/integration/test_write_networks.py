@@ -10,7 +10,7 @@ from speakerflow.cli import main
 from speakerflow.graphs import SearchFilter
 from speakerflow.graphs.records import all_records, chains
 
-pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
+pytestmark = [pytest.mark.timeout(300), pytest.mark.slow, pytest.mark.data]
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +77,11 @@ def test_ingest_twice_adds_no_records_and_memory_history_shows_a_chain(networks,
     for gid in gids:
         with home.open(gid) as store:
             assert store.records().num_rows == before[gid]
-    gid = next(g for g in gids if any(len(c) > 1 for c in chains(home.open(g))))
+    def has_chain(g):
+        with home.open(g) as store:
+            return any(len(c) > 1 for c in chains(store))
+
+    gid = next(g for g in gids if has_chain(g))
     capsys.readouterr()
     assert main(["memory", gid, "--history", "--home", str(home.root)]) == 0
     out = capsys.readouterr().out
