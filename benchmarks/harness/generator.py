@@ -49,6 +49,18 @@ SHOCK = {
     "max_drawdown": "Risk alert: {t} max drawdown now {v}",
     "risk_preference": "Actually my risk tolerance changed, I'm {w} now",
 }
+#: Held-out phrasings (``holdout`` share of statements): written without looking at the
+#: extractor's phrase list, several deliberately outside it, to measure what misses cost.
+HOLDOUT = {
+    "fee": "{a} now costs {v} per fill after the exchange update|Each {a} fill costs {v} at the moment",
+    "regime": "{a} has turned {w}|Desk view on {a}: {w}",
+    "liquidity": "{a} books turned {w} overnight|Depth check: {a} is {w}",
+    "win_rate": "{t} closes {v} of trades in profit",
+    "max_drawdown": "{t} is {v} underwater at worst|{t} sat {v} below peak",
+    "status": "{t} is {w} for copiers",
+    "risk_preference": "Going forward treat me as {w}|Put me down as {w}",
+    "max_position": "Nothing bigger than {v} per position for me",
+}
 ASK = {
     "fee": ["fees", "trading cost", "commission"], "liquidity": ["liquidity", "order book depth"],
     "regime": ["regime", "trend"], "win_rate": ["win rate", "hit rate"], "max_drawdown": ["drawdown"],
@@ -105,8 +117,9 @@ class Truth:
 class Generator:
     """Build one seed's episodes (``stream``) and its :class:`Truth`."""
 
-    def __init__(self, seed: int, rounds: int = 4, episodes: int = 80, group: str = "bench"):
+    def __init__(self, seed: int, rounds: int = 4, episodes: int = 80, group: str = "bench", holdout: float = 0.0):
         self.rng = random.Random(seed)
+        self.holdout = holdout
         self.rounds, self.episodes, self.group = rounds, episodes, group
         self.t = datetime(2026, 1, 5, tzinfo=UTC) + timedelta(days=seed % 7)
         self.n = 0
@@ -150,6 +163,8 @@ class Generator:
     def say(self, slot: tuple, templates: str, old: str | None = None) -> str:
         eid, rel = slot
         v = self.world[slot]
+        if self.holdout and rel in HOLDOUT and self.rng.random() < self.holdout:
+            templates = HOLDOUT[rel]
         text = self.rng.choice(templates.split("|"))
         return text.format(a=self.alias(eid), t=self.alias(eid), v=v, w=self.rng.choice(WORDS.get(v, [v])),
                            o=old or "", ow=self.rng.choice(WORDS.get(old, [old or ""])))

@@ -31,8 +31,8 @@ from .generator import Generator
 from .metrics import modelled_latency_ms, quality, score
 
 
-def run_seed(seed: int, rounds: int = 4, episodes: int = 80) -> list[dict]:
-    gen = Generator(seed, rounds, episodes)
+def run_seed(seed: int, rounds: int = 4, episodes: int = 80, holdout: float = 0.0) -> list[dict]:
+    gen = Generator(seed, rounds, episodes, holdout=holdout)
     rows: list[dict] = []
     rng = random.Random(10_000 + seed)
     with tempfile.TemporaryDirectory(prefix=f"inkh-{seed}-") as tmp:

@@ -20,6 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     har.add_argument("--episodes", type=int, default=80)
     har.add_argument("--workers", type=int, default=2)
     har.add_argument("--injection-edges", type=int, default=100_000, help="graph size of the injection benchmark (0: skip)")
+    har.add_argument("--holdout", type=float, default=0.0, help="share of statements in held-out phrasings (robustness)")
     har.add_argument("--out", default=None, help="write the report JSON here (plots next to it)")
     har.set_defaults(func=run_harness)
 
@@ -28,7 +29,7 @@ def run_harness(args: argparse.Namespace) -> int:
     from speakerflow.benchmarks.harness import run
 
     report = run(seeds=args.seeds, out=args.out, rounds=args.rounds, episodes=args.episodes,
-                 workers=args.workers, injection_edges=args.injection_edges)
+                 workers=args.workers, injection_edges=args.injection_edges, holdout=args.holdout)
     print(json.dumps(report, indent=2, default=str))
     return 0
 
