@@ -23,9 +23,10 @@ def plot(report: dict, names, out_dir: Path) -> list[Path]:
     p1 = out_dir / "frontier.png"
     fig.tight_layout(), fig.savefig(p1, dpi=110), plt.close(fig)
     fig, ax = plt.subplots(figsize=(6, 4))
-    for n in names:
+    for i, n in enumerate(names):  # distinct markers/widths: several baselines share the zero line
         rounds = sorted(report[n]["per_round"], key=int)
-        ax.plot([int(r) for r in rounds], [report[n]["per_round"][r]["stale_usage"] for r in rounds], marker="o", label=n)
+        ax.plot([int(r) for r in rounds], [report[n]["per_round"][r]["stale_usage"] for r in rounds],
+                marker="os^Dvx"[i % 6], linewidth=3.0 if n == "InKH" else 1.2, markersize=9 - i, label=n)
     ax.set_xlabel("round")
     ax.set_ylabel("stale-knowledge usage (share of episodes)")
     ax.set_xticks([1, 2, 3, 4])
