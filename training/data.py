@@ -31,6 +31,7 @@ from speakerflow.ops.writer.base import Segment, WriterBackend
 from speakerflow.ops.writer.prompt import PROMPT_VERSION, build_writer_messages, render_actions
 
 from .action_report import report_actions
+from .speaker_levenshtein import tokens
 from .state import WriterState
 
 NOOP_TEXT = render_actions([{"action": "NOOP"}])
@@ -149,6 +150,32 @@ def load_networks(training_dir: str | Path, teacher_dir: str | Path | None = Non
     return sorted(nets, key=lambda n: n.network_id)
 
 
+def teacher_overlap(net: Network) -> float | None:
+    """Share of the teacher's content tokens that occur in the network's own messages.
+
+    The Writer contract asks for memory in the language of the chat; a teacher that wrote
+    in another language (two of the ten SocialMemBench teacher files: Polish and Italian
+    records of English chats) scores far lower (0.14-0.19 against 0.72-0.87 for the rest).
+    None when the teacher wrote no content.
+    """
+    vocab = {t for seg in net.segments for m in seg.messages for t in tokens(str(m.get("text", "")))}
+    toks = [t for acts in net.actions for a in acts for t in tokens(str(a.get("content") or ""))]
+    return sum(t in vocab for t in toks) / len(toks) if toks else None
+
+
+def trusted(nets: Sequence[Network], min_overlap: float) -> tuple[list[Network], list[str]]:
+    """(networks whose teacher passes :func:`teacher_overlap` >= ``min_overlap``, ids refused);
+    networks without teacher content always pass."""
+    keep, refused = [], []
+    for net in nets:
+        ov = teacher_overlap(net) if net.has_teacher else None
+        if ov is not None and ov < min_overlap:
+            refused.append(net.network_id)
+        else:
+            keep.append(net)
+    return keep, refused
+
+
 def pair(net: Network, t: int, segment: Segment, target: str, teacher: str) -> dict[str, Any]:
     """One SFT example in TRL's conversational prompt-completion format."""
     return {"network_id": net.network_id, "position": t, "segment_id": segment.segment_id,
@@ -196,13 +223,17 @@ def build_sft_dataset(
     teacher_dir: str | Path | None = None,
     *,
     backend: WriterBackend | None = None,
+    min_teacher_overlap: float = 0.0,
 ) -> list[dict[str, Any]]:
     """SFT pairs for every writing segment under ``training_dir``.
 
-    With ``backend`` None the teacher files (and trajectories) supply the targets;
+    With ``backend`` None the teacher files (and trajectories) supply the targets, minus
+    networks whose teacher fails ``min_teacher_overlap`` (see :func:`teacher_overlap`);
     otherwise ``backend`` is the teacher for every network (see :func:`backend_pairs`).
     """
     nets = load_networks(training_dir, teacher_dir)
+    if backend is None:
+        nets, _ = trusted(nets, min_teacher_overlap)
     out: list[dict[str, Any]] = []
     for net in nets:
         out += backend_pairs(net, backend) if backend is not None else teacher_pairs(net)

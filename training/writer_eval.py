@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .data import Network, load_networks
+from .data import Network, load_networks, teacher_overlap, trusted
 from .speaker_levenshtein import KINDS, BucketScore, score_chains, score_states
 from .state import WriterState
 
@@ -56,6 +56,10 @@ def write_network(net: Network, writer: Any) -> tuple[WriterState, dict[str, Any
                    "tokens": rep.tokens}
 
 
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 4)
+
+
 #: Writer kinds that load a local model folder, accepted as ``kind:FOLDER``.
 LOCAL_KINDS = ("transformers", "onnx")
 
@@ -85,6 +89,7 @@ def run(
     *,
     teacher: str | Path | None = None,
     limit: int | None = None,
+    min_teacher_overlap: float = 0.0,
     **backend_config: Any,
 ) -> dict[str, Any]:
     """Evaluate a Writer on every network under ``data`` that has a reference state.
@@ -98,6 +103,8 @@ def run(
     out : also write the report JSON here.
     teacher : the teacher folder (default: ``teacher`` beside ``data``).
     limit : evaluate only the first ``limit`` networks (by id).
+    min_teacher_overlap : skip networks whose teacher content shares fewer tokens with the
+        chat (:func:`speakerflow.training.data.teacher_overlap`; 0 keeps every network).
 
     Returns
     -------
@@ -105,7 +112,7 @@ def run(
         The report described in the module docstring.
     """
     start = time.perf_counter()
-    nets = [n for n in load_networks(data, teacher) if n.has_teacher]
+    nets, excluded = trusted([n for n in load_networks(data, teacher) if n.has_teacher], min_teacher_overlap)
     if limit is not None:
         nets = nets[:limit]
     if not nets:
@@ -128,11 +135,13 @@ def run(
         rows.append({"network_id": net.network_id, "f": round(sl.f, 6), "phi_sl": round(sl.phi, 6),
                      "chain_f": round(ch.f, 6), "n_pred": sl.total.n_pred, "n_ref": sl.total.n_ref,
                      "by_bucket": {k: round(v.f, 6) for k, v in sl.by_kind.items()},
+                     "teacher_overlap": _round(teacher_overlap(net)),
                      "write": write_rep, "seconds": round(time.perf_counter() - t0, 3)})
     report = {
         "backend": getattr(writer, "name", str(backend)),
         "data": str(data),
         "networks": len(rows),
+        "excluded_networks": excluded,
         "speaker_levenshtein_f": round(total.f, 6),
         "chain_f": round(chains.f, 6),
         "by_bucket": {k: v.as_dict() for k, v in kinds.items()},

@@ -25,6 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--heldout-fraction", type=float, default=0.2,
                        help="share of networks held out, whole networks only (default 0.2)")
         q.add_argument("--seed", type=int, default=0)
+        q.add_argument("--min-teacher-overlap", type=float, default=0.5,
+                       help="refuse teacher files whose content shares fewer tokens with the chat "
+                            "(e.g. memory written in another language); 0 keeps all (default 0.5)")
 
     d = tsub.add_parser("data", help="write the SFT pairs (prompt, target actions) as JSONL")
     data_args(d)
@@ -92,13 +95,17 @@ def _writer(name: str | None):
     return writer
 
 
-def _pairs(args: argparse.Namespace) -> tuple[list, list]:
-    from speakerflow.training.data import build_sft_dataset
+def _pairs(args: argparse.Namespace) -> tuple[list, list, list[str]]:
+    """(train pairs, held-out pairs, networks whose teacher was refused)."""
+    from speakerflow.training.data import build_sft_dataset, load_networks, trusted
 
-    pairs = build_sft_dataset(args.data, args.teacher, backend=_writer(args.backend))
+    pairs = build_sft_dataset(args.data, args.teacher, backend=_writer(args.backend),
+                              min_teacher_overlap=args.min_teacher_overlap)
     if not pairs:
         raise CliError(f"{args.data}: no writing segment found")
-    return _split(args, pairs)
+    refused = [] if args.backend else trusted(load_networks(args.data, args.teacher),
+                                              args.min_teacher_overlap)[1]
+    return (*_split(args, pairs), refused)
 
 
 def _ids(items: list) -> list[str]:
@@ -110,34 +117,35 @@ def _ids(items: list) -> list[str]:
 def run_data(args: argparse.Namespace) -> int:
     from speakerflow.training.data import write_jsonl
 
-    train, held = _pairs(args)
+    train, held, refused = _pairs(args)
     out = Path(args.out)
     write_jsonl(train, out / "train.jsonl")
     write_jsonl(held, out / "heldout.jsonl")
     print_json({"train_pairs": len(train), "heldout_pairs": len(held), "train_networks": _ids(train),
-                "heldout_networks": _ids(held), "out": str(out)})
+                "heldout_networks": _ids(held), "refused_networks": refused, "out": str(out)})
     return 0
 
 
 def run_sft(args: argparse.Namespace) -> int:
     from speakerflow.training.sft import SFTSettings, train_sft
 
-    train, held = _pairs(args)
+    train, held, refused = _pairs(args)
     settings = SFTSettings(max_steps=args.steps, epochs=args.epochs, lr=args.lr,
                            batch_size=args.batch_size, max_length=args.max_length, seed=args.seed)
     with _quiet():
         report = train_sft(args.model, train, args.out, settings)
-    report.update(train_networks=_ids(train), heldout_networks=_ids(held))
+    report.update(train_networks=_ids(train), heldout_networks=_ids(held), refused_networks=refused)
     print_json(report)
     return 0
 
 
 def run_grpo(args: argparse.Namespace) -> int:
-    from speakerflow.training.data import load_networks
+    from speakerflow.training.data import load_networks, trusted
     from speakerflow.training.grpo import GRPOSettings, train_grpo
 
     nets = [n for n in load_networks(args.data, args.teacher) if n.has_teacher]
     train, held = _split(args, nets)
+    train, refused = trusted(train, args.min_teacher_overlap)
     if args.networks:
         wanted = {x.strip() for x in args.networks.split(",") if x.strip()}
         unknown = wanted - {n.network_id for n in nets}
@@ -157,7 +165,7 @@ def run_grpo(args: argparse.Namespace) -> int:
         qa_gain = StoreQAGain.from_folder(train, QAGainConfig(embedder=args.qa_embedder, judge=args.qa_gain))
     with _quiet():
         report = train_grpo(args.model, train, args.out, settings, ref_dir=args.ref, qa_gain=qa_gain)
-    report.update(train_networks=_ids(train), heldout_networks=_ids(held))
+    report.update(train_networks=_ids(train), heldout_networks=_ids(held), refused_networks=refused)
     print_json(report)
     return 0
 

@@ -83,3 +83,29 @@ def test_shared_training_folder_gives_every_writing_segment():
     assert json.loads(noop["completion"][0]["content"]) == {"actions": [{"action": "NOOP"}]}
     train, held = split_by_network(pairs)
     assert {p["network_id"] for p in train}.isdisjoint({p["network_id"] for p in held})
+
+
+def test_teacher_in_another_language_is_refused(tmp_path):
+    from speakerflow.training.data import teacher_overlap, trusted
+
+    data = _network(tmp_path)
+    [net] = load_networks(data)
+    assert teacher_overlap(net) == pytest.approx(4 / 6)      # in, vienna / in, graz of 6 tokens
+    path = tmp_path / "teacher" / "grp_t01.json"
+    teacher = json.loads(path.read_text())
+    teacher["transitions"][0]["actions"][0]["content"] = "Vive a Vienna"
+    teacher["transitions"][1]["actions"][0]["content"] = "Vive a Graz"
+    path.write_text(json.dumps(teacher))
+    [net] = load_networks(data)
+    assert teacher_overlap(net) == pytest.approx(2 / 6)
+    assert trusted([net], 0.5) == ([], ["grp_t01"])
+    assert build_sft_dataset(data, min_teacher_overlap=0.5) == []
+
+
+@pytest.mark.data
+def test_shared_teachers_written_in_another_language_are_flagged():
+    from speakerflow.training.data import trusted
+
+    nets = load_networks(shared("socialmem", "training"))
+    _, refused = trusted(nets, 0.5)
+    assert sorted(refused) == ["grp_8b9c0d1e", "grp_9c0d1e2f"]   # Polish / Italian records of English chats
