@@ -79,9 +79,14 @@ def _quiet():
 
 
 def _split(args: argparse.Namespace, items: list) -> tuple[list, list]:
-    from speakerflow.training.data import split_by_network
+    """Split ``items`` with the held-out ids drawn from *every* network under DATA, so that
+    ``data``, ``sft`` and ``grpo`` hold out the same networks whatever each one drops."""
+    from speakerflow.training.data import load_networks, network_id_of, split_by_network
 
-    return split_by_network(items, heldout_fraction=args.heldout_fraction, seed=args.seed)
+    every = sorted({n.network_id for n in load_networks(args.data, args.teacher)})
+    _, held = split_by_network([{"network_id": i} for i in every],
+                               heldout_fraction=args.heldout_fraction, seed=args.seed)
+    return split_by_network(items, heldout=[network_id_of(h) for h in held])
 
 
 def _writer(name: str | None):

@@ -109,3 +109,19 @@ def test_shared_teachers_written_in_another_language_are_flagged():
     nets = load_networks(shared("socialmem", "training"))
     _, refused = trusted(nets, 0.5)
     assert sorted(refused) == ["grp_8b9c0d1e", "grp_9c0d1e2f"]   # Polish / Italian records of English chats
+
+
+@pytest.mark.data
+def test_cli_split_holds_out_the_same_networks_for_pairs_and_networks():
+    import argparse
+
+    from speakerflow.cli.train import _split
+    from speakerflow.training.data import trusted
+
+    folder = shared("socialmem", "training")
+    args = argparse.Namespace(data=str(folder), teacher=None, heldout_fraction=0.2, seed=0)
+    pairs = build_sft_dataset(folder, min_teacher_overlap=0.5)             # refused teachers dropped
+    nets, _ = trusted(load_networks(folder), 0.5)
+    held_pairs = {p["network_id"] for p in _split(args, pairs)[1]}
+    held_nets = {n.network_id for n in _split(args, nets)[1]}
+    assert held_pairs == held_nets and len(held_nets) >= 2
