@@ -25,6 +25,11 @@ from .governance import GovernanceConfig
 PROBES = {"hub": 30, "link": 20, "quality": 15, "stale": 15, "merge": 10, "split": 10}
 
 
+def sample_probe(rng: random.Random) -> str:
+    """One probe type drawn with the mix :data:`PROBES` (hub/link/quality/stale/merge/split = 30/20/15/15/10/10)."""
+    return rng.choices(list(PROBES), weights=list(PROBES.values()))[0]
+
+
 def recompute(fg: FactGraph, now: datetime) -> int:
     """Re-run Psi on every valid fact from its reuse, validations and utility; returns changes."""
     changed = 0
@@ -69,7 +74,7 @@ def tick(store, now: datetime | None = None, seed: int = 0) -> dict:
 
     now = now or datetime.now(UTC)
     rng = random.Random(seed)
-    probe = rng.choices(list(PROBES), weights=list(PROBES.values()))[0]
+    probe = sample_probe(rng)
     fg, canon, _ = load_knowledge(store, with_records=False)
     eps = GovernanceConfig().epsilon
     log, queue, fixes = [], [], 0

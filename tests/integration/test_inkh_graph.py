@@ -1,5 +1,6 @@
 """The knowledge harness on a real store: Kuzu facts with provenance, invalidation, wiki, tick, CLI."""
 import json
+import random
 from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
@@ -123,3 +124,39 @@ def test_human_review_moves_maturity_and_is_logged(store):
     assert FactGraph(store.graph, "desk").load().items[fee.edge_id].maturity == "proven"
     assert apply_review(store, fee.edge_id, "reject")["to"] == "deprecated"
     assert "review" in (store.root / "maintenance_log.jsonl").read_text()
+
+
+def test_merge_candidates_are_queued_not_applied(store):
+    from speakerflow.ops.maintenance import sample_probe, tick
+    from speakerflow.schemas import Entity
+
+    build_entity_graph(store)
+    fg = FactGraph(store.graph, "desk").load()
+
+    fg.put_entities([Entity(entity_id="trader:alphawhale", group_id="desk", name="@alpha_whale", etype="trader"),
+                     Entity(entity_id="trader:alphawhal", group_id="desk", name="@alpha_whal", etype="trader")])
+    fg.flush()
+    seed = next(s for s in range(200) if sample_probe(random.Random(s)) == "merge")
+    rep = tick(store, now=T, seed=seed)
+    assert rep["probe"] == "merge"
+    merges = [q for q in rep["review_items"] if q["kind"] == "merge"]
+    assert {(q["keep"], q["drop"]) for q in merges} == {("trader:alphawhal", "trader:alphawhale")}
+    assert "merge" in (store.root / "review_queue.jsonl").read_text()
+    assert {"trader:alphawhale", "trader:alphawhal"} <= set(FactGraph(store.graph, "desk").load().entities)  # not applied
+
+
+def test_entity_path_with_a_chat_backend(store):
+    from speakerflow.ops.backends.base import ScriptedChat
+
+    def reply(messages):
+        text = messages[-1]["content"]
+        if "0.12%" in text:
+            return '[{"subject": "Bitcoin", "relation": "fee", "value": "0.12%"}]'
+        if "0.10%" in text:
+            return '[{"subject": "BTCUSDT", "relation": "fee", "value": "0.10%"}]'
+        return "[]"
+
+    chat = ScriptedChat(reply)
+    stats = build_entity_graph(store, backend=chat)
+    assert stats["model_calls"] == len(EVENTS) == len(chat.calls)
+    assert stats["added"] == 2 and stats["invalidated"] == 1

@@ -1,0 +1,25 @@
+"""Maintenance: the probe mix, merge checks queued for review, recompute of maturity."""
+import random
+from collections import Counter
+from datetime import UTC, datetime
+
+from speakerflow.graphs.facts import FactGraph, FactItem
+from speakerflow.ops.maintenance import PROBES, recompute, sample_probe
+
+T = datetime(2026, 3, 1, tzinfo=UTC)
+
+
+def test_probe_mix_follows_the_paper():
+    rng = random.Random(7)
+    counts = Counter(sample_probe(rng) for _ in range(20_000))
+    for probe, weight in PROBES.items():
+        assert abs(counts[probe] / 20_000 - weight / 100) < 0.015, probe
+
+
+def test_recompute_applies_psi_to_every_fact():
+    fg = FactGraph(None, "g")
+    a = FactItem("a", "g", "asset:BTC", "fee", "value:0.1%", "d", ["m1"], T, T, T, maturity="verified",
+                 reuse_count=6, validations=3, utility=0.7)
+    b = FactItem("b", "g", "asset:BTC", "regime", "value:bullish", "d", ["m2"], T, T, T, maturity="candidate")
+    fg.add(a), fg.add(b)
+    assert recompute(fg, T) == 1 and a.maturity == "proven" and b.maturity == "candidate"
