@@ -46,3 +46,19 @@ def test_model_fallback_is_asked_and_logged():
     c.resolve_surface("@alpha_whale", "trader")
     assert c.resolve_surface("@the_whale_guy", "trader") == "trader:alphawhale"
     assert asked == [("@the_whale_guy", "trader")] and c.merge_log[-1]["method"] == "model"
+
+
+def test_roster_aliases_resolve_people():
+    from datetime import UTC, datetime
+
+    from speakerflow.ops.extract_knowledge import Event, KnowledgeExtractor
+    from speakerflow.ops.people import PersonResolver
+
+    c = Canonicalizer()
+    d = Detector(c.lexicon, c.alias_table, people=PersonResolver(["Ana Ruiz", "Mum"], aliases={"Ana Ruiz": ["Annie"]}))
+    x = KnowledgeExtractor(c, d)
+    ev = Event("m1", "Annie's risk tolerance is aggressive. Mom keeps her position size under 1%.", "desk",
+               datetime(2026, 1, 1, tzinfo=UTC), "message", 1)
+    got = [(k.subject_id, k.relation, k.value, k.scope) for k in x.extract(ev)]
+    assert got == [("person:Ana Ruiz", "risk_preference", "aggressive", "user:Ana Ruiz"),
+                   ("person:Mum", "max_position", "1%", "user:Mum")]
