@@ -20,10 +20,14 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+import pyarrow as pa
+
 from .backends.json_repair import repair_json
+from .base import Context, Operator, OperatorConfig
 from .canonicalize import Canonicalizer
 from .detect import Detection, Detector, Mention
 from .lexicon import CATEGORIES, RELATION_BY_NAME, Relation, category_of
+from .registry import register
 
 TRUST_CONFIDENCE = {1: 0.9, 2: 0.75, 3: 0.5}
 HEDGE = re.compile(r"\b(rumou?r\w*|maybe|might|unconfirmed|heard|allegedly|possibly)\b", re.IGNORECASE)
@@ -241,3 +245,48 @@ class KnowledgeExtractor:
     def _reject(self, ev: Event, i: int | None, reason: str) -> None:
         self.rejects.append({"msg_id": ev.msg_id, "row": i, "reason": reason})
         return None
+
+
+CANDIDATE_SCHEMA = pa.schema([
+    ("subject_id", pa.string()), ("relation", pa.string()), ("value", pa.string()), ("description", pa.string()),
+    ("evidence_ids", pa.list_(pa.string())), ("confidence", pa.float64()), ("scope", pa.string()),
+    ("valid_at", pa.timestamp("us", tz="UTC")), ("trust_tier", pa.int64()),
+])
+
+
+class ExtractKnowledgeConfig(OperatorConfig):
+    """``backend``: ``rules`` (a ChatBackend comes in through ``ctx.backends["extract"]``)."""
+
+    backend: str = "rules"
+
+
+@register
+class ExtractKnowledge(Operator):
+    """Message table -> candidate facts (one row each), via a :class:`KnowledgeExtractor`.
+
+    The canonicaliser in ``ctx.state["canonicalizer"]`` is used (and created there if
+    missing), so a pipeline run shares one alias table; model rejects go to
+    ``ctx.state["rejects"]``.
+    """
+
+    name = "extract_knowledge"
+    consumes = ("msg_id", "text", "speaker", "ts")
+    produces = CANDIDATE_SCHEMA
+    Config = ExtractKnowledgeConfig
+
+    def run(self, table: pa.Table, ctx: Context) -> pa.Table:
+        canon = ctx.state.setdefault("canonicalizer", Canonicalizer())
+        backend = ctx.backends.get("extract", self.config.backend)
+        ex = KnowledgeExtractor(canon, Detector(canon.lexicon, canon.alias_table), backend)
+        cols = [c for c in ("msg_id", "text", "speaker", "ts", "source_type", "trust_tier") if c in table.column_names]
+        rows = []
+        for r in table.select(cols).to_pylist():
+            ev = Event(r["msg_id"], r["text"] or "", r["speaker"], r["ts"], r.get("source_type") or "message",
+                       r.get("trust_tier") or 1)
+            for c in ex.extract(ev):
+                rows.append({**c.__dict__, "evidence_ids": list(c.evidence_ids)})
+        self.stats.model_calls += ex.model_calls
+        self.stats.tokens += ex.tokens
+        self.stats.rejects += len(ex.rejects)
+        ctx.state.setdefault("rejects", []).extend(ex.rejects)
+        return pa.Table.from_pylist(rows, schema=CANDIDATE_SCHEMA)

@@ -65,3 +65,23 @@ def test_rules_generalise_to_unseen_phrasings():
     }
     for text, want in cases.items():
         assert facts(x, text) == want, text
+
+
+def test_operators_compose_detect_canonicalize_and_extract():
+    import pyarrow as pa
+
+    from speakerflow.ops.base import Context
+    from speakerflow.ops.canonicalize import Canonicalize
+    from speakerflow.ops.detect import Detect
+    from speakerflow.ops.extract_knowledge import ExtractKnowledge
+
+    msgs = pa.table({"msg_id": ["a", "b"], "speaker": ["feed", "ana"], "ts": [T, T],
+                     "text": ["XBT taker fee is 0.1%.", "I'm cautious; Bitcoin regime is bearish."],
+                     "source_type": ["market_update", "user_turn"], "trust_tier": [1, 1]})
+    ids = (Detect() >> Canonicalize())(msgs, Context())
+    assert ids["entity_ids"].to_pylist() == [["asset:BTC"], ["asset:BTC"]]
+    op = ExtractKnowledge()
+    out = op(msgs, Context())
+    assert [(r["subject_id"], r["relation"], r["value"]) for r in out.to_pylist()] == [
+        ("asset:BTC", "fee", "0.1%"), ("person:ana", "risk_preference", "conservative"), ("asset:BTC", "regime", "bearish")]
+    assert op.stats.rows_out == 3
