@@ -107,6 +107,17 @@ def time_grpo_step(model_dir: Path, *, group_size: int = 8, new_tokens: int = 25
             "peak_gpu_gib": peak}
 
 
+def _time_torch(folder: Path, calls: int, new_tokens: int, messages: int,
+                device: str = "cuda") -> dict[str, float]:
+    """Torch-only generation figures (when onnxruntime cannot use the GPU)."""
+    from speakerflow.benchmarks.chat_backends import _segment, _time_backend
+    from speakerflow.ops.backends import make_backend
+    from speakerflow.ops.writer.prompt import build_writer_messages
+
+    backend = make_backend("transformers", model_dir=folder, device=device)
+    return _time_backend(backend, build_writer_messages(_segment(messages)), calls, new_tokens)
+
+
 def run(*, tiny: bool = False, skip_onnx: bool = False, calls: int = 3, new_tokens: int = 128,
         group_size: int = 8, grpo_tokens: int = 256, messages: int = 25) -> dict[str, Any]:
     """The whole check; ``{"skipped": reason}`` without CUDA unless ``tiny``."""
@@ -138,8 +149,9 @@ def run(*, tiny: bool = False, skip_onnx: bool = False, calls: int = 3, new_toke
 
             providers = onnxruntime.get_available_providers()
             if device == "cuda" and "CUDAExecutionProvider" not in providers:
-                report["generation"] = {"skipped": f"onnxruntime has no CUDA provider ({providers}); "
-                                                   "install onnxruntime-gpu"}
+                report["generation"] = {"torch": _time_torch(folder, calls, new_tokens, messages),
+                                        "onnx": {"skipped": f"onnxruntime has no CUDA provider "
+                                                            f"({providers}); install onnxruntime-gpu"}}
             else:
                 from speakerflow.benchmarks.chat_backends import run as time_backends
 

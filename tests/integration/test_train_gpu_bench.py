@@ -23,6 +23,14 @@ def test_tiny_dry_run_times_a_full_grpo_step():
     assert report["generation"] == {"skipped": "--skip-onnx"}
 
 
+def test_torch_only_generation_figures(tmp_path):
+    """The fallback used when onnxruntime has no CUDA provider (run here on CPU)."""
+    from speakerflow.training.tiny import build_tiny_model
+
+    fig = gpu_writer._time_torch(build_tiny_model(tmp_path / "m"), 1, 4, 3, device="cpu")
+    assert fig["new_tokens_per_s"] > 0 and fig["prompt_tokens"] > 0
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif("not __import__('torch').cuda.is_available()", reason="needs a CUDA device")
 def test_gpu_figures():
