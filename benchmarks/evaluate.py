@@ -32,6 +32,7 @@ from speakerflow.ops.compose import count_tokens
 from speakerflow.ops.judge import evidence_recall, token_f1
 from speakerflow.ops.project import project_rules
 from speakerflow.ops.recall import GroupView, RecallConfig, recall
+from speakerflow.ops.resolve import warm_record_embeddings
 from speakerflow.pipelines.query_path import ABLATIONS, QueryConfig, answer_question, embedder_for
 from speakerflow.schemas import EvidenceItem
 
@@ -70,6 +71,8 @@ def _prepare(data: QAData, home: Home, system: str, config: QueryConfig) -> dict
             t2 = time.perf_counter()
             if embedder is not None:
                 GroupView.of(store).dense_matrix(embedder)
+                if system == "speakerflow":
+                    warm_record_embeddings(store, embedder)
             t3 = time.perf_counter()
         seconds["ingest"] += t1 - t0
         seconds["write"] += t2 - t1
@@ -78,7 +81,8 @@ def _prepare(data: QAData, home: Home, system: str, config: QueryConfig) -> dict
 
 
 def run_eval(data, fmt: str, system: str = "speakerflow", ablate: str | None = None, k=(5, 10, 20),
-             out=None, home=None, embedder: str = "minilm", limit: int | None = None) -> dict:
+             out=None, home=None, embedder: str = "minilm", limit: int | None = None,
+             config: QueryConfig | None = None) -> dict:
     """Evaluate one system on a QA set (see the module doc); returns the report dict.
 
     Parameters
@@ -90,6 +94,8 @@ def run_eval(data, fmt: str, system: str = "speakerflow", ablate: str | None = N
         summary) and ``<out>.png`` (recall@k curve).
     home : store home to ingest into (default: a temporary folder, removed afterwards).
     limit : evaluate only the first ``limit`` questions (smoke runs).
+    config : query settings for ``speakerflow`` (default :class:`QueryConfig()`; the
+        embedder, ablation and System 1 top-k are set from the other arguments).
     """
     if system not in SYSTEMS:
         raise ValueError(f"unknown system {system!r}; choose one of {SYSTEMS}")
@@ -100,8 +106,9 @@ def run_eval(data, fmt: str, system: str = "speakerflow", ablate: str | None = N
     questions = qa.questions[:limit] if limit else qa.questions
     tmp = None if home is not None else tempfile.TemporaryDirectory(prefix="speakerflow-eval-")
     home_obj = home if isinstance(home, Home) else Home(home or tmp.name)
-    config = QueryConfig(embedder=embedder if system != "bm25" else "none", ablate=ablate,
-                         select={"top_k": max(max(ks), 10)})
+    base = config or QueryConfig()
+    config = base.model_copy(update={"embedder": embedder if system != "bm25" else "none", "ablate": ablate,
+                                     "select": base.select.model_copy(update={"top_k": max(max(ks), 10)})})
     try:
         seconds = _prepare(qa, home_obj, system, config)
         rows = _answer_all(home_obj, questions, system, config, ks)

@@ -36,8 +36,17 @@ _TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
 class ComposeConfig(OperatorConfig):
-    """``row_first``: put each row's best item first for multi-person projections."""
+    """How the two tracks are ordered.
 
+    ``merge``: ``score`` sorts every item by its score on the System 1 scale; ``rrf``
+    treats System 1 and System 2 as two ranked lists and interleaves them by reciprocal
+    rank (``s2_weight`` scales System 2's share). ``row_first``: each row's best item
+    first for roll-up projections.
+    """
+
+    merge: str = "score"
+    rrf_k: float = 1.0
+    s2_weight: float = 1.0
     row_first: bool = True
 
 
@@ -79,8 +88,17 @@ def compose(view: GroupView, selected: list[Selected], s2_items: list[dict], pro
     s1 = [{"kind": "excerpt", "row": None, "text": view.texts[s.row], "msg_ids": [view.ids[s.row]],
            "score": s.score, "speaker": view.speakers[s.row], "ts": view.ts[s.row], "entry_id": None,
            "history": False} for s in selected]
-    pool = s1 + [it for it in s2_items if it["kind"] != "empty_row"]
-    order = sorted(range(len(pool)), key=lambda i: (-pool[i]["score"], i))
+    s2 = [it for it in s2_items if it["kind"] != "empty_row"]
+    pool = s1 + s2
+    if config.merge == "rrf":
+        # each track is a ranked list; an item's place is w / (rrf_k + its rank in its track)
+        s2_rank = sorted(range(len(s2)), key=lambda j: (-s2[j]["score"], j))
+        key = [1.0 / (config.rrf_k + i) for i in range(len(s1))] + [0.0] * len(s2)
+        for r, j in enumerate(s2_rank):
+            key[len(s1) + j] = config.s2_weight / (config.rrf_k + r)
+    else:
+        key = [it["score"] for it in pool]
+    order = sorted(range(len(pool)), key=lambda i: (-key[i], i))
     person_rows = [r for r in dict.fromkeys(it["row"] for it in s2_items) if r not in (None, "GROUP")]
     first: list[int] = []
     if config.row_first and len(person_rows) >= 2 and is_rollup(projection):
@@ -89,10 +107,11 @@ def compose(view: GroupView, selected: list[Selected], s2_items: list[dict], pro
             row = pool[i]["row"]
             if row in person_rows and row not in best:
                 best[row] = i
-        first = sorted(best.values(), key=lambda i: (-pool[i]["score"], i))
+        first = sorted(best.values(), key=lambda i: (-key[i], i))
     ranked = first + [i for i in order if i not in set(first)]
-    ranked += [len(pool) + j for j, it in enumerate(s2_items) if it["kind"] == "empty_row"]
-    items = pool + [it for it in s2_items if it["kind"] == "empty_row"]
+    empty = [it for it in s2_items if it["kind"] == "empty_row"]
+    ranked += [len(pool) + j for j in range(len(empty))]
+    items = pool + empty
     evidence = [
         EvidenceItem(rank=r, kind=items[i]["kind"], row=items[i]["row"], text=items[i]["text"],
                      msg_ids=items[i]["msg_ids"], speaker=items[i]["speaker"], ts=items[i]["ts"],

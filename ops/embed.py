@@ -77,8 +77,9 @@ class MiniLMEmbedder:
     name = "minilm-l6-v2"
     dim = 384
 
-    def __init__(self, batch_size: int = 64, device: str = "cpu"):
+    def __init__(self, batch_size: int = 64, device: str = "cpu", small_batch: int = 4):
         self.batch_size = batch_size
+        self.small_batch = small_batch
         self.device = device
 
     def _model(self):
@@ -101,8 +102,19 @@ class MiniLMEmbedder:
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vecs = self._model().encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
-                                    normalize_embeddings=True, show_progress_bar=False)
+        model = self._model()
+        import torch
+
+        # one thread for a query-sized call: intra-op threads only add synchronisation cost
+        # for a single short sentence (and spin badly when other processes share the cores)
+        threads = torch.get_num_threads()
+        if len(texts) <= self.small_batch:
+            torch.set_num_threads(1)
+        try:
+            vecs = model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
+                                normalize_embeddings=True, show_progress_bar=False)
+        finally:
+            torch.set_num_threads(threads)
         return np.asarray(vecs, dtype=np.float32)
 
 

@@ -161,7 +161,7 @@ class RecallConfig(OperatorConfig):
 
     pool: int = 40
     rrf_k: float = 60.0
-    weights: dict[str, float] = {"bm25": 1.0, "window": 1.0, "session": 0.5, "dense": 1.0}
+    weights: dict[str, float] = {"bm25": 0.0, "window": 1.0, "session": 0.75, "dense": 1.0}
     window_weight: float = 0.5
 
 

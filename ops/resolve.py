@@ -4,8 +4,9 @@ For each row of the projection (``ALL`` expands to the roster; ``GROUP`` is the 
 
 1. candidates: records whose ``owner`` is the row, valid at the as-of time when the
    question pins one (``valid_at <= as_of`` and not invalid by then), else current heads;
-2. match: a record matches the issue when it shares an issue word, or its embedding is at
-   least ``min_dense`` similar to the issue, or it rests on a message System 1 recalled;
+2. match: a record matches the issue when it covers at least ``min_lexical`` of the issue
+   words (weighted by their rarity among the group's records), or its embedding is at least
+   ``min_dense`` similar to the question's, or it rests on a message in the System 1 pool;
 3. the ``k`` best matches (default 2), plus ``source_k`` (default 1) records the row's
    person *said* about someone else (source = row, owner != row), which do not use the
    row's budget;
@@ -20,6 +21,7 @@ Items are plain dicts with the :class:`~speakerflow.schemas.EvidenceItem` fields
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,6 +42,7 @@ class ResolveConfig(OperatorConfig):
     source_k: int = 1
     fallback_k: int = 2
     min_dense: float = 0.35
+    min_lexical: float = 0.3
     layers: tuple[str, ...] = ("per_speaker_core", "per_speaker_profile", "group_interaction", "group_insight")
 
 
@@ -51,6 +54,8 @@ class RecordView:
     by_id: dict[str, dict]
     by_owner: dict[str, list[int]] = field(default_factory=dict)
     by_source: dict[str, list[int]] = field(default_factory=dict)
+    terms: list[set[str]] = field(default_factory=list)
+    idf: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def of(cls, store) -> RecordView:
@@ -60,9 +65,15 @@ class RecordView:
             return cached[1]
         rows = table.to_pylist()
         view = cls(rows, {r["entry_id"]: r for r in rows})
+        df: dict[str, int] = {}
         for i, r in enumerate(rows):
             view.by_owner.setdefault(r["owner"], []).append(i)
             view.by_source.setdefault(r["source"], []).append(i)
+            terms = set(query_terms(r["content"] + " " + (r.get("event") or "")))
+            view.terms.append(terms)
+            for t in terms:
+                df[t] = df.get(t, 0) + 1
+        view.idf = {t: math.log(1 + (len(rows) + 1) / (n + 0.5)) for t, n in df.items()}
         store._record_view = (table, view)
         return view
 
@@ -105,23 +116,35 @@ def _item(kind: str, row: str, text: str, msg_ids: list[str], score: float, **ex
 
 
 def resolve_rows(view: GroupView, fused: np.ndarray, projection: Projection, roster: list[str],
-                 config: ResolveConfig, embedder: Embedder | None = None) -> list[dict]:
-    """The memory slice for ``projection`` (see the module doc): items in row order."""
+                 config: ResolveConfig, embedder: Embedder | None = None, pool=None) -> list[dict]:
+    """The memory slice for ``projection`` (see the module doc): items in row order.
+
+    ``fused`` are System 1 scores over all messages and ``pool`` the recalled rows: a record
+    resting on a recalled message matches the issue.
+    """
     records = RecordView.of(view.store)
     issue_words = set(query_terms(projection.issue))
     top = float(fused.max()) if len(fused) else 0.0
     usable = [i for i, r in enumerate(records.rows) if r["layer"] in config.layers]
-    sims = _dense_sims(view.store, records, usable, projection.issue, embedder)
+    # the question's own vector (already computed by recall): no extra encoding per query
+    sims = _dense_sims(view.store, records, usable, projection.question, embedder)
+
+    # a word no record uses weighs like the rarest word; coverage is rarity-weighted
+    default_idf = max(records.idf.values(), default=1.0)
+    issue_weight = sum(records.idf.get(w, default_idf) for w in issue_words) or 1.0
+    pool_rows = set(pool or ())
 
     def relevance(i: int) -> float:
         r = records.rows[i]
-        lexical = len(issue_words & set(query_terms(r["content"] + " " + (r.get("event") or ""))))
-        s1 = max((fused[view.pos[m]] for m in r["from_ids"] if m in view.pos), default=0.0)
+        lexical = sum(records.idf[w] for w in issue_words & records.terms[i]) / issue_weight
+        rows = [view.pos[m] for m in r["from_ids"] if m in view.pos]
+        recalled = any(row in pool_rows for row in rows)
         dense = sims.get(i, 0.0)
-        if lexical == 0 and dense < config.min_dense and s1 <= 0:
-            return 0.0
+        if lexical < config.min_lexical and dense < config.min_dense and not recalled:
+            return 0.0  # no match: the row may stay empty and fall back to verbatim messages
+        s1 = max((fused[row] for row in rows), default=0.0)
         # on the System 1 scale: the best recalled message it rests on, lifted by issue matches
-        return s1 + top * (0.1 * lexical + 0.5 * max(dense - config.min_dense, 0.0))
+        return s1 + top * (0.5 * lexical + 0.5 * max(dense - config.min_dense, 0.0))
 
     def record_item(r: dict, score: float, row: str, history: bool = False) -> dict:
         return _item("record", row, r["content"], list(r["from_ids"]), score, speaker=r["source"],
@@ -160,6 +183,15 @@ def _fallback(view: GroupView, fused: np.ndarray, row: str, k: int) -> list[dict
     order = np.argsort(-scores, kind="stable")[:k]
     return [_item("excerpt", row, view.texts[r], [view.ids[r]], float(scores[r]), speaker=row, ts=view.ts[r])
             for r in order if scores[r] > 0]
+
+
+def warm_record_embeddings(store, embedder: Embedder | None) -> int:
+    """Embed every record of the group now (ingest-time work), so no query pays for it."""
+    if embedder is None:
+        return 0
+    records = RecordView.of(store)
+    _dense_sims(store, records, list(range(len(records.rows))), "", embedder)
+    return len(records.rows)
 
 
 def _dense_sims(store, records: RecordView, usable: list[int], issue: str, embedder: Embedder | None) -> dict[int, float]:

@@ -9,8 +9,8 @@
   when the question asks for an exact value (when / how many / how much ...), a top message;
   a neighbour scores ``expand_factor`` times its anchor, so it lands near it.
 - **Sufficiency/ASK** checks whether the top-k material covers the issue; if not, one
-  terse extra query (the uncovered issue words) recalls ``ask_pool`` (20) more candidates,
-  merged and re-ranked once. Rules: coverage = share of issue words found in the top-k.
+  terse extra query (the uncovered issue words) recalls ``ask_pool`` (20) more candidates
+  through the lexical channels, merged and re-ranked once. Rules: coverage = share of issue words found in the top-k.
 
 The final list is cut to ``top_k`` (10) only after all of this.
 """
@@ -109,7 +109,11 @@ def coverage(view: GroupView, selected: list[Selected], issue: str) -> tuple[flo
 def ask_more(view: GroupView, selected: list[Selected], ask: str, recall_cfg: RecallConfig,
              config: SelectConfig, embedder=None) -> list[Selected]:
     """One supplementary recall for ``ask``; its candidates join at ``ask_weight`` of their score."""
-    extra = recall(view, ask, recall_cfg.model_copy(update={"pool": config.ask_pool}), embedder)
+    # ASK terms are bare keywords: lexical channels only (no second embedding per question)
+    lexical = {k: w for k, w in recall_cfg.weights.items() if k != "dense"}
+    if not any(w > 0 for w in lexical.values()):
+        lexical = {"bm25": 1.0}
+    extra = recall(view, ask, recall_cfg.model_copy(update={"pool": config.ask_pool, "weights": lexical}), None)
     best = {s.row: s for s in selected}
     top = max((s.score for s in selected), default=1.0) or 1.0
     top_extra = float(extra.fused[extra.pool[0]]) if extra.pool else 1.0

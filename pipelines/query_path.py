@@ -19,13 +19,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+import pyarrow as pa
 
 from speakerflow.ops.answer import NO_INFO, AnswerConfig, answer_chat, answer_rules
+from speakerflow.ops.base import Context, Operator, OperatorConfig
 from speakerflow.ops.compose import ComposeConfig, Composed, compose
 from speakerflow.ops.embed import Embedder, make_embedder
 from speakerflow.ops.project import Project, ProjectConfig
 from speakerflow.ops.recall import GroupView, RecallConfig, recall
+from speakerflow.ops.registry import register
 from speakerflow.ops.resolve import ResolveConfig, resolve_rows
 from speakerflow.ops.select import SelectConfig, select_s1
 from speakerflow.schemas import EvidenceItem, Projection
@@ -34,7 +36,7 @@ from speakerflow.schemas import EvidenceItem, Projection
 ABLATIONS = ("s1", "s2", "s2-group", "s2-person")
 
 
-class QueryConfig(BaseModel):
+class QueryConfig(OperatorConfig):
     """Everything the query path needs; defaults are the paper's budgets.
 
     ``embedder``: ``minilm`` (dense recall), ``hashing`` (test double) or ``none``.
@@ -42,8 +44,6 @@ class QueryConfig(BaseModel):
     ChatBackend passed to :func:`answer_question`) for all three.
     ``ablate``: one of :data:`ABLATIONS` or ``None``.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     embedder: str = "minilm"
     backend: str = "rules"
@@ -127,7 +127,7 @@ def answer_question(store, question: str, config: QueryConfig | None = None, cha
         elif config.ablate == "s2-person":
             layers = tuple(x for x in layers if not x.startswith("per_speaker"))
         s2_items = resolve_rows(view, result.fused, projection, store.roster(),
-                                config.resolve.model_copy(update={"layers": layers}), embedder)
+                                config.resolve.model_copy(update={"layers": layers}), embedder, result.pool)
     composed = compose(view, selected, s2_items, projection, config.compose)
     latency = (time.perf_counter() - start) * 1000
     answer, model_tokens = "", project.stats.tokens
@@ -141,3 +141,29 @@ def answer_question(store, question: str, config: QueryConfig | None = None, cha
     return QueryResult(question, answer or NO_INFO if config.answer_question else "", projection,
                        composed.evidence, composed.context, composed.tokens, latency,
                        (time.perf_counter() - t1) * 1000, model_tokens, dict(project.stats.extra))
+
+
+
+ANSWERS_SCHEMA = pa.schema([("question", pa.string()), ("answer", pa.string()), ("cited_ids", pa.list_(pa.string())),
+                            ("context_tokens", pa.int64()), ("latency_ms", pa.float64())])
+
+
+@register
+class AnswerQuestions(Operator):
+    """``question`` table -> one answer row per question (answer, cited message ids in composed
+    order, context tokens, latency). Needs ``ctx.store``; ``ctx.backends["chat"]`` is used when
+    the config's ``backend`` is ``chat``. The config is a :class:`QueryConfig`."""
+
+    name = "answer_questions"
+    consumes = ("question",)
+    produces = ANSWERS_SCHEMA
+    Config = QueryConfig
+
+    def run(self, table: pa.Table, ctx: Context) -> pa.Table:
+        rows = []
+        for question in table["question"].to_pylist():
+            res = answer_question(ctx.store, question, self.config, chat=ctx.backends.get("chat"))
+            self.stats.tokens += res.model_tokens
+            rows.append({"question": question, "answer": res.answer, "cited_ids": res.cited_ids(),
+                         "context_tokens": res.tokens, "latency_ms": res.latency_ms})
+        return pa.Table.from_pylist(rows, schema=ANSWERS_SCHEMA)

@@ -6,7 +6,8 @@ evaluation (evidence recall@k, token-F1, latency, context size); and
 ``--system`` takes one system or a comma-separated list (``bm25,hybrid,speakerflow``): the
 systems then run side by side in one process and the Markdown summary and plot show them
 together (the JSON holds a list of reports). ``--ablate`` takes one ablation or a list and
-adds one ``speakerflow`` run per ablation.
+adds one ``speakerflow`` run per ablation after the systems asked for (so the full system
+and its ablations are reported side by side).
 """
 from __future__ import annotations
 
@@ -47,8 +48,6 @@ def run(args: argparse.Namespace) -> int:
     plan = [(s.strip(), None) for s in args.system.split(",") if s.strip()]
     for ab in (args.ablate.split(",") if args.ablate else []):
         plan.append(("speakerflow", ab.strip()))
-    if args.ablate and args.system == "speakerflow":
-        plan = plan[1:] if len(plan) > 1 else plan  # only the ablation(s) asked for
     reports = []
     for system, ablate in plan:
         report = run_eval(args.data, args.format, system, ablate=ablate, k=tuple(args.k), home=args.home,

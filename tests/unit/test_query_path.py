@@ -196,3 +196,14 @@ def test_recall_without_dense_channel(store):
     assert view.ids[res.pool[0]] in {"m7", "m2"}
     with pytest.raises(ValueError, match="weight"):
         recall(view, "Porto", RecallConfig(weights={"dense": 0.0, "bm25": 0.0}), None)
+
+
+def test_answer_questions_operator_meters_and_returns_cited_ids(store):
+    from speakerflow.ops.base import Context
+    from speakerflow.pipelines.query_path import AnswerQuestions
+
+    op = AnswerQuestions(embedder="hashing")
+    out = op(pa.table({"question": ["Which hotel near the river?", "What is the wifi password?"]}), Context(store=store))
+    rows = out.to_pylist()
+    assert rows[0]["cited_ids"][0] in {"m4", "m5"} and rows[1]["answer"].startswith("There is no information")
+    assert op.stats.calls == 1 and op.stats.rows_out == 2
