@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import random
-from collections import Counter
+from collections import Counter, defaultdict
 from datetime import UTC, datetime
+from itertools import combinations
 from pathlib import Path
 
 from rapidfuzz import fuzz
@@ -28,6 +29,22 @@ PROBES = {"hub": 30, "link": 20, "quality": 15, "stale": 15, "merge": 10, "split
 def sample_probe(rng: random.Random) -> str:
     """One probe type drawn with the mix :data:`PROBES` (hub/link/quality/stale/merge/split = 30/20/15/15/10/10)."""
     return rng.choices(list(PROBES), weights=list(PROBES.values()))[0]
+
+
+def discover_links(fg: FactGraph, min_co_mentions: int = 2, top: int = 5) -> list[dict]:
+    """Entity pairs named together in at least ``min_co_mentions`` evidence records but joined
+    by no fact: suggested links, for review (a link changes what injection reaches)."""
+    by_msg: dict[str, set[str]] = defaultdict(set)
+    linked: set[frozenset] = set()
+    for k in fg.items.values():
+        ents = {k.subject_id} | ({k.object_id} if k.object_id in fg.entities else set())
+        if len(ents) == 2:
+            linked.add(frozenset(ents))
+        for m in k.evidence_ids:
+            by_msg[m] |= ents
+    pairs = Counter(frozenset(p) for ents in by_msg.values() for p in combinations(sorted(ents), 2))
+    return [{"kind": "link", "entities": sorted(p), "co_mentions": n} for p, n in pairs.most_common()
+            if n >= min_co_mentions and p not in linked][:top]
 
 
 def recompute(fg: FactGraph, now: datetime) -> int:
@@ -92,7 +109,9 @@ def tick(store, now: datetime | None = None, seed: int = 0) -> dict:
         for e, d in degree.most_common(3):
             if d >= 50:
                 queue.append({"kind": "hub_review", "entity_id": e, "degree": d})
-    elif probe in ("merge", "link"):
+    elif probe == "link":
+        queue += discover_links(fg)
+    elif probe == "merge":
         ents = sorted(fg.entities.values(), key=lambda e: e.entity_id)
         for i, a in enumerate(ents):
             for b in ents[i + 1:]:
