@@ -29,6 +29,7 @@ import numpy as np
 from speakerflow.graphs import Home
 from speakerflow.ops.answer import answer_rules
 from speakerflow.ops.compose import count_tokens
+from speakerflow.ops.embed import clear_query_memo
 from speakerflow.ops.judge import evidence_recall, token_f1
 from speakerflow.ops.project import project_rules
 from speakerflow.ops.recall import GroupView, RecallConfig, recall
@@ -111,6 +112,7 @@ def run_eval(data, fmt: str, system: str = "speakerflow", ablate: str | None = N
                                      "select": base.select.model_copy(update={"top_k": max(max(ks), 10)})})
     try:
         seconds = _prepare(qa, home_obj, system, config)
+        clear_query_memo(embedder_for(config))  # every run encodes its questions itself
         rows = _answer_all(home_obj, questions, system, config, ks)
     finally:
         if tmp is not None:
@@ -207,7 +209,7 @@ def plot_recall(reports: list[dict], path) -> Path:
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
     ax.set_title(f"{reports[0].get('format', '')}: evidence recall")
-    ax.legend()
+    ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=100)

@@ -143,6 +143,12 @@ def encode_query(embedder: Embedder, text: str, cache_size: int = 256) -> np.nda
     return vec
 
 
+def clear_query_memo(embedder: Embedder | None) -> None:
+    """Forget memoised query vectors (a benchmark does this so repeated questions pay again)."""
+    if embedder is not None:
+        embedder.__dict__.pop("_query_memo", None)
+
+
 def _normalise(mat: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(mat, axis=1, keepdims=True)
     norms[norms == 0] = 1.0

@@ -43,6 +43,7 @@ class ResolveConfig(OperatorConfig):
     fallback_k: int = 2
     min_dense: float = 0.35
     min_lexical: float = 0.3
+    own_words_k: int = 0
     layers: tuple[str, ...] = ("per_speaker_core", "per_speaker_profile", "group_interaction", "group_insight")
 
 
@@ -168,6 +169,10 @@ def resolve_rows(view: GroupView, fused: np.ndarray, projection: Projection, ros
         row_items.extend(record_item(records.rows[i], s, row) for s, i in extra[: config.source_k] if s > 0)
         if not picked:
             row_items.extend(_fallback(view, fused, row, config.fallback_k))
+        elif config.own_words_k:
+            # the person's own best-recalled words beside their records (a derived record may
+            # paraphrase; the verbatim message is what a roll-up has to cite)
+            row_items.extend(_fallback(view, fused, row, config.own_words_k))
         if not row_items:
             row_items.append(_item("empty_row", row, "(none)", [], 0.0))
         items.extend(row_items)

@@ -207,3 +207,13 @@ def test_answer_questions_operator_meters_and_returns_cited_ids(store):
     rows = out.to_pylist()
     assert rows[0]["cited_ids"][0] in {"m4", "m5"} and rows[1]["answer"].startswith("There is no information")
     assert op.stats.calls == 1 and op.stats.rows_out == 2
+
+
+def test_own_words_option_adds_verbatim_beside_records(store):
+    from speakerflow.ops.resolve import ResolveConfig
+
+    q = "What does Ben prefer for the offsite city?"
+    plain = answer_question(store, q, CFG)
+    assert not any(e.kind == "excerpt" and e.row == "Ben" for e in plain.evidence)  # records found: no fallback
+    own = answer_question(store, q, CFG.model_copy(update={"resolve": ResolveConfig(own_words_k=1)}))
+    assert any(e.kind == "excerpt" and e.row == "Ben" and e.msg_ids == ["m1"] for e in own.evidence)
