@@ -59,3 +59,17 @@ def test_eval_cli_writes_json_markdown_and_plot(one_network, tmp_path, capsys):
 def test_eval_writer_dispatches_or_explains(tmp_path, capsys):
     assert main(["eval", "writer"]) == 2
     assert "usage" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_locomo_bm25_reproduces_the_flat_baseline_and_speakerflow_beats_it(tmp_path):
+    qa = load_qa(shared("locomo", "locomo10.json"), "locomo")
+    bm25 = run_eval(qa, "locomo", "bm25", home=tmp_path / "home")
+    assert bm25["questions"] == 1536
+    assert 0.48 <= bm25["evidence_recall"]["10"] <= 0.62  # independently: 0.506 (no stemmer) - 0.550 (Porter)
+    # the full path on one conversation, with the model-free hashing embedder (no MiniLM in this test)
+    qa.questions = [q for q in qa.questions if q.group == "conv-26"]
+    qa.groups = [g for g in qa.groups if g[0] == "conv-26"]
+    flat = run_eval(qa, "locomo", "bm25", home=tmp_path / "home")
+    ours = run_eval(qa, "locomo", "speakerflow", home=tmp_path / "home", embedder="hashing")
+    assert ours["evidence_recall"]["10"] > flat["evidence_recall"]["10"] + 0.05
