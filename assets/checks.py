@@ -2,7 +2,8 @@
 
 Each ``find_*`` function takes the group's records (RECORD_SCHEMA rows as dicts) and
 returns a list of violations (dicts naming the entry and what is wrong); empty = holds.
-The asset checks on ``derived_memory`` run them on the store of their partition.
+The checks of ``derived_memory`` run them on the store of its partition, in the asset's
+own step (one process, not one per check, on the multiprocess executor).
 """
 
 from collections import defaultdict
@@ -10,11 +11,11 @@ from collections.abc import Callable
 from typing import Any
 
 import dagster as dg
+import pyarrow as pa
 
-from speakerflow.pipelines.resources import StoreResource
 from speakerflow.schemas import GROUP_OWNER
 
-from .common import GROUPS, md_table
+from .common import md_table
 
 Row = dict[str, Any]
 
@@ -86,47 +87,45 @@ def find_cross_group_references(records: list[Row], group: str) -> list[Row]:
     return out
 
 
-def _group_state(store: StoreResource, group: str) -> dict[str, Any]:
-    with store.open(group) as s:
-        records = s.records().to_pylist()
-        messages = s.messages().select(["msg_id", "group_id"]).to_pylist()
-        roster = set(s.roster())
-    return {"records": records, "roster": roster,
-            "msg_ids": {m["msg_id"] for m in messages if m["group_id"] == group}}
+def group_state(store: Any, records: pa.Table | None = None) -> dict[str, Any]:
+    """What the checks read of an open group store: records, message ids, roster."""
+    records = store.records() if records is None else records
+    messages = store.messages().select(["msg_id", "group_id"]).to_pylist()
+    return {"records": records.to_pylist(), "roster": set(store.roster()),
+            "msg_ids": {m["msg_id"] for m in messages if m["group_id"] == store.group_id}}
 
 
-def _result(violations: list[Row], what: str, total: int) -> dg.AssetCheckResult:
-    return dg.AssetCheckResult(
-        passed=not violations,
-        severity=dg.AssetCheckSeverity.ERROR,
-        metadata={
-            "records_checked": total,
-            "violations": len(violations),
-            "detail": dg.MetadataValue.md(md_table(violations, ["entry_id", "problem"], limit=20)
-                                          if violations else f"every record: {what}"),
-        },
-    )
-
-
-def _make_check(name: str, what: str, find: Callable[[dict[str, Any], str], list[Row]]) -> dg.AssetChecksDefinition:
-    @dg.asset_check(asset="derived_memory", name=name, description=what, partitions_def=GROUPS, blocking=False)
-    def _check(context: dg.AssetCheckExecutionContext, store: StoreResource) -> dg.AssetCheckResult:
-        group = context.partition_key
-        state = _group_state(store, group)
-        return _result(find(state, group), what, len(state["records"]))
-
-    return _check
-
-
-derived_memory_checks = [
-    _make_check("no_valid_after_invalid", "valid_at <= invalid_at; superseded records are closed",
-                lambda s, g: find_valid_after_invalid(s["records"])),
-    _make_check("provenance_resolves", "from_ids resolve to messages of its own group",
-                lambda s, g: find_unresolved_provenance(s["records"], s["msg_ids"])),
-    _make_check("one_head_per_chain", "at most one head per update chain",
-                lambda s, g: find_multiple_heads(s["records"])),
-    _make_check("owner_in_roster", "owner is a roster member or GROUP",
-                lambda s, g: find_foreign_owners(s["records"], s["roster"])),
-    _make_check("no_cross_group_reference", "no reference to another group's records",
-                lambda s, g: find_cross_group_references(s["records"], g)),
+#: (check name, what holds when it passes, how to find violations in a group's state)
+CHECKS: list[tuple[str, str, Callable[[dict[str, Any], str], list[Row]]]] = [
+    ("no_valid_after_invalid", "valid_at <= invalid_at; superseded records are closed",
+     lambda s, g: find_valid_after_invalid(s["records"])),
+    ("provenance_resolves", "from_ids resolve to messages of its own group",
+     lambda s, g: find_unresolved_provenance(s["records"], s["msg_ids"])),
+    ("one_head_per_chain", "at most one head per update chain",
+     lambda s, g: find_multiple_heads(s["records"])),
+    ("owner_in_roster", "owner is a roster member or GROUP",
+     lambda s, g: find_foreign_owners(s["records"], s["roster"])),
+    ("no_cross_group_reference", "no reference to another group's records",
+     lambda s, g: find_cross_group_references(s["records"], g)),
 ]
+
+
+def check_specs(asset: str = "derived_memory") -> list[dg.AssetCheckSpec]:
+    """The invariants as check specs of ``asset`` (evaluated in the asset's own step)."""
+    return [dg.AssetCheckSpec(name, asset=asset, description=what) for name, what, _ in CHECKS]
+
+
+def evaluate(state: dict[str, Any], group: str, asset: str = "derived_memory") -> list[dg.AssetCheckResult]:
+    """Every invariant on ``state``: one :class:`dg.AssetCheckResult` per check."""
+    results = []
+    for name, what, find in CHECKS:
+        violations = find(state, group)
+        results.append(dg.AssetCheckResult(
+            asset_key=asset, check_name=name, passed=not violations, severity=dg.AssetCheckSeverity.ERROR,
+            metadata={
+                "records_checked": len(state["records"]),
+                "violations": len(violations),
+                "detail": dg.MetadataValue.md(md_table(violations, ["entry_id", "problem"], limit=20)
+                                              if violations else f"every record: {what}"),
+            }))
+    return results

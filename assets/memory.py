@@ -20,6 +20,7 @@ from pydantic import Field
 from speakerflow.pipelines import constants as C
 from speakerflow.pipelines.resources import ChatModel, StoreResource
 
+from .checks import check_specs, evaluate, group_state
 from .common import GROUPS, MEMORY, WRITES_STORE, md_table, require
 
 REJECTS_SCHEMA = pa.schema([("reason", pa.string()), ("segment_id", pa.string()), ("action", pa.string())])
@@ -95,12 +96,20 @@ def memory_summary(records: pa.Table) -> dict[str, Any]:
     }
 
 
-@dg.asset(partitions_def=GROUPS, group_name=MEMORY, deps=["writer_actions"], kinds={"kuzu"})
+@dg.asset(partitions_def=GROUPS, group_name=MEMORY, deps=["writer_actions"], kinds={"kuzu"},
+          check_specs=check_specs())
 def derived_memory(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
-    """The group's derived records (four layers, update chains) as they stand in the store."""
+    """The group's derived records (four layers, update chains) as they stand in the store.
+
+    Checked on every materialisation: no record valid after it is invalid, provenance
+    resolves in the group, one head per update chain, owner in roster or GROUP, no
+    cross-group reference (``assets/checks.py``).
+    """
+    group = context.partition_key
     start = time.perf_counter()
-    with store.open(context.partition_key) as s:
+    with store.open(group) as s:
         records = s.records()
+        state = group_state(s, records)
     summary = memory_summary(records)
     cols = ["entry_id", "layer", "owner", "source", "content", "from_ids"]
     heads = [r for r in records.select(cols + ["superseded_by"]).to_pylist() if not r["superseded_by"]]
@@ -112,4 +121,4 @@ def derived_memory(context: dg.AssetExecutionContext, store: StoreResource) -> d
         "heads_by_owner": dg.MetadataValue.json(summary["heads_by_owner"]),
         "seconds": round(time.perf_counter() - start, 3),
         "preview": dg.MetadataValue.md(md_table(heads, cols, limit=12)),
-    })
+    }, check_results=evaluate(state, group))

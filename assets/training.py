@@ -6,7 +6,7 @@ Qwen2 model is built offline so that the whole chain runs on a CPU in seconds (i
 output is meaningless: it exercises the machinery, not quality).
 """
 
-import inspect
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any
@@ -21,12 +21,16 @@ from .common import TRAINING, report_metadata, require
 
 
 class TrainingConfig(dg.Config):
-    """Shared settings of the training assets (defaults: a CPU dry run on the tiny model)."""
+    """Shared settings of the training assets (defaults: a CPU smoke run on the tiny model)."""
 
     data: str = Field(default=C.SOCIALMEM_PATH, description="SocialMemBench-format networks")
     teacher: str = Field(default=C.SOCIALMEM_TEACHER_PATH, description="Teacher actions/states folder")
     base_model: str = Field(default="", description="Local model folder; empty = build the tiny test model")
-    max_steps: int = Field(default=2, gt=0, description="Optimiser steps (2 = a smoke run)")
+    steps: int = Field(default=2, gt=0, description="SFT optimiser steps / GRPO rounds (2 = a smoke run)")
+    max_length: int = Field(default=4096, ge=16, description="SFT: longest prompt+completion in tokens")
+    group_size: int = Field(default=4, ge=2, description="GRPO: trajectories per network (paper: 8)")
+    positions: int = Field(default=1, ge=1, description="GRPO: writing positions per network")
+    max_new_tokens: int = Field(default=24, ge=1, description="GRPO: tokens per generated action list")
     seed: int = 0
 
 
@@ -41,44 +45,11 @@ def _upstream(store: StoreResource, name: str) -> Path:
     return path
 
 
-def call_with(fn: Any, **kwargs: Any) -> Any:
-    """Call ``fn`` with the keyword arguments it declares (others dropped).
-
-    Why: the assets pass one standard set of settings to training functions whose
-    optional parameters differ; required parameters missing here still fail loudly.
-    """
-    params = inspect.signature(fn).parameters
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        return fn(**kwargs)
-    return fn(**{k: v for k, v in kwargs.items() if k in params})
-
-
-def _as_dict(result: Any, **extra: Any) -> dict[str, Any]:
-    if isinstance(result, dict):
-        return {**extra, **result}
-    if isinstance(result, str | Path):
-        return {**extra, "path": str(result)}
-    if hasattr(result, "__dict__"):
-        return {**extra, **{k: v for k, v in vars(result).items() if not k.startswith("_")}}
-    return extra
-
-
 def _meta(report: dict[str, Any], folder: Path, start: float) -> dict[str, Any]:
     meta = report_metadata(report)
     meta["folder"] = dg.MetadataValue.path(str(folder))
     meta["seconds"] = round(time.perf_counter() - start, 2)
     return meta
-
-
-@dg.asset(group_name=TRAINING, kinds={"python", "parquet"})
-def writer_sft_dataset(context: dg.AssetExecutionContext, config: TrainingConfig,
-                       store: StoreResource) -> dg.MaterializeResult:
-    """(prompt, target actions) pairs per writing segment, split by whole network."""
-    build = require("speakerflow.training.data", "build_sft_dataset", "the SFT data builder (training)")
-    start = time.perf_counter()
-    out = _folder(store, "writer_sft_dataset")
-    result = call_with(build, data=config.data, teacher=config.teacher, out=out, out_dir=out, seed=config.seed)
-    return dg.MaterializeResult(metadata=_meta(_as_dict(result), out, start))
 
 
 def _base_model(config: TrainingConfig, store: StoreResource) -> Path:
@@ -91,17 +62,37 @@ def _base_model(config: TrainingConfig, store: StoreResource) -> Path:
     return tiny
 
 
+@dg.asset(group_name=TRAINING, kinds={"python"})
+def writer_sft_dataset(context: dg.AssetExecutionContext, config: TrainingConfig,
+                       store: StoreResource) -> dg.MaterializeResult:
+    """(prompt, target actions) pairs for every writing segment, from the teacher states."""
+    build = require("speakerflow.training.data", "build_sft_dataset", "the SFT data builder")
+    write_jsonl = require("speakerflow.training.data", "write_jsonl", "the SFT data builder")
+    start = time.perf_counter()
+    out = _folder(store, "writer_sft_dataset")
+    pairs = build(config.data, config.teacher or None)
+    if not pairs:
+        raise dg.Failure(f"{config.data}: no writing segment found; point config 'data' at networks")
+    write_jsonl(pairs, out / "train.jsonl")
+    networks = sorted({str(p.get("network_id", "")) for p in pairs})
+    report = {"pairs": len(pairs), "networks": len(networks), "network_ids": networks,
+              "file": str(out / "train.jsonl")}
+    return dg.MaterializeResult(metadata=_meta(report, out, start))
+
+
 @dg.asset(group_name=TRAINING, deps=["writer_sft_dataset"], kinds={"pytorch"})
 def writer_sft_checkpoint(context: dg.AssetExecutionContext, config: TrainingConfig,
                           store: StoreResource) -> dg.MaterializeResult:
     """The Writer after supervised fine-tuning (TRL SFT) on the SFT data set."""
     train_sft = require("speakerflow.training.sft", "train_sft", "SFT training")
+    settings = require("speakerflow.training.sft", "SFTSettings", "SFT training")
+    read_jsonl = require("speakerflow.training.data", "read_jsonl", "the SFT data builder")
     start = time.perf_counter()
     out = _folder(store, "writer_sft_checkpoint")
-    result = call_with(train_sft, model_dir=_base_model(config, store), base_model=_base_model(config, store),
-                       dataset=_upstream(store, "writer_sft_dataset"), data=_upstream(store, "writer_sft_dataset"),
-                       out_dir=out, max_steps=config.max_steps, seed=config.seed)
-    return dg.MaterializeResult(metadata=_meta(_as_dict(result), out, start))
+    pairs = read_jsonl(_upstream(store, "writer_sft_dataset") / "train.jsonl")
+    report = train_sft(_base_model(config, store), pairs, out,
+                       settings(max_steps=config.steps, max_length=config.max_length, seed=config.seed))
+    return dg.MaterializeResult(metadata=_meta(dict(report), out, start))
 
 
 @dg.asset(group_name=TRAINING, deps=["writer_sft_checkpoint"], kinds={"pytorch"})
@@ -109,23 +100,33 @@ def writer_grpo_checkpoint(context: dg.AssetExecutionContext, config: TrainingCo
                            store: StoreResource) -> dg.MaterializeResult:
     """The Writer after speaker-conditioned GRPO, starting from the SFT checkpoint."""
     train_grpo = require("speakerflow.training.grpo", "train_grpo", "GRPO training")
+    settings = require("speakerflow.training.grpo", "GRPOSettings", "GRPO training")
+    load_networks = require("speakerflow.training.data", "load_networks", "the training data loader")
     start = time.perf_counter()
     out = _folder(store, "writer_grpo_checkpoint")
-    sft = _upstream(store, "writer_sft_checkpoint")
-    result = call_with(train_grpo, model_dir=sft, sft_dir=sft, data=config.data, teacher=config.teacher,
-                       out_dir=out, max_steps=config.max_steps, seed=config.seed)
-    return dg.MaterializeResult(metadata=_meta(_as_dict(result), out, start))
+    networks = [n for n in load_networks(config.data, config.teacher or None) if n.has_teacher]
+    if not networks:
+        raise dg.Failure(f"{config.data}: no network with teacher states under {config.teacher}")
+    report = train_grpo(_upstream(store, "writer_sft_checkpoint"), networks, out, settings(
+        steps=config.steps, group_size=config.group_size, positions=config.positions,
+        max_new_tokens=config.max_new_tokens, seed=config.seed))
+    return dg.MaterializeResult(metadata=_meta(dict(report), out, start))
 
 
 @dg.asset(group_name=TRAINING, deps=["writer_grpo_checkpoint"], kinds={"onnx"})
 def writer_onnx(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
-    """The GRPO Writer exported to ONNX (with KV cache) for onnxruntime serving."""
+    """The GRPO Writer exported to ONNX (with KV cache), with its logit parity to torch."""
     export_onnx = require("speakerflow.training.onnx_export", "export_onnx", "the ONNX export")
+    onnx_parity = require("speakerflow.training.onnx_export", "onnx_parity", "the ONNX export")
     start = time.perf_counter()
+    model = _upstream(store, "writer_grpo_checkpoint")
     out = _folder(store, "writer_onnx")
-    path = export_onnx(_upstream(store, "writer_grpo_checkpoint"), out)
-    files = sorted(p.name for p in Path(out).iterdir())
-    meta = _meta({"path": str(path)}, out, start)
-    meta["files"] = dg.MetadataValue.json(files)
-    meta["onnx_bytes"] = sum(p.stat().st_size for p in Path(out).glob("*.onnx*"))
+    export_onnx(model, out)
+    parity = onnx_parity(model, out, "Ana: let's go with Porto.")
+    report = dataclasses.asdict(parity) if dataclasses.is_dataclass(parity) else dict(parity)
+    report.pop("torch_tokens", None), report.pop("onnx_tokens", None)
+    report["greedy_match"] = int(bool(report.get("greedy_match")))
+    report["onnx_bytes"] = sum(p.stat().st_size for p in out.glob("*.onnx*"))
+    meta = _meta(report, out, start)
+    meta["files"] = dg.MetadataValue.json(sorted(p.name for p in out.iterdir()))
     return dg.MaterializeResult(metadata=meta)

@@ -7,14 +7,14 @@ from __future__ import annotations
 import dagster as dg
 
 from speakerflow.assets import evaluation, ingestion, knowledge, maintenance, memory, training
-from speakerflow.assets.checks import derived_memory_checks
+from speakerflow.assets.custom_example import my_memory
 
 from .jobs import jobs, schedules, sensors
 from .resources import default_resources
 
 defs = dg.Definitions(
-    assets=dg.load_assets_from_modules([ingestion, memory, knowledge, maintenance, evaluation, training]),
-    asset_checks=derived_memory_checks,
+    assets=[*dg.load_assets_from_modules([ingestion, memory, knowledge, maintenance, evaluation, training]),
+            my_memory],
     jobs=jobs,
     schedules=schedules,
     sensors=sensors,

@@ -124,3 +124,11 @@ def inbox_sensor(context: dg.SensorEvaluationContext, store: StoreResource) -> d
 jobs = [ingest_job, knowledge_job, maintenance_job, evaluation_job, training_job]
 schedules = [maintenance_schedule]
 sensors = [inbox_sensor]
+
+
+def ingest_job_def() -> dg.JobDefinition:
+    """``ingest_job`` with its resources bound, for ``dg.reconstructable`` (child processes
+    of the multiprocess executor rebuild the job by importing this function)."""
+    from .definitions import defs
+
+    return defs.resolve_job_def("ingest_job")

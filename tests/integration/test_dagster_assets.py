@@ -1,0 +1,153 @@
+"""The assets materialised for real (in-process executor, real Kuzu/Tantivy store):
+the whole group chain with its metadata and checks, a custom operator pipeline through the
+factory, and the Writer training chain on the tiny model."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pyarrow as pa
+import pytest
+
+from speakerflow.assets import ingestion, knowledge, maintenance, memory, training
+from speakerflow.assets.factory import pipeline_assets, read_output
+from speakerflow.ops import Lambda
+from speakerflow.pipelines.resources import HomeStore, ParquetIOManager, ScriptedChatModel
+from speakerflow.settings import BUNDLED_SAMPLE
+
+REPO = Path(__file__).resolve().parents[2]
+SOCIALMEM = REPO.parent / "shared" / "data" / "socialmem"
+pytestmark = pytest.mark.timeout(300)
+GROUP_ASSETS = [ingestion.raw_messages, ingestion.verbatim_track, memory.writer_actions, memory.derived_memory,
+                knowledge.entity_graph, knowledge.wiki_pages, maintenance.maintenance_tick]
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    (home / "inbox").mkdir(parents=True)
+    shutil.copy(BUNDLED_SAMPLE, home / "inbox" / "team.jsonl")
+    monkeypatch.setenv("SPEAKERFLOW_HOME", str(home))
+    resources = {"store": HomeStore(home=str(home)), "chat_model": ScriptedChatModel(),
+                 "table_io": ParquetIOManager(base_dir=str(tmp_path / "io"))}
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("groups", ["team"])
+        yield {"home": home, "resources": resources, "instance": instance}
+
+
+def _meta(result: dg.ExecuteInProcessResult, asset: str) -> dict:
+    (mat,) = [m for m in result.asset_materializations_for_node(asset)]
+    return {k: v.value for k, v in mat.metadata.items()}
+
+
+def test_group_chain_materialises_with_metadata_and_checks(env):
+    result = dg.materialize(GROUP_ASSETS, partition_key="team", instance=env["instance"], resources=env["resources"])
+    assert result.success
+    raw = _meta(result, "raw_messages")
+    assert raw["rows"] == 32 and raw["speakers"] == 4 and "Ana" in raw["preview"]
+    track = _meta(result, "verbatim_track")
+    assert track["added"] == 32 and track["skipped"] == 0
+    writer = _meta(result, "writer_actions")
+    assert writer["writer"] == "ScriptedChatModel" and writer["accepted"] > 0 and writer["proposed"] >= writer["accepted"]
+    assert writer["model_calls"] == 0 and writer["tokens"] == 0  # the rules Writer calls no model
+    mem = _meta(result, "derived_memory")
+    assert mem["rows"] > 0 and mem["updates"] > 0 and set(mem["records_by_layer"]) <= {
+        "per_speaker_core", "per_speaker_profile", "group_interaction", "group_insight"}
+    assert sum(mem["records_by_layer"].values()) == mem["rows"]
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert len(checks) == 5 and all(checks.values()), checks
+    assert _meta(result, "wiki_pages")["pages"] > 0
+    assert "seconds" in _meta(result, "entity_graph") and "seconds" in _meta(result, "maintenance_tick")
+    with env["resources"]["store"].open("team") as store:
+        assert store.messages().num_rows == 32 and store.records().num_rows == mem["rows"]
+
+    # a second run adds nothing twice
+    again = dg.materialize(GROUP_ASSETS[:4], partition_key="team", instance=env["instance"], resources=env["resources"])
+    assert _meta(again, "verbatim_track")["added"] == 0 and _meta(again, "derived_memory")["rows"] == mem["rows"]
+
+
+def test_raw_messages_names_the_broken_line(env):
+    (env["home"] / "inbox" / "team.jsonl").write_text('{"msg_id": "m1", "speaker": "Ana", "text": "hi"\n')
+    result = dg.materialize([ingestion.raw_messages], partition_key="team", instance=env["instance"],
+                            resources=env["resources"], raise_on_error=False)
+    assert not result.success
+    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    assert "team.jsonl: line 1" in failure.step_failure_data.error.message
+
+
+def test_custom_pipeline_factory(env, tmp_path):
+    """A user's own source (a CSV of support tickets) >> two operators, as group-partitioned
+    assets with each operator's stats as metadata."""
+    tickets = tmp_path / "tickets.csv"
+    tickets.write_text("id,who,text\nt1,Ana,Refund please\nt2,Ben,  app crashes on login \nt3,Ana,refund again\n")
+
+    def source(store):
+        import pyarrow.csv as pcsv
+
+        table = pcsv.read_csv(tickets)
+        return table.append_column("group_id", pa.array([store.group_id] * table.num_rows))
+
+    text = pa.schema([("id", pa.string()), ("who", pa.string()), ("text", pa.string())])
+    clean = Lambda(lambda t, c: t.set_column(2, "text", pa.array([s.strip().lower() for s in t["text"].to_pylist()])),
+                   name="clean", consumes=("text",), produces=text)
+
+    def tag(t, ctx):
+        ctx.state["rejects"] = t.filter(pa.compute.equal(t["text"], "refund please"))
+        return t.append_column("topic", pa.array(["refund" if "refund" in s else "bug" for s in t["text"].to_pylist()]))
+
+    tagger = Lambda(tag, name="tag", consumes=("text",), produces=text.append(pa.field("topic", pa.string())))
+    assets = pipeline_assets("tickets", clean >> tagger, source=source, deps=())
+    assert sorted(k.to_user_string() for k in assets.keys) == ["tickets/clean", "tickets/tag"]
+
+    # the store must exist (read-only open): ingest the group first
+    assert dg.materialize(GROUP_ASSETS[:2], partition_key="team", instance=env["instance"],
+                          resources=env["resources"]).success
+    result = dg.materialize([assets], partition_key="team", instance=env["instance"], resources=env["resources"])
+    assert result.success
+    mats = {m.asset_key.to_user_string(): {k: v.value for k, v in m.metadata.items()}
+            for m in result.asset_materializations_for_node("tickets_pipeline")}
+    assert mats["tickets/clean"]["rows_in"] == 3 and mats["tickets/clean"]["calls"] == 1
+    assert mats["tickets/tag"]["rows_out"] == 3 and mats["tickets/tag"]["reject_rows"] == 1
+    out = read_output(env["resources"]["store"], "tickets", "team")
+    assert out["topic"].to_pylist() == ["refund", "bug", "refund"]
+
+
+def test_custom_pipeline_example_from_the_docs(env):
+    """docs/custom-pipelines.md: my own source >> Detect >> Canonicalize >> write."""
+    from speakerflow.assets.custom_example import SOURCE_DIRNAME, my_memory
+
+    (env["home"] / SOURCE_DIRNAME).mkdir()
+    shutil.copy(BUNDLED_SAMPLE, env["home"] / SOURCE_DIRNAME / "team.jsonl")
+    result = dg.materialize([my_memory], partition_key="team", instance=env["instance"], resources=env["resources"])
+    assert result.success
+    mats = {m.asset_key.to_user_string(): {k: v.value for k, v in m.metadata.items()}
+            for m in result.asset_materializations_for_node("my_memory_pipeline")}
+    assert list(mats) == ["my_memory/detect", "my_memory/canonicalize", "my_memory/write"]
+    assert mats["my_memory/detect"]["rows_in"] == 32 and mats["my_memory/detect"]["mentions"] > 0
+    assert mats["my_memory/write"]["rows_out"] > 0 and mats["my_memory/write"]["reject_rows"] >= 0
+    with env["resources"]["store"].open("team") as store:
+        assert store.records().num_rows == mats["my_memory/write"]["rows_out"]
+
+
+@pytest.mark.slow
+def test_training_chain_on_the_tiny_model(env, tmp_path):
+    network = SOCIALMEM / "training" / "social_grp_0d1e2f3a.json"
+    if not network.exists():
+        pytest.skip(f"{network} is absent")
+    data, teacher = tmp_path / "data", tmp_path / "teacher"
+    data.mkdir(), teacher.mkdir()
+    shutil.copy(network, data)
+    shutil.copy(SOCIALMEM / "teacher" / "grp_0d1e2f3a.json", teacher)
+    cfg = {"data": str(data), "teacher": str(teacher), "steps": 1, "group_size": 2, "max_new_tokens": 8}
+    run_config = {"ops": {name: {"config": cfg} for name in
+                          ("writer_sft_dataset", "writer_sft_checkpoint", "writer_grpo_checkpoint")}}
+    result = dg.materialize([training.writer_sft_dataset, training.writer_sft_checkpoint,
+                             training.writer_grpo_checkpoint, training.writer_onnx],
+                            instance=env["instance"], resources=env["resources"], run_config=run_config)
+    assert result.success
+    assert _meta(result, "writer_sft_dataset")["pairs"] > 0
+    assert _meta(result, "writer_sft_checkpoint")["steps"] == 1
+    onnx = _meta(result, "writer_onnx")
+    assert onnx["max_abs_logit_diff"] < 1e-3 and onnx["onnx_bytes"] > 0
+    assert (env["home"] / "training" / "writer_onnx" / "model.onnx").is_file()
