@@ -21,7 +21,12 @@ from __future__ import annotations
 import json
 import re
 
-from speakerflow.schemas import Judgment
+import pyarrow as pa
+
+from speakerflow.schemas import JUDGMENT_SCHEMA, Judgment, to_table
+
+from .base import Context, Operator, OperatorConfig
+from .registry import register
 
 
 def _token_set(text: str) -> set[str]:
@@ -95,3 +100,44 @@ def rubric_score(chat, question: str, gold: str, answer: str, question_id: str =
     if not 0.0 <= score <= 1.0:
         raise ValueError(f"rubric score {score} for {question_id or question!r} is outside [0, 1]")
     return Judgment(question_id=question_id, metric="rubric", value=score, detail=str(data.get("rationale", ""))[:500])
+
+
+class JudgeConfig(OperatorConfig):
+    """Budgets for evidence recall; ``llm`` adds the binary model judge (``ctx.backends["judge"]``)."""
+
+    budgets: tuple[int, ...] = (5, 10, 20)
+    llm: bool = False
+
+
+@register
+class Judge(Operator):
+    """Answers vs gold -> judgments (one row per question and metric).
+
+    Consumes ``question_id``, ``question``, ``answer``, ``gold`` (the gold answer),
+    ``cited_ids`` (composed order) and ``gold_ids`` (gold evidence); produces
+    :data:`~speakerflow.schemas.JUDGMENT_SCHEMA` rows: ``token_f1``, ``recall@B`` per budget,
+    and ``llm_judge`` when configured. A judge reply without a verdict is a reject (counted),
+    not a score.
+    """
+
+    name = "judge"
+    consumes = ("question_id", "question", "answer", "gold", "cited_ids", "gold_ids")
+    produces = JUDGMENT_SCHEMA
+    Config = JudgeConfig
+
+    def run(self, table: pa.Table, ctx: Context) -> pa.Table:
+        chat = ctx.backends.get("judge") if self.config.llm else None
+        out: list[Judgment] = []
+        for row in table.to_pylist():
+            qid = row["question_id"]
+            out.append(Judgment(question_id=qid, metric="token_f1", value=token_f1(row["answer"], row["gold"])))
+            for b in self.config.budgets:
+                out.append(Judgment(question_id=qid, metric=f"recall@{b}",
+                                    value=evidence_recall(row["cited_ids"], row["gold_ids"], b)))
+            if chat is not None:
+                try:
+                    out.append(llm_judge(chat, row["question"], row["gold"], row["answer"], qid))
+                    self.stats.model_calls += 1
+                except ValueError:
+                    self.stats.rejects += 1
+        return to_table(out, Judgment)

@@ -61,3 +61,18 @@ def test_summary_by_category_and_markdown():
     assert rep["latency_ms"]["p50"] == 3.0 and rep["context_tokens"]["mean"] == 20.0
     md = markdown_summary([{**rep, "system": "bm25"}, {**rep, "system": "speakerflow", "ablate": "s2"}])
     assert "| speakerflow -s2 | 2 | 0.500 | 0.750 |" in md and "a (1)" in md
+
+
+def test_judge_operator_emits_one_row_per_metric():
+    import pyarrow as pa
+
+    from speakerflow.ops.base import Context
+    from speakerflow.ops.judge import Judge
+
+    table = pa.table({"question_id": ["q1"], "question": ["Where?"], "answer": ["Porto."], "gold": ["porto"],
+                      "cited_ids": [["m2", "m1"]], "gold_ids": [["m1"]]})
+    op = Judge(budgets=(1, 2), llm=True)
+    out = op(table, Context(backends={"judge": ScriptedChat(["no verdict here"])}))
+    got = {r["metric"]: r["value"] for r in out.to_pylist()}
+    assert got == {"token_f1": 1.0, "recall@1": 0.0, "recall@2": 1.0}
+    assert op.stats.rejects == 1  # an unusable judge reply is counted, never scored
