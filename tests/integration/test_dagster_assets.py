@@ -151,3 +151,28 @@ def test_training_chain_on_the_tiny_model(env, tmp_path):
     onnx = _meta(result, "writer_onnx")
     assert onnx["max_abs_logit_diff"] < 1e-3 and onnx["onnx_bytes"] > 0
     assert (env["home"] / "training" / "writer_onnx" / "model.onnx").is_file()
+
+
+@pytest.mark.slow
+def test_evaluation_reports_show_their_plots(env, tmp_path):
+    from speakerflow.assets import evaluation
+
+    network = SOCIALMEM / "training" / "social_grp_0d1e2f3a.json"
+    if not network.exists():
+        pytest.skip(f"{network} is absent")
+    data = tmp_path / "nets"
+    data.mkdir()
+    shutil.copy(network, data)
+    run_config = {"ops": {
+        "socialmem_eval_report": {"config": {"data": str(data), "embedder": "hashing", "limit": 6}},
+        "harness_report": {"config": {"seeds": 2, "episodes": 30, "injection_edges": 0}},
+    }}
+    result = dg.materialize([evaluation.socialmem_eval_report, evaluation.harness_report], instance=env["instance"],
+                            resources=env["resources"], run_config=run_config)
+    assert result.success
+    ev = _meta(result, "socialmem_eval_report")
+    assert ev["plot"].startswith("![evidence recall@k per system](data:image/png;base64,")
+    assert any(k.startswith("bm25/") for k in ev) and any(k.startswith("speakerflow/") for k in ev)
+    assert Path(ev["plot_path"]).is_file()
+    harness = _meta(result, "harness_report")
+    assert "data:image/png;base64," in harness["plot"] and harness["seconds"] > 0
