@@ -5,8 +5,9 @@
   a small prior from the item's rank; the best sentence is the answer, attributed to its
   speaker ("Caroline: ..."). A "when" question appends the time the sentence was said.
   When the projection spans several people, each person row gets its own line (a person
-  with an explicit empty row is reported as "no record"). When no sentence shares an issue
-  word, the answer is :data:`NO_INFO`.
+  with an explicit empty row is reported as "no record"). A question about change (tense
+  ``full``) gets the two best distinct statements, oldest first, with their times. When no
+  sentence shares an issue word, the answer is :data:`NO_INFO`.
 - a chat model: the evidence context plus rules for attribution, per-person coverage,
   head/history use and empty rows; the reply is used as given (stripped).
 """
@@ -75,6 +76,8 @@ def answer_rules(projection: Projection, evidence: list[EvidenceItem], config: A
     when = bool(_WHEN.search(projection.question))
     person_rows = [r for r in dict.fromkeys(e.row for e in evidence) if r not in (None, "GROUP")]
     if len(person_rows) < 2 or not is_rollup(projection):
+        if projection.tense == "full":
+            return _change_line(cands)
         return _line(cands[0][1], cands[0][2], when)
     lines = []
     for row in person_rows:
@@ -88,6 +91,19 @@ def answer_rules(projection: Projection, evidence: list[EvidenceItem], config: A
         else:
             lines.append(f"{row}: no record on this matter")
     return "\n".join(lines)
+
+
+def _change_line(cands: list[tuple[float, EvidenceItem, str]]) -> str:
+    """For "how did it change" questions: the two best distinct statements, oldest first."""
+    picked: list[tuple[float, EvidenceItem, str]] = []
+    for c in cands:
+        if all(c[2] != p[2] for p in picked):
+            picked.append(c)
+        if len(picked) == 2:
+            break
+    picked.sort(key=lambda c: (c[1].ts is None, c[1].ts))
+    parts = [_line(item, sentence, True) for _, item, sentence in picked]
+    return parts[0] if len(parts) == 1 else f"earlier: {parts[0]}; later: {parts[1]}"
 
 
 def _line(item: EvidenceItem, sentence: str, when: bool) -> str:

@@ -217,3 +217,9 @@ def test_own_words_option_adds_verbatim_beside_records(store):
     assert not any(e.kind == "excerpt" and e.row == "Ben" for e in plain.evidence)  # records found: no fallback
     own = answer_question(store, q, CFG.model_copy(update={"resolve": ResolveConfig(own_words_k=1)}))
     assert any(e.kind == "excerpt" and e.row == "Ben" and e.msg_ids == ["m1"] for e in own.evidence)
+
+
+def test_change_question_answers_oldest_then_newest(store):
+    r = answer_question(store, "How did where Dev lives change?", CFG)
+    assert r.projection.tense == "full"
+    assert r.answer.startswith("earlier: Dev: lives in Munich") and "later: Dev: lives in Vienna" in r.answer
