@@ -19,7 +19,9 @@ GROUP_CHAIN = ["raw_messages", "verbatim_track", "writer_actions", "derived_memo
 def test_definitions_load_with_assets_jobs_schedule_sensor_checks():
     from speakerflow.pipelines.definitions import defs
 
-    dg.Definitions.validate_loadable(defs)
+    # a fresh instance: Dagster keeps the last instance's definitions-state storage globally
+    with dg.instance_for_test():
+        dg.Definitions.validate_loadable(defs)
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     expected = set(GROUP_CHAIN) | {"maintenance_tick", "group_catalog", "locomo_eval_report",
