@@ -176,3 +176,25 @@ def test_evaluation_reports_show_their_plots(env, tmp_path):
     assert Path(ev["plot_path"]).is_file()
     harness = _meta(result, "harness_report")
     assert "data:image/png;base64," in harness["plot"] and harness["seconds"] > 0
+
+
+def test_inbox_sensor_request_runs_ingest_job(env):
+    """A file dropped in the inbox: the sensor's request, launched as is, ingests its group."""
+    from speakerflow.pipelines.definitions import defs
+    from speakerflow.pipelines.jobs import inbox_sensor
+
+    (env["home"] / "inbox" / "socialmem").mkdir()
+    network = SOCIALMEM / "training" / "social_grp_0d1e2f3a.json"
+    if network.exists():
+        shutil.copy(network, env["home"] / "inbox" / "socialmem")
+    result = inbox_sensor(dg.build_sensor_context(instance=env["instance"], resources=env["resources"]))
+    requests = {r.partition_key: r for r in result.run_requests}
+    assert "team" in requests and (not network.exists() or "grp_0d1e2f3a" in requests)
+    env["instance"].add_dynamic_partitions("groups", sorted(requests))
+    job = defs.resolve_job_def("ingest_job")
+    for group, request in requests.items():
+        run = job.execute_in_process(run_config=request.run_config, partition_key=group, instance=env["instance"],
+                                     tags=request.tags)
+        assert run.success
+        with env["resources"]["store"].open(group) as store:
+            assert store.messages().num_rows > 0 and store.records().num_rows > 0
