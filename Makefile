@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTHON ?= python3
 
-.PHONY: demo test lint install clean
+.PHONY: demo test test-deps lint install clean
 
 $(STAMP): pyproject.toml setup.py requirements/lock.txt requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,14 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/speakerflow demo
 
-test: $(STAMP)
+# What the browser and Celery tests need besides Python: Debian chromium + playwright-core
+# (npm, no browser download) and redis-server. Best effort: without them those tests skip.
+test-deps:
+	@scripts/install-browser.sh || echo "WARNING: browser set-up failed; tests/browser will be skipped" >&2
+	@command -v redis-server >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; } \
+	  || echo "WARNING: redis-server could not be installed; the Celery executor test will be skipped" >&2
+
+test: $(STAMP) test-deps
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

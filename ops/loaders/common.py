@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+
 from speakerflow.schemas import Message, RecordValidationError, to_table, validate_rows
 
 
