@@ -11,6 +11,7 @@ import fcntl
 import json
 import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -228,34 +229,39 @@ class GroupStore:
         return result
 
     def _write_messages(self, new: pa.Table) -> None:
-        docs = [
-            {"doc_id": r["msg_id"], "kind": "message", "group_id": r["group_id"], "speaker": r["speaker"],
-             "session_id": r["session_id"], "text": r["text"], "ts": r["ts"]}
-            for r in new.select(["msg_id", "group_id", "speaker", "session_id", "text", "ts"]).to_pylist()
-        ]
+        n = new.num_rows
+        columns = {
+            "doc_id": new["msg_id"].to_pylist(), "kind": ["message"] * n, "group_id": new["group_id"].to_pylist(),
+            "speaker": new["speaker"].to_pylist(), "session_id": new["session_id"].to_pylist(),
+            "text": new["text"].to_pylist(), "ts": new["ts"].to_pylist(),
+        }
         if self.in_memory:
-            self.index.add(docs)
+            self.index.add([dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)])
             self._messages = pa.concat_tables([self._messages, new]).sort_by(
                 [("ts", "ascending"), ("session_id", "ascending"), ("turn", "ascending")])
             return
         folder = self.root / "messages"
         folder.mkdir(exist_ok=True)
-        n = len(list(folder.glob("part-*.parquet")))
-        final = folder / f"part-{n:06d}.parquet"
-        tmp = folder / f".part-{n:06d}.parquet.tmp"
+        n_parts = len(list(folder.glob("part-*.parquet")))
+        final = folder / f"part-{n_parts:06d}.parquet"
+        tmp = folder / f".part-{n_parts:06d}.parquet.tmp"
         pq.write_table(new, tmp)
-        new_ids = new["msg_id"].to_pylist()
-        try:
-            self.graph.copy_nodes("Message", new)
-        except BaseException:
+        graph = self.graph  # open in this thread; the COPY runs beside the Tantivy indexing
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            copied = pool.submit(graph.copy_nodes, "Message", new)
+            try:
+                self.index.add_columns(columns)  # rolls itself back on error
+                index_error = None
+            except BaseException as exc:  # noqa: BLE001 - re-raised below after undoing the graph
+                index_error = exc
+            graph_error = copied.exception()
+        if graph_error is not None or index_error is not None:
+            if graph_error is None:
+                graph.execute("MATCH (m:Message) WHERE m.msg_id IN $ids DETACH DELETE m", {"ids": columns["doc_id"]})
+            if index_error is None:
+                self.index.delete(columns["doc_id"])
             tmp.unlink(missing_ok=True)
-            raise
-        try:
-            self.index.add(docs)
-        except BaseException:
-            self.graph.execute("MATCH (m:Message) WHERE m.msg_id IN $ids DETACH DELETE m", {"ids": new_ids})
-            tmp.unlink(missing_ok=True)
-            raise
+            raise graph_error or index_error
         tmp.replace(final)
         self._messages = None
 

@@ -91,16 +91,24 @@ class TantivyIndex:
 
     def add(self, docs: list[dict[str, Any]]) -> None:
         """Add documents and commit (all or nothing: on error the batch is rolled back)."""
-        if not docs:
+        names = (*FILTER_FIELDS, "text", "ts")
+        self.add_columns({k: [d.get(k) for d in docs] for k in names} if docs else {})
+
+    def add_columns(self, columns: dict[str, list[Any]]) -> None:
+        """Bulk form of :meth:`add`: equal-length value lists per field (``None`` = absent).
+
+        Builds each Tantivy document straight from the columns, without per-row dicts: the
+        ingest path's hot loop.
+        """
+        names = [k for k in (*FILTER_FIELDS, "text", "ts") if k in columns]
+        if not names or not columns[names[0]]:
             return
         writer = self._writer_or_open()
         Document = self._t.Document
         try:
-            for d in docs:
-                fields = {k: d[k] for k in FILTER_FIELDS if d.get(k) is not None}
-                fields["text"] = d.get("text") or ""
-                if d.get("ts") is not None:
-                    fields["ts"] = d["ts"]
+            for values in zip(*(columns[k] for k in names), strict=True):
+                fields = {k: v for k, v in zip(names, values, strict=True) if v is not None}
+                fields.setdefault("text", "")
                 writer.add_document(Document(**fields))
             writer.commit()
         except BaseException:

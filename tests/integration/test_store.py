@@ -130,3 +130,18 @@ def test_groups_are_isolated(home):
     with home.open("a") as s:
         ids = {h.doc_id for h in s.search("Vienna moved live", 50)}
         assert ids and all(i < "s2" for i in ids)  # group a only holds session s1
+
+
+def test_failed_index_write_undoes_the_graph_and_parquet(home, monkeypatch):
+    gid, table = _sample()
+    with home.open(gid, writable=True) as s:
+        s.append_messages(table.slice(0, 10))
+    before = _snapshot(home, gid)
+    with home.open(gid, writable=True) as s:
+        def boom(columns):
+            raise OSError("disk full")
+
+        monkeypatch.setattr(s.index, "add_columns", boom)
+        with pytest.raises(OSError, match="disk full"):
+            s.append_messages(table)
+    assert _snapshot(home, gid) == before
