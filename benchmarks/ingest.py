@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
+
 from speakerflow.graphs import Home, TantivyIndex
 from speakerflow.schemas import MESSAGE_SCHEMA
 

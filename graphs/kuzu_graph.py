@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+
 from speakerflow.schemas import EDGE_SCHEMA, ENTITY_SCHEMA, MESSAGE_SCHEMA, RECORD_SCHEMA
 
 _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")

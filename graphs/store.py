@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
 from speakerflow.schemas import MESSAGE_SCHEMA, RECORD_SCHEMA
 
 from .text_index import Hit, InMemoryIndex, SearchFilter, TantivyIndex

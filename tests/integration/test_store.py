@@ -5,6 +5,7 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 import pytest
+
 from speakerflow.graphs import (
     GroupBusyError,
     KuzuGraph,
@@ -13,7 +14,6 @@ from speakerflow.graphs import (
     UnboundParameterError,
 )
 from speakerflow.ops.loaders import LoadError, load
-
 from speakerflow.settings import BUNDLED_SAMPLE
 
 

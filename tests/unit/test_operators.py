@@ -1,6 +1,7 @@
 import pyarrow as pa
 import pytest
 from pydantic import ValidationError
+
 from speakerflow.ops import (
     Lambda,
     MissingDependencyError,

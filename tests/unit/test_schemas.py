@@ -2,6 +2,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pyarrow as pa
 import pytest
+
 from speakerflow.schemas import (
     EDGE_SCHEMA,
     MESSAGE_SCHEMA,
