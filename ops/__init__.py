@@ -8,10 +8,10 @@ from .base import (
     SchemaMismatchError,
 )
 from .lambda_op import Lambda
-from .pipeline import Pipeline
+from .pipeline import ForEach, Pipeline
 from .registry import register
 
 __all__ = [
     "Context", "MissingDependencyError", "Operator", "OperatorConfig", "OperatorStats",
-    "SchemaMismatchError", "Lambda", "Pipeline", "register",
+    "SchemaMismatchError", "Lambda", "ForEach", "Pipeline", "register",
 ]

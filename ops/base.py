@@ -101,6 +101,9 @@ class Operator:
     consumes: ClassVar[tuple[str, ...]] = ()
     produces: ClassVar[pa.Schema] = pa.schema([])
     requires: ClassVar[tuple[tuple[str, str], ...]] = ()  # (module, pip install hint)
+    #: True: the output keeps every input column and adds (or replaces) the produced ones,
+    #: so a Pipeline lets later operators consume columns from further upstream.
+    passthrough: ClassVar[bool] = False
     Config: ClassVar[type[OperatorConfig]] = OperatorConfig
 
     def __init__(self, config: OperatorConfig | dict[str, Any] | None = None, **overrides: Any):
@@ -134,6 +137,11 @@ class Operator:
             )
         start = time.perf_counter()
         out = self.run(table, ctx or Context())
+        lost = [c for c in self.output_columns if c not in out.column_names]
+        if self.passthrough:
+            lost += [c for c in table.column_names if c not in out.column_names]
+        if lost:
+            raise SchemaMismatchError(f"operator {self.op_name!r} did not return column(s) {lost} it declares")
         self.stats.calls += 1
         self.stats.rows_in += table.num_rows
         self.stats.rows_out += out.num_rows

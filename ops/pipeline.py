@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .base import Context, Operator, SchemaMismatchError
 
@@ -25,12 +26,14 @@ class Pipeline:
             flat.extend(step.steps if isinstance(step, Pipeline) else [step])
         if not flat:
             raise ValueError("a Pipeline needs at least one operator")
+        available = set(flat[0].consumes)
         for before, after in zip(flat, flat[1:], strict=False):
-            missing = [c for c in after.consumes if c not in before.output_columns]
+            available = available | set(before.output_columns) if before.passthrough else set(before.output_columns)
+            missing = [c for c in after.consumes if c not in available]
             if missing:
                 raise SchemaMismatchError(
-                    f"{after.op_name!r} needs {missing}, which {before.op_name!r} does not produce "
-                    f"(it produces {list(before.output_columns)})"
+                    f"{after.op_name!r} needs {missing}, which nothing upstream of it produces "
+                    f"({before.op_name!r} hands on {sorted(available)})"
                 )
         names = [s.op_name for s in flat]
         if len(set(names)) != len(names):
@@ -55,8 +58,45 @@ class Pipeline:
         return table
 
     def stats(self) -> dict[str, dict[str, float | int]]:
-        """Per-operator stats, keyed by operator name."""
-        return {s.op_name: s.stats.as_metadata() for s in self.steps}
+        """Per-operator stats, keyed by operator name (``each/inner`` for :class:`ForEach` steps)."""
+        out: dict[str, dict[str, float | int]] = {}
+        for step in self.steps:
+            out[step.op_name] = step.stats.as_metadata()
+            if isinstance(step, ForEach):
+                out.update({f"{step.op_name}/{k}": v for k, v in step.inner.stats().items()})
+        return out
 
     def __repr__(self) -> str:
         return " >> ".join(s.op_name for s in self.steps)
+
+
+class ForEach(Operator):
+    """Run an inner pipeline once per value of a key column, in order of first appearance.
+
+    For steps that must see the effect of the previous part before the next one, e.g. the
+    Writer, which reads the memory heads that earlier segments just wrote:
+    ``Segmenter() >> ForEach("segment_id", Writer(...) >> Validate() >> Upsert())``.
+    The outputs are concatenated; every inner operator keeps its own stats.
+    """
+
+    name = "for_each"
+
+    def __init__(self, key: str, inner: Operator | Pipeline, name: str | None = None):
+        self.key = key
+        self.inner = inner if isinstance(inner, Pipeline) else Pipeline(inner)
+        self._name = name or f"for_each_{key}"
+        self.consumes = tuple(dict.fromkeys((key, *self.inner.consumes)))  # type: ignore[misc]
+        self.produces = self.inner.produces  # type: ignore[misc]
+        super().__init__()
+
+    @property
+    def op_name(self) -> str:
+        return self._name
+
+    def run(self, table: pa.Table, ctx: Context) -> pa.Table:
+        keys = list(dict.fromkeys(table[self.key].to_pylist()))
+        outs = [self.inner(table.filter(pc.equal(table[self.key], k)), ctx) for k in keys]
+        outs = [o for o in outs if o.num_rows]
+        if not outs:
+            return self.produces.empty_table()
+        return pa.concat_tables(outs, promote_options="permissive")

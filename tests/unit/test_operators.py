@@ -3,6 +3,7 @@ import pytest
 from pydantic import ValidationError
 
 from speakerflow.ops import (
+    ForEach,
     Lambda,
     MissingDependencyError,
     Operator,
@@ -90,3 +91,54 @@ def test_optional_dependency_checked_at_construction():
 
     with pytest.raises(MissingDependencyError, match="pip install speakerflow\\[ghost\\]"):
         NeedsGhost()
+
+
+def test_passthrough_columns_reach_later_operators_and_are_enforced():
+    class Tag(Operator):
+        name = "tag"
+        consumes = ("text",)
+        produces = pa.schema([("tag", pa.string())])
+        passthrough = True
+
+        def run(self, table, ctx):
+            return table.append_column("tag", pa.array(["t"] * table.num_rows))
+
+    needs_both = Lambda(lambda t, c: t.select(["text", "tag"]), name="both", consumes=("text", "tag"),
+                        produces=pa.schema([("text", pa.string()), ("tag", pa.string())]))
+    out = (Tag() >> needs_both)(pa.table({"text": ["a"], "id": [1]}))
+    assert out.column_names == ["text", "tag"]
+
+    class Drops(Tag):
+        name = "drops"
+
+        def run(self, table, ctx):
+            return pa.table({"tag": ["t"] * table.num_rows})
+
+    with pytest.raises(SchemaMismatchError, match="text"):
+        Drops()(pa.table({"text": ["a"]}))
+
+
+def test_for_each_runs_the_inner_pipeline_per_key_in_order():
+    seen = []
+
+    def record(t, c):
+        seen.append(t["k"].to_pylist())
+        c.state["total"] = c.state.get("total", 0) + t.num_rows
+        return t.append_column("so_far", pa.array([c.state["total"]] * t.num_rows))
+
+    inner = Lambda(record, name="record", consumes=("k",),
+                   produces=pa.schema([("k", pa.string()), ("so_far", pa.int64())]))
+    each = ForEach("k", inner)
+    out = Pipeline(each)(pa.table({"k": ["b", "a", "b"]}))
+    assert seen == [["b", "b"], ["a"]]
+    assert out["so_far"].to_pylist() == [2, 2, 3]
+    assert Pipeline(each).stats()["for_each_k/record"]["calls"] == 2
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    from speakerflow.ops import base, pipeline
+
+    for module in (base, pipeline):
+        assert doctest.testmod(module).failed == 0
