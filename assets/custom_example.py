@@ -1,21 +1,29 @@
 """An example custom pipeline in the UI (walked through in ``docs/custom-pipelines.md``).
 
 A user's own message source (JSONL files in ``<home>/my-source/<group>.jsonl``) >>
-``Detect`` >> ``Canonicalize`` (InKH entity mentions) >> ``write`` (the SpeakerMem write
-path: Writer -> Validate -> Upsert per segment), as three assets
-``my_memory/detect`` -> ``my_memory/canonicalize`` -> ``my_memory/write``, partitioned by
-group, each with its operator's stats as metadata.
+``Detect`` >> ``Canonicalize`` (InKH entity mentions) >> ``Segmenter`` >>
+``ForEach("segment_id", Writer >> Validate >> Upsert)`` (the SpeakerMem write path, one
+segment at a time), as four assets ``my_memory/detect`` -> ``my_memory/canonicalize`` ->
+``my_memory/segment`` -> ``my_memory/for_each_segment_id``, partitioned by group, each with
+its operator's stats as metadata (the last one with the Writer's, Validate's and Upsert's).
+
+Detect, Canonicalize and Segmenter are passthrough operators: each hands the message
+columns on and adds its own, so the Writer finds ``speaker``, ``text`` ... and
+``segment_id`` in the table it gets.
 """
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from speakerflow.ops import Lambda
-from speakerflow.ops.base import Context
+from speakerflow.ops.canonicalize import Canonicalize
+from speakerflow.ops.detect import Detect
 from speakerflow.ops.loaders import load
-from speakerflow.ops.pipeline import Pipeline
-from speakerflow.schemas import RECORD_SCHEMA
+from speakerflow.ops.pipeline import ForEach, Pipeline
+from speakerflow.ops.segment import Segmenter
+from speakerflow.ops.upsert import Upsert
+from speakerflow.ops.validate import Validate
+from speakerflow.ops.writer.operator import Writer
 from speakerflow.settings import home_root
 
 from .factory import pipeline_assets
@@ -35,23 +43,14 @@ def my_source(store: Any) -> pa.Table:
     return store.messages()
 
 
-def write_memory(table: pa.Table, ctx: Context) -> pa.Table:
-    """Writer -> Validate -> Upsert over the group's unwritten messages; returns its records."""
-    from speakerflow.pipelines.write_path import write_group
-
-    report = write_group(ctx.store, ctx.backends.get("writer", "rules"), progress=False)
-    ctx.state["rejects"] = pa.Table.from_pylist([{"reason": str(r.get("reason"))} for r in report.rejects],
-                                                schema=pa.schema([("reason", pa.string())]))
-    return ctx.store.records()
-
-
 def build_my_pipeline() -> Pipeline:
-    """Detect >> Canonicalize >> write (a fresh pipeline per run: stats start at zero)."""
-    from speakerflow.ops.canonicalize import Canonicalize
-    from speakerflow.ops.detect import Detect
+    """Detect >> Canonicalize >> Segmenter >> ForEach(segment: Writer >> Validate >> Upsert).
 
-    write = Lambda(write_memory, name="write", consumes=("msg_id",), produces=RECORD_SCHEMA)
-    return Detect() >> Canonicalize() >> write
+    A fresh pipeline per run (stats start at zero). The Writer takes its backend from
+    ``ctx.backends["writer"]`` (the ``chat_model`` resource; ``"rules"`` offline).
+    """
+    return Detect() >> Canonicalize() >> Segmenter(window=25) >> ForEach(
+        "segment_id", Writer() >> Validate() >> Upsert())
 
 
 my_memory = pipeline_assets("my_memory", build_my_pipeline, source=my_source, deps=(), writes_store=True)

@@ -3,7 +3,8 @@
 Each operator of the pipeline becomes one asset (``<name>/<operator>``), chained in
 pipeline order, so the UI shows the pipeline as a lineage graph and every operator's stats
 (rows in/out, seconds, tokens, model calls, rejects, extra counters) as the metadata of its
-own materialisation. The operators run in one step, in order, sharing one
+own materialisation (a :class:`~speakerflow.ops.ForEach` step adds its inner operators'
+stats, keyed ``<inner operator>/<stat>``). The operators run in one step, in order, sharing one
 :class:`~speakerflow.ops.Context` (so side tables such as rejects pass between them, as in
 a plain ``pipeline(table, ctx)`` call).
 
@@ -30,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from speakerflow.ops.base import Context, OperatorStats
-from speakerflow.ops.pipeline import Pipeline
+from speakerflow.ops.pipeline import ForEach, Pipeline
 from speakerflow.pipelines.resources import ChatModel, StoreResource
 
 from .common import GROUPS, WRITES_STORE, md_table
@@ -59,13 +60,33 @@ def _preview(table: pa.Table) -> dg.MetadataValue:
     return dg.MetadataValue.md(md_table(table.select(cols).slice(0, 5).to_pylist(), cols) if cols else "_(no flat columns)_")
 
 
+def _reset_stats(pipeline: Pipeline) -> None:
+    for step in pipeline.steps:
+        step.stats = OperatorStats()
+        if isinstance(step, ForEach):
+            _reset_stats(step.inner)
+
+
+def step_metadata(step: Any) -> dict[str, Any]:
+    """An operator's stats as flat metadata; a :class:`ForEach` adds each inner operator's,
+    keyed ``<inner operator>/<stat>`` (``writer/model_calls``, ``upsert/adds`` ...)."""
+    meta: dict[str, Any] = dict(step.stats.as_metadata())
+    if isinstance(step, ForEach):
+        inner = step.inner.stats()
+        for op, stats in inner.items():
+            meta.update({f"{op}/{k}": v for k, v in stats.items()})
+        cols = ["operator", "calls", "rows_in", "rows_out", "seconds", "model_calls", "rejects"]
+        meta["inner"] = dg.MetadataValue.md(md_table([{"operator": op, **st} for op, st in inner.items()], cols))
+    return meta
+
+
 def run_pipeline(pipeline: Pipeline, table: pa.Table, ctx: Context):
     """Run ``pipeline`` operator by operator, yielding ``(operator, output table)``.
 
-    Stats are reset first, so they describe this run alone.
+    Stats are reset first (inner operators of a :class:`ForEach` too), so they describe
+    this run alone.
     """
-    for step in pipeline.steps:
-        step.stats = OperatorStats()
+    _reset_stats(pipeline)
     for step in pipeline.steps:
         table = step(table, ctx)
         yield step, table
@@ -116,7 +137,9 @@ def pipeline_assets(
             key, deps=upstream, description=_first_line(step), group_name=group_name or name,
             kinds={"python"}, metadata={"operator": type(step).__name__,
                                         "consumes": ", ".join(step.consumes) or "-",
-                                        "produces": ", ".join(step.output_columns) or "-"}))
+                                        "produces": ", ".join(step.output_columns) or "-",
+                                        **({"for_each": f"{step.key}: {step.inner!r}"}
+                                           if isinstance(step, ForEach) else {})}))
 
     @dg.multi_asset(name=f"{name}_pipeline", specs=specs, partitions_def=GROUPS,
                     op_tags=WRITES_STORE if writes_store else None,
@@ -130,11 +153,12 @@ def pipeline_assets(
             ctx = Context(store=s, backends=backends(chat_model), state={})
             start = time.perf_counter()
             for (step, out), key in zip(run_pipeline(pipe, table, ctx), keys, strict=True):
-                meta: dict[str, Any] = {"rows": out.num_rows, **step.stats.as_metadata(), "preview": _preview(out)}
+                meta: dict[str, Any] = {"rows": out.num_rows, **step_metadata(step), "preview": _preview(out)}
                 if key == keys[-1]:
                     meta["pipeline_seconds"] = round(time.perf_counter() - start, 4)
-                    rejects = ctx.state.get("rejects")
-                    if isinstance(rejects, pa.Table):
+                    rejects = next((t for t in (ctx.state.get("rejects"), ctx.state.get("reject_table"))
+                                    if isinstance(t, pa.Table)), None)  # Validate leaves "reject_table"
+                    if rejects is not None:
                         meta["reject_rows"] = rejects.num_rows
                     if save_output:
                         path = store.subdir("custom", name) / f"{group}.parquet"

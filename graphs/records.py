@@ -62,12 +62,21 @@ def next_write_order(store: Any) -> int:
 
 
 def written_ids(store: Any) -> set[str]:
-    """Ids of messages already processed by the write path (the watermark)."""
-    return set(store.meta(WRITTEN_KEY, []))
+    """Ids of messages already processed by the write path (the watermark; do not mutate).
+
+    A :class:`RecordBuffer` answers with the store's watermark plus what it has staged.
+    """
+    staged = getattr(store, "written_ids", None)
+    return staged() if staged is not None else set(store.meta(WRITTEN_KEY, []))
 
 
 def mark_written(store: Any, msg_ids: Sequence[str]) -> None:
-    """Add ``msg_ids`` to the watermark (saved in group.json)."""
+    """Add ``msg_ids`` to the watermark (saved in group.json; a :class:`RecordBuffer`
+    stages them and saves them when it flushes the records written from them)."""
+    stage = getattr(store, "mark_written", None)
+    if stage is not None:
+        stage(msg_ids)
+        return
     store.set_meta(WRITTEN_KEY, sorted(written_ids(store) | set(msg_ids)))
 
 
@@ -164,19 +173,44 @@ class RecordBuffer:
     heads an earlier one staged. :meth:`flush` writes what is staged with one Kuzu
     transaction and one Tantivy commit (all or nothing), which is much faster on disk
     than a commit per segment.
+
+    The watermark is staged too (:func:`mark_written`): message ids join the store's
+    watermark only when the records written from them are flushed. With ``flush_every``
+    set, the buffer flushes by itself after that many :func:`mark_written` calls (the
+    Upsert operator makes one per batch, i.e. one per segment under
+    ``ForEach("segment_id", ...)``); call :meth:`flush` once more at the end.
     """
 
     in_memory = True
 
-    def __init__(self, store: Any):
+    def __init__(self, store: Any, flush_every: int | None = None):
+        if flush_every is not None and flush_every < 1:
+            raise ValueError(f"flush_every must be >= 1 batch (or None: flush only when asked), got {flush_every}")
         self.store = store
         self.group_id = store.group_id
+        self.flush_every = flush_every
         self._load()
         self.index = _DiscardIndex()
 
     def _load(self) -> None:
         self._rows = self.store.records().to_pylist()
         self._original = {r["entry_id"]: r["superseded_by"] for r in self._rows}
+        self._written = set(self.store.meta(WRITTEN_KEY, []))
+        self._staged: list[str] = []
+        self._batches = 0
+
+    def written_ids(self) -> set[str]:
+        """The store's watermark plus the message ids staged since the last flush."""
+        return self._written
+
+    def mark_written(self, msg_ids: Sequence[str]) -> None:
+        """Stage message ids for the watermark; flushes when ``flush_every`` batches are staged."""
+        fresh = [m for m in msg_ids if m not in self._written]
+        self._written.update(fresh)
+        self._staged.extend(fresh)
+        self._batches += 1
+        if self.flush_every is not None and self._batches >= self.flush_every:
+            self.flush()
 
     def records(self) -> pa.Table:
         return pa.Table.from_pylist(self._rows, schema=RECORD_SCHEMA)
@@ -205,12 +239,15 @@ class RecordBuffer:
         return len(self._rows) - len(self._original)
 
     def flush(self) -> int:
-        """Write the staged records (and close the stored heads they supersede); returns records written."""
+        """Write the staged records (and close the stored heads they supersede), then add the
+        staged message ids to the store's watermark; returns records written."""
         rows = self._rows
         new = [KnowledgeItem.model_validate(r) for r in rows if r["entry_id"] not in self._original]
         closing = [(r["entry_id"], r["superseded_by"], r["invalid_at"]) for r in rows
                    if r["entry_id"] in self._original and r["superseded_by"] and not self._original[r["entry_id"]]]
         written = write_records(self.store, new, closing)
+        if self._staged:
+            mark_written(self.store, self._staged)
         self._load()
         return written
 

@@ -94,6 +94,19 @@ class Context:
     state: dict[str, Any] = field(default_factory=dict)
 
 
+def put_columns(table: pa.Table, columns: dict[str, Any], schema: pa.Schema) -> pa.Table:
+    """``table`` with ``columns`` (name -> values) replaced in place or appended at the end,
+    typed by the fields of ``schema``: how a passthrough operator adds what it produces."""
+    for name, values in columns.items():
+        spec = schema.field(name)
+        array = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(values, spec.type)
+        if name in table.column_names:
+            table = table.set_column(table.column_names.index(name), spec, array)
+        else:
+            table = table.append_column(spec, array)
+    return table
+
+
 class Operator:
     """Base class: subclasses set ``name``, ``consumes``, ``produces`` and implement ``run``."""
 

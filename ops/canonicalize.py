@@ -24,7 +24,7 @@ from rapidfuzz import fuzz, process
 
 from speakerflow.schemas import Entity
 
-from .base import Context, Operator, OperatorConfig
+from .base import Context, Operator, OperatorConfig, put_columns
 from .detect import Mention
 from .lexicon import Lexicon, norm, strip_quote
 from .registry import register
@@ -187,11 +187,12 @@ class CanonicalizeConfig(OperatorConfig):
 
 @register
 class Canonicalize(Operator):
-    """Detect output -> the same rows with ``entity_ids`` (None where nothing matched)."""
+    """Detect output -> the same rows (passthrough) plus ``entity_ids`` (None where nothing matched)."""
 
     name = "canonicalize"
     consumes = ("msg_id", "surfaces", "etypes")
     produces = pa.schema([("msg_id", pa.string()), ("entity_ids", pa.list_(pa.string()))])
+    passthrough = True
     Config = CanonicalizeConfig
 
     def __init__(self, config=None, canonicalizer: Canonicalizer | None = None, **kw):
@@ -203,4 +204,4 @@ class Canonicalize(Operator):
         ids = [[self.canon.resolve_surface(s, t) for s, t in zip(ss, ts, strict=True)]
                for ss, ts in zip(table["surfaces"].to_pylist(), table["etypes"].to_pylist(), strict=True)]
         self.stats.bump("merges", len(self.canon.merge_log) - before)
-        return pa.table({"msg_id": table["msg_id"], "entity_ids": ids}, schema=self.produces)
+        return put_columns(table, {"entity_ids": ids}, self.produces)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from .base import Context, Operator, OperatorConfig
+from .base import Context, Operator, OperatorConfig, put_columns
 from .lexicon import Lexicon, norm
 from .registry import register
 
@@ -160,12 +160,13 @@ class DetectConfig(OperatorConfig):
 
 @register
 class Detect(Operator):
-    """Message table -> one row per event: mention surfaces and types, intent, risk class."""
+    """Message table -> the same rows (passthrough) plus mention surfaces and types, intent, risk class."""
 
     name = "detect"
     consumes = ("msg_id", "text")
     produces = pa.schema([("msg_id", pa.string()), ("surfaces", pa.list_(pa.string())),
                           ("etypes", pa.list_(pa.string())), ("intent", pa.string()), ("risk", pa.string())])
+    passthrough = True
     Config = DetectConfig
 
     def __init__(self, config=None, detector: Detector | None = None, **kw):
@@ -173,13 +174,12 @@ class Detect(Operator):
         self.detector = detector or Detector()
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
-        rows = {n: [] for n in self.produces.names}
-        for mid, text in zip(table["msg_id"].to_pylist(), table["text"].to_pylist(), strict=True):
+        rows = {n: [] for n in self.produces.names if n != "msg_id"}
+        for text in table["text"].to_pylist():
             d = self.detector.detect(text or "")
-            rows["msg_id"].append(mid)
             rows["surfaces"].append([m.surface for m in d.mentions])
             rows["etypes"].append([m.etype for m in d.mentions])
             rows["intent"].append(d.intent)
             rows["risk"].append(d.risk)
             self.stats.bump("mentions", len(d.mentions))
-        return pa.table(rows, schema=self.produces)
+        return put_columns(table, rows, self.produces)

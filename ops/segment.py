@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 from pydantic import Field
 
-from speakerflow.ops.base import Context, Operator, OperatorConfig
+from speakerflow.ops.base import Context, Operator, OperatorConfig, put_columns
 from speakerflow.ops.registry import register
 from speakerflow.ops.writer.base import Segment
 
@@ -32,8 +32,8 @@ def segment_ids(table: pa.Table, window: int = 25) -> list[str]:
     """The segment id of each row of a message table (rows keep their order)."""
     if window < 1:
         raise ValueError(f"window must be >= 1 message, got {window}")
-    sessions = table["session_id"].to_pylist()
-    order = sorted(range(table.num_rows), key=lambda i: (sessions[i], table["ts"][i].as_py(), table["turn"][i].as_py()))
+    sessions, ts, turns = (table[c].to_pylist() for c in ("session_id", "ts", "turn"))
+    order = sorted(range(table.num_rows), key=lambda i: (sessions[i], ts[i], turns[i]))
     out = [""] * table.num_rows
     seen: dict[str, int] = {}
     for i in order:
@@ -43,23 +43,41 @@ def segment_ids(table: pa.Table, window: int = 25) -> list[str]:
     return out
 
 
+def segment_order(table: pa.Table) -> list[str]:
+    """Segment ids by the time of their first message (then id): the order they are written."""
+    first: dict[str, tuple] = {}
+    for sid, ts, turn in zip(table["segment_id"].to_pylist(), table["ts"].to_pylist(), table["turn"].to_pylist(),
+                             strict=True):
+        key = (ts, turn)
+        if sid not in first or key < first[sid]:
+            first[sid] = key
+    return sorted(first, key=lambda s: (first[s], s))
+
+
 @register
 class Segmenter(Operator):
-    """Adds a ``segment_id`` column: session-level segments cut into fixed windows."""
+    """Adds a ``segment_id`` column (passthrough) and hands the rows on in write order.
+
+    Every input column flows on. Rows come out grouped by segment, segments in the order
+    they are written (:func:`segment_order`), messages of a segment in (ts, turn) order, so
+    ``ForEach("segment_id", ...)`` visits the segments in write order.
+    """
 
     name = "segment"
     consumes = ("msg_id", "session_id", "turn", "ts")
     produces = pa.schema([("msg_id", pa.string()), ("session_id", pa.string()), ("turn", pa.int64()),
                           ("segment_id", pa.string())])
+    passthrough = True
 
     class Config(OperatorConfig):
         window: int = Field(default=25, ge=1, description="messages per segment window")
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
-        ids = segment_ids(table, self.config.window)
-        if "segment_id" in table.column_names:
-            table = table.drop_columns(["segment_id"])
-        return table.append_column("segment_id", pa.array(ids, pa.string()))
+        table = put_columns(table, {"segment_id": segment_ids(table, self.config.window)}, self.produces)
+        rank = {sid: i for i, sid in enumerate(segment_order(table))}
+        sids, ts, turns = (table[c].to_pylist() for c in ("segment_id", "ts", "turn"))
+        rows = sorted(range(table.num_rows), key=lambda i: (rank[sids[i]], ts[i], turns[i], i))
+        return table.take(pa.array(rows, pa.int64())) if rows != list(range(table.num_rows)) else table
 
 
 def build_segments(

@@ -10,7 +10,8 @@ ADD creates a record. UPDATE appends a record that inherits owner, source and la
 the head it continues, with ``supersedes`` = the old id; the old record gets
 ``superseded_by`` and ``invalid_at`` = the new ``valid_at``. Two UPDATEs of one head in
 a batch chain one after the other. The batch is written all or nothing
-(:func:`speakerflow.graphs.records.write_records`).
+(:func:`speakerflow.graphs.records.write_records`); then the messages the Writer handed
+to its backend for this batch (``ctx.state[PENDING_KEY]``) join the watermark.
 """
 from __future__ import annotations
 
@@ -20,10 +21,10 @@ from datetime import datetime
 import pyarrow as pa
 from pydantic import Field
 
-from speakerflow.graphs.records import all_records, next_write_order, write_records
+from speakerflow.graphs.records import all_records, mark_written, next_write_order, write_records
 from speakerflow.ops.base import Context, Operator, OperatorConfig
 from speakerflow.ops.registry import register
-from speakerflow.ops.writer.base import Segment
+from speakerflow.ops.writer.base import PENDING_KEY, Segment
 from speakerflow.schemas import GROUP_OWNER, RECORD_SCHEMA, KnowledgeItem, to_table, utc
 
 
@@ -93,5 +94,8 @@ class Upsert(Operator):
             new.append(rec)
             order += 1
         write_records(store, new, closing)
+        pending = ctx.state.pop(PENDING_KEY, None)
+        if pending:  # the messages these records come from (and those that gave none) are done
+            mark_written(store, pending)
         return to_table(new, KnowledgeItem)
 

@@ -1,10 +1,11 @@
-"""The SpeakerMem write path for one group: Segment >> Writer >> Validate >> Upsert.
+"""The SpeakerMem write path for one group: Segmenter >> ForEach(segment: Writer >> Validate >> Upsert).
 
-:func:`write_group` takes the messages not yet written (the watermark in ``group.json``),
-cuts them into segments and runs Writer >> Validate >> Upsert on one segment at a time,
-so each segment's Writer sees the heads the previous segments wrote. A segment's records
-are written all or nothing and its messages are then added to the watermark: running it
-twice writes nothing twice.
+:func:`write_group` takes the messages not yet written (the watermark in ``group.json``)
+and runs :func:`write_pipeline` over them: Writer >> Validate >> Upsert on one segment at
+a time, so each segment's Writer sees the heads the previous segments wrote. The records
+are staged in a :class:`~speakerflow.graphs.records.RecordBuffer` and written all or
+nothing every ``flush_every`` segments, after which their messages join the watermark:
+running it twice writes nothing twice.
 
 >>> from speakerflow.graphs import GroupStore
 >>> from speakerflow.ops.loaders import load
@@ -25,8 +26,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from speakerflow.graphs.records import RecordBuffer, mark_written, written_ids
+from speakerflow.graphs.records import RecordBuffer, written_ids
 from speakerflow.ops.base import Context
+from speakerflow.ops.pipeline import ForEach, Pipeline
 from speakerflow.ops.segment import Segmenter
 from speakerflow.ops.upsert import Upsert
 from speakerflow.ops.validate import Validate
@@ -105,31 +107,19 @@ def write_group(store: Any, writer: str | WriterBackend = "rules", window: int =
         report.seconds = time.perf_counter() - start
         return report
     segmenter, write, validate, upsert = Segmenter(window=window), Writer(backend), Validate(), Upsert()
-    table = segmenter(msgs)
-    order = _segment_order(table)
-    buffer = RecordBuffer(store)
+    pipeline = write_pipeline(segmenter, write, validate, upsert,
+                              progress=f"write {store.group_id}" if progress else None)
+    buffer = RecordBuffer(store, flush_every=flush_every)
     ctx = Context(store=buffer)
-    layers: Counter[str] = Counter()
-    staged: list[str] = []
-    from tqdm import tqdm
-
-    for n, sid in enumerate(tqdm(order, desc=f"write {store.group_id}", unit="seg", disable=not progress), start=1):
-        part = table.filter(pc.equal(table["segment_id"], sid))
-        proposals = write(part, ctx)
-        report.proposed += proposals.num_rows
-        written = upsert(validate(proposals, ctx), ctx)
-        layers.update(written["layer"].to_pylist())
-        staged.extend(part["msg_id"].to_pylist())
-        if n % flush_every == 0 or n == len(order):
-            buffer.flush()
-            mark_written(store, staged)
-            staged = []
-    report.segments = len(order)
+    written = pipeline(msgs, ctx)
+    buffer.flush()
+    report.segments = int(write.stats.extra.get("segments", 0))
+    report.proposed = write.stats.rows_out
     report.rejects = list(ctx.state.get("rejects", []))
     report.rejected = validate.stats.rejects
     report.noops = int(validate.stats.extra.get("noops", 0))
     report.accepted = int(validate.stats.extra.get("accepted", 0))
-    report.records_by_layer = dict(layers)
+    report.records_by_layer = dict(Counter(written["layer"].to_pylist()))
     report.updates = int(upsert.stats.extra.get("updates", 0))
     report.tokens, report.model_calls = write.stats.tokens, write.stats.model_calls
     report.stats = {op.op_name: op.stats.as_metadata() for op in (segmenter, write, validate, upsert)}
@@ -137,11 +127,14 @@ def write_group(store: Any, writer: str | WriterBackend = "rules", window: int =
     return report
 
 
-def _segment_order(table: pa.Table) -> list[str]:
-    """Segment ids by the time of their first message (then id): the order they are written."""
-    first: dict[str, tuple] = {}
-    for sid, ts, turn in zip(table["segment_id"].to_pylist(), table["ts"].to_pylist(), table["turn"].to_pylist(), strict=True):
-        key = (ts, turn)
-        if sid not in first or key < first[sid]:
-            first[sid] = key
-    return sorted(first, key=lambda s: (first[s], s))
+def write_pipeline(segmenter: Segmenter | None = None, writer: Writer | None = None, validate: Validate | None = None,
+                   upsert: Upsert | None = None, progress: str | None = None) -> Pipeline:
+    """``Segmenter >> ForEach("segment_id", Writer >> Validate >> Upsert)``: the write path as
+    one pipeline (defaults: window 25, the Writer's backend from ``ctx.backends["writer"]``).
+
+    Call it with a message table and a :class:`~speakerflow.ops.Context` whose ``store`` is a
+    writable GroupStore (or a :class:`~speakerflow.graphs.records.RecordBuffer` around one);
+    it returns the records it wrote.
+    """
+    return (segmenter or Segmenter()) >> ForEach(
+        "segment_id", (writer or Writer()) >> (validate or Validate()) >> (upsert or Upsert()), progress=progress)

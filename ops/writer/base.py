@@ -9,6 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+#: ``ctx.state`` key: ids of messages the Writer handed to its backend and that no Upsert has
+#: yet added to the watermark (Upsert marks them written after it has written their records).
+PENDING_KEY = "writer_pending_msg_ids"
+
 
 @dataclass(frozen=True)
 class Segment:

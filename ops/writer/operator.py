@@ -8,7 +8,13 @@ JSON yields one row with ``parse_error`` set (Validate turns it into a reject).
 
 The segments it built are left in ``ctx.state["segments"]`` (id -> Segment) for Validate
 and Upsert. Heads are read once per call, so give it one segment at a time when later
-segments must see earlier writes (``write_group`` does).
+segments must see earlier writes: ``Segmenter() >> ForEach("segment_id", Writer(b) >>
+Validate() >> Upsert())`` (``write_group`` runs exactly that).
+
+Messages already in the store's watermark (:func:`~speakerflow.graphs.records.written_ids`)
+are skipped (``stats.extra["skipped_written"]``), so running a pipeline twice writes
+nothing new; the ids it does hand to the backend wait in ``ctx.state[PENDING_KEY]`` until
+Upsert has written their records and adds them to the watermark.
 """
 from __future__ import annotations
 
@@ -16,12 +22,15 @@ import json
 from typing import Any
 
 import pyarrow as pa
+from pydantic import Field
 
+from speakerflow.graphs.records import written_ids
 from speakerflow.ops.base import Context, Operator, OperatorConfig
 from speakerflow.ops.registry import register
 from speakerflow.ops.segment import build_segments
 
-from .base import WriterBackend
+from .base import PENDING_KEY, WriterBackend
+from .registry import make_writer
 
 #: One raw proposal per row.
 PROPOSAL_SCHEMA = pa.schema([
@@ -51,25 +60,52 @@ class Writer(Operator):
     produces = PROPOSAL_SCHEMA
 
     class Config(OperatorConfig):
-        pass
+        skip_written: bool = Field(default=True, description="skip messages already in the store's watermark")
 
-    def __init__(self, backend: WriterBackend | None = None, config: OperatorConfig | dict | None = None, **kw: Any):
+    def __init__(self, backend: WriterBackend | str | None = None, config: OperatorConfig | dict | None = None,
+                 **kw: Any):
         super().__init__(config, **kw)
         self.backend = backend
+        self._named: dict[str, WriterBackend | None] = {}
 
-    def run(self, table: pa.Table, ctx: Context) -> pa.Table:
+    def _backend(self, ctx: Context) -> WriterBackend | None:
+        """The backend given, else ``ctx.backends["writer"]``; a name goes through ``make_writer``
+        (built once per operator); ``"none"`` gives None (write nothing)."""
         backend = self.backend or ctx.backends.get("writer")
         if backend is None:
-            raise ValueError("the writer operator needs a backend: Writer(backend) or ctx.backends['writer']")
+            raise ValueError("the writer operator needs a backend: Writer(backend), Writer(\"rules\") "
+                             "or ctx.backends['writer']")
+        if isinstance(backend, str):
+            if backend not in self._named:
+                self._named[backend] = make_writer(backend)
+            return self._named[backend]
+        return backend
+
+    def run(self, table: pa.Table, ctx: Context) -> pa.Table:
+        backend = self._backend(ctx)
+        if backend is None:  # "none": no derived records; the watermark is left alone
+            self.stats.bump("segments", 0)
+            return PROPOSAL_SCHEMA.empty_table()
         store = ctx.store
+        if store is not None and self.config.skip_written and table.num_rows:
+            done = written_ids(store)
+            keep = [i for i, m in enumerate(table["msg_id"].to_pylist()) if m not in done]
+            self.stats.bump("skipped_written", table.num_rows - len(keep))
+            if len(keep) < table.num_rows:
+                table = table.take(pa.array(keep, pa.int64()))
+        if table.num_rows == 0:
+            self.stats.bump("segments", 0)
+            return PROPOSAL_SCHEMA.empty_table()
         roster = store.roster() if store is not None else ctx.state.get("roster", [])
         aliases = store.aliases() if store is not None else ctx.state.get("aliases", {})
         group_id = store.group_id if store is not None else ctx.state.get("group_id", "group")
         segments = build_segments(table, group_id, roster, current_heads(store), aliases)
         known = ctx.state.setdefault("segments", {})
+        pending = ctx.state.setdefault(PENDING_KEY, [])
         rows: list[dict[str, Any]] = []
         for seg in segments:
             known[seg.segment_id] = seg
+            pending.extend(m["msg_id"] for m in seg.messages)
             out = backend.propose(seg)
             self.stats.tokens += out.tokens
             self.stats.model_calls += out.model_calls

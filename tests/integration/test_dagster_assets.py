@@ -114,8 +114,12 @@ def test_custom_pipeline_factory(env, tmp_path):
 
 
 def test_custom_pipeline_example_from_the_docs(env):
-    """docs/custom-pipelines.md: my own source >> Detect >> Canonicalize >> write."""
+    """docs/custom-pipelines.md: my own source >> Detect >> Canonicalize >> Segmenter >>
+    ForEach(segment: Writer >> Validate >> Upsert) writes what write_group writes."""
     from speakerflow.assets.custom_example import SOURCE_DIRNAME, my_memory
+    from speakerflow.graphs import GroupStore
+    from speakerflow.ops.loaders import load
+    from speakerflow.pipelines.write_path import write_group
 
     (env["home"] / SOURCE_DIRNAME).mkdir()
     shutil.copy(BUNDLED_SAMPLE, env["home"] / SOURCE_DIRNAME / "team.jsonl")
@@ -123,11 +127,33 @@ def test_custom_pipeline_example_from_the_docs(env):
     assert result.success
     mats = {m.asset_key.to_user_string(): {k: v.value for k, v in m.metadata.items()}
             for m in result.asset_materializations_for_node("my_memory_pipeline")}
-    assert list(mats) == ["my_memory/detect", "my_memory/canonicalize", "my_memory/write"]
+    assert list(mats) == ["my_memory/detect", "my_memory/canonicalize", "my_memory/segment",
+                          "my_memory/for_each_segment_id"]
     assert mats["my_memory/detect"]["rows_in"] == 32 and mats["my_memory/detect"]["mentions"] > 0
-    assert mats["my_memory/write"]["rows_out"] > 0 and mats["my_memory/write"]["reject_rows"] >= 0
+    assert mats["my_memory/segment"]["rows_out"] == 32
+    each = mats["my_memory/for_each_segment_id"]
+    assert each["rows_out"] > 0 and each["reject_rows"] == each["validate/rejects"] == 0
+    assert each["writer/calls"] == each["upsert/calls"] >= 1 and each["writer/rows_in"] == 32
+    assert each["validate/accepted"] == each["rows_out"] and each["upsert/updates"] > 0
     with env["resources"]["store"].open("team") as store:
-        assert store.records().num_rows == mats["my_memory/write"]["rows_out"]
+        records = store.records()
+    assert records.num_rows == each["rows_out"]
+
+    # the same records as the write path run by write_group
+    reference = GroupStore("/unused", "team", in_memory=True)
+    reference.append_messages(load(BUNDLED_SAMPLE, "jsonl", group="team")[0][1])
+    write_group(reference, "rules", progress=False)
+    keys = ["entry_id", "layer", "owner", "source", "content", "supersedes"]
+    assert {tuple(r[k] for k in keys) for r in records.select(keys).to_pylist()} == {
+        tuple(r[k] for k in keys) for r in reference.records().select(keys).to_pylist()}
+
+    # a second run writes nothing new (the Writer skips the watermark)
+    again = dg.materialize([my_memory], partition_key="team", instance=env["instance"], resources=env["resources"])
+    meta = {m.asset_key.to_user_string(): {k: v.value for k, v in m.metadata.items()}
+            for m in again.asset_materializations_for_node("my_memory_pipeline")}["my_memory/for_each_segment_id"]
+    assert meta["rows_out"] == 0 and meta["writer/skipped_written"] == 32 and meta["writer/model_calls"] == 0
+    with env["resources"]["store"].open("team") as store:
+        assert store.records().num_rows == records.num_rows
 
 
 @pytest.mark.slow
