@@ -105,8 +105,8 @@ class Writer(Operator):
         rows: list[dict[str, Any]] = []
         for seg in segments:
             known[seg.segment_id] = seg
-            pending.extend(m["msg_id"] for m in seg.messages)
             out = backend.propose(seg)
+            pending.extend(m["msg_id"] for m in seg.messages)  # only once the backend has answered
             self.stats.tokens += out.tokens
             self.stats.model_calls += out.model_calls
             if out.parse_error:

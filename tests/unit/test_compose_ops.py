@@ -131,3 +131,23 @@ def test_docstring_examples_of_the_composed_modules_run():
 
     for module in (segment, detect, canonicalize, write_path):
         assert doctest.testmod(module).failed == 0, module.__name__
+
+
+def test_a_run_that_fails_half_way_resumes_where_it_stopped():
+    from speakerflow.ops.writer.rules import RulesWriter
+
+    class FailsOnSecond(RulesWriter):
+        def propose(self, segment):
+            if segment.segment_id == "s2#0":
+                raise RuntimeError("backend down")
+            return super().propose(segment)
+
+    store = _store()
+    with pytest.raises(RuntimeError, match="backend down"):
+        write_pipeline(writer=Writer(FailsOnSecond()))(store.messages(), Context(store=store))
+    first = {m for m in store.messages()["msg_id"].to_pylist() if m.startswith("s1-")}
+    assert written_ids(store) == first and store.records().num_rows > 0
+    write_pipeline(writer=Writer("rules"))(store.messages(), Context(store=store))
+    reference = _store()
+    write_group(reference, "rules", progress=False)
+    assert _keys(store) == _keys(reference)
