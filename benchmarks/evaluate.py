@@ -11,7 +11,9 @@ work, timed separately), then answers every usable question and measures:
   question embedding included; message embeddings are cached beforehand);
 - ``context_tokens``: mean tokens of the composed context.
 
-Systems: ``bm25`` (flat BM25, Tantivy), ``dense`` (MiniLM), ``hybrid`` (BM25 + MiniLM,
+Systems: ``bm25`` (flat BM25, Tantivy with its English stemmer), ``bm25-plain`` (flat BM25
+without stemming, the pure-Python :class:`~speakerflow.graphs.InMemoryIndex`: the setting of
+the independent bm25s baseline), ``dense`` (MiniLM), ``hybrid`` (BM25 + MiniLM,
 reciprocal-rank fusion) and ``speakerflow`` (the full query path, rules backend). The
 baselines rank single messages and answer with the same extractive answerer.
 For recall@20 to be measurable the System 1 top-k is raised to ``max(k)`` (the first
@@ -20,13 +22,14 @@ For recall@20 to be measurable the System 1 top-k is raised to ``max(k)`` (the f
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from speakerflow.graphs import Home
+from speakerflow.graphs import Home, InMemoryIndex
 from speakerflow.ops.answer import answer_rules
 from speakerflow.ops.compose import count_tokens
 from speakerflow.ops.embed import clear_query_memo
@@ -39,18 +42,55 @@ from speakerflow.schemas import EvidenceItem
 
 from .qa_data import QAData, load_qa
 
-SYSTEMS = ("speakerflow", "bm25", "dense", "hybrid")
+SYSTEMS = ("speakerflow", "bm25", "bm25-plain", "dense", "hybrid")
+LEXICAL = ("bm25", "bm25-plain")  # systems that need no embedder
 BASELINE_WEIGHTS = {"bm25": {"bm25": 1.0}, "dense": {"dense": 1.0}, "hybrid": {"bm25": 1.0, "dense": 1.0}}
+
+
+_PLAIN_INDEX: dict[str, tuple[InMemoryIndex, dict[str, int]]] = {}
+#: The common English stopword list (NLTK's), as bm25s uses for ``stopwords="en"``.
+_EN_STOPWORDS = frozenset("""
+a about above after again against ain all am an and any are aren aren't as at be because been before
+being below between both but by can couldn couldn't d did didn didn't do does doesn doesn't doing don
+don't down during each few for from further had hadn hadn't has hasn hasn't have haven haven't having
+he her here hers herself him himself his how i if in into is isn isn't it it's its itself just ll m ma
+me mightn mightn't more most mustn mustn't my myself needn needn't no nor not now o of off on once only
+or other our ours ourselves out over own re s same shan shan't she she's should should've shouldn
+shouldn't so some such t than that that'll the their theirs them themselves then there these they this
+those through to too under until up ve very was wasn wasn't we were weren weren't what when where which
+while who whom why will with won won't wouldn wouldn't y you you'd you'll you're you've your yours
+yourself yourselves""".split())
+_WORD2 = re.compile(r"(?u)\b\w\w+\b")
+
+
+def _bm25s_terms(text: str) -> list[str]:
+    """bm25s's default analysis: lower-case, words of two or more characters, no stopwords."""
+    return [w for w in _WORD2.findall(text.lower()) if w not in _EN_STOPWORDS]
+
+
+def _plain_bm25(view: GroupView, question: str, depth: int) -> list[tuple[int, float]]:
+    """Unstemmed flat BM25 over one group's messages: (row, score) pairs, best first."""
+    key = str(view.store.root)
+    if key not in _PLAIN_INDEX:
+        index = InMemoryIndex(k1=1.5, b=0.75, tokenize=_bm25s_terms)  # bm25s defaults
+        index.add([{"doc_id": mid, "text": text} for mid, text in zip(view.ids, view.texts, strict=True)])
+        _PLAIN_INDEX[key] = (index, {mid: i for i, mid in enumerate(view.ids)})
+    index, row_of = _PLAIN_INDEX[key]
+    return [(row_of[h.doc_id], h.score) for h in index.search(question, depth)]
 
 
 def _baseline(store, question: str, system: str, depth: int, config: QueryConfig):
     """Rank single messages with one baseline; returns (answer, cited ids, context tokens)."""
     view = GroupView.of(store)
-    rc = RecallConfig(pool=depth, weights=BASELINE_WEIGHTS[system])
-    result = recall(view, question, rc, embedder_for(config) if "dense" in rc.weights else None)
+    if system == "bm25-plain":
+        ranked = _plain_bm25(view, question, depth)
+    else:
+        rc = RecallConfig(pool=depth, weights=BASELINE_WEIGHTS[system])
+        result = recall(view, question, rc, embedder_for(config) if "dense" in rc.weights else None)
+        ranked = [(r, float(result.fused[r])) for r in result.pool]
     evidence = [EvidenceItem(rank=i, kind="excerpt", text=view.texts[r], msg_ids=[view.ids[r]],
-                             speaker=view.speakers[r], ts=view.ts[r], score=float(result.fused[r]))
-                for i, r in enumerate(result.pool)]
+                             speaker=view.speakers[r], ts=view.ts[r], score=score)
+                for i, (r, score) in enumerate(ranked)]
     projection = project_rules(question, store.roster(), store.aliases())
     context = "\n".join(f"[{e.msg_ids[0]}] {e.speaker}: {e.text}" for e in evidence)
     return answer_rules(projection, evidence), [e.msg_ids[0] for e in evidence], count_tokens(context)
@@ -59,7 +99,7 @@ def _baseline(store, question: str, system: str, depth: int, config: QueryConfig
 def _prepare(data: QAData, home: Home, system: str, config: QueryConfig) -> dict[str, float]:
     """Ingest, write (speakerflow) and cache embeddings; returns seconds per step."""
     seconds = {"ingest": 0.0, "write": 0.0, "embed": 0.0}
-    embedder = embedder_for(config) if system != "bm25" else None
+    embedder = embedder_for(config) if system not in LEXICAL else None
     for gid, table in data.groups:
         t0 = time.perf_counter()
         with home.open(gid, writable=True) as store:
@@ -108,7 +148,7 @@ def run_eval(data, fmt: str, system: str = "speakerflow", ablate: str | None = N
     tmp = None if home is not None else tempfile.TemporaryDirectory(prefix="speakerflow-eval-")
     home_obj = home if isinstance(home, Home) else Home(home or tmp.name)
     base = config or QueryConfig()
-    config = base.model_copy(update={"embedder": embedder if system != "bm25" else "none", "ablate": ablate,
+    config = base.model_copy(update={"embedder": embedder if system not in LEXICAL else "none", "ablate": ablate,
                                      "select": base.select.model_copy(update={"top_k": max(max(ks), 10)})})
     try:
         seconds = _prepare(qa, home_obj, system, config)

@@ -162,9 +162,11 @@ class TantivyIndex:
 
 
 class InMemoryIndex:
-    """A pure-Python BM25 (k1=1.2, b=0.75) with the same interface, for unit tests."""
+    """A pure-Python BM25 (Lucene idf, ``k1``, ``b``) with the same interface, for unit tests
+    and the unstemmed flat-BM25 baseline; ``tokenize`` maps text to terms."""
 
-    def __init__(self) -> None:
+    def __init__(self, k1: float = 1.2, b: float = 0.75, tokenize=query_terms) -> None:
+        self.k1, self.b, self.tokenize = k1, b, tokenize
         self.docs: dict[str, dict[str, Any]] = {}
         self._tf: dict[str, Counter[str]] = {}
         self._df: Counter[str] = Counter()
@@ -172,7 +174,7 @@ class InMemoryIndex:
 
     def add(self, docs: list[dict[str, Any]]) -> None:
         for d in docs:
-            tf = Counter(query_terms(d.get("text") or ""))
+            tf = Counter(self.tokenize(d.get("text") or ""))
             self.docs[d["doc_id"]] = d
             self._tf[d["doc_id"]] = tf
             for term in tf:
@@ -184,13 +186,14 @@ class InMemoryIndex:
         n = len(self.docs) or 1
         avg = sum(sum(tf.values()) for tf in self._tf.values()) / n
         scores: dict[str, float] = defaultdict(float)
-        for term in set(query_terms(query)):
+        k1, b = self.k1, self.b
+        for term in set(self.tokenize(query)):
             idf = math.log(1 + (n - self._df[term] + 0.5) / (self._df[term] + 0.5))
             for doc_id in self._postings.get(term, ()):
                 tf = self._tf[doc_id]
                 length = sum(tf.values())
                 f = tf[term]
-                scores[doc_id] += idf * f * 2.2 / (f + 1.2 * (0.25 + 0.75 * length / (avg or 1)))
+                scores[doc_id] += idf * f * (k1 + 1) / (f + k1 * (1 - b + b * length / (avg or 1)))
         hits = [Hit(d, s) for d, s in scores.items() if _matches(self.docs[d], flt)]
         hits.sort(key=lambda h: (-h.score, h.doc_id))
         return hits[:k]

@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("data", help="a file or a folder of network files (or the word 'writer')")
     p.add_argument("writer_data", nargs="?", default=None, help=argparse.SUPPRESS)
     p.add_argument("--format", choices=["locomo", "socialmem"], default=None)
-    p.add_argument("--system", default="speakerflow", help="speakerflow|bm25|dense|hybrid, or a comma-separated list")
+    p.add_argument("--system", default="speakerflow", help="speakerflow|bm25|bm25-plain|dense|hybrid, or a comma-separated list")
     p.add_argument("--ablate", default=None, help="s1|s2|s2-group|s2-person, or a comma-separated list")
     p.add_argument("--k", type=int, nargs="+", default=[5, 10, 20], help="recall budgets (default 5 10 20)")
     p.add_argument("--out", default=None, help="report JSON (a .md summary and a .png plot are written beside it)")
