@@ -10,6 +10,8 @@
   sentence shares an issue word, the answer is :data:`NO_INFO`.
 - a chat model: the evidence context plus rules for attribution, per-person coverage,
   head/history use and empty rows; the reply is used as given (stripped).
+
+:class:`Answer` is the operator (Compose's ``evidence`` and ``context`` -> ``answer``).
 """
 from __future__ import annotations
 
@@ -17,11 +19,15 @@ import math
 import re
 from collections import Counter
 
+import pyarrow as pa
+
 from speakerflow.graphs import query_terms
 from speakerflow.schemas import EvidenceItem, Projection
 
-from .base import OperatorConfig
+from .base import Context, Operator, OperatorConfig
 from .project import is_rollup
+from .query_tables import PROJECTION_COLUMNS, evidence_items, projections, put, schema_of
+from .registry import register
 
 NO_INFO = "There is no information available in the conversation to answer this question."
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -124,3 +130,33 @@ def answer_chat(projection: Projection, context: str, chat, config: AnswerConfig
                                                     "Answer using the material above."}],
                        max_tokens=config.max_tokens, temperature=0.0)
     return result.text.strip() or NO_INFO, result.tokens
+
+
+@register
+class Answer(Operator):
+    """Compose's ``evidence`` and ``context`` + the projection -> ``answer`` (never empty:
+    :data:`NO_INFO` when nothing answers). With ``backend="chat"`` it asks
+    ``ctx.backends["answer"]`` (model calls and tokens metered)."""
+
+    name = "answer"
+    consumes = ("question_id", *PROJECTION_COLUMNS, "evidence", "context")
+    produces = schema_of(("answer", pa.string()))
+    passthrough = True
+    Config = AnswerConfig
+
+    def run(self, table: pa.Table, ctx: Context) -> pa.Table:
+        chat = ctx.backends.get("answer")
+        if self.config.backend == "chat" and chat is None:
+            raise ValueError("Answer(backend='chat') needs ctx.backends['answer'] = <a ChatBackend>; "
+                             "or use backend='rules'")
+        answers = []
+        for projection, evidence, context in zip(projections(table), evidence_items(table),
+                                                 table["context"].to_pylist(), strict=True):
+            if self.config.backend == "chat":
+                answer, used = answer_chat(projection, context, chat, self.config)
+                self.stats.model_calls += 1
+                self.stats.tokens += used
+            else:
+                answer = answer_rules(projection, evidence, self.config)
+            answers.append(answer or NO_INFO)
+        return put(table, "answer", answers, pa.string())

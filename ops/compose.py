@@ -19,18 +19,24 @@ The context text has two parts, as the answerer expects::
     Melanie (none)
 
 ``tokens`` counts word and punctuation tokens of the context (a model-free estimate).
+:class:`Compose` is the operator (``selected`` + ``memory`` -> ``evidence``, ``context``,
+``tokens``, ``cited_ids``).
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
+import pyarrow as pa
+
 from speakerflow.schemas import EvidenceItem, Projection
 
-from .base import OperatorConfig
+from .base import Context, Operator, OperatorConfig
 from .project import is_rollup
+from .query_tables import EVIDENCE_ITEM, PROJECTION_COLUMNS, projections, put, schema_of
 from .recall import GroupView
-from .select import Selected
+from .registry import register
+from .select import Selected, selections
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
@@ -147,3 +153,32 @@ def render_context(s1: list[dict], s2_items: list[dict]) -> str:
                 by = f" (about {it['owner']})" if it.get("owner") and it["owner"] != row else by
                 lines.append(f"  * current{by} @ {_fmt_ts(it['ts'])}: {it['text']}  ({cites})")
     return "\n".join(lines)
+
+
+@register
+class Compose(Operator):
+    """Select's ``selected`` + Resolve's ``memory`` + the projection -> ``evidence`` (EvidenceItem
+    fields, composed order), ``context`` (the answerer's text), ``tokens`` (its size) and
+    ``cited_ids`` (distinct cited message ids in composed order: what recall@B reads).
+
+    Needs ``ctx.store`` (message texts). ``stats.extra["context_tokens"]`` sums ``tokens``.
+    """
+
+    name = "compose"
+    consumes = ("question_id", *PROJECTION_COLUMNS, "selected", "memory")
+    produces = schema_of(("evidence", pa.list_(EVIDENCE_ITEM)), ("context", pa.string()), ("tokens", pa.int64()),
+                         ("cited_ids", pa.list_(pa.string())))
+    passthrough = True
+    Config = ComposeConfig
+
+    def run(self, table: pa.Table, ctx: Context) -> pa.Table:
+        view = GroupView.of(ctx.store)
+        composed = [compose(view, selections(view, chosen), memory, projection, self.config)
+                    for projection, chosen, memory in zip(projections(table), table["selected"].to_pylist(),
+                                                          table["memory"].to_pylist(), strict=True)]
+        self.stats.bump("context_tokens", sum(c.tokens for c in composed))
+        table = put(table, "evidence", [[e.model_dump() for e in c.evidence] for c in composed],
+                    pa.list_(EVIDENCE_ITEM))
+        table = put(table, "context", [c.context for c in composed], pa.string())
+        table = put(table, "tokens", [c.tokens for c in composed], pa.int64())
+        return put(table, "cited_ids", [c.cited_ids() for c in composed], pa.list_(pa.string()))

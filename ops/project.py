@@ -32,6 +32,7 @@ from speakerflow.schemas.records import GROUP_OWNER
 
 from .base import Context, Operator, OperatorConfig
 from .people import PersonResolver
+from .query_tables import put, schema_of, with_question_ids
 from .registry import register
 
 ALL = "ALL"
@@ -180,11 +181,14 @@ class ProjectConfig(OperatorConfig):
 
 @register
 class Project(Operator):
-    """``question`` table -> one :class:`Projection` row per question (needs ``ctx.store``)."""
+    """``question`` table -> the same rows plus ``question_id`` (``q0``, ``q1`` ... when
+    absent) and the :class:`Projection` columns (needs ``ctx.store`` for the roster).
+    ``ctx.backends["project"]`` is the chat backend when ``backend`` is ``chat``."""
 
     name = "project"
     consumes = ("question",)
-    produces = PROJECTION_SCHEMA
+    produces = schema_of(*PROJECTION_SCHEMA)
+    passthrough = True
     Config = ProjectConfig
 
     def project(self, question: str, roster: list[str], aliases: dict | None, chat=None) -> Projection:
@@ -206,4 +210,8 @@ class Project(Operator):
         roster, aliases = ctx.store.roster(), ctx.store.aliases()
         chat = ctx.backends.get("project")
         rows = [self.project(q, roster, aliases, chat).model_dump() for q in table["question"].to_pylist()]
-        return pa.Table.from_pylist(rows, schema=PROJECTION_SCHEMA)
+        projected = pa.Table.from_pylist(rows, schema=PROJECTION_SCHEMA)
+        table = with_question_ids(table)
+        for name in PROJECTION_SCHEMA.names:
+            table = put(table, name, projected[name])
+        return table

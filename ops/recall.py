@@ -12,7 +12,7 @@ Channels (each a vector over the group's messages, in :meth:`GroupStore.messages
 
 :func:`fuse` combines the channels by weighted reciprocal-rank fusion, which needs no
 score calibration between channels. :class:`Recall` is the operator (question table ->
-pool table); :class:`GroupView` caches the per-group arrays the channels need.
+pool and fused scores); :class:`GroupView` caches the per-group arrays the channels need.
 """
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from speakerflow.graphs import SearchFilter
 
 from .base import Context, Operator, OperatorConfig
 from .embed import Embedder, cached_embeddings, encode_query
+from .query_tables import CANDIDATE, fused_array, put, schema_of, with_question_ids
 from .registry import register
 
 #: Channels a fusion may use.
@@ -192,26 +193,29 @@ def recall(view: GroupView, query: str, config: RecallConfig, embedder: Embedder
     return RecallResult(fused, pool, channels)
 
 
-POOL_SCHEMA = pa.schema([("msg_id", pa.string()), ("rank", pa.int64()), ("score", pa.float64())])
-
-
 @register
 class Recall(Operator):
-    """question table (``question``) -> the recall pool (``msg_id``, ``rank``, ``score``).
+    """question table (``question``) -> the same rows plus ``pool`` (the recall pool:
+    candidates ``msg_id``, ``score``, ``via="recall"``, best first) and ``fused`` (the fused
+    score of every message of the group, which Select and Resolve read).
 
     Needs ``ctx.store``; ``ctx.backends["embedder"]`` (optional) enables dense recall.
+    :func:`~speakerflow.ops.query_tables.candidates_table` flattens ``pool``.
     """
 
     name = "recall"
     consumes = ("question",)
-    produces = POOL_SCHEMA
+    produces = schema_of(("pool", pa.list_(CANDIDATE)), ("fused", pa.list_(pa.float64())))
+    passthrough = True
     Config = RecallConfig
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         view = GroupView.of(ctx.store)
-        rows = []
+        pools, vectors = [], []
         for question in table["question"].to_pylist():
             result = recall(view, question, self.config, ctx.backends.get("embedder"))
-            rows.extend({"msg_id": view.ids[r], "rank": i, "score": float(result.fused[r])}
-                        for i, r in enumerate(result.pool))
-        return pa.Table.from_pylist(rows, schema=POOL_SCHEMA)
+            pools.append([{"msg_id": view.ids[r], "score": float(result.fused[r]), "via": "recall", "anchor": None}
+                          for r in result.pool])
+            vectors.append(result.fused)
+        table = put(with_question_ids(table), "pool", pools, pa.list_(CANDIDATE))
+        return put(table, "fused", fused_array(vectors))

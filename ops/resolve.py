@@ -18,6 +18,7 @@ For each row of the projection (``ALL`` expands to the roster; ``GROUP`` is the 
 
 Items are plain dicts with the :class:`~speakerflow.schemas.EvidenceItem` fields (plus
 ``history``), scored on the System 1 fused scale so Compose can merge both tracks.
+:class:`Resolve` is the operator (projection + Recall's ``pool``/``fused`` -> ``memory``).
 """
 from __future__ import annotations
 
@@ -25,14 +26,17 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
 
 from speakerflow.graphs import query_terms
 from speakerflow.schemas import Projection
 from speakerflow.schemas.records import GROUP_OWNER
 
-from .base import OperatorConfig
+from .base import Context, Operator, OperatorConfig
 from .embed import Embedder, cached_embeddings, encode_query
+from .query_tables import MEMORY_ITEM, PROJECTION_COLUMNS, fused_scores, projections, put, schema_of
 from .recall import GroupView
+from .registry import register
 
 
 class ResolveConfig(OperatorConfig):
@@ -45,6 +49,8 @@ class ResolveConfig(OperatorConfig):
     min_lexical: float = 0.3
     own_words_k: int = 0
     layers: tuple[str, ...] = ("per_speaker_core", "per_speaker_profile", "group_interaction", "group_insight")
+    #: ``False`` switches System 2 off (the ``s2`` ablation): ``memory`` stays empty
+    enabled: bool = True
 
 
 @dataclass
@@ -177,6 +183,34 @@ def resolve_rows(view: GroupView, fused: np.ndarray, projection: Projection, ros
             row_items.append(_item("empty_row", row, "(none)", [], 0.0))
         items.extend(row_items)
     return items
+
+
+@register
+class Resolve(Operator):
+    """Projection + Recall's ``pool`` and ``fused`` -> ``memory``: the System 2 items of every
+    row of the projection (records, verbatim fallbacks, explicit empty rows), in row order.
+
+    Needs ``ctx.store`` (records and roster); ``ctx.backends["embedder"]`` (optional) adds the
+    dense record match. ``stats.extra["items"]`` counts the items handed on.
+    """
+
+    name = "resolve"
+    consumes = ("question_id", *PROJECTION_COLUMNS, "pool", "fused")
+    produces = schema_of(("memory", pa.list_(MEMORY_ITEM)))
+    passthrough = True
+    Config = ResolveConfig
+
+    def run(self, table: pa.Table, ctx: Context) -> pa.Table:
+        view = GroupView.of(ctx.store)
+        roster = ctx.store.roster()
+        out = []
+        for projection, pool, fused in zip(projections(table), table["pool"].to_pylist(), fused_scores(table),
+                                           strict=True):
+            items = resolve_rows(view, fused, projection, roster, self.config, ctx.backends.get("embedder"),
+                                 [view.pos[c["msg_id"]] for c in pool]) if self.config.enabled else []
+            self.stats.bump("items", len(items))
+            out.append(items)
+        return put(table, "memory", out, pa.list_(MEMORY_ITEM))
 
 
 def _fallback(view: GroupView, fused: np.ndarray, row: str, k: int) -> list[dict]:

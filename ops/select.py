@@ -12,7 +12,8 @@
   terse extra query (the uncovered issue words) recalls ``ask_pool`` (20) more candidates
   through the lexical channels, merged and re-ranked once. Rules: coverage = share of issue words found in the top-k.
 
-The final list is cut to ``top_k`` (10) only after all of this.
+The final list is cut to ``top_k`` (10) only after all of this. :class:`Select` is the
+operator (Recall's ``pool`` and ``fused`` -> ``selected``); the functions do the work.
 """
 from __future__ import annotations
 
@@ -20,11 +21,15 @@ import json
 import re
 from dataclasses import dataclass
 
+import pyarrow as pa
+
 from speakerflow.graphs import query_terms
 from speakerflow.schemas import Projection
 
-from .base import OperatorConfig
+from .base import Context, Operator, OperatorConfig
+from .query_tables import CANDIDATE, PROJECTION_COLUMNS, fused_scores, projections, put, schema_of
 from .recall import GroupView, RecallConfig, RecallResult, recall
+from .registry import register
 
 _EXACT = re.compile(r"\b(when|how (many|much|long|often|old|far)|what (time|date|day|year|month)|which (day|year|month))\b", re.I)
 
@@ -42,6 +47,10 @@ class SelectConfig(OperatorConfig):
     ask_pool: int = 20
     ask_min_coverage: float = 0.5
     ask_weight: float = 0.8
+    #: recall settings of the ASK query (``None``: the default :class:`RecallConfig`)
+    ask_recall: RecallConfig | None = None
+    #: ``False`` switches System 1 off (the ``s1`` ablation): ``selected`` stays empty
+    enabled: bool = True
 
 
 @dataclass
@@ -217,3 +226,51 @@ def select_s1(view: GroupView, result: RecallResult, projection: Projection, rec
             selected = ask_more(view, selected, ask, recall_cfg, config, embedder)
     return selected[: config.top_k]
 
+
+
+def candidates(view: GroupView, selected: list[Selected]) -> list[dict]:
+    """Selections as :data:`~speakerflow.ops.query_tables.CANDIDATE` rows."""
+    return [{"msg_id": view.ids[s.row], "score": float(s.score), "via": s.via,
+             "anchor": view.ids[s.anchor] if s.anchor is not None else None} for s in selected]
+
+
+def selections(view: GroupView, rows: list[dict]) -> list[Selected]:
+    """CANDIDATE rows back to :class:`Selected` (unknown message ids name the row to fix)."""
+    try:
+        return [Selected(view.pos[c["msg_id"]], c["score"], c["via"] or "recall",
+                         view.pos[c["anchor"]] if c["anchor"] is not None else None) for c in rows]
+    except KeyError as err:
+        raise KeyError(f"candidate msg_id {err.args[0]!r} is not a message of this group's store; "
+                       "candidates must come from Recall over the same ctx.store") from None
+
+
+@register
+class Select(Operator):
+    """Recall's ``pool`` and ``fused`` + the projection -> ``selected``: the System 1 top-k
+    after Select, Expand and Sufficiency/ASK (see the module doc), best first.
+
+    ``ctx.backends["select"]`` (optional) is a chat backend for ranking and sufficiency
+    (model calls and tokens are metered); ``stats.extra["asks"]`` counts ASK queries.
+    """
+
+    name = "select"
+    consumes = ("question_id", *PROJECTION_COLUMNS, "pool", "fused")
+    produces = schema_of(("selected", pa.list_(CANDIDATE)))
+    passthrough = True
+    Config = SelectConfig
+
+    def run(self, table: pa.Table, ctx: Context) -> pa.Table:
+        view = GroupView.of(ctx.store)
+        chat = ctx.backends.get("select")
+        recall_cfg = self.config.ask_recall or RecallConfig()
+        out = []
+        for projection, pool, fused in zip(projections(table), table["pool"].to_pylist(), fused_scores(table),
+                                           strict=True):
+            if not self.config.enabled:
+                out.append([])
+                continue
+            result = RecallResult(fused, [s.row for s in selections(view, pool)], {})
+            chosen = select_s1(view, result, projection, recall_cfg, self.config, ctx.backends.get("embedder"),
+                               chat, self.stats)
+            out.append(candidates(view, chosen))
+        return put(table, "selected", out, pa.list_(CANDIDATE))

@@ -4,6 +4,10 @@ Project -> System 1 (Recall -> Select -> Expand -> Sufficiency/ASK -> top-k)
         -> System 2 (rows -> k per row + source-k -> head/full -> fallback/empty rows)
         -> Compose -> Answer.
 
+Each stage is a registered operator; :func:`query_pipeline` composes them
+(``Project >> Recall >> Select >> Resolve >> Compose >> Answer``) and
+:func:`answer_question` runs that pipeline for one question.
+
 >>> from speakerflow.graphs import GroupStore
 >>> from speakerflow.ops.loaders import load
 >>> from speakerflow.settings import BUNDLED_SAMPLE
@@ -21,16 +25,19 @@ from typing import Any
 
 import pyarrow as pa
 
-from speakerflow.ops.answer import NO_INFO, AnswerConfig, answer_chat, answer_rules
-from speakerflow.ops.base import Context, Operator, OperatorConfig
-from speakerflow.ops.compose import ComposeConfig, Composed, compose
+from speakerflow.ops.answer import NO_INFO, Answer, AnswerConfig, answer_rules
+from speakerflow.ops.base import Context, Operator, OperatorConfig, OperatorStats
+from speakerflow.ops.compose import Compose, ComposeConfig, Composed, compose
 from speakerflow.ops.embed import Embedder, make_embedder
-from speakerflow.ops.project import Project, ProjectConfig
-from speakerflow.ops.recall import GroupView, RecallConfig, recall
+from speakerflow.ops.pipeline import Pipeline
+from speakerflow.ops.project import Project, ProjectConfig, project_rules
+from speakerflow.ops.query_tables import evidence_items, projections, put
+from speakerflow.ops.recall import GroupView, Recall, RecallConfig, recall
 from speakerflow.ops.registry import register
-from speakerflow.ops.resolve import ResolveConfig, resolve_rows
-from speakerflow.ops.select import SelectConfig, select_s1
+from speakerflow.ops.resolve import Resolve, ResolveConfig, resolve_rows
+from speakerflow.ops.select import Select, SelectConfig, select_s1
 from speakerflow.schemas import EvidenceItem, Projection
+from speakerflow.schemas.records import GROUP_OWNER
 
 #: What ``ablate`` may switch off: System 1, all of System 2, its GROUP rows or PERSON rows.
 ABLATIONS = ("s1", "s2", "s2-group", "s2-person")
@@ -103,45 +110,106 @@ def embedder_for(config: QueryConfig) -> Embedder | None:
     return _EMBEDDERS[config.embedder]
 
 
+class DropGroupRow(Operator):
+    """The ``s2-group`` ablation: the projection's rows without ``GROUP``."""
+
+    name = "drop_group_row"
+    consumes = ("rows",)
+    produces = pa.schema([("rows", pa.list_(pa.string()))])
+    passthrough = True
+
+    def run(self, table: pa.Table, ctx: Context) -> pa.Table:
+        rows = [[r for r in rs if r != GROUP_OWNER] for rs in table["rows"].to_pylist()]
+        return put(table, "rows", rows, pa.list_(pa.string()))
+
+
+def _layers(config: QueryConfig) -> tuple[str, ...]:
+    """System 2 layers left by the config's ablation."""
+    layers = config.resolve.layers
+    if config.ablate == "s2-group":
+        return tuple(x for x in layers if not x.startswith("group_"))
+    if config.ablate == "s2-person":
+        return tuple(x for x in layers if not x.startswith("per_speaker"))
+    return layers
+
+
+def query_pipeline(config: QueryConfig | None = None, chat: bool = False) -> Pipeline:
+    """The query path as one operator pipeline for ``config``:
+    ``Project >> Recall >> Select >> Resolve >> Compose >> Answer`` (no Answer when
+    ``answer_question`` is off; ablations switch a track off or drop the GROUP row).
+
+    ``chat=True``: Project, Select and Answer use the chat backends of the context (see
+    :func:`query_context`). Run it on a ``question`` table with a :class:`Context` whose
+    ``store`` is the group's store.
+    """
+    config = config or QueryConfig()
+    layers = _layers(config)
+    steps: list[Operator] = [Project(ProjectConfig(backend="chat" if chat else "rules"))]
+    if config.ablate == "s2-group":
+        steps.append(DropGroupRow())
+    steps += [
+        Recall(config.recall),
+        Select(config.select.model_copy(update={"ask_recall": config.select.ask_recall or config.recall,
+                                                "enabled": config.select.enabled and config.ablate != "s1"})),
+        Resolve(config.resolve.model_copy(update={"layers": layers,
+                                                  "enabled": config.resolve.enabled and config.ablate != "s2"})),
+        Compose(config.compose),
+    ]
+    if config.answer_question:
+        steps.append(Answer(config.answer.model_copy(update={"backend": "chat" if chat else "rules"})))
+    return Pipeline(*steps)
+
+
+def query_context(store, config: QueryConfig | None = None, chat=None) -> Context:
+    """The context :func:`query_pipeline` runs in: the store, the embedder and (when given)
+    ``chat`` as the Project, Select and Answer backend."""
+    backends: dict[str, Any] = {"embedder": embedder_for(config or QueryConfig())}
+    if chat is not None:
+        backends.update(project=chat, select=chat, answer=chat)
+    return Context(store=store, backends=backends)
+
+
+def direct_path(store, question: str, config: QueryConfig | None = None) -> tuple[Projection, Composed, str]:
+    """The rules query path as plain function calls, without operators or tables: the
+    reference :func:`query_pipeline` is checked against (identical evidence) and the
+    baseline of ``benchmarks/query_overhead.py``. Returns (projection, composed, answer)."""
+    config = config or QueryConfig()
+    embedder = embedder_for(config)
+    view = GroupView.of(store)
+    projection = project_rules(question, store.roster(), store.aliases())
+    if config.ablate == "s2-group":
+        projection = projection.model_copy(update={"rows": [r for r in projection.rows if r != GROUP_OWNER]})
+    result = recall(view, question, config.recall, embedder)
+    selected = [] if config.ablate == "s1" else select_s1(
+        view, result, projection, config.recall, config.select, embedder, None, OperatorStats())
+    items = [] if config.ablate == "s2" else resolve_rows(
+        view, result.fused, projection, store.roster(),
+        config.resolve.model_copy(update={"layers": _layers(config)}), embedder, result.pool)
+    composed = compose(view, selected, items, projection, config.compose)
+    answer = answer_rules(projection, composed.evidence, config.answer) or NO_INFO if config.answer_question else ""
+    return projection, composed, answer
+
+
 def answer_question(store, question: str, config: QueryConfig | None = None, chat=None) -> QueryResult:
-    """Answer ``question`` from ``store`` (a :class:`GroupStore`, in memory or on disk)."""
+    """Answer ``question`` from ``store`` (a :class:`GroupStore`, in memory or on disk) by
+    running :func:`query_pipeline` on a one-row question table."""
     config = config or QueryConfig()
     if config.backend == "chat" and chat is None:
         raise ValueError("backend='chat' needs chat=<a ChatBackend>; see speakerflow.ops.backends")
     use_chat = chat if config.backend == "chat" else None
     start = time.perf_counter()
-    embedder = embedder_for(config)
-    view = GroupView.of(store)
-    project = Project(ProjectConfig(backend="chat" if use_chat else "rules"))
-    projection = project.project(question, store.roster(), store.aliases(), use_chat)
-    if config.ablate == "s2-group":
-        projection = projection.model_copy(update={"rows": [r for r in projection.rows if r != "GROUP"]})
-    result = recall(view, question, config.recall, embedder)
-    selected = [] if config.ablate == "s1" else select_s1(
-        view, result, projection, config.recall, config.select, embedder, use_chat, project.stats)
-    s2_items: list[dict] = []
-    if config.ablate != "s2":
-        layers = config.resolve.layers
-        if config.ablate == "s2-group":
-            layers = tuple(x for x in layers if not x.startswith("group_"))
-        elif config.ablate == "s2-person":
-            layers = tuple(x for x in layers if not x.startswith("per_speaker"))
-        s2_items = resolve_rows(view, result.fused, projection, store.roster(),
-                                config.resolve.model_copy(update={"layers": layers}), embedder, result.pool)
-    composed = compose(view, selected, s2_items, projection, config.compose)
-    latency = (time.perf_counter() - start) * 1000
-    answer, model_tokens = "", project.stats.tokens
-    t1 = time.perf_counter()
-    if config.answer_question:
-        if use_chat is not None:
-            answer, used = answer_chat(projection, composed.context, use_chat, config.answer)
-            model_tokens += used
-        else:
-            answer = answer_rules(projection, composed.evidence, config.answer)
-    return QueryResult(question, answer or NO_INFO if config.answer_question else "", projection,
-                       composed.evidence, composed.context, composed.tokens, latency,
-                       (time.perf_counter() - t1) * 1000, model_tokens, dict(project.stats.extra))
-
+    pipeline = query_pipeline(config, chat=use_chat is not None)
+    out = pipeline(pa.table({"question": [question]}), query_context(store, config, use_chat))
+    total_ms = (time.perf_counter() - start) * 1000
+    answer_ms = sum(s.stats.seconds for s in pipeline.steps if isinstance(s, Answer)) * 1000
+    extra: dict[str, float] = {}
+    for step in pipeline.steps:
+        for key, value in step.stats.extra.items():
+            extra[key] = extra.get(key, 0) + value
+    return QueryResult(question, out["answer"][0].as_py() if config.answer_question else "",
+                       projections(out)[0], evidence_items(out)[0], out["context"][0].as_py(),
+                       out["tokens"][0].as_py(), total_ms - answer_ms, answer_ms,
+                       sum(s.stats.tokens for s in pipeline.steps), extra)
 
 
 ANSWERS_SCHEMA = pa.schema([("question", pa.string()), ("answer", pa.string()), ("cited_ids", pa.list_(pa.string())),

@@ -73,7 +73,9 @@ def test_window_and_fusion_are_vectorised_over_sessions(store):
 def test_recall_operator_returns_a_ranked_pool(store):
     from speakerflow.ops.base import Context
 
-    out = Recall(pool=3)(pa.table({"question": ["Which hotel near the river?"]}), Context(store=store))
+    from speakerflow.ops.query_tables import candidates_table
+
+    out = candidates_table(Recall(pool=3)(pa.table({"question": ["Which hotel near the river?"]}), Context(store=store)))
     assert out["msg_id"].to_pylist()[0] == "m5" and out.num_rows <= 3
 
 

@@ -1,0 +1,127 @@
+"""The tables the query operators hand on, and the helpers they share.
+
+The query path keeps **one row per question** from Project to Answer; every query
+operator is a passthrough (it keeps all input columns and adds its own), so a later
+operator may read what any earlier one produced:
+
+=============  ==============================================================================
+operator       adds
+=============  ==============================================================================
+Project        ``question_id`` (``q0``, ``q1`` ... when the input has none) and the
+               :class:`~speakerflow.schemas.Projection` columns (issue, rows, tense, owner,
+               source, as_of)
+Recall         ``pool``: candidates (msg_id, score, via="recall"), best first;
+               ``fused``: the fused System 1 score of every message of the group, in
+               :meth:`GroupStore.messages` order (System 2 and Select read it)
+Select         ``selected``: the System 1 top-k after Expand and ASK (via = recall | expand |
+               ask, ``anchor`` = the message an expanded turn hangs on)
+Resolve        ``memory``: System 2 items by row (:data:`MEMORY_ITEM`)
+Compose        ``evidence`` (:data:`EVIDENCE_ITEM` = the EvidenceItem fields, in composed
+               order), ``context``, ``tokens``, ``cited_ids``
+Answer         ``answer``
+=============  ==============================================================================
+
+:func:`evidence_table` flattens the ``evidence`` column into an
+:data:`~speakerflow.schemas.EVIDENCE_SCHEMA` table with ``question_id``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from speakerflow.schemas import (
+    EVIDENCE_SCHEMA,
+    PROJECTION_SCHEMA,
+    TIMESTAMP,
+    EvidenceItem,
+    Projection,
+)
+
+#: The projection columns (a Projection's fields) Project adds and later operators read.
+PROJECTION_COLUMNS = tuple(PROJECTION_SCHEMA.names)
+
+#: One System 1 candidate: the message, its score on the fused scale, how it got in
+#: (``recall``, ``expand``, ``ask``) and, for an expanded turn, its anchor message.
+CANDIDATE = pa.struct([("msg_id", pa.string()), ("score", pa.float64()), ("via", pa.string()),
+                       ("anchor", pa.string())])
+
+#: One System 2 item (a record, a verbatim fallback ``excerpt`` or an ``empty_row``).
+MEMORY_ITEM = pa.struct([
+    ("kind", pa.string()), ("row", pa.string()), ("text", pa.string()), ("msg_ids", pa.list_(pa.string())),
+    ("score", pa.float64()), ("speaker", pa.string()), ("ts", TIMESTAMP), ("entry_id", pa.string()),
+    ("history", pa.bool_()), ("source", pa.string()), ("owner", pa.string())])
+
+#: One composed evidence item (the fields of :class:`~speakerflow.schemas.EvidenceItem`).
+EVIDENCE_ITEM = pa.struct(list(EVIDENCE_SCHEMA))
+
+QUESTION_ID = pa.field("question_id", pa.string())
+
+
+def schema_of(*fields: tuple[str, pa.DataType] | pa.Field) -> pa.Schema:
+    """``question_id`` plus ``fields``: what a query operator declares it produces."""
+    return pa.schema([QUESTION_ID, *fields])
+
+
+def put(table: pa.Table, name: str, values: pa.Array | list, type_: pa.DataType | None = None) -> pa.Table:
+    """``table`` with column ``name`` set to ``values`` (replaced when it exists, else appended)."""
+    array = values if isinstance(values, pa.Array | pa.ChunkedArray) else pa.array(values, type=type_)
+    i = table.schema.get_field_index(name)
+    return table.set_column(i, name, array) if i >= 0 else table.append_column(name, array)
+
+
+def with_question_ids(table: pa.Table) -> pa.Table:
+    """Add ``question_id`` = ``q0``, ``q1`` ... when the table has none (ids must be distinct)."""
+    if "question_id" in table.column_names:
+        ids = table["question_id"].to_pylist()
+        if len(set(ids)) != len(ids):
+            dup = sorted({i for i in ids if ids.count(i) > 1})
+            raise ValueError(f"question_id repeats {dup[:5]}: give every question row its own id")
+        return table
+    return put(table, "question_id", [f"q{i}" for i in range(table.num_rows)], pa.string())
+
+
+def projections(table: pa.Table) -> list[Projection]:
+    """One :class:`Projection` per row, read back from the projection columns."""
+    cols = table.select(list(PROJECTION_COLUMNS)).to_pylist()
+    return [Projection(**row) for row in cols]
+
+
+def fused_scores(table: pa.Table) -> list[np.ndarray]:
+    """The ``fused`` column as one float vector per row (no copy through Python lists)."""
+    col = table["fused"].combine_chunks()
+    values = col.values.to_numpy(zero_copy_only=False)
+    offsets = col.offsets.to_numpy()
+    return [values[offsets[i]:offsets[i + 1]] for i in range(len(col))]
+
+
+def fused_array(vectors: list[np.ndarray]) -> pa.ListArray:
+    """Per-row score vectors as an Arrow ``list<double>`` column."""
+    offsets = np.zeros(len(vectors) + 1, dtype=np.int32)
+    np.cumsum([len(v) for v in vectors], out=offsets[1:])
+    flat = np.concatenate(vectors) if vectors else np.zeros(0)
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat, type=pa.float64()))
+
+
+def evidence_items(table: pa.Table) -> list[list[EvidenceItem]]:
+    """The ``evidence`` column as EvidenceItem lists (one per question, composed order)."""
+    return [[EvidenceItem(**item) for item in row] for row in table["evidence"].to_pylist()]
+
+
+def evidence_table(table: pa.Table) -> pa.Table:
+    """Flatten ``evidence``: one :data:`EVIDENCE_SCHEMA` row per item, with ``question_id``."""
+    rows = [{"question_id": qid, **item}
+            for qid, items in zip(table["question_id"].to_pylist(), table["evidence"].to_pylist(), strict=True)
+            for item in items]
+    return pa.Table.from_pylist(rows, schema=schema_of(*EVIDENCE_SCHEMA))
+
+
+CANDIDATES_SCHEMA = schema_of(("rank", pa.int64()), *CANDIDATE)
+
+
+def candidates_table(table: pa.Table, column: str = "pool") -> pa.Table:
+    """Flatten ``pool`` (or ``selected``): one row per candidate with ``question_id`` and its
+    0-based ``rank``, then msg_id, score, via, anchor."""
+    rows = [{"question_id": qid, "rank": rank, **cand}
+            for qid, cands in zip(table["question_id"].to_pylist(), table[column].to_pylist(), strict=True)
+            for rank, cand in enumerate(cands)]
+    return pa.Table.from_pylist(rows, schema=CANDIDATES_SCHEMA)
