@@ -24,9 +24,9 @@ import pyarrow as pa
 from speakerflow.graphs import query_terms
 from speakerflow.schemas import EvidenceItem, Projection
 
-from .base import Context, Operator, OperatorConfig
+from .base import Context, Operator, OperatorConfig, put_columns
 from .project import is_rollup
-from .query_tables import PROJECTION_COLUMNS, evidence_items, projections, put, schema_of
+from .query_tables import PROJECTION_COLUMNS, evidence_items, projections, schema_of
 from .registry import register
 
 NO_INFO = "There is no information available in the conversation to answer this question."
@@ -159,4 +159,4 @@ class Answer(Operator):
             else:
                 answer = answer_rules(projection, evidence, self.config)
             answers.append(answer or NO_INFO)
-        return put(table, "answer", answers, pa.string())
+        return put_columns(table, {"answer": answers}, self.produces)

@@ -31,9 +31,9 @@ import pyarrow as pa
 
 from speakerflow.schemas import EvidenceItem, Projection
 
-from .base import Context, Operator, OperatorConfig
+from .base import Context, Operator, OperatorConfig, put_columns
 from .project import is_rollup
-from .query_tables import EVIDENCE_ITEM, PROJECTION_COLUMNS, projections, put, schema_of
+from .query_tables import EVIDENCE_ITEM, PROJECTION_COLUMNS, projections, schema_of
 from .recall import GroupView
 from .registry import register
 from .select import Selected, selections
@@ -177,8 +177,6 @@ class Compose(Operator):
                     for projection, chosen, memory in zip(projections(table), table["selected"].to_pylist(),
                                                           table["memory"].to_pylist(), strict=True)]
         self.stats.bump("context_tokens", sum(c.tokens for c in composed))
-        table = put(table, "evidence", [[e.model_dump() for e in c.evidence] for c in composed],
-                    pa.list_(EVIDENCE_ITEM))
-        table = put(table, "context", [c.context for c in composed], pa.string())
-        table = put(table, "tokens", [c.tokens for c in composed], pa.int64())
-        return put(table, "cited_ids", [c.cited_ids() for c in composed], pa.list_(pa.string()))
+        return put_columns(table, {"evidence": [[e.model_dump() for e in c.evidence] for c in composed],
+                                   "context": [c.context for c in composed], "tokens": [c.tokens for c in composed],
+                                   "cited_ids": [c.cited_ids() for c in composed]}, self.produces)

@@ -30,9 +30,9 @@ import pyarrow as pa
 from speakerflow.schemas import PROJECTION_SCHEMA, Projection
 from speakerflow.schemas.records import GROUP_OWNER
 
-from .base import Context, Operator, OperatorConfig
+from .base import Context, Operator, OperatorConfig, put_columns
 from .people import PersonResolver
-from .query_tables import put, schema_of, with_question_ids
+from .query_tables import schema_of, with_question_ids
 from .registry import register
 
 ALL = "ALL"
@@ -211,7 +211,5 @@ class Project(Operator):
         chat = ctx.backends.get("project")
         rows = [self.project(q, roster, aliases, chat).model_dump() for q in table["question"].to_pylist()]
         projected = pa.Table.from_pylist(rows, schema=PROJECTION_SCHEMA)
-        table = with_question_ids(table)
-        for name in PROJECTION_SCHEMA.names:
-            table = put(table, name, projected[name])
-        return table
+        return put_columns(with_question_ids(table), {n: projected[n] for n in PROJECTION_SCHEMA.names},
+                           self.produces)

@@ -62,13 +62,6 @@ def schema_of(*fields: tuple[str, pa.DataType] | pa.Field) -> pa.Schema:
     return pa.schema([QUESTION_ID, *fields])
 
 
-def put(table: pa.Table, name: str, values: pa.Array | list, type_: pa.DataType | None = None) -> pa.Table:
-    """``table`` with column ``name`` set to ``values`` (replaced when it exists, else appended)."""
-    array = values if isinstance(values, pa.Array | pa.ChunkedArray) else pa.array(values, type=type_)
-    i = table.schema.get_field_index(name)
-    return table.set_column(i, name, array) if i >= 0 else table.append_column(name, array)
-
-
 def with_question_ids(table: pa.Table) -> pa.Table:
     """Add ``question_id`` = ``q0``, ``q1`` ... when the table has none (ids must be distinct)."""
     if "question_id" in table.column_names:
@@ -77,7 +70,7 @@ def with_question_ids(table: pa.Table) -> pa.Table:
             dup = sorted({i for i in ids if ids.count(i) > 1})
             raise ValueError(f"question_id repeats {dup[:5]}: give every question row its own id")
         return table
-    return put(table, "question_id", [f"q{i}" for i in range(table.num_rows)], pa.string())
+    return table.append_column(QUESTION_ID, pa.array([f"q{i}" for i in range(table.num_rows)], pa.string()))
 
 
 def projections(table: pa.Table) -> list[Projection]:

@@ -23,9 +23,9 @@ import pyarrow as pa
 
 from speakerflow.graphs import SearchFilter
 
-from .base import Context, Operator, OperatorConfig
+from .base import Context, Operator, OperatorConfig, put_columns
 from .embed import Embedder, cached_embeddings, encode_query
-from .query_tables import CANDIDATE, fused_array, put, schema_of, with_question_ids
+from .query_tables import CANDIDATE, fused_array, schema_of, with_question_ids
 from .registry import register
 
 #: Channels a fusion may use.
@@ -217,5 +217,4 @@ class Recall(Operator):
             pools.append([{"msg_id": view.ids[r], "score": float(result.fused[r]), "via": "recall", "anchor": None}
                           for r in result.pool])
             vectors.append(result.fused)
-        table = put(with_question_ids(table), "pool", pools, pa.list_(CANDIDATE))
-        return put(table, "fused", fused_array(vectors))
+        return put_columns(with_question_ids(table), {"pool": pools, "fused": fused_array(vectors)}, self.produces)

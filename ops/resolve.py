@@ -32,9 +32,9 @@ from speakerflow.graphs import query_terms
 from speakerflow.schemas import Projection
 from speakerflow.schemas.records import GROUP_OWNER
 
-from .base import Context, Operator, OperatorConfig
+from .base import Context, Operator, OperatorConfig, put_columns
 from .embed import Embedder, cached_embeddings, encode_query
-from .query_tables import MEMORY_ITEM, PROJECTION_COLUMNS, fused_scores, projections, put, schema_of
+from .query_tables import MEMORY_ITEM, PROJECTION_COLUMNS, fused_scores, projections, schema_of
 from .recall import GroupView
 from .registry import register
 
@@ -210,7 +210,7 @@ class Resolve(Operator):
                                  [view.pos[c["msg_id"]] for c in pool]) if self.config.enabled else []
             self.stats.bump("items", len(items))
             out.append(items)
-        return put(table, "memory", out, pa.list_(MEMORY_ITEM))
+        return put_columns(table, {"memory": out}, self.produces)
 
 
 def _fallback(view: GroupView, fused: np.ndarray, row: str, k: int) -> list[dict]:

@@ -26,8 +26,8 @@ import pyarrow as pa
 from speakerflow.graphs import query_terms
 from speakerflow.schemas import Projection
 
-from .base import Context, Operator, OperatorConfig
-from .query_tables import CANDIDATE, PROJECTION_COLUMNS, fused_scores, projections, put, schema_of
+from .base import Context, Operator, OperatorConfig, put_columns
+from .query_tables import CANDIDATE, PROJECTION_COLUMNS, fused_scores, projections, schema_of
 from .recall import GroupView, RecallConfig, RecallResult, recall
 from .registry import register
 
@@ -273,4 +273,4 @@ class Select(Operator):
             chosen = select_s1(view, result, projection, recall_cfg, self.config, ctx.backends.get("embedder"),
                                chat, self.stats)
             out.append(candidates(view, chosen))
-        return put(table, "selected", out, pa.list_(CANDIDATE))
+        return put_columns(table, {"selected": out}, self.produces)

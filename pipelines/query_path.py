@@ -26,12 +26,12 @@ from typing import Any
 import pyarrow as pa
 
 from speakerflow.ops.answer import NO_INFO, Answer, AnswerConfig, answer_rules
-from speakerflow.ops.base import Context, Operator, OperatorConfig, OperatorStats
+from speakerflow.ops.base import Context, Operator, OperatorConfig, OperatorStats, put_columns
 from speakerflow.ops.compose import Compose, ComposeConfig, Composed, compose
 from speakerflow.ops.embed import Embedder, make_embedder
 from speakerflow.ops.pipeline import Pipeline
 from speakerflow.ops.project import Project, ProjectConfig, project_rules
-from speakerflow.ops.query_tables import evidence_items, projections, put
+from speakerflow.ops.query_tables import evidence_items, projections
 from speakerflow.ops.recall import GroupView, Recall, RecallConfig, recall
 from speakerflow.ops.registry import register
 from speakerflow.ops.resolve import Resolve, ResolveConfig, resolve_rows
@@ -120,7 +120,7 @@ class DropGroupRow(Operator):
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         rows = [[r for r in rs if r != GROUP_OWNER] for rs in table["rows"].to_pylist()]
-        return put(table, "rows", rows, pa.list_(pa.string()))
+        return put_columns(table, {"rows": rows}, self.produces)
 
 
 def _layers(config: QueryConfig) -> tuple[str, ...]:
@@ -181,7 +181,8 @@ def direct_path(store, question: str, config: QueryConfig | None = None) -> tupl
         projection = projection.model_copy(update={"rows": [r for r in projection.rows if r != GROUP_OWNER]})
     result = recall(view, question, config.recall, embedder)
     selected = [] if config.ablate == "s1" else select_s1(
-        view, result, projection, config.recall, config.select, embedder, None, OperatorStats())
+        view, result, projection, config.select.ask_recall or config.recall, config.select, embedder, None,
+        OperatorStats())
     items = [] if config.ablate == "s2" else resolve_rows(
         view, result.fused, projection, store.roster(),
         config.resolve.model_copy(update={"layers": _layers(config)}), embedder, result.pool)
