@@ -119,3 +119,11 @@ def test_chat_select_and_answer_meter_model_calls(store):  # noqa: F811
     with pytest.raises(ValueError, match="ctx.backends"):
         (Project() >> Recall() >> Select() >> Resolve() >> Compose() >> Answer(backend="chat"))(
             pa.table({"question": ["x"]}), Context(store=store))
+
+
+def test_answer_question_with_chat_asks_it_to_project_select_and_answer(store):  # noqa: F811
+    chat = ScriptedChat(['{"issue": "hotel", "rows": ["ALL"], "tense": "head"}', '{"ranked": [1], "expand": []}',
+                         '{"enough": true, "ask": ""}', "Ben: the Ribeira hotel"])
+    res = answer_question(store, "Which hotel near the river?", CFG.model_copy(update={"backend": "chat"}), chat=chat)
+    assert res.projection.issue == "hotel" and res.answer == "Ben: the Ribeira hotel"
+    assert len(chat.calls) == 4 and res.model_tokens > 0  # project, rank, sufficiency, answer: all metered
