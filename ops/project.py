@@ -16,7 +16,7 @@ one loses the answer.
 >>> p = project_rules("What does Ana think of Ben's plan?", ["Ana", "Ben", "Chloe"])
 >>> p.rows, p.owner, p.source
 (['Ben'], 'Ben', 'Ana')
->>> project_rules("What did everyone finally decide about the venue?", ["Ana", "Ben"]).rows
+>>> project_rules("What did the members finally decide about the venue?", ["Ana", "Ben"]).rows
 ['ALL', 'GROUP']
 """
 from __future__ import annotations
