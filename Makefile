@@ -27,6 +27,7 @@ test-deps:
 	  || echo "WARNING: redis-server could not be installed; the Celery executor test will be skipped" >&2
 
 test: $(STAMP) test-deps
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

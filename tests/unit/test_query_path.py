@@ -72,7 +72,6 @@ def test_window_and_fusion_are_vectorised_over_sessions(store):
 
 def test_recall_operator_returns_a_ranked_pool(store):
     from speakerflow.ops.base import Context
-
     from speakerflow.ops.query_tables import candidates_table
 
     out = candidates_table(Recall(pool=3)(pa.table({"question": ["Which hotel near the river?"]}), Context(store=store)))
