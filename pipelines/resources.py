@@ -326,7 +326,8 @@ class ParquetIOManager(dg.ConfigurableIOManager):
                             "the Parquet IO manager stores pyarrow Tables (return a Table or MaterializeResult)")
         path = self._path(context)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
+        # a name of its own per process: two runs of one partition may write at once
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{context.run_id[:8]}.tmp")
         pq.write_table(obj, tmp)
         tmp.replace(path)
 

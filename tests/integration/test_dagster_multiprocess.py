@@ -75,7 +75,7 @@ def test_same_group_twice_at_once_is_serialised(tmp_path, monkeypatch):
     with dg.DagsterInstance.get() as instance:
         instance.add_dynamic_partitions("groups", ["team"])
     results = launch_runs(home, ["team", "team"])
-    assert all(r["success"] for r in results), results
+    assert all(r["success"] for r in results), "\n".join(str(f) for r in results for f in r["failures"])
     state = store_state(home, "team")
     assert len(state["messages"]) == len(set(state["messages"]))
     ids = [r[0] for r in state["records"]]
