@@ -154,8 +154,7 @@ class Answer(Operator):
                                                  table["context"].to_pylist(), strict=True):
             if self.config.backend == "chat":
                 answer, used = answer_chat(projection, context, chat, self.config)
-                self.stats.model_calls += 1
-                self.stats.tokens += used
+                self.stats.count_model_call(used)
             else:
                 answer = answer_rules(projection, evidence, self.config)
             answers.append(answer or NO_INFO)

@@ -73,6 +73,11 @@ class OperatorStats:
         out.update(self.extra)
         return out
 
+    def count_model_call(self, tokens: int = 0) -> None:
+        """Meter one call to a model backend and the tokens it cost."""
+        self.model_calls += 1
+        self.tokens += tokens
+
     def bump(self, key: str, amount: float = 1) -> None:
         """Add to a named extra counter (``updates``, ``invalidations`` ...)."""
         self.extra[key] = self.extra.get(key, 0) + amount

@@ -198,8 +198,7 @@ class Project(Operator):
                    'Return {"issue": "...", "rows": [...], "tense": "head|full"}'
             result = chat.chat([{"role": "system", "content": PROJECT_PROMPT}, {"role": "user", "content": user}],
                                max_tokens=self.config.max_tokens, temperature=0.0)
-            self.stats.model_calls += 1
-            self.stats.tokens += result.tokens
+            self.stats.count_model_call(result.tokens)
             try:
                 return parse_projection(result.text, question, roster, aliases)
             except (ValueError, json.JSONDecodeError):

@@ -176,8 +176,7 @@ def select_with_chat(view: GroupView, selected: list[Selected], question: str, c
                         {"role": "user", "content": f"Question: {question}\nCandidates:\n{cands}"}],
                        max_tokens=300, temperature=0.0)
     if stats is not None:
-        stats.model_calls += 1
-        stats.tokens += result.tokens
+        stats.count_model_call(result.tokens)
     try:
         ranked, anchors = parse_ranking(result.text, len(selected))
     except (ValueError, json.JSONDecodeError):
@@ -213,8 +212,7 @@ def select_s1(view: GroupView, result: RecallResult, projection: Projection, rec
                                {"role": "user", "content": f"Question: {projection.question}\nMaterial:\n{material}"}],
                               max_tokens=60, temperature=0.0)
             if stats is not None:
-                stats.model_calls += 1
-                stats.tokens += reply.tokens
+                stats.count_model_call(reply.tokens)
             _, ask = parse_sufficiency(reply.text)
         else:
             cov, missing = coverage(view, selected[: config.top_k], projection.issue)
