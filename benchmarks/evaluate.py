@@ -9,7 +9,13 @@ work, timed separately), then answers every usable question and measures:
 - ``token_f1``: the paper's set-based token-F1 of the answer (in [0, 1]);
 - ``latency_ms``: p50/p95 per question of projection + retrieval + composition (the
   question embedding included; message embeddings are cached beforehand);
-- ``context_tokens``: mean tokens of the composed context.
+- ``context_tokens``: mean tokens of the composed context;
+- ``by_group``: questions and ``evidence_recall`` per conversation / network;
+- ``splits`` (LoCoMo): the dev half (tune here) and the test half (report untouched), each
+  with its groups, questions, ``evidence_recall`` and ``by_category``.
+
+``groups`` (CLI ``--groups``) restricts the run to some conversations/networks (``dev`` and
+``test`` name the LoCoMo halves); only those groups are ingested.
 
 Systems: ``bm25`` (flat BM25, Tantivy with its English stemmer), ``bm25-plain`` (flat BM25
 without stemming, the pure-Python :class:`~speakerflow.graphs.InMemoryIndex`: the setting of
@@ -40,7 +46,7 @@ from speakerflow.ops.resolve import warm_record_embeddings
 from speakerflow.pipelines.query_path import ABLATIONS, QueryConfig, answer_question, embedder_for
 from speakerflow.schemas import EvidenceItem
 
-from .qa_data import QAData, load_qa
+from .qa_data import LOCOMO_SPLITS, QAData, load_qa
 
 SYSTEMS = ("speakerflow", "bm25", "bm25-plain", "dense", "hybrid")
 LEXICAL = ("bm25", "bm25-plain")  # systems that need no embedder
@@ -123,7 +129,7 @@ def _prepare(data: QAData, home: Home, system: str, config: QueryConfig) -> dict
 
 def run_eval(data, fmt: str, system: str = "speakerflow", ablate: str | None = None, k=(5, 10, 20),
              out=None, home=None, embedder: str = "minilm", limit: int | None = None,
-             config: QueryConfig | None = None) -> dict:
+             config: QueryConfig | None = None, groups=None) -> dict:
     """Evaluate one system on a QA set (see the module doc); returns the report dict.
 
     Parameters
@@ -135,6 +141,8 @@ def run_eval(data, fmt: str, system: str = "speakerflow", ablate: str | None = N
         summary) and ``<out>.png`` (recall@k curve).
     home : store home to ingest into (default: a temporary folder, removed afterwards).
     limit : evaluate only the first ``limit`` questions (smoke runs).
+    groups : only these groups (a comma list or a list of ids; ``dev``/``test`` expand to the
+        LoCoMo halves of :data:`~speakerflow.benchmarks.qa_data.LOCOMO_SPLITS`).
     config : query settings for ``speakerflow`` (default :class:`QueryConfig()`; the
         embedder, ablation and System 1 top-k are set from the other arguments).
     """
@@ -144,6 +152,8 @@ def run_eval(data, fmt: str, system: str = "speakerflow", ablate: str | None = N
         raise ValueError(f"--ablate {ablate!r} applies to --system speakerflow only, with one of {ABLATIONS}")
     ks = tuple(sorted({int(b) for b in k}))
     qa = data if isinstance(data, QAData) else load_qa(data, fmt)
+    if groups:
+        qa = qa.only(groups)
     questions = qa.questions[:limit] if limit else qa.questions
     tmp = None if home is not None else tempfile.TemporaryDirectory(prefix="speakerflow-eval-")
     home_obj = home if isinstance(home, Home) else Home(home or tmp.name)
@@ -157,8 +167,8 @@ def run_eval(data, fmt: str, system: str = "speakerflow", ablate: str | None = N
     finally:
         if tmp is not None:
             tmp.cleanup()
-    report = summarise(rows, ks)
-    report.update({"system": system, "format": fmt, "data": str(data) if not isinstance(data, QAData) else fmt,
+    report = summarise(rows, ks, LOCOMO_SPLITS if fmt == "locomo" else None)
+    report.update({"groups": [gid for gid, _ in qa.groups] if groups else None,"system": system, "format": fmt, "data": str(data) if not isinstance(data, QAData) else fmt,
                    "ablate": ablate, "embedder": config.embedder, "skipped": dict(qa.skipped),
                    "prepare_seconds": seconds, "per_question": rows})
     if out is not None:
@@ -189,20 +199,36 @@ def _answer_all(home: Home, questions, system: str, config: QueryConfig, ks) -> 
     return rows
 
 
-def summarise(rows: list[dict], ks) -> dict:
-    """Means over questions, overall and per category."""
-    def recall_means(rs):
-        return {str(b): round(float(np.mean([r["recall"][str(b)] for r in rs])), 4) if rs else 0.0 for b in ks}
+def _recall_means(rows: list[dict], ks) -> dict[str, float]:
+    return {str(b): round(float(np.mean([r["recall"][str(b)] for r in rows])), 4) if rows else 0.0 for b in ks}
 
+
+def _by_category(rows: list[dict], ks) -> dict[str, dict]:
     cats = sorted({r["category"] for r in rows})
+    return {c: {"questions": sum(r["category"] == c for r in rows),
+                "evidence_recall": _recall_means([r for r in rows if r["category"] == c], ks),
+                "token_f1": round(float(np.mean([r["token_f1"] for r in rows if r["category"] == c])), 4)}
+            for c in cats}
+
+
+def summarise(rows: list[dict], ks, splits: dict[str, tuple[str, ...]] | None = None) -> dict:
+    """Means over questions: overall, ``by_category``, ``by_group`` and (when ``splits`` name
+    groups present in ``rows``) per split, e.g. the LoCoMo dev and test halves."""
     lat = [r["latency_ms"] for r in rows] or [0.0]
+    groups = list(dict.fromkeys(r["group"] for r in rows))
+    by_split = {}
+    for name, members in (splits or {}).items():
+        part = [r for r in rows if r["group"] in members]
+        if part:
+            by_split[name] = {"groups": [g for g in members if g in groups], "questions": len(part),
+                              "evidence_recall": _recall_means(part, ks), "by_category": _by_category(part, ks)}
     return {
         "questions": len(rows),
-        "evidence_recall": recall_means(rows),
-        "by_category": {c: {"questions": sum(r["category"] == c for r in rows),
-                            "evidence_recall": recall_means([r for r in rows if r["category"] == c]),
-                            "token_f1": round(float(np.mean([r["token_f1"] for r in rows if r["category"] == c])), 4)}
-                        for c in cats},
+        "evidence_recall": _recall_means(rows, ks),
+        "by_category": _by_category(rows, ks),
+        "by_group": {g: {"questions": sum(r["group"] == g for r in rows),
+                         "evidence_recall": _recall_means([r for r in rows if r["group"] == g], ks)} for g in groups},
+        "splits": by_split,
         "token_f1": round(float(np.mean([r["token_f1"] for r in rows])), 4) if rows else 0.0,
         "latency_ms": {"p50": round(float(np.percentile(lat, 50)), 2), "p95": round(float(np.percentile(lat, 95)), 2)},
         "context_tokens": {"mean": round(float(np.mean([r["context_tokens"] for r in rows])), 1) if rows else 0.0},
@@ -230,6 +256,20 @@ def markdown_summary(reports: list[dict]) -> str:
     for r in reports:
         lines.append(f"| {label(r)} | " + " | ".join(
             f"{r['by_category'].get(c, {}).get('evidence_recall', {}).get('10', 0):.3f}" for c in cats) + " |")
+    splits = [name for name in ("dev", "test") if any(name in r.get("splits", {}) for r in reports)]
+    for name in splits:
+        part = [r for r in reports if name in r.get("splits", {})]
+        sp0 = part[0]["splits"][name]
+        scats = sorted({c for r in part for c in r["splits"][name]["by_category"]})
+        lines += ["", f"{name} half ({', '.join(sp0['groups'])}; {sp0['questions']} questions):", "",
+                  "| system | " + " | ".join(f"recall@{b}" for b in ks) + " | "
+                  + " | ".join(f"{c} @10 ({sp0['by_category'].get(c, {}).get('questions', 0)})" for c in scats) + " |",
+                  "|" + "---|" * (len(ks) + len(scats) + 1)]
+        for r in part:
+            sp = r["splits"][name]
+            lines.append(f"| {label(r)} | " + " | ".join(f"{sp['evidence_recall'].get(str(b), 0):.3f}" for b in ks)
+                         + " | " + " | ".join(f"{sp['by_category'].get(c, {}).get('evidence_recall', {}).get('10', 0):.3f}"
+                                             for c in scats) + " |")
     return "\n".join(lines) + "\n"
 
 

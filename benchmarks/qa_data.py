@@ -28,6 +28,10 @@ import pyarrow as pa
 from speakerflow.ops.loaders import load
 
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+#: The LoCoMo dev/test halves: tune on ``dev`` (and the SocialMem training networks) only;
+#: ``test`` is reported untouched by tuning.
+LOCOMO_SPLITS = {"dev": ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43"),
+                 "test": ("conv-44", "conv-47", "conv-48", "conv-49", "conv-50")}
 _DIA = re.compile(r"D:?(\d+):0*(\d+)")
 
 
@@ -52,11 +56,37 @@ class QAData:
     questions: list[QAItem]
     skipped: Counter = field(default_factory=Counter)
 
+    def only(self, groups) -> QAData:
+        """The same data restricted to ``groups`` (ids; ``dev``/``test`` name a LoCoMo half);
+        unknown ids raise ``ValueError`` naming the known ones."""
+        wanted = parse_groups(groups)
+        known = [gid for gid, _ in self.groups]
+        unknown = [g for g in wanted if g not in known]
+        if unknown:
+            raise ValueError(f"unknown group(s) {unknown}; this data has {known}")
+        return QAData(self.fmt, [(gid, t) for gid, t in self.groups if gid in wanted],
+                      [q for q in self.questions if q.group in wanted], Counter(self.skipped))
+
     def by_group(self) -> dict[str, list[QAItem]]:
         out: dict[str, list[QAItem]] = {}
         for q in self.questions:
             out.setdefault(q.group, []).append(q)
         return out
+
+
+def parse_groups(groups) -> list[str]:
+    """``"conv-26,conv-30"`` or a list -> group ids; ``dev`` / ``test`` expand to a LoCoMo half.
+
+    >>> parse_groups("dev,conv-44")[-1], len(parse_groups("test"))
+    ('conv-44', 5)
+    """
+    items = groups.split(",") if isinstance(groups, str) else list(groups)
+    out: list[str] = []
+    for item in (i.strip() for i in items):
+        for gid in LOCOMO_SPLITS.get(item, (item,)) if item else ():
+            if gid not in out:
+                out.append(gid)
+    return out
 
 
 def normalise_locomo_evidence(raw: list[str]) -> list[str]:

@@ -7,7 +7,9 @@ evaluation (evidence recall@k, token-F1, latency, context size); and
 systems then run side by side in one process and the Markdown summary and plot show them
 together (the JSON holds a list of reports). ``--ablate`` takes one ablation or a list and
 adds one ``speakerflow`` run per ablation after the systems asked for (so the full system
-and its ablations are reported side by side).
+and its ablations are reported side by side). ``--groups`` restricts the run to some
+conversations/networks (``dev`` / ``test`` name the LoCoMo halves); LoCoMo reports carry a
+``splits`` block (dev and test half) and every report a ``by_group`` block.
 """
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=None, help="report JSON (a .md summary and a .png plot are written beside it)")
     p.add_argument("--home", default=None, help="store home to ingest into (default: a temporary folder)")
     p.add_argument("--embedder", default="minilm", choices=["minilm", "hashing"], help="dense recall embedder")
+    p.add_argument("--groups", default=None,
+                   help="only these conversations/networks, comma-separated (dev / test: the LoCoMo halves)")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions (smoke runs)")
     p.add_argument("--backend", default="rules", help="eval writer: the Writer backend")
     p.add_argument("--json", action="store_true", help="print the full report JSON")
@@ -50,13 +54,20 @@ def run(args: argparse.Namespace) -> int:
         plan.append(("speakerflow", ab.strip()))
     reports = []
     for system, ablate in plan:
-        report = run_eval(args.data, args.format, system, ablate=ablate, k=tuple(args.k), home=args.home,
-                          embedder=args.embedder, limit=args.limit)
+        try:
+            report = run_eval(args.data, args.format, system, ablate=ablate, k=tuple(args.k), home=args.home,
+                              embedder=args.embedder, limit=args.limit, groups=args.groups)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
         reports.append(report)
         rec = ", ".join(f"@{b} {v:.3f}" for b, v in report["evidence_recall"].items())
         print(f"{system}{' -' + ablate if ablate else ''}: {report['questions']} questions; evidence recall {rec}; "
               f"token-F1 {report['token_f1']:.3f}; latency p50 {report['latency_ms']['p50']:.1f} ms, "
               f"p95 {report['latency_ms']['p95']:.1f} ms; context {report['context_tokens']['mean']:.0f} tokens")
+        for name, sp in report.get("splits", {}).items():
+            cats = ", ".join(f"{c} {v['evidence_recall'].get('10', 0):.3f}" for c, v in sp["by_category"].items())
+            print(f"  {name} half ({sp['questions']} q): " + ", ".join(
+                f"@{b} {v:.3f}" for b, v in sp["evidence_recall"].items()) + f"; @10 by category: {cats}")
     if args.out:
         paths = write_outputs(reports[0] if len(reports) == 1 else reports, args.out)
         print("wrote " + ", ".join(str(p) for p in paths.values()))

@@ -73,3 +73,17 @@ def test_locomo_bm25_reproduces_the_flat_baseline_and_speakerflow_beats_it(tmp_p
     flat = run_eval(qa, "locomo", "bm25", home=tmp_path / "home")
     ours = run_eval(qa, "locomo", "speakerflow", home=tmp_path / "home", embedder="hashing")
     assert ours["evidence_recall"]["10"] > flat["evidence_recall"]["10"] + 0.05
+
+
+def test_eval_groups_filter_reports_by_group_and_split(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert main(["eval", str(shared("locomo", "locomo10.json")), "--format", "locomo", "--system", "bm25",
+                 "--groups", "conv-26,conv-44", "--home", str(tmp_path / "home"), "--out", str(out)]) == 0
+    rep = json.loads(out.read_text())
+    assert rep["groups"] == ["conv-26", "conv-44"] and set(rep["by_group"]) == {"conv-26", "conv-44"}
+    assert rep["questions"] == sum(g["questions"] for g in rep["by_group"].values())
+    assert rep["splits"]["dev"]["groups"] == ["conv-26"] and rep["splits"]["test"]["groups"] == ["conv-44"]
+    assert "dev half" in capsys.readouterr().out
+    assert sorted(p.name for p in (tmp_path / "home").iterdir() if p.is_dir()) >= ["conv-26", "conv-44"]
+    assert main(["eval", str(shared("locomo", "locomo10.json")), "--format", "locomo", "--system", "bm25",
+                 "--groups", "conv-99"]) == 2
