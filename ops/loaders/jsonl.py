@@ -12,6 +12,7 @@ within the session; ``source_type``, ``source_ref`` and ``trust_tier`` are optio
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
 from .common import Loaded, LoadError, iter_jsonl, loader, to_message_table
@@ -21,13 +22,24 @@ OPTIONAL = ("reply_to", "source_type", "source_ref", "trust_tier")
 
 @loader("jsonl")
 def load_jsonl(path: Path, group: str | None = None) -> Loaded:
+    return messages_from_objects(iter_jsonl(path), str(path), group)
+
+
+def messages_from_objects(objs: Iterable[tuple[int, dict]], where: str, group: str | None = None,
+                          unit: str = "line") -> Loaded:
+    """(group id, message table) pairs from numbered JSONL-format objects (the file's lines,
+    or the items of a JSON list sent to the HTTP API); errors name ``where``, the ``unit``
+    number and the field."""
     rows: dict[str, list[dict]] = defaultdict(list)
     lines: dict[str, list[int]] = defaultdict(list)
     turns: dict[tuple[str, str], int] = defaultdict(int)
-    for lineno, obj in iter_jsonl(path):
+    path = where
+    for lineno, obj in objs:
+        if not isinstance(obj, dict):
+            raise LoadError(f"{path}: {unit} {lineno}: expected a JSON object, got {type(obj).__name__}")
         gid = group or obj.get("group_id")
         if not gid:
-            raise LoadError(f"{path}: line {lineno}: field 'group_id' is missing (or pass --group)")
+            raise LoadError(f"{path}: {unit} {lineno}: field 'group_id' is missing (or pass --group)")
         session = obj.get("session_id", "s1")
         turn = obj.get("turn", turns[(gid, session)])
         turns[(gid, session)] = (turn if isinstance(turn, int) else 0) + 1

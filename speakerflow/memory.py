@@ -1,0 +1,352 @@
+"""``from speakerflow import Memory``: the store, the query path and the harness as one
+Python object, with the embedder and every group's store opened once.
+
+>>> import tempfile
+>>> from speakerflow import Memory
+>>> with Memory(home=tempfile.mkdtemp(), embedder="hashing") as mem:
+...     added = mem.add("team", [{"msg_id": "m1", "ts": "2026-03-06T14:15:00Z", "speaker": "Ana",
+...                              "text": "The offsite will be in Porto, 12 to 14 May."}])
+...     result = mem.ask("team", "Where will the offsite be?")
+>>> added.ingested, "m1" in result.cited_ids()
+(1, True)
+
+Every group is opened on first use and kept open (writable: the group's single-writer
+lock is held until :meth:`Memory.close`), so the message table, the BM25 index, the
+Kuzu graph, the embedding caches and the model stay warm between calls. Calls on one
+group are serialised by a per-group lock; different groups may be used from different
+threads at once. The functions below the class work on one open
+:class:`~speakerflow.graphs.GroupStore` and are what the CLI calls too.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from speakerflow.graphs import GroupStore, Home, SearchFilter
+from speakerflow.graphs.records import chains
+from speakerflow.graphs.store import check_group_id
+from speakerflow.schemas import KnowledgeItem, Message
+
+__all__ = ["AddResult", "GroupNotFoundError", "Memory", "SearchHit", "UnknownSpeakerError",
+           "inject_context", "memory_chains", "messages_table", "parse_event", "search_messages"]
+
+
+class GroupNotFoundError(LookupError):
+    """The group has no store under this home (ingest first)."""
+
+
+class UnknownSpeakerError(ValueError):
+    """A speaker/owner name that is not in the group's roster; the message lists the roster."""
+
+
+class SearchHit(Message):
+    """A message found by BM25 search, with its ``score``."""
+
+    score: float
+
+
+@dataclass
+class AddResult:
+    """What :meth:`Memory.add` did: messages ``ingested`` and ``already_stored`` (skipped by
+    ``msg_id``), speakers new to the roster, and the write-path report (``None`` when the
+    Writer did not run)."""
+
+    group_id: str
+    ingested: int
+    already_stored: int
+    new_speakers: list[str] = field(default_factory=list)
+    write: Any = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {"group": self.group_id, "ingested": self.ingested, "already_stored": self.already_stored,
+               "new_speakers": self.new_speakers}
+        if self.write is not None:
+            out["write"] = self.write.summary()
+        return out
+
+
+# -- functions on one open store (the CLI calls these too) --------------------------------
+def messages_table(group: str, messages: Iterable[dict] | str | Path) -> pa.Table:
+    """A validated message table for ``group`` from JSONL-format dicts (docs/formats.md), a
+    JSONL string, or a ``.jsonl`` path. ``group_id`` in the dicts may be left out; one
+    naming another group is an error (a store only takes its own messages)."""
+    from speakerflow.ops.loaders import LoadError, load
+    from speakerflow.ops.loaders.jsonl import messages_from_objects
+
+    check_group_id(group)
+    if isinstance(messages, Path):
+        loaded = load(messages, "jsonl", group=group)
+    else:
+        if isinstance(messages, str):
+            items = [json.loads(line) for line in messages.splitlines() if line.strip()]
+        else:
+            items = list(messages)
+        if not items:
+            raise LoadError("no messages given")
+        items = [{**obj, "group_id": obj.get("group_id") or group} if isinstance(obj, dict) else obj
+                 for obj in items]
+        loaded = messages_from_objects(enumerate(items), "messages", None, unit="item")
+    others = sorted({g for g, _ in loaded if g != group})
+    if others:
+        raise LoadError(f"messages for group {group!r} name other group(s): {', '.join(others)}")
+    return pa.concat_tables([t for _, t in loaded])
+
+
+def check_speaker(store: GroupStore, name: str | None, allow_group: bool = False) -> None:
+    """Raise :class:`UnknownSpeakerError` (listing the roster) when ``name`` is not in it."""
+    if name is None or (allow_group and name == "GROUP") or name in store.roster():
+        return
+    roster = ", ".join(store.roster()) or "nobody yet"
+    raise UnknownSpeakerError(f"{name!r} is not in the roster of {store.group_id!r}: "
+                              f"{roster}{' or GROUP' if allow_group else ''}")
+
+
+def search_messages(store: GroupStore, query: str, speaker: str | None = None, k: int = 10) -> list[SearchHit]:
+    """BM25 over the group's messages (optionally one ``speaker``'s), best first."""
+    check_speaker(store, speaker)
+    hits = store.search(query, k, SearchFilter(kind="message", speaker=speaker))
+    by_id = message_rows(store)
+    return [SearchHit(**by_id[h.doc_id], score=round(h.score, 3)) for h in hits if h.doc_id in by_id]
+
+
+def message_rows(store: GroupStore) -> dict[str, dict]:
+    """The group's messages as dicts by ``msg_id`` (cached on the store until it changes)."""
+    table = store.messages()
+    cached = getattr(store, "_rows_by_id", None)
+    if cached is None or cached[0] is not table:
+        cached = (table, {r["msg_id"]: r for r in table.to_pylist()})
+        store._rows_by_id = cached
+    return cached[1]
+
+
+def memory_chains(store: GroupStore, owner: str | None = None, layer: str | None = None,
+                  history: bool = False) -> list[list[KnowledgeItem]]:
+    """Derived records as update chains (oldest state first, head last); without
+    ``history`` each chain is just its head."""
+    check_speaker(store, owner, allow_group=True)
+    selected = chains(store, owner, layer)
+    if not history:
+        selected = [[c[-1]] for c in selected]
+    return [[KnowledgeItem(**rec) for rec in chain] for chain in selected]
+
+
+def parse_event(event: dict | str) -> tuple[str, datetime, str | None]:
+    """(text, time, source) of an event: a dict with ``content`` (and optional ``ts`` ISO
+    time, ``source``), a JSON string of one, or plain text (time: now)."""
+    if isinstance(event, str):
+        try:
+            event = json.loads(event)
+        except ValueError:
+            event = {"content": event}
+    if not isinstance(event, dict) or not isinstance(event.get("content"), str):
+        raise ValueError('an event is JSON with a "content" field, e.g. {"content": "fees on XBT?"}')
+    ts = event.get("ts")
+    try:
+        now = datetime.fromisoformat(ts) if ts else datetime.now(UTC)
+    except (TypeError, ValueError):
+        raise ValueError(f"event 'ts' {ts!r} is not an ISO-8601 time") from None
+    return event["content"], (now if now.tzinfo else now.replace(tzinfo=UTC)), event.get("source")
+
+
+def inject_context(knowledge: tuple, event: dict | str, user: str | None = None, budget: int = 600, hops: int = 2):
+    """The working context passive injection builds for ``event`` from a group's loaded
+    ``knowledge`` (:func:`speakerflow.pipelines.entity_path.load_knowledge`); read-only
+    (reuse counts are not recorded)."""
+    from speakerflow.ops.inject import InjectConfig, PassiveInjector
+
+    text, now, source = parse_event(event)
+    fg, canon, det = knowledge
+    inj = PassiveInjector(fg, canon, det, config=InjectConfig(budget=budget, hops=hops, record_use=False))
+    return inj.inject(text, now, user or source)
+
+
+# -- the object --------------------------------------------------------------------------
+@dataclass
+class _Group:
+    store: GroupStore
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    knowledge: tuple | None = None
+    knowledge_at: int = -1
+
+
+class Memory:
+    """Long-term memory over a store home.
+
+    Parameters
+    ----------
+    home
+        The store home (default ``$SPEAKERFLOW_HOME`` or ``./.speakerflow``).
+    embedder
+        Dense recall embedder: ``minilm`` (default), ``hashing`` (test double) or ``none``.
+    writer
+        Writer backend :meth:`add` runs after appending (``rules`` default, ``none``: verbatim only).
+    read_only
+        Open groups read-only (no single-writer lock; :meth:`add` refuses).
+    backend, chat
+        ``rules`` answers, or ``chat`` with a ChatBackend ``chat`` for Project/Select/Answer.
+    """
+
+    def __init__(self, home: str | Path | None = None, embedder: str = "minilm", writer: str = "rules",
+                 read_only: bool = False, backend: str = "rules", chat: Any = None, window: int = 25):
+        from speakerflow.pipelines.query_path import QueryConfig
+        from speakerflow.settings import home_root
+
+        self.home = Home(home_root(str(home) if home is not None else None))
+        self.read_only = read_only
+        self.writer = writer
+        self.window = window
+        self.chat = chat
+        self.config = QueryConfig(embedder=embedder, backend="chat" if chat is not None else backend)
+        self._groups: dict[str, _Group] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def close(self) -> None:
+        """Close every open group (releasing its writer lock)."""
+        with self._lock:
+            groups, self._groups = list(self._groups.values()), {}
+            self._closed = True
+        for g in groups:
+            with g.lock:
+                g.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def groups(self) -> list[str]:
+        """Ids of the groups with a store under this home."""
+        return self.home.groups()
+
+    def exists(self, group: str) -> bool:
+        return group in self._groups or self.home.group_path(group).exists()
+
+    def _group(self, group: str, create: bool = False) -> _Group:
+        check_group_id(group)
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("this Memory is closed")
+            g = self._groups.get(group)
+            if g is None:
+                if not create and not self.home.group_path(group).exists():
+                    raise GroupNotFoundError(f"group {group!r} has no store under {self.home.root}; add messages first")
+                if create and self.read_only:
+                    raise PermissionError(f"group {group!r}: this Memory is read-only")
+                g = self._groups[group] = _Group(self.home.open(group, writable=not self.read_only))
+            return g
+
+    @contextmanager
+    def use(self, group: str, create: bool = False) -> Iterator[GroupStore]:
+        """The group's open store, with the group's lock held (for your own operators)."""
+        g = self._group(group, create)
+        with g.lock:
+            yield g.store
+
+    @property
+    def embedder(self):
+        """The dense embedder (loaded once per process, shared by every group)."""
+        from speakerflow.pipelines.query_path import embedder_for
+
+        return embedder_for(self.config)
+
+    # -- writes -------------------------------------------------------------------------
+    def append(self, group: str, messages: Iterable[dict] | str | Path) -> AddResult:
+        """Append messages to the verbatim track only (idempotent by ``msg_id``); run
+        :meth:`write` afterwards for derived records and embeddings."""
+        table = messages_table(group, messages)  # validated before the group is opened
+        g = self._group(group, create=True)
+        with g.lock:
+            res = g.store.append_messages(table)
+        return AddResult(group, res.added, res.skipped, list(res.new_speakers))
+
+    def write(self, group: str, warm: bool = True):
+        """Run the write path on the group's unwritten messages (a WriteReport), then compute
+        the embeddings of new messages and records so the next :meth:`ask` is warm."""
+        from speakerflow.pipelines.write_path import write_group
+
+        g = self._group(group)
+        with g.lock:
+            report = write_group(g.store, self.writer, window=self.window, progress=False)
+            g.knowledge = None
+            if warm:
+                self._warm(g.store)
+        return report
+
+    def _warm(self, store: GroupStore) -> None:
+        from speakerflow.pipelines.query_path import answer_question
+
+        # one query fills every per-store cache the query path keeps (message and record
+        # embeddings of the new rows, the group view, the record view); its answer is dropped
+        answer_question(store, "what was said?", self.config.model_copy(update={"backend": "rules"}))
+        message_rows(store)
+
+    def add(self, group: str, messages: Iterable[dict] | str | Path, write: bool = True) -> AddResult:
+        """Append messages (dicts in the JSONL message format, docs/formats.md) and, unless
+        ``write=False`` or the writer is ``none``, run the write path on them."""
+        result = self.append(group, messages)
+        if write and self.writer != "none":
+            result.write = self.write(group)
+        return result
+
+    # -- reads --------------------------------------------------------------------------
+    def ask(self, group: str, question: str):
+        """Answer ``question`` from the group's memory: a
+        :class:`~speakerflow.pipelines.query_path.QueryResult` (answer, evidence,
+        ``cited_ids()``, latency)."""
+        from speakerflow.pipelines.query_path import answer_question
+
+        g = self._group(group)
+        with g.lock:
+            return answer_question(g.store, question, self.config, chat=self.chat)
+
+    def cited_messages(self, group: str, result) -> list[Message]:
+        """The messages ``result`` cites, in composed order."""
+        g = self._group(group)
+        with g.lock:
+            rows = message_rows(g.store)
+        return [Message(**rows[m]) for m in result.cited_ids() if m in rows]
+
+    def search(self, group: str, q: str, speaker: str | None = None, k: int = 10) -> list[SearchHit]:
+        """BM25 search over the group's messages."""
+        g = self._group(group)
+        with g.lock:
+            return search_messages(g.store, q, speaker, k)
+
+    def memory(self, group: str, owner: str | None = None, layer: str | None = None) -> list[KnowledgeItem]:
+        """The current derived records (heads), optionally about one ``owner`` / ``layer``."""
+        return [c[-1] for c in self.history(group, owner, layer, full=False)]
+
+    def history(self, group: str, owner: str | None = None, layer: str | None = None,
+                full: bool = True) -> list[list[KnowledgeItem]]:
+        """Update chains of derived records, oldest state first."""
+        g = self._group(group)
+        with g.lock:
+            return memory_chains(g.store, owner, layer, history=full)
+
+    def inject(self, group: str, event: dict | str, user: str | None = None, budget: int = 600, hops: int = 2):
+        """The working context (InKH passive injection) for one event: a
+        :class:`~speakerflow.ops.inject.pipeline.WorkingContext`."""
+        from speakerflow.pipelines.entity_path import load_knowledge
+
+        g = self._group(group)
+        with g.lock:
+            version = g.store.records().num_rows
+            if g.knowledge is None or g.knowledge_at != version:
+                g.knowledge, g.knowledge_at = load_knowledge(g.store), version
+            return inject_context(g.knowledge, event, user, budget, hops)
+
+    def stats(self, group: str) -> dict[str, int]:
+        g = self._group(group)
+        with g.lock:
+            return g.store.stats()

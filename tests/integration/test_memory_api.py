@@ -1,0 +1,63 @@
+"""``from speakerflow import Memory``: add / ask / search / memory / inject on real stores."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from speakerflow import Memory
+from speakerflow.graphs import GroupBusyError, Home
+from speakerflow.memory import GroupNotFoundError, SearchHit, UnknownSpeakerError
+from speakerflow.ops.loaders import LoadError
+from speakerflow.schemas import KnowledgeItem
+from speakerflow.settings import BUNDLED_SAMPLE
+
+ROWS = [json.loads(line) for line in BUNDLED_SAMPLE.read_text().splitlines() if line.strip()]
+
+
+def test_memory_round_trip(tmp_path):
+    with Memory(home=tmp_path, embedder="hashing") as mem:
+        first = mem.add("team", ROWS)
+        assert (first.ingested, first.already_stored) == (len(ROWS), 0)
+        assert first.write.accepted > 0
+        again = mem.add("team", ROWS[:5])
+        assert (again.ingested, again.already_stored) == (0, 5)
+
+        result = mem.ask("team", "Where will the offsite be?")
+        assert "s2-t05" in result.cited_ids(10) and "Porto" in result.answer
+        assert [m.msg_id for m in mem.cited_messages("team", result)] == result.cited_ids()
+
+        hits = mem.search("team", "offsite", speaker="Ana", k=3)
+        assert hits and all(isinstance(h, SearchHit) and h.speaker == "Ana" for h in hits)
+        with pytest.raises(UnknownSpeakerError, match="Ana"):
+            mem.search("team", "offsite", speaker="Zed")
+
+        heads = mem.memory("team")
+        assert heads and all(isinstance(r, KnowledgeItem) and r.superseded_by is None for r in heads)
+        assert all(r.owner == "Ben" for r in mem.memory("team", owner="Ben"))
+        assert any(len(c) > 1 for c in mem.history("team"))
+
+        ctx = mem.inject("team", {"content": "offsite in Porto?", "ts": "2026-03-07T10:00:00Z"}, user="Ana")
+        assert ctx.tokens >= 0 and isinstance(ctx.text(), str)
+
+        with pytest.raises(GroupNotFoundError):
+            mem.ask("nobody", "anything?")
+        with pytest.raises(ValueError, match="invalid group id"):
+            mem.ask("../etc", "anything?")
+        with pytest.raises(LoadError, match="row 0: field .speaker."):
+            mem.add("team", [{"msg_id": "x", "ts": "2026-03-07T10:00:00Z", "text": "no speaker"}])
+        with pytest.raises(LoadError, match="other group"):
+            mem.add("team", [{**ROWS[0], "group_id": "other"}])
+        # the group stays open (and locked for other writers) until close()
+        with pytest.raises(GroupBusyError):
+            Home(tmp_path).open("team", writable=True)
+    Home(tmp_path).open("team", writable=True).close()
+
+
+def test_read_only_memory_sees_what_was_written(tmp_path):
+    with Memory(home=tmp_path, embedder="none") as mem:
+        mem.add("team", ROWS)
+    with Memory(home=tmp_path, embedder="none", read_only=True) as ro:
+        assert "s2-t05" in ro.ask("team", "Where will the offsite be?").cited_ids(10)
+        with pytest.raises(PermissionError):
+            ro.add("fresh", ROWS[:1])
