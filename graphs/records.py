@@ -20,6 +20,8 @@ import pyarrow as pa
 
 from speakerflow.schemas import RECORD_SCHEMA, KnowledgeItem, to_table, utc
 
+from . import batch
+from .batch import failpoint
 from .kuzu_graph import _kuzu_type, naive_utc
 
 #: group.json key of the write-path watermark: ids of messages already given to a Writer.
@@ -87,7 +89,8 @@ def record_docs(records: Sequence[KnowledgeItem]) -> list[dict[str, Any]]:
              "text": f"{r.content} {r.event or ''}".strip(), "ts": r.valid_at} for r in records]
 
 
-def write_records(store: Any, new: Sequence[KnowledgeItem], supersede: Sequence[tuple[str, str, datetime]] = ()) -> int:
+def write_records(store: Any, new: Sequence[KnowledgeItem], supersede: Sequence[tuple[str, str, datetime]] = (),
+                  mark: Sequence[str] = ()) -> int:
     """Append records and close superseded ones, all or nothing; returns records written.
 
     Parameters
@@ -98,6 +101,9 @@ def write_records(store: Any, new: Sequence[KnowledgeItem], supersede: Sequence[
     supersede
         ``(old_entry_id, new_entry_id, invalid_at)``: the old record gets ``superseded_by``
         and ``invalid_at``; its content is kept.
+    mark
+        Message ids to add to the writer watermark in the same batch (on disk: in the
+        batch manifest, so records and watermark survive a crash together or not at all).
     """
     store._require_writable()
     existing = {r["entry_id"]: r for r in all_records(store)}
@@ -108,12 +114,67 @@ def write_records(store: Any, new: Sequence[KnowledgeItem], supersede: Sequence[
         raise ValueError(f"record {bad.entry_id}: field 'group_id' is {bad.group_id!r}; "
                          f"the store of group {store.group_id!r} only takes its own records")
     if not new and not supersede:
+        if mark:
+            mark_written(store, mark)
         return 0
     if store.in_memory:
         _write_in_memory(store, new, supersede)
+        if mark:
+            mark_written(store, mark)
     else:
-        _write_on_disk(store, new, supersede)
+        batch.begin(store.root, {"kind": "records", "new": [r.entry_id for r in new],
+                                 "supersede": [[o, n] for o, n, _ in supersede], "mark": sorted(set(mark))})
+        failpoint("records.manifest")
+        try:
+            _write_on_disk(store, new, supersede)
+        except BaseException:
+            batch.end(store.root)  # undone in every store by _write_on_disk
+            raise
+        failpoint("records.committed")
+        if mark:
+            mark_written(store, mark)
+        failpoint("records.watermark")
+        batch.end(store.root)
+        failpoint("records.done")
     return len(new)
+
+
+def record_row_docs(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """:func:`record_docs` for record rows (dicts of the records table)."""
+    return [{"doc_id": r["entry_id"], "kind": "record", "group_id": r["group_id"], "speaker": r["source"],
+             "owner": r["owner"], "layer": r["layer"], "session_id": r["session_id"],
+             "text": f"{r['content']} {r['event'] or ''}".strip(), "ts": r["valid_at"]} for r in rows]
+
+
+def recover_records(store: Any, man: dict[str, Any]) -> dict[str, Any]:
+    """Finish an interrupted records batch: the Kuzu commit decides (see ``GroupStore.recover``)."""
+    ids = list(man.get("new", []))
+    graph = store.graph
+    found = {r["id"]: r["sb"] for r in graph.rows(
+        "MATCH (r:Record) WHERE r.entry_id IN $ids RETURN r.entry_id AS id, r.superseded_by AS sb", {"ids": ids})}
+    links = [tuple(x) for x in man.get("supersede", [])]
+    closed = {r["id"]: r["sb"] for r in graph.rows(
+        "MATCH (r:Record) WHERE r.entry_id IN $ids RETURN r.entry_id AS id, r.superseded_by AS sb",
+        {"ids": [o for o, _ in links]})} if links else {}
+    committed = len(found) == len(ids) and all(closed.get(o) == n for o, n in links)
+    if ids and found and not committed and len(found) != len(ids):
+        raise RuntimeError(f"group {store.group_id!r}: records batch half in the graph "
+                           f"({len(found)} of {len(ids)}); Kuzu transactions should make this impossible")
+    store.set_records_table(None)
+    if committed:
+        rows = [r for r in store.records().to_pylist() if r["entry_id"] in set(ids)]
+        store.index.replace_columns(_columns(record_row_docs(rows)))
+        if man.get("mark"):
+            mark_written(store, man["mark"])
+        return {"action": "rolled forward", "records": len(ids)}
+    if ids:
+        store.index.delete(ids)
+    return {"action": "rolled back", "records": len(ids)}
+
+
+def _columns(docs: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    names = ("doc_id", "kind", "group_id", "speaker", "owner", "layer", "session_id", "text", "ts")
+    return {k: [d.get(k) for d in docs] for k in names} if docs else {}
 
 
 def _write_in_memory(store: Any, new: Sequence[KnowledgeItem], supersede: Sequence[tuple[str, str, datetime]]) -> None:
@@ -150,6 +211,7 @@ def _write_on_disk(store: Any, new: Sequence[KnowledgeItem], supersede: Sequence
             graph.execute("UNWIND $links AS l MATCH (o:Record {entry_id: l.old}) "
                           "SET o.superseded_by = l.new, o.invalid_at = l.t", {"links": links})
         store.index.add(record_docs(new))
+        failpoint("records.indexed")
     except BaseException:
         try:
             graph.execute("ROLLBACK")
@@ -245,9 +307,7 @@ class RecordBuffer:
         new = [KnowledgeItem.model_validate(r) for r in rows if r["entry_id"] not in self._original]
         closing = [(r["entry_id"], r["superseded_by"], r["invalid_at"]) for r in rows
                    if r["entry_id"] in self._original and r["superseded_by"] and not self._original[r["entry_id"]]]
-        written = write_records(self.store, new, closing)
-        if self._staged:
-            mark_written(self.store, self._staged)
+        written = write_records(self.store, new, closing, mark=self._staged)
         self._load()
         return written
 

@@ -22,6 +22,8 @@ import pyarrow.parquet as pq
 
 from speakerflow.schemas import MESSAGE_SCHEMA, RECORD_SCHEMA
 
+from . import batch
+from .batch import failpoint
 from .text_index import Hit, InMemoryIndex, SearchFilter, TantivyIndex
 
 GROUP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -90,6 +92,8 @@ class GroupStore:
         self._messages: pa.Table | None = MESSAGE_SCHEMA.empty_table() if in_memory else None
         self._records: pa.Table | None = RECORD_SCHEMA.empty_table() if in_memory else None
         self._meta: dict[str, Any] = {"group_id": group_id, "roster": []}
+        #: what :meth:`recover` did when this writable store was opened (``None``: nothing to do)
+        self.recovered: dict[str, Any] | None = None
         if not in_memory:
             if writable:
                 self.root.mkdir(parents=True, exist_ok=True)
@@ -99,6 +103,12 @@ class GroupStore:
             meta = self.root / "group.json"
             if meta.exists():
                 self._meta = json.loads(meta.read_text())
+            if writable:
+                try:
+                    self.recovered = self.recover()
+                except BaseException:
+                    self.close()
+                    raise
 
     # -- lifecycle ----------------------------------------------------------------------
     def _acquire_lock(self) -> None:
@@ -188,6 +198,9 @@ class GroupStore:
         """All messages of the group, ordered by (ts, session, turn)."""
         if self._messages is None:
             parts = sorted((self.root / "messages").glob("part-*.parquet"))
+            man = None if self.writable else self.pending_batch()
+            if man and man.get("kind") == "messages":
+                parts = [p for p in parts if p.name != man["part"]]
             tables = [pq.read_table(p) for p in parts]
             table = pa.concat_tables(tables) if tables else MESSAGE_SCHEMA.empty_table()
             self._messages = table.sort_by([("ts", "ascending"), ("session_id", "ascending"), ("turn", "ascending")])
@@ -196,9 +209,11 @@ class GroupStore:
     def append_messages(self, table: pa.Table) -> IngestResult:
         """Append messages; rows whose ``msg_id`` is already stored are skipped (idempotent).
 
-        All or nothing: the batch is checked first, then written to Kuzu (one COPY), Tantivy
-        (one commit) and Parquet (one file renamed into place); a failure in a later step
-        undoes the earlier ones.
+        All or nothing, also across a crash: the batch is checked first, staged as a Parquet
+        temp part, recorded in a batch manifest (``batch.json``), then written to Kuzu (one
+        COPY), Tantivy (one commit), the part renamed into place and the roster saved; the
+        manifest is removed last. A failure in a step undoes the earlier ones; a process
+        killed in between is completed on the next writable open (:meth:`recover`).
         """
         self._require_writable()
         where = f"group {self.group_id!r}"
@@ -219,34 +234,53 @@ class GroupStore:
         if not keep:
             return result
         new = table.take(pa.array(keep)) if len(keep) < len(ids) else table
-        self._write_messages(new)
         known = set(self.roster())
         for name in new["speaker"].to_pylist():
             if name not in known:
                 known.add(name)
-                self._meta["roster"].append({"name": name, "aliases": []})
                 result.new_speakers.append(name)
-        self._save_meta()
+        self._write_messages(new)
         return result
 
-    def _write_messages(self, new: pa.Table) -> None:
+    def _add_speakers(self, names: list[str]) -> None:
+        known = set(self.roster())
+        for name in names:
+            if name not in known:
+                known.add(name)
+                self._meta["roster"].append({"name": name, "aliases": []})
+        self._save_meta()
+
+    @staticmethod
+    def _index_columns(new: pa.Table) -> dict[str, list]:
         n = new.num_rows
-        columns = {
+        return {
             "doc_id": new["msg_id"].to_pylist(), "kind": ["message"] * n, "group_id": new["group_id"].to_pylist(),
             "speaker": new["speaker"].to_pylist(), "session_id": new["session_id"].to_pylist(),
             "text": new["text"].to_pylist(), "ts": new["ts"].to_pylist(),
         }
+
+    def _next_part(self) -> str:
+        folder = self.root / "messages"
+        nums = [int(p.stem.split("-")[1]) for p in folder.glob("part-*.parquet") if p.stem.split("-")[1].isdigit()]
+        return f"part-{(max(nums) + 1) if nums else 0:06d}.parquet"
+
+    def _write_messages(self, new: pa.Table) -> None:
+        columns = self._index_columns(new)
         if self.in_memory:
             self.index.add([dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)])
             self._messages = pa.concat_tables([self._messages, new]).sort_by(
                 [("ts", "ascending"), ("session_id", "ascending"), ("turn", "ascending")])
+            self._add_speakers(new["speaker"].to_pylist())
             return
         folder = self.root / "messages"
         folder.mkdir(exist_ok=True)
-        n_parts = len(list(folder.glob("part-*.parquet")))
-        final = folder / f"part-{n_parts:06d}.parquet"
-        tmp = folder / f".part-{n_parts:06d}.parquet.tmp"
+        part = self._next_part()
+        final = folder / part
+        tmp = folder / f".{part}.tmp"
         pq.write_table(new, tmp)
+        failpoint("messages.staged")
+        batch.begin(self.root, {"kind": "messages", "part": part, "rows": new.num_rows})
+        failpoint("messages.manifest")
         graph = self.graph  # open in this thread; the COPY runs beside the Tantivy indexing
         with ThreadPoolExecutor(max_workers=1) as pool:
             copied = pool.submit(graph.copy_nodes, "Message", new)
@@ -262,9 +296,92 @@ class GroupStore:
             if index_error is None:
                 self.index.delete(columns["doc_id"])
             tmp.unlink(missing_ok=True)
+            batch.end(self.root)
             raise graph_error or index_error
+        failpoint("messages.indexed")
         tmp.replace(final)
         self._messages = None
+        failpoint("messages.renamed")
+        self._add_speakers(new["speaker"].to_pylist())
+        failpoint("messages.roster")
+        batch.end(self.root)
+        failpoint("messages.done")
+
+    # -- crash recovery -----------------------------------------------------------------
+    def pending_batch(self) -> dict[str, Any] | None:
+        """The manifest of a batch that has not finished (being written, or interrupted)."""
+        return None if self.in_memory else batch.pending(self.root)
+
+    def recover(self) -> dict[str, Any] | None:
+        """Complete or roll back an interrupted batch (run by every writable open).
+
+        Messages roll forward: the staged Parquet part is the record of truth; the graph gets
+        the rows it lacks, the index is rewritten for those ids, the part renamed, the
+        roster saved. Records roll forward if the Kuzu transaction committed (the index and
+        watermark are completed), else back (index documents removed). Forget batches are
+        re-run (every step is idempotent). Returns what was done, or ``None``.
+        """
+        if self.in_memory:
+            return None
+        for stray in (self.root / "messages").glob(".part-*.tmp") if (self.root / "messages").exists() else ():
+            man = batch.pending(self.root)
+            if not man or man.get("kind") != "messages" or stray.name != f".{man.get('part')}.tmp":
+                stray.unlink()  # staged before its manifest was written: never part of a batch
+        man = batch.pending(self.root)
+        if man is None:
+            return None
+        kind = man.get("kind")
+        if kind == "messages":
+            done = self._recover_messages(man)
+        elif kind == "records":
+            from .records import recover_records
+
+            done = recover_records(self, man)
+        elif kind == "forget":
+            from .forget import recover_forget
+
+            done = recover_forget(self, man)
+        else:
+            raise StoreError(f"group {self.group_id!r}: unknown batch kind {kind!r} in {batch.MANIFEST}")
+        batch.end(self.root)
+        self._messages = None
+        self._records = None
+        return {"kind": kind, **done}
+
+    def _recover_messages(self, man: dict[str, Any]) -> dict[str, Any]:
+        folder = self.root / "messages"
+        final, tmp = folder / man["part"], folder / f".{man['part']}.tmp"
+        path = tmp if tmp.exists() else final
+        if not path.exists():  # nothing staged survived: nothing of the batch can be anywhere
+            return {"action": "none"}
+        new = pq.read_table(path)
+        ids = new["msg_id"].to_pylist()
+        graph = self.graph
+        have = {r["id"] for r in graph.rows("MATCH (m:Message) WHERE m.msg_id IN $ids RETURN m.msg_id AS id", {"ids": ids})}
+        missing = [i for i, mid in enumerate(ids) if mid not in have]
+        if missing:
+            graph.copy_nodes("Message", new.take(pa.array(missing)))
+        self.index.replace_columns(self._index_columns(new))
+        if tmp.exists():
+            tmp.replace(final)
+        self._add_speakers(new["speaker"].to_pylist())
+        return {"action": "rolled forward", "rows": len(ids), "graph_rows_added": len(missing)}
+
+    def _hidden_ids(self) -> set[str]:
+        """Ids a reader must not see: those of a batch that has not finished."""
+        man = self.pending_batch()
+        if not man:
+            return set()
+        if man.get("kind") == "messages":
+            folder = self.root / "messages"
+            for path in (folder / f".{man['part']}.tmp", folder / man["part"]):
+                if path.exists():
+                    try:
+                        return set(pq.read_table(path, columns=["msg_id"])["msg_id"].to_pylist())
+                    except (OSError, pa.ArrowInvalid):
+                        return set()
+            return set()
+        return set(man.get("new", []))
 
     # -- System 2: derived records ------------------------------------------------------
     def records(self) -> pa.Table:
@@ -300,8 +417,11 @@ class GroupStore:
         self._save_meta()
 
     def search(self, query: str, k: int = 10, flt: SearchFilter | None = None) -> list[Hit]:
-        """BM25 search within this group only."""
-        return self.index.search(query, k, flt)
+        """BM25 search within this group only (a reader skips a batch still being written)."""
+        hidden = set() if self.writable else self._hidden_ids()
+        if not hidden:
+            return self.index.search(query, k, flt)
+        return [h for h in self.index.search(query, k + len(hidden), flt) if h.doc_id not in hidden][:k]
 
     def stats(self) -> dict[str, int]:
         """Counts of messages, speakers, sessions and records."""

@@ -94,11 +94,12 @@ class TantivyIndex:
         names = (*FILTER_FIELDS, "text", "ts")
         self.add_columns({k: [d.get(k) for d in docs] for k in names} if docs else {})
 
-    def add_columns(self, columns: dict[str, list[Any]]) -> None:
+    def add_columns(self, columns: dict[str, list[Any]], replace: bool = False) -> None:
         """Bulk form of :meth:`add`: equal-length value lists per field (``None`` = absent).
 
         Builds each Tantivy document straight from the columns, without per-row dicts: the
-        ingest path's hot loop.
+        ingest path's hot loop. ``replace=True`` first deletes documents with the same
+        ``doc_id`` in the same commit (idempotent: redoing a batch leaves one copy).
         """
         names = [k for k in (*FILTER_FIELDS, "text", "ts") if k in columns]
         if not names or not columns[names[0]]:
@@ -106,6 +107,9 @@ class TantivyIndex:
         writer = self._writer_or_open()
         Document = self._t.Document
         try:
+            if replace:
+                for doc_id in columns["doc_id"]:
+                    writer.delete_documents("doc_id", doc_id)
             for values in zip(*(columns[k] for k in names), strict=True):
                 fields = {k: v for k, v in zip(names, values, strict=True) if v is not None}
                 fields.setdefault("text", "")
@@ -117,6 +121,21 @@ class TantivyIndex:
         writer.wait_merging_threads()
         self._writer = None
         self.index.reload()
+
+    def replace_columns(self, columns: dict[str, list[Any]]) -> None:
+        """:meth:`add_columns` that first removes documents with the same ids (one commit)."""
+        self.add_columns(columns, replace=True)
+
+    def doc_ids(self, kind: str | None = None) -> list[str]:
+        """Every stored document id (optionally of one ``kind``), with repeats (for audits)."""
+        searcher = self.index.searcher()
+        n = searcher.num_docs
+        if n == 0:
+            return []
+        q = (self._t.Query.term_query(self.schema, "kind", kind) if kind
+             else self._t.Query.all_query())
+        result = searcher.search(q, limit=max(n, 1), count=False)
+        return [searcher.doc(addr)["doc_id"][0] for _, addr in result.hits]
 
     def delete(self, doc_ids: list[str]) -> None:
         """Remove documents by id (used to undo a failed multi-store write)."""
@@ -174,6 +193,8 @@ class InMemoryIndex:
 
     def add(self, docs: list[dict[str, Any]]) -> None:
         for d in docs:
+            if d["doc_id"] in self.docs:
+                self.delete([d["doc_id"]])
             tf = Counter(self.tokenize(d.get("text") or ""))
             self.docs[d["doc_id"]] = d
             self._tf[d["doc_id"]] = tf
@@ -200,6 +221,26 @@ class InMemoryIndex:
 
     def count(self) -> int:
         return len(self.docs)
+
+    def add_columns(self, columns: dict[str, list[Any]], replace: bool = False) -> None:
+        names = list(columns)
+        self.add([dict(zip(names, row, strict=True)) for row in zip(*columns.values(), strict=True)])
+
+    def replace_columns(self, columns: dict[str, list[Any]]) -> None:
+        self.add_columns(columns, replace=True)
+
+    def doc_ids(self, kind: str | None = None) -> list[str]:
+        return [d for d, doc in self.docs.items() if kind is None or doc.get("kind") == kind]
+
+    def delete(self, doc_ids: list[str]) -> None:
+        for doc_id in doc_ids:
+            tf = self._tf.pop(doc_id, None)
+            if doc_id not in self.docs:
+                continue
+            del self.docs[doc_id]
+            for term in tf or ():
+                self._df[term] -= 1
+                self._postings[term].discard(doc_id)
 
     def close(self) -> None:
         pass
