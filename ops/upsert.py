@@ -62,6 +62,8 @@ class Upsert(Operator):
         for i, a in enumerate(table.to_pylist()):
             seg = segments[a["segment_id"]]
             msgs = {m["msg_id"]: m for m in seg.messages}
+            if seg.history and not set(a["from_ids"]) <= msgs.keys():  # a record spanning earlier messages
+                msgs.update((m["msg_id"], m) for m in seg.history if m["msg_id"] in a["from_ids"])
             last = max((msgs[m] for m in a["from_ids"]), key=lambda m: (m["ts"], m["turn"]))
             coords = {"group_id": store.group_id, "session_id": last["session_id"], "turn": last["turn"],
                       "valid_at": utc(last["ts"]), "first_seen": utc(last["ts"]), "from_ids": a["from_ids"],

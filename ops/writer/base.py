@@ -21,7 +21,11 @@ class Segment:
     ``messages`` are dicts with at least ``msg_id``, ``speaker``, ``text``, ``ts``,
     ``session_id``, ``turn``; ``heads`` are the current head records (dicts with
     ``entry_id``, ``layer``, ``owner``, ``source``, ``utype``, ``content``, ``event``);
-    ``max_actions`` = max(8, 2 * len(messages)).
+    ``max_actions`` = max(8, 2 * len(messages)). ``history`` are earlier messages of the
+    group (same dict shape, oldest first): a Writer may cite them in ``from_ids`` beside at
+    least one message of the segment, so a record can span sessions (a thread, a decision
+    argued out before the window, the "before" side of a change). Model Writers are not
+    shown them.
     """
 
     segment_id: str
@@ -30,6 +34,7 @@ class Segment:
     messages: tuple[dict[str, Any], ...]
     heads: tuple[dict[str, Any], ...] = ()
     aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    history: tuple[dict[str, Any], ...] = ()
 
     @property
     def max_actions(self) -> int:
@@ -38,6 +43,10 @@ class Segment:
     @property
     def msg_ids(self) -> frozenset[str]:
         return frozenset(m["msg_id"] for m in self.messages)
+
+    @property
+    def history_ids(self) -> frozenset[str]:
+        return frozenset(m["msg_id"] for m in self.history)
 
 
 @dataclass

@@ -19,6 +19,8 @@ Upsert has written their records and adds them to the watermark.
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -47,8 +49,29 @@ def current_heads(store: Any) -> list[dict[str, Any]]:
         return []
     from speakerflow.graphs.records import heads
 
-    keep = ("entry_id", "layer", "owner", "source", "utype", "content", "event", "valid_at")
+    keep = ("entry_id", "layer", "owner", "source", "utype", "content", "event", "valid_at", "from_ids")
     return [{k: h[k] for k in keep} for h in heads(store)]
+
+
+def earlier_messages(store: Any, before: Any, limit: int) -> tuple[dict[str, Any], ...]:
+    """The group's last ``limit`` messages said before ``before`` (oldest first), as Writer dicts.
+
+    The message table is converted once per store table (memoised on the store object)."""
+    from speakerflow.ops.segment import MESSAGE_COLUMNS
+
+    table = store.messages()
+    memo = getattr(store, "_writer_history_memo", None)
+    if memo is None or memo[0] is not table:
+        cols = [c for c in MESSAGE_COLUMNS if c in table.column_names]
+        rows = table.select(cols).to_pylist()
+        memo = (table, rows, [r["ts"] for r in rows])
+        try:
+            store._writer_history_memo = memo
+        except AttributeError:  # a store that takes no attributes: no memo
+            pass
+    _, rows, times = memo
+    end = bisect_left(times, before)
+    return tuple(rows[max(0, end - limit):end])
 
 
 @register
@@ -61,6 +84,8 @@ class Writer(Operator):
 
     class Config(OperatorConfig):
         skip_written: bool = Field(default=True, description="skip messages already in the store's watermark")
+        history: int = Field(default=2000, ge=0, description="earlier group messages a segment carries (citable "
+                             "beside its own, so records can span sessions); 0 = none")
 
     def __init__(self, backend: WriterBackend | str | None = None, config: OperatorConfig | dict | None = None,
                  **kw: Any):
@@ -100,6 +125,9 @@ class Writer(Operator):
         aliases = store.aliases() if store is not None else ctx.state.get("aliases", {})
         group_id = store.group_id if store is not None else ctx.state.get("group_id", "group")
         segments = build_segments(table, group_id, roster, current_heads(store), aliases)
+        if store is not None and self.config.history:
+            segments = [replace(seg, history=earlier_messages(store, seg.messages[0]["ts"], self.config.history))
+                        for seg in segments]
         known = ctx.state.setdefault("segments", {})
         pending = ctx.state.setdefault(PENDING_KEY, [])
         rows: list[dict[str, Any]] = []

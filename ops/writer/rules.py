@@ -36,7 +36,7 @@ message the sentence came from.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -44,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from speakerflow.ops.people import PersonResolver
 from speakerflow.schemas import GROUP_OWNER
 
+from . import consolidate as cs
 from . import rules_text as rt
 from .base import Segment, WriterOutput
 
@@ -57,6 +58,14 @@ class RulesConfig(BaseModel):
     slot_overlap: float = Field(default=1 / 3, ge=0.0, le=1.0, description="topic Jaccard to continue a slot")
     min_question_words: int = Field(default=3, ge=0, description="content words a question needs to be recorded")
     short_answer_words: int = Field(default=14, ge=1, description="an answer this short is stored with its question")
+    # consolidation (records spanning messages)
+    thread_similarity: float = Field(default=0.25, ge=0.0, le=1.0,
+                                     description="IDF-weighted word similarity (with a shared rare word) that continues a thread")
+    thread_clauses: int = Field(default=3, ge=1, description="statements a thread record keeps in its content (newest)")
+    max_cited: int = Field(default=12, ge=1, description="messages a consolidated record cites at most (newest)")
+    decision_lookback: int = Field(default=10, ge=0, description="messages of the session before a decision searched for its discussion")
+    norms: bool = Field(default=True, description="write recurring-activity norms (who keeps / misses them)")
+    min_norm_sessions: int = Field(default=2, ge=1, description="sessions an activity must come up in to be a norm")
 
 
 @dataclass
@@ -70,6 +79,8 @@ class _Slot:
     family: str
     topics: set[str]
     content: str
+    from_ids: list[str] = field(default_factory=list)
+    utype: str = "fact"
 
 
 def matter_key(fam: str, topics: set[str]) -> str:
@@ -98,10 +109,14 @@ class RulesWriter:
 
         people = PersonResolver(segment.roster, segment.aliases)
         exclude = {w.lower() for name in segment.roster for w in name.split()}
+        known = [*segment.history, *segment.messages]
+        at = {m["msg_id"]: i for i, m in enumerate(known)}
+        stats = cs.WordStats(known, exclude, self._words_memo(segment.group_id))
         slots = []
         for h in segment.heads:
             fam, topics = parse_key(h.get("event"), h["content"], exclude)
-            slots.append(_Slot(h["entry_id"], h["owner"], h["source"], h["layer"], fam, topics, h["content"]))
+            slots.append(_Slot(h["entry_id"], h["owner"], h["source"], h["layer"], fam, topics, h["content"],
+                               [i for i in (h.get("from_ids") or []) if i in at], h.get("utype") or "fact"))
         by_id = {m["msg_id"]: m for m in segment.messages}
         actions: list[dict[str, Any]] = []
         previous: dict[str, Any] | None = None
@@ -118,24 +133,42 @@ class RulesWriter:
                     group_acts[msg["msg_id"]] = (act, topics)
             previous = msg
             for act, fam, topics in candidates:
+                if act["utype"] == "decision":  # the proposal, objections and agreement that led to it
+                    argued = cs.discussion(known, at[msg["msg_id"]], topics, stats, self.config.decision_lookback)
+                    act["from_ids"] = list(dict.fromkeys([*argued, *act["from_ids"]]))
                 slot = self._find_slot(slots, act, fam, topics)
+                if (slot is not None and act["utype"] == "decision" and slot.source != act["source"]
+                        and fam not in rt.SINGLE_VALUED):
+                    slot = None  # a decision is the announcer's record, not an update of someone's proposal
+                thread = False
+                if slot is None and act["owner"] != GROUP_OWNER:
+                    slot = self._find_thread(slots, act, msg["msg_id"], topics, stats)
+                    thread = slot is not None
                 if slot is not None:
-                    if self._restates(slot, act["content"], topics, fam):
+                    if not thread and self._restates(slot, act["content"], topics, fam):
                         continue
                     new_topics = (slot.topics | topics) if fam not in rt.SINGLE_VALUED else topics
                     content = act["content"]
-                    if fam == "habit":
+                    before = known[at[slot.from_ids[-1]]]["ts"] if slot.from_ids else None
+                    if act["owner"] != GROUP_OWNER and rt.CHANGE.search(content) and before is not None:
+                        content = f"{content} (before, {_day(before)}: {_last_clause(slot.content)})"
+                    elif thread:
+                        content = _thread_content(slot.content, content, self.config.thread_clauses)
+                    elif fam == "habit":
                         content = f"{content} (again, {_day(msg['ts'])})"
+                    cited = list(dict.fromkeys([*slot.from_ids, *act["from_ids"]]))[-self.config.max_cited:]
+                    key = slot_key = matter_key(slot.family if thread else fam, new_topics)
                     actions.append({"action": "UPDATE", "entry_id": slot.entry_id, "content": content,
-                                    "utype": act["utype"], "event": matter_key(fam, new_topics),
-                                    "from_ids": act["from_ids"]})
-                    slot.topics, slot.content = new_topics, content
+                                    "utype": act["utype"], "event": key, "from_ids": cited})
+                    slot.topics, slot.content, slot.from_ids = new_topics, content, cited
+                    slot.family = slot_key.partition(":")[0]
                     slot.entry_id = entry_id(segment.group_id, segment.segment_id, "UPDATE", slot.entry_id, content)
                     continue
                 act["event"] = matter_key(fam, topics)
                 actions.append(act)
                 eid = add_entry_id(segment.group_id, segment.segment_id, act["owner"], act["layer"], act["content"])
-                slots.append(_Slot(eid, act["owner"], act["source"], act["layer"], fam, topics, act["content"]))
+                slots.append(_Slot(eid, act["owner"], act["source"], act["layer"], fam, topics, act["content"],
+                                   list(act["from_ids"]), act["utype"]))
         for target_id, msgs in agreed.items():
             act, topics = group_acts[target_id]
             names = list(dict.fromkeys(m["speaker"] for m in msgs))
@@ -145,7 +178,101 @@ class RulesWriter:
             actions.append({"action": "ADD", "owner": GROUP_OWNER, "source": names[0], "layer": "group_insight",
                             "utype": "stance", "content": content, "event": matter_key("consensus", topics),
                             "from_ids": [target_id, *(m["msg_id"] for m in msgs)]})
+        if self.config.norms:
+            actions.extend(self._norms(segment, known, stats, people, slots))
         return WriterOutput(actions=actions[: segment.max_actions])
+
+    def _words_memo(self, group_id: str) -> dict[str, frozenset[str]]:
+        """Content words per message id, kept across the segments of one group."""
+        memo = self.__dict__.setdefault("_memo", {})
+        if memo.get("group") != group_id:
+            memo.clear()
+            memo["group"], memo["words"] = group_id, {}
+        return memo["words"]
+
+    # -- consolidation ------------------------------------------------------------------
+    def _find_thread(self, slots: list[_Slot], act: dict[str, Any], msg_id: str, topics: set[str],
+                     stats: cs.WordStats) -> _Slot | None:
+        """The newest head of the same owner, source and layer whose messages this statement continues."""
+        if not topics:
+            return None
+        for slot in reversed(slots):
+            if (slot.owner, slot.source, slot.layer) != (act["owner"], act["source"], act["layer"]):
+                continue
+            if slot.from_ids and stats.linked(msg_id, topics, slot.from_ids, self.config.thread_similarity):
+                return slot
+        return None
+
+    def _norms(self, segment: Segment, known: list[dict[str, Any]], stats: cs.WordStats, people: PersonResolver,
+               slots: list[_Slot]) -> list[dict[str, Any]]:
+        """GROUP norms from recurring activities: who keeps taking part, who keeps missing them.
+
+        An activity is a content word of a message saying someone is not taking part
+        ("Not coming to pottery today") that the group talks about in at least
+        ``min_norm_sessions`` sessions. One record per activity (``event`` ``recurring:<word>``),
+        updated whenever a later segment adds an absence; it cites the absences and the
+        latest plans.
+        """
+        from speakerflow.ops.upsert import add_entry_id, entry_id
+
+        sessions: dict[str, set[str]] = {}
+        for m in known:
+            for w in stats.words.get(m["msg_id"], ()):
+                sessions.setdefault(w, set()).add(m["session_id"])
+        acts: dict[str, list[dict[str, Any]]] = {}
+        for m in segment.messages:
+            if not cs.ABSENCE.search(m["text"]) or rt.is_question(m["text"]):
+                continue
+            cands = [w for w in cs.activity_words(stats.words.get(m["msg_id"], frozenset()))
+                     if len(sessions.get(w, ())) >= self.config.min_norm_sessions]
+            if cands:
+                word = max(cands, key=lambda w: (len(sessions[w]), -stats.df[w], w))
+                acts.setdefault(word, []).append(m)
+        out = []
+        for word in sorted(acts):
+            absent: dict[str, list[str]] = {}
+            plans: list[dict[str, Any]] = []
+            for m in known:
+                if word not in stats.words.get(m["msg_id"], ()):
+                    continue
+                if cs.ABSENCE.search(m["text"]) and not rt.is_question(m["text"]):
+                    absent.setdefault(self._absentee(m, people), []).append(m["msg_id"])
+                elif (rt.PROPOSAL.search(m["text"]) or rt.PLAN.search(m["text"]) or rt.DECISION.search(m["text"])
+                      or rt.NORM.search(m["text"]) or cs.PRESENCE.search(m["text"])):
+                    plans.append(m)
+            keep = [p for p in dict.fromkeys(m["speaker"] for m in plans) if p not in absent]
+            missed = ", ".join(f"{p} ({len(ids)}x)" if len(ids) > 1 else p for p, ids in absent.items())
+            content = (f"recurring {word}: comes up in {len(sessions[word])} sessions; missed by {missed}"
+                       + (f"; takes part: {', '.join(keep)}" if keep else ""))
+            absences = [i for ids in absent.values() for i in ids]
+            cited = sorted(set(absences[-self.config.max_cited:] + [m["msg_id"] for m in plans[-3:]]),
+                           key=lambda i: stats_order(i, known))
+            cited = cited[-self.config.max_cited:]
+            if not any(i in segment.msg_ids for i in cited):
+                continue
+            source = acts[word][-1]["speaker"]
+            key = f"recurring:{word}"
+            slot = next((s for s in reversed(slots) if s.owner == GROUP_OWNER and s.family == "recurring"
+                         and s.topics == {word}), None)
+            if slot is not None:
+                if slot.content == content:
+                    continue
+                out.append({"action": "UPDATE", "entry_id": slot.entry_id, "content": content, "utype": "norm",
+                            "event": key, "from_ids": cited})
+                slot.entry_id = entry_id(segment.group_id, segment.segment_id, "UPDATE", slot.entry_id, content)
+                slot.content, slot.from_ids = content, cited
+                continue
+            out.append({"action": "ADD", "owner": GROUP_OWNER, "source": source, "layer": "group_insight",
+                        "utype": "norm", "content": content, "event": key, "from_ids": cited})
+            eid = add_entry_id(segment.group_id, segment.segment_id, GROUP_OWNER, "group_insight", content)
+            slots.append(_Slot(eid, GROUP_OWNER, source, "group_insight", "recurring", {word}, content, cited))
+        return out
+
+    @staticmethod
+    def _absentee(msg: dict[str, Any], people: PersonResolver) -> str:
+        """Who is not taking part: a member the message names ("Ravi skipped again"), else the speaker."""
+        named = [n for n, _, _ in people.mentions(msg["text"]) if n != msg["speaker"]]
+        return named[0] if named else msg["speaker"]
 
     # -- one message -> candidate ADDs -----------------------------------------------------
     def _message_actions(self, msg: dict[str, Any], previous: dict[str, Any] | None, by_id: dict[str, Any],
@@ -227,7 +354,8 @@ class RulesWriter:
             tail = sent[end:end + 24]
             if sent[start:end].endswith(("'s", "\u2019s")) or re.match(
                     r"\s+(?:is|was|has|had|have|seems?|looks?|sounds?|did|does|will|would|can|could|always|never|"
-                    r"really|just|still|also|clearly|obviously|usually|definitely|[a-z]+n['\u2019]t|[a-z]+(?:s|ed))\b", tail):
+                    r"really|just|still|also|clearly|obviously|usually|definitely|[a-z]+n['\u2019]t|[a-z]+(?:s|ed)|"
+                    + _IRREGULAR_PAST + r")\b", tail):
                 return name
         if addressee and addressee != speaker and re.search(r"\b(you|your|you're|you've)\b", sent, re.I):
             return addressee
@@ -274,6 +402,8 @@ class RulesWriter:
                 continue
             if not group and slot.layer != act["layer"]:
                 continue
+            if group and fam not in rt.SINGLE_VALUED and (slot.utype == "decision") != (act["utype"] == "decision"):
+                continue  # a decision is continued by a later decision only
             if act["layer"] == "per_speaker_profile" and slot.source != act["source"]:
                 continue  # A's view of B is not continued by C's view
             if fam != slot.family:
@@ -301,6 +431,10 @@ class RulesWriter:
             return False
         return topics <= slot.topics and rt.numbers(content) <= rt.numbers(slot.content)
 
+
+#: irregular past forms that follow a subject ("Ravi forgot his apron again")
+_IRREGULAR_PAST = "|".join(sorted(rt._MODALS | {"forgot", "broke", "brought", "chose", "drank", "fell", "forgave", "hid",
+                                                 "rode", "sang", "slept", "spoke", "stood", "swam", "threw", "wore", "won"}))
 
 #: "you" that means people in general or the whole group, not the addressee
 _GENERIC_YOU = re.compile(r"\b(you know|you never know|if you|when you|whenever you|you can'?t|you have to|you gotta|"
@@ -353,6 +487,27 @@ def _concise(content: str, owner: str, source: str) -> str:
 def _said(sentence: str, speaker: str) -> str:
     """A group record's content: the sentence with the speaker's "I" rewritten, and who said it."""
     return f"{rt.third_person(sentence, speaker)} (said by {speaker})"
+
+
+def stats_order(msg_id: str, known: list[dict[str, Any]]) -> int:
+    """Position of a message among those the segment sees (for citing in said order)."""
+    for i, m in enumerate(known):
+        if m["msg_id"] == msg_id:
+            return i
+    return -1
+
+
+def _last_clause(content: str) -> str:
+    """The newest statement of a (possibly consolidated) record, without its notes."""
+    last = content.split("; ")[-1]
+    return re.sub(r"\s*\((?:before|again),[^)]*\)\s*$", "", last).strip()
+
+
+def _thread_content(old: str, new: str, keep: int) -> str:
+    """A thread's content: its newest ``keep`` statements joined with "; " (oldest first)."""
+    parts = [p for p in old.split("; ") if p] + [new]
+    parts = list(dict.fromkeys(p.strip() for p in parts))
+    return "; ".join(parts[-keep:])
 
 
 def _day(ts: Any) -> str:

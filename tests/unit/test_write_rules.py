@@ -38,7 +38,8 @@ def test_sample_chains_residence_budget_and_stance(sample):
     budget = _chain_with(store, "GROUP", "600", "700")
     assert "700" in budget[-1]["content"] and budget[-1]["source"] == "Ana"
     porto = _chain_with(store, "Dev", "Porto")
-    assert porto[0]["from_ids"] == ["s1-t03"] and porto[-1]["from_ids"] == ["s2-t02"]
+    # an update cites the message it continues and the new one (both sides of the change)
+    assert porto[0]["from_ids"] == ["s1-t03"] and porto[-1]["from_ids"] == ["s1-t03", "s2-t02"]
 
 
 def test_sample_owner_source_and_layers(sample):
