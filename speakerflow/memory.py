@@ -240,7 +240,7 @@ class Memory:
             g = self._groups.get(group)
             if g is None:
                 if not create and not self.home.group_path(group).exists():
-                    raise GroupNotFoundError(f"group {group!r} has no store under {self.home.root}; add messages first")
+                    raise GroupNotFoundError(f"group {group!r} has no store yet; add messages first")
                 if create and self.read_only:
                     raise PermissionError(f"group {group!r}: this Memory is read-only")
                 g = self._groups[group] = _Group(self.home.open(group, writable=not self.read_only))

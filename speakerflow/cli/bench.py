@@ -23,6 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     har.add_argument("--holdout", type=float, default=0.0, help="share of statements in held-out phrasings (robustness)")
     har.add_argument("--out", default=None, help="write the report JSON here (plots next to it)")
     har.set_defaults(func=run_harness)
+    from .serve import add_bench
+
+    add_bench(bsub)  # bench serve
 
 
 def run_harness(args: argparse.Namespace) -> int:

@@ -1,0 +1,266 @@
+"""``speakerflow bench serve``: a real ``speakerflow serve`` on 127.0.0.1 under a mixed load.
+
+The server runs as its own process (the CLI, on a free loopback port, a fresh temporary
+home, one API key per group). Every group is seeded with the bundled sample conversation
+and written (Writer + embeddings) before the clock starts. Then ``clients`` concurrent
+clients (asyncio + httpx, one process) send requests for ``seconds``: each request is an
+ingest of a few new messages (``ingest_share`` of them) or an ask, to a random group. The
+report counts errors (any non-2xx answer or transport error; background write failures
+separately), ask and ingest latencies as the client sees them (p50/p95/p99, ms), the
+query-path and in-server times the server reports, requests/s, and the server's RSS (now
+and peak). Client and server share this machine's cores: the latencies include that.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from speakerflow.settings import BUNDLED_SAMPLE
+
+QUESTIONS = [
+    "Where will the offsite be?", "Who prefers Lisbon?", "What is the budget per person?",
+    "When is the offsite?", "What did Ben say about the flights?", "Who will book the hotel?",
+    "What does Chloe think about Porto?", "What did Dev decide?",
+]
+TOPICS = ["the hotel booking", "the train to Porto", "the workshop agenda", "dinner on Tuesday",
+          "the budget sheet", "the client demo", "the flight times", "the team photo"]
+VERBS = ["I will handle", "Can someone check", "I prefer to postpone", "Good news about", "I am worried about"]
+
+_SERVE = "import sys; from speakerflow.cli import main; sys.exit(main())"
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _proc_kib(pid: int, field: str) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))], 2)
+
+
+def _summary(values: list[float]) -> dict[str, Any]:
+    return {"count": len(values), "p50_ms": _pct(values, 0.50), "p95_ms": _pct(values, 0.95),
+            "p99_ms": _pct(values, 0.99), "mean_ms": round(statistics.fmean(values), 2) if values else None}
+
+
+class Server:
+    """``speakerflow serve`` in a subprocess on 127.0.0.1 (stopped on exit)."""
+
+    def __init__(self, home: Path, keys: dict[str, list[str]], embedder: str, start_timeout: float = 300.0):
+        self.home = home
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = home / "server.log"
+        env = {**os.environ, "SPEAKERFLOW_API_KEYS": json.dumps(keys)}
+        env.pop("SPEAKERFLOW_HOME", None)
+        self._log_fh = self.log.open("w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _SERVE, "serve", "--home", str(home / "store"), "--host", "127.0.0.1",
+             "--port", str(self.port), "--embedder", embedder, "--log-level", "warning"],
+            stdout=self._log_fh, stderr=subprocess.STDOUT, env=env)
+        deadline = time.monotonic() + start_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}: {self.log.read_text()[-2000:]}")
+            try:
+                if httpx.get(self.url + "/healthz", timeout=2.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"server did not answer /healthz within {start_timeout:.0f}s")
+
+    def rss_mb(self) -> tuple[float | None, float | None]:
+        now, peak = _proc_kib(self.proc.pid, "VmRSS"), _proc_kib(self.proc.pid, "VmHWM")
+        return (round(now / 1024, 1) if now else None, round(peak / 1024, 1) if peak else None)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self._log_fh.close()
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _sample_rows() -> list[dict]:
+    rows = [json.loads(line) for line in BUNDLED_SAMPLE.read_text().splitlines() if line.strip()]
+    for r in rows:
+        r.pop("group_id", None)
+    return rows
+
+
+async def _wait_written(client: httpx.AsyncClient, groups: list[str], keys: dict[str, str], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        states = []
+        for g in groups:
+            r = await client.get(f"/v1/groups/{g}/status", headers=keys[g])
+            r.raise_for_status()
+            states.append(r.json()["write"]["state"])
+        if all(s == "idle" for s in states):
+            return
+        await asyncio.sleep(0.2)
+    raise RuntimeError(f"background writes did not finish within {timeout:.0f}s")
+
+
+async def _load(url: str, clients: int, seconds: float, groups: list[str], keys: dict[str, dict[str, str]],
+                ingest_share: float, rng_seed: int, progress: bool) -> dict[str, Any]:
+    ask_ms: list[float] = []
+    ask_query_ms: list[float] = []
+    ask_server_ms: list[float] = []
+    ingest_ms: list[float] = []
+    errors: list[str] = []
+    counts = {"requests": 0, "ingested_messages": 0, "asks_with_citations": 0}
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=url, timeout=60.0, limits=limits) as client:
+        for g in groups:  # seed and write every group before the clock starts
+            r = await client.post(f"/v1/groups/{g}/messages", json=_sample_rows(), headers=keys[g])
+            r.raise_for_status()
+        await _wait_written(client, groups, keys, timeout=600)
+        for g in groups:  # one warm ask per group
+            (await client.post(f"/v1/groups/{g}/ask", json={"question": QUESTIONS[0]}, headers=keys[g])).raise_for_status()
+
+        start = time.perf_counter()
+        deadline = start + seconds
+
+        async def worker(i: int) -> None:
+            rng = random.Random(rng_seed * 1000 + i)
+            n = 0
+            while time.perf_counter() < deadline:
+                g = rng.choice(groups)
+                n += 1
+                t0 = time.perf_counter()
+                try:
+                    if rng.random() < ingest_share:
+                        ts = f"2026-04-{1 + n % 28:02d}T{rng.randrange(8, 19):02d}:{rng.randrange(60):02d}:00Z"
+                        batch = [{"msg_id": f"c{i}-r{n}-m{j}", "session_id": f"bench-{i}", "ts": ts,
+                                  "speaker": rng.choice(["Ana", "Ben", "Chloe", "Dev"]),
+                                  "text": f"{rng.choice(VERBS)} {rng.choice(TOPICS)}."} for j in range(5)]
+                        r = await client.post(f"/v1/groups/{g}/messages", json=batch, headers=keys[g])
+                        ms = (time.perf_counter() - t0) * 1000
+                        if r.status_code == 200:
+                            ingest_ms.append(ms)
+                            counts["ingested_messages"] += r.json()["ingested"]
+                    else:
+                        r = await client.post(f"/v1/groups/{g}/ask", json={"question": rng.choice(QUESTIONS)},
+                                              headers=keys[g])
+                        ms = (time.perf_counter() - t0) * 1000
+                        if r.status_code == 200:
+                            body = r.json()
+                            ask_ms.append(ms)
+                            ask_query_ms.append(body["latency_ms"])
+                            ask_server_ms.append(body["server_ms"])
+                            counts["asks_with_citations"] += bool(body["cited_ids"])
+                    if r.status_code != 200:
+                        errors.append(f"{r.status_code} {r.text[:200]}")
+                except httpx.HTTPError as exc:
+                    errors.append(f"{type(exc).__name__}: {exc}")
+                counts["requests"] += 1
+
+        async def ticker() -> None:
+            while time.perf_counter() < deadline:
+                await asyncio.sleep(min(10.0, max(0.0, deadline - time.perf_counter())))
+                print(f"  {time.perf_counter() - start:5.1f}s  {counts['requests']} requests, "
+                      f"{len(errors)} errors", file=sys.stderr, flush=True)
+
+        tasks = [worker(i) for i in range(clients)] + ([ticker()] if progress else [])
+        await asyncio.gather(*tasks)
+        elapsed = time.perf_counter() - start
+        await _wait_written(client, groups, keys, timeout=600)
+        writes = {}
+        for g in groups:
+            st = (await client.get(f"/v1/groups/{g}/status", headers=keys[g])).json()
+            writes[g] = {"writes": st["write"]["writes"], "last_error": st["write"]["last_error"],
+                         "messages": st["stats"]["messages"], "records": st["stats"]["records"]}
+    return {"elapsed_s": round(elapsed, 2), "ask_ms": ask_ms, "ask_query_ms": ask_query_ms,
+            "ask_server_ms": ask_server_ms, "ingest_ms": ingest_ms, "errors": errors, "counts": counts,
+            "writes": writes}
+
+
+def run(clients: int = 32, seconds: float = 60.0, groups: int = 8, ingest_share: float = 0.1,
+        embedder: str = "minilm", progress: bool = True, seed: int = 0) -> dict[str, Any]:
+    """Start a server, load it, stop it; returns the report (see the module docstring)."""
+    if clients < 1 or groups < 1 or seconds <= 0 or not 0 <= ingest_share <= 1:
+        raise ValueError("clients and groups >= 1, seconds > 0, 0 <= ingest_share <= 1")
+    names = [f"bench-{i}" for i in range(groups)]
+    api_keys = {f"bench-key-{i:04d}-{os.urandom(6).hex()}": [g] for i, g in enumerate(names)}
+    by_group = {groups_[0]: {"Authorization": f"Bearer {k}"} for k, groups_ in api_keys.items()}
+    with tempfile.TemporaryDirectory(prefix="speakerflow-bench-serve-") as tmp:
+        t0 = time.perf_counter()
+        with Server(Path(tmp), api_keys, embedder) as server:
+            start_s = time.perf_counter() - t0
+            if progress:
+                print(f"server up on {server.url} in {start_s:.1f}s; seeding {groups} group(s), then "
+                      f"{clients} client(s) for {seconds:g}s", file=sys.stderr, flush=True)
+            res = asyncio.run(_load(server.url, clients, seconds, names, by_group, ingest_share, seed, progress))
+            rss, peak = server.rss_mb()
+            alive = server.proc.poll() is None
+    write_errors = [f"{g}: {w['last_error']}" for g, w in res["writes"].items() if w["last_error"]]
+    requests = res["counts"]["requests"]
+    return {
+        "benchmark": "serve", "clients": clients, "seconds": seconds, "groups": groups, "ingest_share": ingest_share,
+        "embedder": embedder, "cpus": os.cpu_count(), "server_start_s": round(start_s, 2),
+        "elapsed_s": res["elapsed_s"], "requests": requests,
+        "requests_per_s": round(requests / res["elapsed_s"], 1) if res["elapsed_s"] else None,
+        "errors": len(res["errors"]) + len(write_errors) + (0 if alive else 1),
+        "error_samples": (res["errors"] + write_errors)[:5] + ([] if alive else ["server died"]),
+        "ask": {**_summary(res["ask_ms"]), "query_path_p50_ms": _pct(res["ask_query_ms"], 0.5),
+                "query_path_p95_ms": _pct(res["ask_query_ms"], 0.95),
+                "server_p50_ms": _pct(res["ask_server_ms"], 0.5), "server_p95_ms": _pct(res["ask_server_ms"], 0.95),
+                "with_citations": res["counts"]["asks_with_citations"]},
+        "ingest": {**_summary(res["ingest_ms"]), "messages": res["counts"]["ingested_messages"]},
+        "server_rss_mb": rss, "server_peak_rss_mb": peak, "writes": res["writes"],
+    }
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The report as a few lines for people."""
+    a, i = report["ask"], report["ingest"]
+    lines = [
+        f"bench serve: {report['clients']} clients, {report['groups']} groups, {report['elapsed_s']}s, "
+        f"embedder {report['embedder']}, {report['cpus']} CPU(s)",
+        f"  requests     {report['requests']} ({report['requests_per_s']}/s), errors {report['errors']}",
+        f"  ask          {a['count']}: p50 {a['p50_ms']} ms, p95 {a['p95_ms']} ms, p99 {a['p99_ms']} ms "
+        f"(in server p50 {a['server_p50_ms']} ms; query path p50 {a['query_path_p50_ms']} ms); "
+        f"{a['with_citations']} with cited ids",
+        f"  ingest       {i['count']} requests, {i['messages']} messages: p50 {i['p50_ms']} ms, p95 {i['p95_ms']} ms",
+        f"  server RSS   {report['server_rss_mb']} MiB (peak {report['server_peak_rss_mb']} MiB)",
+    ]
+    lines += [f"  error: {e}" for e in report["error_samples"]]
+    return "\n".join(lines)

@@ -1,0 +1,78 @@
+"""``speakerflow serve`` (HTTP API), ``speakerflow mcp`` (MCP over stdio) and
+``speakerflow bench serve`` (load test of a real server on 127.0.0.1): docs/serving.md."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from . import CliError
+from .common import add_home
+
+
+def _memory_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--embedder", default="minilm", choices=["minilm", "hashing", "none"],
+                   help="dense recall embedder, loaded once at start (default minilm)")
+    p.add_argument("--writer", default="rules", help="Writer backend run after each ingest (default rules; none: verbatim only)")
+    add_home(p)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="serve the memory over HTTP (keys from $SPEAKERFLOW_API_KEYS)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8750, help="port (default 8750)")
+    p.add_argument("--no-auth", action="store_true", help="no API keys; allowed on a loopback host only")
+    p.add_argument("--max-body-mb", type=float, default=8.0, help="largest request body in MiB (default 8)")
+    p.add_argument("--writers", type=int, default=2, help="background write threads (groups written in parallel)")
+    p.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"],
+                   help="uvicorn log level (default warning)")
+    _memory_options(p)
+    p.set_defaults(func=run_serve)
+
+    m = sub.add_parser("mcp", help="serve the memory to an MCP client over stdio (tools remember, ask, search, memory, inject)")
+    _memory_options(m)
+    m.set_defaults(func=run_mcp)
+
+
+def add_bench(bsub: argparse._SubParsersAction) -> None:
+    """``speakerflow bench serve``: registered by ``cli/bench.py``."""
+    b = bsub.add_parser("serve", help="load test: a real server on 127.0.0.1, ingest + ask over several groups")
+    b.add_argument("--clients", type=int, default=32, help="concurrent clients (default 32)")
+    b.add_argument("--seconds", type=float, default=60.0, help="length of the measured run (default 60)")
+    b.add_argument("--groups", type=int, default=8, help="groups the clients spread over (default 8)")
+    b.add_argument("--ingest-share", type=float, default=0.1, help="share of requests that ingest (default 0.1)")
+    b.add_argument("--embedder", default="minilm", choices=["minilm", "hashing", "none"], help="server embedder")
+    b.add_argument("--out", default=None, help="write the report JSON here")
+    b.add_argument("--json", action="store_true", help="print the report as JSON")
+    b.set_defaults(func=run_bench)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from speakerflow.server import ConfigError, serve
+
+    try:
+        serve(args.home, host=args.host, port=args.port, no_auth=args.no_auth, embedder=args.embedder,
+              writer=args.writer, max_body=int(args.max_body_mb * 1024 * 1024), writers=args.writers,
+              log_level=args.log_level)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    return 0
+
+
+def run_mcp(args: argparse.Namespace) -> int:
+    from speakerflow.mcp_server import run_stdio
+
+    run_stdio(args.home, embedder=args.embedder, writer=args.writer)
+    return 0
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    from speakerflow.benchmarks.serve import format_report, run
+
+    report = run(clients=args.clients, seconds=args.seconds, groups=args.groups,
+                 ingest_share=args.ingest_share, embedder=args.embedder, progress=not args.json)
+    text = json.dumps(report, indent=2)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    print(text if args.json else format_report(report))
+    return 0 if report["errors"] == 0 else 1
