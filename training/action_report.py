@@ -1,31 +1,25 @@
 """The execution report of one Writer output: what the validity reward and penalties read.
 
 Given the model's raw text, the state before the segment and the segment's size, it
-parses ``{"actions": [...]}``, checks each action against the Writer contract, computes
-the duplicate keys and novelty of SpeakerMem-R1 appendix E, and returns an
-:class:`ActionReport` together with the schema-valid actions (those, and only those, may
-be applied to the state). The checks are the same that gate writes to the store: the
-contract is small enough to restate here without a store.
+parses ``{"actions": [...]}``, checks each action with
+:func:`speakerflow.ops.contract.check_action` (the very check the store's ``Validate``
+operator runs: one contract, see docs/write-path.md), computes the duplicate keys and
+novelty of SpeakerMem-R1 appendix E, and returns an :class:`ActionReport` together with
+the actions the store would write, normalised as it writes them (those, and only those,
+may be applied to the state).
 """
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from speakerflow.ops.writer.prompt import WRITER_UTYPES
-from speakerflow.schemas.records import GROUP_LAYERS, GROUP_OWNER, LAYERS
+from speakerflow.ops.contract import MIN_BUDGET, Batch, IdScheme, Verdict, check_action, norm_text
 
 from .state import WriterState
 
-_SPACE = re.compile(r"\s+")
-
-
-def norm_content(text: Any) -> str:
-    """Content as compared for duplicates and novelty: lower-case, single spaces, no
-    trailing full stop."""
-    return _SPACE.sub(" ", str(text or "")).strip().lower().rstrip(".").strip()
+#: Contents compare as the contract compares them (lower-cased words).
+norm_content = norm_text
 
 
 def action_key(action: dict[str, Any]) -> tuple:
@@ -63,34 +57,24 @@ def parse_actions(text: str) -> tuple[list[Any] | None, str | None, bool]:
     return obj["actions"], None, clean
 
 
-def action_error(action: Any, state: WriterState, roster: set[str]) -> str | None:
-    """Why ``action`` breaks the Writer contract against ``state`` (None when valid)."""
-    if not isinstance(action, dict):
-        return "an action must be a JSON object"
-    kind = str(action.get("action", "")).upper()
-    content = action.get("content")
-    if kind == "NOOP":
-        return None
-    if kind == "UPDATE":
-        if action.get("entry_id") not in state.head_ids():
-            return f"UPDATE entry_id {action.get('entry_id')!r} is not a current entry"
-        return None if isinstance(content, str) and content.strip() else "UPDATE needs a non-empty content"
-    if kind != "ADD":
-        return f"unknown action {action.get('action')!r} (use ADD, UPDATE or NOOP)"
-    owner, source, layer = action.get("owner"), action.get("source"), action.get("layer")
-    if layer not in LAYERS:
-        return f"layer {layer!r} is not one of {', '.join(LAYERS)}"
-    if (owner == GROUP_OWNER) != (layer in GROUP_LAYERS):
-        return f"owner {owner!r} does not fit layer {layer!r} (GROUP owns exactly the group layers)"
-    if owner != GROUP_OWNER and owner not in roster:
-        return f"owner {owner!r} is not in the roster"
-    if source not in roster:
-        return f"source {source!r} is not in the roster"
-    if action.get("utype") not in WRITER_UTYPES:
-        return f"utype {action.get('utype')!r} is not one of {', '.join(WRITER_UTYPES)}"
-    if not (isinstance(content, str) and content.strip()):
-        return "ADD needs a non-empty content"
-    return None
+def action_error(action: Any, state: WriterState, roster: set[str] | None = None) -> str | None:
+    """Why ``action``, alone in an output written against ``state``, breaks the Writer
+    contract (None when the store would accept it). A thin wrapper of
+    :func:`speakerflow.ops.contract.check_action`."""
+    batch = Batch(roster=tuple(sorted(roster if roster is not None else state.roster)), heads=tuple(state.heads()))
+    verdict = check_action(action, batch, 0)
+    return verdict.reason if verdict.kind == "reject" else None
+
+
+def state_ids(position: int, state: WriterState) -> IdScheme:
+    """The ids :meth:`WriterState.apply` gives by default (``e<position>_<n>``), as an id
+    scheme for :class:`~speakerflow.ops.contract.Batch`."""
+    base = len(state.entries)
+
+    def new_id(batch: Batch, action: dict[str, Any]) -> str:
+        return f"e{position}_{base + len(batch.created)}"
+
+    return new_id
 
 
 @dataclass
@@ -98,11 +82,15 @@ class ActionReport:
     """What one Writer output did.
 
     ``json_valid``: the reply parsed as ``{"actions": [...]}``. ``attempted``: number of
-    actions in the list. ``schema_valid``: how many passed :func:`action_error`.
-    ``unique_keys``: distinct :func:`action_key` values among attempts. ``stop_ok``: the
-    output ends right after its last novel action (and the generation was not cut off).
-    ``too_many``: attempted > ``max_actions``. ``length_cut``: generation hit its token
-    limit. ``errors``: one line per rejected action.
+    actions in the list. ``schema_valid``: how many the contract did not reject (writes,
+    NOOPs, no-op UPDATEs, duplicates, and actions past the budget, which ``too_many``
+    penalises instead). ``unique_keys``: distinct :func:`action_key` values among attempts.
+    ``stop_ok``: the output ends right after its last novel action (and the generation was
+    not cut off). ``too_many``: attempted > the budget max(8, 2 n). ``length_cut``:
+    generation hit its token limit. ``errors``: one line per rejected action.
+    ``verdicts``: the :class:`~speakerflow.ops.contract.Verdict` of each action (what the
+    store's ``Validate`` decides for it). ``valid_actions``: the writes, normalised as the
+    store writes them (Writer fields only); ``created_ids``: the ids they get in the state.
     """
 
     json_valid: bool
@@ -114,55 +102,62 @@ class ActionReport:
     length_cut: bool = False
     errors: list[str] = field(default_factory=list)
     valid_actions: list[dict[str, Any]] = field(default_factory=list)
+    created_ids: list[str] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
 
 
 def report_actions(
     text: str,
     state: WriterState,
     *,
-    n_messages: int,
+    n_messages: int | None = None,
     roster: set[str] | None = None,
     length_cut: bool = False,
+    segment: Any = None,
+    position: int = 0,
+    new_id: IdScheme | None = None,
 ) -> ActionReport:
     """Build the :class:`ActionReport` of the reply ``text`` written against ``state``.
 
-    ``n_messages`` is the segment's message count (the budget is max(8, 2 n)); ``roster``
-    defaults to ``state.roster``; ``length_cut`` is True when the generation stopped at its
-    token limit rather than at end-of-sequence.
+    Every action goes through :func:`speakerflow.ops.contract.check_action`, the check the
+    store's ``Validate`` runs. ``segment`` (a :class:`~speakerflow.ops.writer.base.Segment`)
+    supplies the aliases and the message ids that ``from_ids`` must cite; without it cited
+    ids are only shape-checked. ``n_messages`` sets the budget max(8, 2 n) (default: the
+    segment's); ``roster`` defaults to the segment's, else ``state.roster``; ``position`` and
+    ``new_id`` say which ids written records get (default: those
+    :meth:`WriterState.apply` gives at ``position``); ``length_cut`` is True when the
+    generation stopped at its token limit rather than at end-of-sequence.
     """
-    roster = set(roster if roster is not None else state.roster)
+    scheme = new_id or state_ids(position, state)
+    heads = tuple(state.heads())
+    if segment is not None:
+        batch = Batch.from_segment(segment, heads=heads, new_id=scheme)
+        if roster is not None:
+            batch = replace(batch, roster=tuple(sorted(roster)))
+    else:
+        batch = Batch(roster=tuple(sorted(roster if roster is not None else state.roster)), heads=heads,
+                      new_id=scheme)
+    if n_messages is not None:
+        batch.max_actions = max(MIN_BUDGET, 2 * n_messages)
     actions, error, clean = parse_actions(text)
     if actions is None:
         return ActionReport(json_valid=False, length_cut=length_cut, errors=[error or "unparsable"])
     rep = ActionReport(json_valid=True, attempted=len(actions), length_cut=length_cut)
-    rep.too_many = rep.attempted > max(8, 2 * n_messages)
-    pre_keys = {action_key({"action": "ADD", **h}) for h in state.heads()}
-    heads = {h["entry_id"]: h for h in state.heads()}
-    seen: set[tuple] = set()
-    updated: set[Any] = set()
+    rep.too_many = rep.attempted > batch.max_actions
     novel_flags: list[bool] = []
     for i, action in enumerate(actions):
-        err = action_error(action, state, roster)
-        if err:
-            rep.errors.append(f"actions[{i}]: {err}")
+        verdict = check_action(action, batch, i)
+        rep.verdicts.append(verdict)
+        if verdict.kind == "reject":
+            rep.errors.append(f"actions[{i}]: {verdict.reason}")
             novel_flags.append(False)
             continue
         rep.schema_valid += 1
-        key = action_key(action)
-        kind = key[0]
-        if kind == "NOOP":
-            novel = len(actions) == 1
-        elif kind == "ADD":
-            novel = key not in seen and key not in pre_keys
-        else:  # a second UPDATE of one entry in one output cannot be applied either
-            old = heads.get(action.get("entry_id"))
-            novel = (old is not None and old["entry_id"] not in updated
-                     and norm_content(old["content"]) != key[2])
-            updated.add(action.get("entry_id"))
-        if novel and kind != "NOOP":
-            rep.valid_actions.append(action)  # only novel writes reach the state
-        seen.add(key)
-        novel_flags.append(novel)
+        if verdict.kind == "write":
+            rep.valid_actions.append(verdict.proposal or {})
+            rep.created_ids.append(verdict.entry_id or "")
+        is_noop = verdict.kind == "noop" and (verdict.proposal or {}).get("action") == "NOOP"
+        novel_flags.append(verdict.kind == "write" or (is_noop and len(actions) == 1))
     rep.unique_keys = len({action_key(a) if isinstance(a, dict) else ("?", i)
                            for i, a in enumerate(actions)})
     rep.stop_ok = bool(novel_flags) and novel_flags[-1] and clean and not length_cut

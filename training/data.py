@@ -210,11 +210,11 @@ def backend_pairs(net: Network, backend: WriterBackend) -> list[dict[str, Any]]:
         seg_t = replace(seg, heads=tuple(state.heads()))
         proposal = backend.propose(seg_t)
         text = proposal.raw_text if proposal.parse_error else json.dumps({"actions": proposal.actions})
-        rep = report_actions(text or "", state, n_messages=len(seg.messages))
+        rep = report_actions(text or "", state, segment=seg_t, position=t)
         kept = rep.valid_actions
         out.append(pair(net, t, seg_t, render_actions(kept) if kept else NOOP_TEXT,
                         getattr(backend, "name", "backend")))
-        state.apply(kept, position=t, ts=_first_ts(seg))
+        state.apply(kept, position=t, ids=rep.created_ids, ts=_first_ts(seg))
     return out
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -120,13 +120,17 @@ def step_reward(
     position: int,
     length_cut: bool = False,
     cfg: RewardConfig = DEFAULT_REWARD,
+    segment: Any = None,
 ) -> tuple[StepReward, ActionReport]:
-    """Score one Writer reply and apply its novel, valid actions to ``state`` in place.
+    """Score one Writer reply and apply the writes the store would make to ``state`` in place.
 
-    ``ref_after`` is the reference state after this position (M*_t).
+    ``ref_after`` is the reference state after this position (M*_t); ``segment`` (the
+    writing position's :class:`~speakerflow.ops.writer.base.Segment`) lets the contract
+    check cited ``from_ids`` and resolve aliases, as the store does.
     """
-    rep = report_actions(text, state, n_messages=n_messages, length_cut=length_cut)
-    state.apply(rep.valid_actions, position=position)
+    rep = report_actions(text, state, n_messages=n_messages, length_cut=length_cut, segment=segment,
+                         position=position)
+    state.apply(rep.valid_actions, position=position, ids=rep.created_ids)
     mem, sl, chain = memory_reward(state, ref_after, cfg)
     return StepReward(validity_reward(rep, cfg), structural_penalty(rep, cfg), mem, sl.phi,
                       chain, cfg), rep

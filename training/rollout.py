@@ -99,7 +99,7 @@ def rollout_network(
                               max_new_tokens=max_new_tokens)
         for g, (prompt, completion, text, cut) in enumerate(outs):
             sr, rep = step_reward(text, states[g], references[t], n_messages=len(seg.messages),
-                                  position=t, length_cut=cut, cfg=cfg)
+                                  position=t, length_cut=cut, cfg=cfg, segment=seg)
             samples[g].append(Sample(g, t, prompt, completion, text, cut, sr, rep))
     gains = [float(qa_gain(net.network_id, s)) if qa_gain else 0.0 for s in states]
     rets = [returns([s.reward.local for s in samples[g]], gains[g], cfg) for g in range(group_size)]

@@ -1,0 +1,283 @@
+"""The Writer-action contract: one function decides what a proposed action does to the store.
+
+:func:`check_action` is the only place the contract is written. The ``Validate`` operator
+(what the store enforces) and the training reward's action report
+(:func:`speakerflow.training.action_report.report_actions`) both call it, so the reward
+trains toward exactly what the store accepts. ``docs/write-path.md`` ("The action
+contract") explains the decisions.
+
+A :class:`Batch` holds what the check needs about one writing position: the roster and
+aliases, the current heads, the segment's message ids (and earlier ``history`` ids), the
+action budget, and what earlier actions of the same output already wrote. Each call returns
+a :class:`Verdict`:
+
+``write``
+    the action writes one record; ``Verdict.action`` is the normalised action (canonical
+    names, a known ``utype``, provenance, the UPDATE target resolved to the current head of
+    its chain) and ``Verdict.entry_id`` the id the new record gets;
+``noop``
+    valid, writes nothing: a NOOP, or an UPDATE whose content equals its head's;
+``duplicate``
+    valid shape, writes nothing: repeats an earlier action of the output (same owner, layer
+    and content) or, for an ADD, a current head;
+``truncated``
+    beyond the budget ``max(8, 2 n)`` (not checked further);
+``reject``
+    breaks the contract; ``Verdict.reason`` says why (prefixed with the field at fault).
+
+Rules, in order: budget; a JSON object; ``action`` one of ADD / UPDATE / NOOP; non-empty
+``content``; UPDATE: ``entry_id`` names a current head or a record this output wrote (an
+UPDATE of a head this output already updated continues the chain from its newest record);
+an UPDATE of anything else is an ADD when it carries owner, source and layer, else a reject;
+content equal to the head's is a ``noop``; ADD: ``owner`` resolves (aliases, ``@handles``,
+any case) to a roster member or is ``GROUP``, ``source`` resolves to a roster member,
+``layer`` is one of the four, person layers take a person owner and group layers ``GROUP``;
+an ADD equal to a current head is a ``duplicate``; cited ``from_ids`` are message ids of
+the segment or its history, at least one of the segment; with none cited, code picks the
+source's best-matching message; an unknown ``utype`` becomes ``fact``; last, a write whose
+(owner, layer, content) an earlier write of the output already has is a ``duplicate``.
+
+Repairs the check made on the way (``alias``, ``utype_coerced``, ``update_to_add``,
+``provenance_filled``) are listed in ``Verdict.repairs``; they never change the verdict.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Literal
+
+from speakerflow.ops.people import PersonResolver
+from speakerflow.ops.upsert import add_entry_id, entry_id
+from speakerflow.schemas import GROUP_LAYERS, GROUP_OWNER, LAYERS, PERSON_LAYERS, RECORD_TYPES
+
+__all__ = ["Batch", "Verdict", "VerdictKind", "check_action", "norm_text", "store_ids", "writer_form",
+           "fill_provenance", "MIN_BUDGET"]
+
+VerdictKind = Literal["write", "noop", "duplicate", "truncated", "reject"]
+#: Budget of a writing position: max(MIN_BUDGET, 2 * number of messages).
+MIN_BUDGET = 8
+_WORDS = re.compile(r"[a-z0-9]+")
+#: Fields a Writer writes (what :func:`writer_form` keeps), in a fixed order.
+WRITER_FIELDS = ("action", "entry_id", "owner", "source", "layer", "utype", "content", "event", "from_ids")
+
+#: ``new_id(batch, normalised action)`` -> id of the record the action writes.
+IdScheme = Callable[["Batch", dict[str, Any]], str]
+
+
+def norm_text(text: Any) -> str:
+    """Lower-cased words joined by single spaces: how contents compare (no-op UPDATEs, duplicates)."""
+    return " ".join(_WORDS.findall(str(text or "").lower()))
+
+
+def store_ids(batch: Batch, action: dict[str, Any]) -> str:
+    """The store's ids (:mod:`speakerflow.ops.upsert`): hashes of group, segment and action."""
+    if action["action"] == "ADD":
+        return add_entry_id(batch.group_id, batch.segment_id, action["owner"], action["layer"], action["content"])
+    return entry_id(batch.group_id, batch.segment_id, "UPDATE", action["entry_id"], action["content"])
+
+
+def fill_provenance(messages: Iterable[Mapping[str, Any]], source: str | None, content: str) -> list[str]:
+    """Message ids for an action that cites none: the source's best-matching message.
+
+    Ranks ``messages`` by shared words with ``content`` (the source's own messages first);
+    returns the best one, or the source's last message when nothing overlaps; ``[]`` when
+    there are no messages.
+    """
+    msgs = list(messages)
+    if not msgs:
+        return []
+    words = set(_WORDS.findall(content.lower()))
+    own = [m for m in msgs if m["speaker"] == source] or msgs
+    best = max(own, key=lambda m: (len(words & set(_WORDS.findall(m["text"].lower()))), m["ts"]))
+    return [best["msg_id"]]
+
+
+@dataclass
+class Verdict:
+    """What one proposed action does (see the module docstring for the kinds)."""
+
+    kind: VerdictKind
+    reason: str | None = None
+    action: dict[str, Any] | None = None
+    entry_id: str | None = None
+    repairs: tuple[str, ...] = ()
+    #: the proposal as a Writer would have written it under the contract (canonical names,
+    #: known utype, an UPDATE that became an ADD written as an ADD); None for rejects.
+    proposal: dict[str, Any] | None = None
+
+    @property
+    def writes(self) -> bool:
+        return self.kind == "write"
+
+
+@dataclass
+class Batch:
+    """One writing position: what :func:`check_action` checks an output's actions against.
+
+    ``heads`` are the current head records (dicts with ``entry_id``, ``owner``, ``source``,
+    ``layer``, ``utype``, ``content``); ``messages`` the segment's messages (dicts with
+    ``msg_id``, ``speaker``, ``text``, ``ts``); ``history_ids`` ids of earlier messages that
+    may be cited beside a segment message. ``msg_ids`` None means the caller does not know
+    the segment's messages: cited ``from_ids`` are then only shape-checked and provenance is
+    not filled. ``new_id`` gives the id of each written record (default: the store's).
+    """
+
+    roster: tuple[str, ...]
+    heads: tuple[dict[str, Any], ...] = ()
+    aliases: Mapping[str, Iterable[str]] = field(default_factory=dict)
+    messages: tuple[dict[str, Any], ...] = ()
+    msg_ids: frozenset[str] | None = None
+    history_ids: frozenset[str] = frozenset()
+    max_actions: int = MIN_BUDGET
+    group_id: str = ""
+    segment_id: str = ""
+    new_id: IdScheme = store_ids
+    # -- what earlier actions of this output did (filled by check_action) --
+    written: dict[str, dict[str, Any]] = field(default_factory=dict)   # id -> normalised record
+    moved: dict[str, str] = field(default_factory=dict)                # head updated here -> its new id
+    keys: set[tuple[str, str, str]] = field(default_factory=set)       # (owner, layer, norm content)
+    created: list[str] = field(default_factory=list)                   # ids written, in order
+
+    def __post_init__(self) -> None:
+        self.people = _resolver(tuple(self.roster),
+                                tuple(sorted((k, tuple(v)) for k, v in dict(self.aliases).items())))
+        self.head_by_id = {h["entry_id"]: h for h in self.heads}
+        self.head_keys = {(h["owner"], h["layer"], norm_text(h["content"])) for h in self.heads}
+
+    @classmethod
+    def from_segment(cls, segment: Any, *, heads: Iterable[dict[str, Any]] | None = None,
+                     new_id: IdScheme = store_ids) -> Batch:
+        """The batch of a :class:`~speakerflow.ops.writer.base.Segment` (its heads unless
+        ``heads`` is given)."""
+        return cls(roster=tuple(segment.roster), heads=tuple(segment.heads if heads is None else heads),
+                   aliases=dict(segment.aliases), messages=tuple(segment.messages),
+                   msg_ids=frozenset(segment.msg_ids), history_ids=frozenset(segment.history_ids),
+                   max_actions=segment.max_actions, group_id=segment.group_id,
+                   segment_id=segment.segment_id, new_id=new_id)
+
+    def target(self, eid: Any) -> dict[str, Any] | None:
+        """The record an UPDATE of ``eid`` continues: the newest record of its chain."""
+        eid = str(eid) if eid is not None else ""
+        while eid in self.moved:
+            eid = self.moved[eid]
+        return self.written.get(eid) or self.head_by_id.get(eid)
+
+
+@lru_cache(maxsize=256)
+def _resolver(roster: tuple[str, ...], aliases: tuple[tuple[str, tuple[str, ...]], ...]) -> PersonResolver:
+    return PersonResolver(roster, dict(aliases))
+
+
+def _reject(reason: str, repairs: list[str]) -> Verdict:
+    return Verdict("reject", reason=reason, repairs=tuple(repairs))
+
+
+def writer_form(action: Mapping[str, Any]) -> dict[str, Any]:
+    """``action`` with only the fields a Writer writes (empty ones dropped)."""
+    return {k: action[k] for k in WRITER_FIELDS if action.get(k) not in (None, "", [])}
+
+
+def check_action(raw: Any, batch: Batch, position: int) -> Verdict:
+    """The verdict of the ``position``-th proposed action ``raw`` of one output.
+
+    ``raw`` is the parsed JSON value (normally a dict). A ``write`` verdict is recorded in
+    ``batch``, so later actions of the output see it (duplicates, UPDATEs of it); call it
+    once per action, in order.
+    """
+    repairs: list[str] = []
+    if position >= batch.max_actions:
+        size = f" for {len(batch.messages)} message(s)" if batch.messages else ""
+        return Verdict("truncated", reason=f"over the limit: max_actions={batch.max_actions}{size}")
+    if isinstance(raw, dict) and set(raw) == {"_invalid"}:  # ChatWriter's marker for a non-object item
+        raw = raw["_invalid"]
+    if not isinstance(raw, dict):
+        return _reject(f"shape: an action must be a JSON object, got {type(raw).__name__}", repairs)
+    kind = str(raw.get("action", "")).strip().upper()
+    if kind not in ("ADD", "UPDATE", "NOOP"):
+        return _reject(f"action: {raw.get('action')!r} is not ADD, UPDATE or NOOP", repairs)
+    if kind == "NOOP":
+        return Verdict("noop", proposal={"action": "NOOP"})
+    content = raw.get("content")
+    if not isinstance(content, str) or not content.strip():
+        return _reject("content: missing or empty; an action needs the memory text", repairs)
+    content = content.strip()
+    if kind == "UPDATE":
+        head = batch.target(raw.get("entry_id"))
+        if head is not None:
+            if norm_text(head["content"]) == norm_text(content):
+                return Verdict("noop", reason="UPDATE changes nothing",
+                               proposal=writer_form({**raw, "action": "UPDATE"}))
+            return _finish(batch, raw, "UPDATE", head["owner"], head["source"], head["layer"],
+                           raw.get("utype") or head.get("utype"), content, head["entry_id"], repairs)
+        repairs.append("update_to_add")
+        if not all(raw.get(k) for k in ("owner", "source", "layer")):
+            return _reject(f"entry_id: {raw.get('entry_id')!r} is not a current head, and the action "
+                           "lacks owner/source/layer to be added instead", repairs)
+    raw_owner = str(raw.get("owner") or "")
+    owner = GROUP_OWNER if raw_owner.strip().upper() == GROUP_OWNER else batch.people.resolve(raw_owner)
+    if owner is None:
+        return _reject(f"owner: {raw.get('owner')!r} is not in the roster {list(batch.roster)} nor GROUP",
+                       repairs)
+    source = batch.people.resolve(str(raw.get("source") or ""))
+    if source is None:
+        return _reject(f"source: {raw.get('source')!r} is not in the roster {list(batch.roster)}", repairs)
+    if owner != raw.get("owner") or source != raw.get("source"):
+        repairs.append("alias")
+    layer = raw.get("layer")
+    if layer not in LAYERS:
+        return _reject(f"layer: {layer!r} is not one of {list(LAYERS)}", repairs)
+    if layer in GROUP_LAYERS and owner != GROUP_OWNER:
+        return _reject(f"owner: layer {layer} holds GROUP records, owner is {owner!r}", repairs)
+    if layer in PERSON_LAYERS and owner == GROUP_OWNER:
+        return _reject(f"owner: layer {layer} holds person records, owner is GROUP", repairs)
+    if (owner, layer, norm_text(content)) in batch.head_keys:
+        return Verdict("duplicate", reason="duplicate of a current head (same owner, layer and content)",
+                       repairs=tuple(repairs))
+    return _finish(batch, raw, "ADD", owner, source, layer, raw.get("utype"), content, None, repairs)
+
+
+def _finish(batch: Batch, raw: dict[str, Any], kind: str, owner: str, source: str, layer: str, utype: Any,
+            content: str, target: str | None, repairs: list[str]) -> Verdict:
+    cited = raw.get("from_ids")
+    if cited:
+        if not isinstance(cited, list) or not all(isinstance(c, str) for c in cited):
+            return _reject("from_ids: must be a list of message ids", repairs)
+        if batch.msg_ids is not None:
+            outside = [c for c in cited if c not in batch.msg_ids and c not in batch.history_ids]
+            if outside:
+                return _reject(f"from_ids: {outside} are not messages of segment {batch.segment_id}", repairs)
+            if not any(c in batch.msg_ids for c in cited):
+                return _reject(f"from_ids: cite at least one message of segment {batch.segment_id} "
+                               "(earlier messages only beside it)", repairs)
+        from_ids = list(dict.fromkeys(cited))
+    else:
+        repairs.append("provenance_filled")
+        from_ids = fill_provenance(batch.messages, source, content)
+    if utype not in RECORD_TYPES:
+        if utype is not None:
+            repairs.append("utype_coerced")
+        utype = "fact"
+    event = raw.get("event") if isinstance(raw.get("event"), str) and raw["event"].strip() else None
+    key = (owner, layer, norm_text(content))
+    if key in batch.keys:
+        return Verdict("duplicate", reason="duplicate of an earlier action in this batch", repairs=tuple(repairs))
+    action = {"action": kind, "segment_id": batch.segment_id, "layer": layer, "owner": owner, "source": source,
+              "utype": utype, "content": content, "event": event, "entry_id": target, "from_ids": from_ids}
+    new = batch.new_id(batch, action)
+    batch.keys.add(key)
+    batch.written[new] = {**action, "entry_id": new}
+    if target is not None:
+        batch.moved[target] = new
+    batch.created.append(new)
+    proposal = writer_form({**action, "from_ids": from_ids if cited else None})
+    if kind == "UPDATE":  # a Writer names the record it continues; owner, source and layer are inherited
+        proposal = {k: v for k, v in proposal.items() if k not in ("owner", "source", "layer")}
+    return Verdict("write", action=action, entry_id=new, repairs=tuple(repairs), proposal=proposal)
+
+
+def verdict_line(v: Verdict) -> str:
+    """A compact, comparable rendering of a verdict (kind, reason, normalised action)."""
+    return json.dumps([v.kind, v.reason, v.action], sort_keys=True, default=str)
