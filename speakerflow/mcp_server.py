@@ -1,0 +1,88 @@
+"""``speakerflow mcp --home DIR``: the memory as an MCP server over stdio (the official
+``mcp`` SDK), for assistants that speak the Model Context Protocol.
+
+Tools (each takes the ``group`` it works on):
+
+- ``remember``: add messages (the JSONL message format, docs/formats.md) and write them
+- ``ask``: answer a question with the ids of the messages it rests on
+- ``search``: BM25 over the group's messages
+- ``memory``: the group's derived records (current heads)
+- ``inject``: the working context passive injection builds for one event (InKH)
+
+The process is one :class:`~speakerflow.memory.Memory`: stores and the embedder open once
+and stay warm. Over stdio the client that started the process is the only caller, so there
+are no keys; to reach groups over the network use ``speakerflow serve`` (per-group keys).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from speakerflow import __version__
+from speakerflow.graphs.store import GroupBusyError
+from speakerflow.memory import Memory
+
+TOOLS = ("remember", "ask", "search", "memory", "inject")
+
+
+@contextmanager
+def _told() -> Iterator[None]:
+    """User errors (bad group, unknown speaker, invalid messages) reach the client with
+    their message; anything else stays a crash whose text stays on the server."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    try:
+        yield
+    except (ValueError, LookupError, PermissionError, GroupBusyError) as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def build_server(memory: Memory):
+    """An ``MCPServer`` with the five tools over ``memory``."""
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer(name="speakerflow", version=__version__,
+                       instructions="Long-term memory of multi-party conversations, one store per group. "
+                                    "remember messages, then ask questions: answers cite message ids.")
+
+    @server.tool(description="Add messages to a group's memory (JSONL message format: msg_id, ts, speaker, "
+                             "text, optional session_id/reply_to); already stored msg_ids are skipped.")
+    def remember(group: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        with _told():
+            return memory.add(group, messages).as_dict()
+
+    @server.tool(description="Answer a question from a group's memory; cited_ids are the messages it rests on.")
+    def ask(group: str, question: str) -> dict[str, Any]:
+        with _told():
+            result = memory.ask(group, question)
+            cited = memory.cited_messages(group, result)
+            return {"answer": result.answer, "cited_ids": result.cited_ids(),
+                    "cited": [m.model_dump(mode="json", include={"msg_id", "speaker", "ts", "text"}) for m in cited],
+                    "latency_ms": round(result.latency_ms, 2)}
+
+    @server.tool(description="BM25 search over a group's messages, optionally only one speaker's.")
+    def search(group: str, query: str, speaker: str | None = None, k: int = 10) -> dict[str, Any]:
+        with _told():
+            return {"hits": [h.model_dump(mode="json") for h in memory.search(group, query, speaker, max(1, min(k, 200)))]}
+
+    @server.tool(name="memory", description="A group's current derived records (facts, preferences, decisions), "
+                                            "optionally about one owner (a roster name or GROUP).")
+    def memory_records(group: str, owner: str | None = None) -> dict[str, Any]:
+        with _told():
+            return {"records": [r.model_dump(mode="json") for r in memory.memory(group, owner)]}
+
+    @server.tool(description='The working context for one event, e.g. {"content": "fees on XBT?", '
+                             '"ts": "2026-05-14T09:00:00Z"}, for a user (private overlay).')
+    def inject(group: str, event: dict[str, Any] | str, user: str | None = None) -> dict[str, Any]:
+        with _told():
+            wc = memory.inject(group, event, user=user)
+            return {**wc.as_dict(), "text": wc.text()}
+
+    return server
+
+
+def run_stdio(home: str | None, embedder: str = "minilm", writer: str = "rules") -> None:
+    """Serve over stdin/stdout until the client closes the connection."""
+    with Memory(home=home, embedder=embedder, writer=writer) as memory:
+        build_server(memory).run("stdio")
