@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 
 import pyarrow as pa
@@ -106,13 +106,20 @@ class FactGraph:
         self._regime: dict[str, str | None] = {}
         #: entity -> [(fact id, the fact's other entity or None)]: adjacency for the BFS
         self._links: dict[str, list[tuple[str, str | None]]] = defaultdict(list)
+        #: msg id -> (event time, speaker) of every evidence event (as-of views, corrections)
+        self.msg_meta: dict[str, tuple[datetime, str]] = {}
+        self._span: dict[str, tuple[datetime, datetime]] = {}
 
     # -- reading ------------------------------------------------------------------------
     def load(self, with_records: bool = True) -> FactGraph:
         """(Re)build the cache from Kuzu: every Entity and Fact (and SpeakerMem record heads)."""
         self.items.clear(), self.entities.clear(), self.by_entity.clear(), self.by_slot.clear(), self._regime.clear(), self._links.clear()
+        self._span.clear()
         if self.graph is None:
             return self
+        for r in self.graph.rows("MATCH (m:Message) RETURN m.msg_id AS id, m.ts AS ts, m.speaker AS speaker"):
+            if r["ts"] is not None:
+                self.msg_meta[r["id"]] = (_aware(r["ts"]), r["speaker"] or "")
         for r in self.graph.rows("MATCH (e:Entity) RETURN e.entity_id AS entity_id, e.group_id AS group_id, "
                                  "e.name AS name, e.etype AS etype, e.aliases AS aliases"):
             self.entities[r["entity_id"]] = Entity(**r)
@@ -154,10 +161,12 @@ class FactGraph:
             self._links[obj].append((item.edge_id, item.subject_id))
         self.by_slot[item.slot].append(item.edge_id)
 
-    def neighbourhood(self, entity_ids, hops: int = 1, limit: int = 300, fanout: int = 25) -> list[FactItem]:
+    def neighbourhood(self, entity_ids, hops: int = 1, limit: int = 300, fanout: int = 25,
+                      at: datetime | None = None) -> list[FactItem]:
         """Facts within ``hops`` of ``entity_ids`` (BFS over subject/object links), newest first
         per entity, at most ``limit`` (the structural candidate pool); beyond the first hop at
-        most ``fanout`` facts per entity, so a hub reached by a hop cannot fill the pool."""
+        most ``fanout`` facts per entity, so a hub reached by a hop cannot fill the pool.
+        With ``at``, facts nobody knew of at ``at`` are skipped (not counted in the limit)."""
         seen_e, seen_f, frontier, out = set(entity_ids), set(), list(entity_ids), []
         items, links, last = self.items, self._links, max(1, hops) - 1
         for hop in range(max(1, hops)):
@@ -170,6 +179,8 @@ class FactGraph:
                     if fid in seen_f:
                         continue
                     seen_f.add(fid)
+                    if at is not None and self.known_span(items[fid])[0] > at:
+                        continue
                     out.append(items[fid])
                     if len(out) >= limit:
                         return out
@@ -201,12 +212,65 @@ class FactGraph:
             "m.source_type AS source_type, m.source_ref AS source_ref, m.ts AS ts, m.speaker AS speaker, m.text AS text",
             {"id": edge_id})
 
-    def regime(self, entity_id: str) -> str | None:
-        """The newest valid ``regime`` value of an entity (market state M_t), cached until a write."""
+    def regime(self, entity_id: str, at: datetime | None = None) -> str | None:
+        """The market state M_t of an entity: its newest first-hand (trust tier 1-2) ``regime``
+        value valid at ``at`` (default: now, cached until a write). A tier-3 rumour never sets it."""
+        if at is not None:
+            cur = [v for i in self.by_slot.get((entity_id, "regime"), ())
+                   if self.items[i].trust_tier < 3 and (v := self.as_of(self.items[i], at)) is not None]
+            return max(cur, key=lambda i: i.valid_at).value if cur else None
         if entity_id not in self._regime:
-            cur = self.current((entity_id, "regime"))
+            cur = [i for i in self.current((entity_id, "regime")) if i.trust_tier < 3]
             self._regime[entity_id] = max(cur, key=lambda i: i.valid_at).value if cur else None
         return self._regime[entity_id]
+
+    # -- as-of views ----------------------------------------------------------------------
+    def note_message(self, msg_id: str, ts: datetime, speaker: str = "") -> None:
+        """Remember when (and by whom) an evidence event was emitted."""
+        if msg_id not in self.msg_meta:
+            self.msg_meta[msg_id] = (ts, speaker)
+
+    def known_span(self, item: FactItem) -> tuple[datetime, datetime]:
+        """(first, last) time of the item's evidence events (its ``valid_at`` when unknown)."""
+        sp = self._span.get(item.edge_id)
+        if sp is None:
+            ts = [self.msg_meta[m][0] for m in item.evidence_ids if m in self.msg_meta] or [item.valid_at]
+            sp = self._span[item.edge_id] = (min(ts), max(ts))
+        return sp
+
+    def invalidation_known(self, item: FactItem) -> datetime | None:
+        """When the invalidation of ``item`` became known: the first evidence of the fact that
+        superseded it (a correction retracts a value only from the correction's time), else
+        ``invalid_at``."""
+        if item.invalid_at is None:
+            return None
+        by = self.items.get(item.superseded_by) if item.superseded_by else None
+        return max(item.invalid_at, self.known_span(by)[0]) if by is not None else item.invalid_at
+
+    def as_of(self, item: FactItem, at: datetime) -> FactItem | None:
+        """``item`` as it stood at ``at`` from the evidence seen up to ``at``: None if nothing
+        about it was known yet or it was already invalid; else the item itself or a copy with
+        only the evidence up to ``at`` (validations, last validation and maturity recomputed,
+        a later invalidation undone)."""
+        first, last = self.known_span(item)
+        if first > at:
+            return None
+        if item.invalid_at is not None:
+            known = self.invalidation_known(item)
+            if item.invalid_at <= at and known <= at:
+                return None
+        elif last <= at:
+            return item
+        from speakerflow.ops.decay import next_maturity  # ops sits above graphs: imported lazily
+
+        meta = self.msg_meta
+        ev = [m for m in item.evidence_ids if (meta[m][0] if m in meta else item.valid_at) <= at]
+        dropped = len(item.evidence_ids) - len(ev)
+        validations = max(0, item.validations - dropped)
+        lv = max((meta[m][0] for m in ev if m in meta), default=item.valid_at)
+        return replace(item, evidence_ids=ev, validations=validations, last_validated=max(lv, item.valid_at),
+                       invalid_at=None, expired_at=None, superseded_by=None,
+                       maturity=next_maturity("candidate", item.reuse_count, validations, item.utility))
 
     def current(self, slot: tuple, at: datetime | None = None) -> list[FactItem]:
         """Facts of ``slot`` not invalidated (at ``at``, default: ever)."""
@@ -230,6 +294,7 @@ class FactGraph:
 
     def touch(self, edge_id: str) -> None:
         """Mark a cached fact as changed so the next flush writes its fields."""
+        self._span.pop(edge_id, None)
         if edge_id not in self._new:
             self._dirty.add(edge_id)
 

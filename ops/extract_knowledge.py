@@ -26,16 +26,41 @@ from .backends.json_repair import repair_json
 from .base import Context, Operator, OperatorConfig
 from .canonicalize import Canonicalizer
 from .detect import Detection, Detector, Mention
-from .lexicon import CATEGORIES, RELATION_BY_NAME, Relation, category_of
+from .lexicon import RELATION_BY_NAME, Relation
+from .reader import (
+    ANAPHOR,
+    CORRECTION,
+    ENDING,
+    FIRST_PERSON,
+    HEDGE,
+    PRONOUN,
+    QUESTION,
+    RELATION_THRESHOLD,
+    SECOND_PERSON,
+    THRESHOLD,
+    categories,
+    clauses,
+    mask,
+    negated_near,
+    percents,
+    pick,
+    relation_classifier,
+)
 from .registry import register
 
 TRUST_CONFIDENCE = {1: 0.9, 2: 0.75, 3: 0.5}
-HEDGE = re.compile(r"\b(rumou?r\w*|maybe|might|unconfirmed|heard|allegedly|possibly)\b", re.IGNORECASE)
-NEGATION = re.compile(r"\b(no longer|not|never|isn't|aren't|wasn't)\b", re.IGNORECASE)
-FIRST_PERSON = re.compile(r"\b(i|i'm|i am|my|me|we|our)\b", re.IGNORECASE)
-PERCENT = re.compile(r"[-+]?\d+(?:\.\d+)?\s*%")
-CHANGE = re.compile(r"\b(?:to|now|at)\b", re.IGNORECASE)
-CLAUSE = re.compile(r"(?<=[.;!?])\s+|\n+")  # after a terminator + space: "0.12%" stays whole
+SUBJECT_TYPES = ("asset", "trader", "person")
+#: ending/anaphor words per entity-valued relation ("that exposure is gone", "dropped that strategy")
+ANAPHOR_RELATION = {"exposure": "exposed_to", "risk": "exposed_to", "concern": "exposed_to", "worry": "exposed_to",
+                    "scare": "exposed_to", "issue": "exposed_to", "threat": "exposed_to", "strategy": "uses_strategy",
+                    "trade": "uses_strategy", "setup": "uses_strategy", "approach": "uses_strategy", "play": "uses_strategy"}
+#: words that make an asset + risk (trader + strategy) co-mention a claim without a lexicon phrase
+IMPLICIT = {"exposed_to": re.compile(r"\b(risk\w*|expos\w*|threat\w*|danger\w*|concern\w*|worr\w*|vulnerab\w*|"
+                                     r"scare|fragil\w*|hit by|suffer\w*|prone)\b", re.IGNORECASE),
+            "uses_strategy": re.compile(r"\b(run\w*|use[sd]?|using|trad\w*|deploy\w*|switch\w* to|swear\w* by|"
+                                        r"sticks? (?:to|with)|on a|on the|does|doing|farm\w*|loves?)\b", re.IGNORECASE)}
+#: relations a threshold or conditional clause ("alerts fire past a 25% drawdown") must not assert
+STATS = ("win_rate", "max_drawdown", "fee", "status")
 
 
 @dataclass(frozen=True)
@@ -44,6 +69,10 @@ class Candidate:
 
     ``value`` is the normalised value (``"0.12%"``, ``"bearish"``) or, for entity-valued
     relations, the object entity id. ``slot`` is what a contradiction is scoped to.
+    ``op`` is ``"assert"`` (a value holds from ``valid_at``), ``"end"`` (the slot's value
+    stops holding, no new value: "that exposure is gone") or ``"correct"`` (``value``
+    replaces the value ``replaces`` that the same ``speaker`` just stated; ``subject_id``
+    and ``relation`` may be empty when the correction does not name them).
     """
 
     subject_id: str
@@ -55,6 +84,9 @@ class Candidate:
     scope: str
     valid_at: datetime
     trust_tier: int = 1
+    op: str = "assert"
+    replaces: str | None = None
+    speaker: str = ""
 
     @property
     def slot(self) -> tuple[str, ...]:
@@ -65,7 +97,7 @@ class Candidate:
 
 @dataclass
 class Event:
-    """The fields of a System 1 row extraction needs."""
+    """The fields of a System 1 row extraction needs (``addressee``: who a reply is to, if known)."""
 
     msg_id: str
     text: str
@@ -73,47 +105,46 @@ class Event:
     ts: datetime
     source_type: str = "message"
     trust_tier: int = 1
+    addressee: str | None = None
 
 
 def read_value(rel: Relation, text: str, after: int = 0) -> str | None:
-    """The value of ``rel`` in ``text``: after "to/now" if present there, else nearest after ``after``."""
+    """The asserted value of ``rel`` in ``text`` (see :func:`speakerflow.ops.reader.pick`)."""
     if rel.value == "percent":
-        hits = list(PERCENT.finditer(text))
-        if not hits:
-            return None
-        change = [m for m in CHANGE.finditer(text) if m.start() >= after]
-        pick = None
-        if change:
-            later = [h for h in hits if h.start() > change[-1].start()]
-            pick = later[0] if later else None
-        if pick is None:
-            after_hits = [h for h in hits if h.start() >= after]
-            pick = after_hits[0] if after_hits else hits[-1]
-        num = float(pick.group().replace("%", "").strip())
-        return f"{num:g}%"
-    if rel.value == "category":
-        change = list(CHANGE.finditer(text))
-        if change:
-            tail = category_of(rel.name, text[change[-1].end():])
-            if tail:
-                return tail
-        return category_of(rel.name, text[after:]) or category_of(rel.name, text)
-    return None
+        v = pick(percents(text), after)
+    elif rel.value == "category":
+        v = pick(categories(text, rel.name), after)
+    else:
+        return None
+    return v.value if v else None
 
 
 class KnowledgeExtractor:
-    """Extract :class:`Candidate` facts from events; ``backend`` is ``"rules"`` or a ChatBackend."""
+    """Extract :class:`Candidate` facts from events; ``backend`` is ``"rules"`` or a ChatBackend.
 
-    def __init__(self, canon: Canonicalizer, detector: Detector, backend="rules"):
+    The rules backend is a stream reader: it remembers the last subject of each type (for
+    "she", "it"), the last entity-valued claim (for "that exposure is gone") and each
+    speaker's last statements (for "typo above, it's 0.04% not 0.4%"). ``classifier`` is the
+    nearest-prototype relation classifier (:func:`speakerflow.ops.reader.relation_classifier`
+    by default; ``None`` turns it off: lexicon phrases and value words only).
+    """
+
+    def __init__(self, canon: Canonicalizer, detector: Detector, backend="rules", classifier="default",
+                 threshold: float | None = None):
         self.canon = canon
         self.detector = detector
         self.backend = backend
         self.rejects: list[dict] = []
         self.model_calls = 0
         self.tokens = 0
+        self.classifier = relation_classifier() if classifier == "default" else classifier
+        self.threshold = RELATION_THRESHOLD if threshold is None else threshold
         rels = sorted(RELATION_BY_NAME.values(), key=lambda r: -max(len(p) for p in r.phrases))
         self._phrases = [(r, re.compile(r"\b(" + "|".join(re.escape(p) for p in r.phrases) + r")\b", re.IGNORECASE))
                          for r in rels]
+        self._recent: dict[str, str] = {}
+        self._last_obj: dict[str, tuple[str, str]] = {}
+        self._said: dict[str, list[Candidate]] = {}
 
     def extract(self, event: Event, detection: Detection | None = None) -> list[Candidate]:
         """Candidate facts in ``event`` (detected entities are canonicalised on the way)."""
@@ -124,77 +155,195 @@ class KnowledgeExtractor:
     # -- rules ----------------------------------------------------------------------------
     def _rules(self, ev: Event) -> list[Candidate]:
         out: list[Candidate] = []
-        last_subject: dict[str, str] = {}
-        for clause in (c.strip() for c in CLAUSE.split(ev.text)):
-            if not clause or clause.endswith("?"):
+        local: dict[str, str] = {}
+        for clause in clauses(ev.text):
+            if QUESTION.search(clause):
                 continue
-            mentions = [(m, self.canon.resolve(m)) for m in self.detector.detect(clause).mentions]
-            typed = [(m, eid) for m, eid in mentions if eid]
-            for m, eid in typed:
-                last_subject[self.canon.entities[eid].etype if eid in self.canon.entities else m.etype] = eid
-            used: set[str] = set()
-            for rel, rx in self._phrases:
-                if rel.name in used:
+            typed = []
+            second = bool(SECOND_PERSON.search(clause))
+            for m in self.detector.detect(clause).mentions:
+                if second and m.surface.startswith("@"):  # "@omar your cap ...": the addressee, a person
+                    people = self.detector.people
+                    name = (people.resolve(m.surface) if people else None) or m.surface[1:]
+                    typed.append((m, f"person:{name}", "person"))
                     continue
-                ph = rx.search(clause)
-                if ph is not None:
-                    span = (ph.start(), ph.end())
-                elif rel.value_cues and (cue := self._value_cue(rel, clause)) is not None:
-                    span = (cue[0], cue[0])  # the cue word is the value itself
-                else:
-                    continue
-                cand = self._rule_fact(ev, clause, rel, span[0], span[1], typed, last_subject)
-                if cand is not None:
-                    used.add(rel.name)
-                    out.append(cand)
+                eid = self.canon.resolve(m)
+                if eid:
+                    typed.append((m, eid, self._etype(eid, m)))
+            found = self._clause(ev, clause, typed, local)
+            fix = self._correction(ev, clause, found)
+            out += [fix] if fix is not None else found
+            for _m, eid, t in typed:
+                if t in SUBJECT_TYPES:
+                    local[t] = eid
+                    self._recent[t] = eid
+            for c in found:
+                st = self._etype(c.subject_id, None)
+                if st in SUBJECT_TYPES:
+                    local[st] = c.subject_id
+                    self._recent[st] = c.subject_id
+        said = [c for c in out if c.op != "end"]
+        if said:
+            self._said[ev.speaker] = (self._said.get(ev.speaker, []) + said)[-8:]
         return out
 
-    @staticmethod
-    def _value_cue(rel: Relation, clause: str) -> tuple[int, int] | None:
-        """Span of the first category word of ``rel`` in ``clause`` (a cue for value-cued relations)."""
-        low = clause.lower()
-        hits = [(m.start(), m.end()) for words in CATEGORIES.get(rel.name, {}).values() for w in words
-                for m in [re.search(r"\b" + re.escape(w) + r"\b", low)] if m]
-        return min(hits) if hits else None
+    def _clause(self, ev: Event, clause: str, typed: list, local: dict) -> list[Candidate]:
+        out: list[Candidate] = []
+        hypothetical = bool(THRESHOLD.search(clause))
+        ending = ENDING.search(clause)
+        ended = False
+        # entity-valued relations: the object's type names the relation
+        for rel in (r for r in RELATION_BY_NAME.values() if r.value not in ("percent", "category")):
+            rx = next(x for r, x in self._phrases if r is rel)
+            phrase = rx.search(clause)
+            objs = [(m, eid) for m, eid, t in typed if t == rel.value]
+            if not objs:
+                ana = ANAPHOR.search(clause)
+                if (ending or (phrase and negated_near(clause, phrase.start()))) and ana \
+                        and ANAPHOR_RELATION.get(ana.group(1).lower()) == rel.name and rel.name in self._last_obj:
+                    subj, obj = self._last_obj[rel.name]
+                    out.append(self._candidate(ev, subj, rel, obj, clause, op="end"))
+                    ended = True
+                continue
+            subject = self._subject(ev, clause, rel, objs[0][0].start, typed, local)
+            if subject is None:
+                continue
+            for m, obj in objs:
+                neg = negated_near(clause, m.start) or (phrase is not None and negated_near(clause, phrase.start()))
+                if ending or neg:
+                    out.append(self._candidate(ev, subject, rel, obj, clause, op="end"))
+                    ended = True
+                elif (phrase or IMPLICIT[rel.name].search(clause)) and not hypothetical:
+                    out.append(self._candidate(ev, subject, rel, obj, clause))
+                self._last_obj[rel.name] = (subject, obj)
+        # scalar relations: values found by kind, the relation by phrase, value word or prototype
+        claims: dict[str, tuple[Relation, int]] = {}
+        pvals = [v for v in percents(clause) if v.role in ("new", "plain")]
+        if pvals:
+            for rel, anchor in self._percent_relations(ev, clause, typed, pvals):
+                claims.setdefault(rel.name, (rel, anchor))
+        for v in categories(clause):
+            rel = RELATION_BY_NAME[v.relation]
+            if v.role not in ("new", "plain") or rel.name in claims:
+                continue
+            rx = next(x for r, x in self._phrases if r is rel)
+            ph = rx.search(clause)
+            if ph is None and not rel.value_cues:
+                continue
+            if ended and rel.name == "status":
+                continue  # "she stopped running the basis trade" ended a strategy, not the trader
+            claims[rel.name] = (rel, ph.start() if ph else v.start)
+        for rel, anchor in claims.values():
+            if hypothetical and rel.name in STATS:
+                continue
+            subject = self._subject(ev, clause, rel, anchor, typed, local)
+            if subject is None:
+                continue
+            value = read_value(rel, clause, anchor)
+            if value is None:
+                continue
+            out.append(self._candidate(ev, subject, rel, value, clause))
+        return out
 
-    def _rule_fact(self, ev, clause, rel, p0, p1, typed, last_subject) -> Candidate | None:
-        negated = bool(NEGATION.search(clause))
-        subject = self._subject(ev, clause, rel, p0, typed, last_subject)
-        if subject is None:
+    def _percent_relations(self, ev, clause, typed, pvals) -> list[tuple[Relation, int]]:
+        """Relations the clause's percentages belong to: the lexicon phrase nearest each value,
+        else the nearest relation prototype among those whose subject the clause can supply."""
+        found = []
+        for rel, rx in self._phrases:
+            if rel.value == "percent":
+                for ph in rx.finditer(clause):
+                    found.append((rel, ph.start()))
+        if found:
+            out = []
+            for v in pvals:
+                rel, at = min(found, key=lambda p: (abs(p[1] - v.start), p[1] > v.start))
+                if all(r is not rel for r, _ in out):
+                    out.append((rel, at))
+            return out
+        if self.classifier is None:
+            return []
+        types = {t for _m, _e, t in typed}
+        if ev.source_type in ("user_turn", "message") and (FIRST_PERSON.search(clause) or SECOND_PERSON.search(clause)):
+            types.add("person")
+        if PRONOUN.search(clause) or not types & set(SUBJECT_TYPES):
+            types |= {t for t in SUBJECT_TYPES if t in self._recent}
+        labels = tuple(r.name for r in RELATION_BY_NAME.values() if r.value == "percent" and r.subject in types)
+        if not labels:
+            return []
+        masked = mask(clause, [(m.start, m.end, t) for m, _e, t in typed])
+        scores = self.classifier.scores(masked, (*labels, "_none"))
+        none = scores.pop("_none", 0.0)
+        best = max(scores, key=scores.get) if scores else None
+        if best is None or scores[best] < self.threshold or scores[best] <= none:
+            return []
+        return [(RELATION_BY_NAME[best], pvals[0].start)]
+
+    def _correction(self, ev: Event, clause: str, found: list[Candidate]) -> Candidate | None:
+        """"typo above, it's 0.04% not 0.4%": the value replaces one the same speaker just stated."""
+        vals = percents(clause) or categories(clause)
+        wrong = [v for v in vals if v.role == "negated"]
+        right = [v for v in vals if v.role != "negated"]
+        if not right or not (CORRECTION.search(clause) or wrong):
             return None
-        if rel.value in ("percent", "category"):
-            value = read_value(rel, clause, p1)
-            if value is None or (negated and rel.value == "category"):
-                return None
-        else:
-            objs = [eid for m, eid in typed if eid != subject and self._etype(eid, m) == rel.value]
-            if not objs or negated:
-                return None
-            value = objs[0]
-        return self._candidate(ev, subject, rel, value, clause)
+        if not CORRECTION.search(clause) and not any(re.search(r"\bnot\s*$", clause[:w.start]) for w in wrong):
+            return None
+        x, y = right[0], (wrong[0].value if wrong else None)
+        same_kind = [c for c in found if c.value == x.value]
+        prev = self._said.get(ev.speaker, [])
+        target = (same_kind[0] if same_kind else None)
+        if target is None:
+            target = next((c for c in reversed(prev) if y is not None and c.value == y), None) or \
+                next((c for c in reversed(prev) if x.relation is None and c.value.endswith("%")
+                      or x.relation is not None and c.relation == x.relation), None)
+        if target is not None:
+            rel = RELATION_BY_NAME[target.relation]
+            return self._candidate(ev, target.subject_id, rel, x.value, clause, op="correct",
+                                   replaces=y if y is not None else (None if same_kind else target.value))
+        conf = TRUST_CONFIDENCE.get(ev.trust_tier, 0.5)
+        return Candidate("", x.relation or "", x.value, clause[:200], (ev.msg_id,), conf, "shared", ev.ts, ev.trust_tier,
+                         "correct", y, ev.speaker)
 
-    def _subject(self, ev, clause, rel, p0, typed, last_subject) -> str | None:
+    def _subject(self, ev, clause, rel, p0, typed, local) -> str | None:
         if rel.subject == "person":
+            if SECOND_PERSON.search(clause):
+                return self._addressee(ev, clause, typed)
             if ev.source_type in ("user_turn", "message") and FIRST_PERSON.search(clause):
                 return f"person:{ev.speaker}"
-            people = [eid for m, eid in typed if self._etype(eid, m) == "person"]
+            people = [eid for m, eid, t in typed if t == "person"]
             return people[0] if people else None
-        same = [(abs(m.start - p0), eid) for m, eid in typed if self._etype(eid, m) == rel.subject]
+        same = [(abs(m.start - p0), eid) for m, eid, t in typed if t == rel.subject]
         if same:
             return min(same)[1]
-        # carry the previous sentence's subject only into a clause that names no entity ("It ...")
-        return last_subject.get(rel.subject) if not typed else None
+        if PRONOUN.search(clause):
+            return local.get(rel.subject) or self._recent.get(rel.subject)
+        # carry the previous sentence's subject only into a clause that names no subject ("It ...")
+        return local.get(rel.subject) if not any(t in SUBJECT_TYPES for _m, _e, t in typed) else None
 
-    def _etype(self, eid: str, m: Mention) -> str:
+    def _addressee(self, ev, clause, typed) -> str | None:
+        """Who "you"/"your" is: an @mention or a vocative name in the clause, else the event's addressee."""
+        people = self.detector.people
+        for m, eid, t in typed:
+            if m.surface.startswith("@"):
+                name = m.surface[1:]
+                return f"person:{(people.resolve(name) if people else None) or name}"
+            if t == "person":
+                return eid
+        if ev.addressee:
+            return f"person:{(people.resolve(ev.addressee) if people else None) or ev.addressee}"
+        return None
+
+    def _etype(self, eid: str, m: Mention | None) -> str:
         st = self.canon.entities.get(eid)
-        return st.etype if st else (eid.split(":", 1)[0] if ":" in eid else m.etype)
+        return st.etype if st else (eid.split(":", 1)[0] if ":" in eid else (m.etype if m else "unknown"))
 
-    def _candidate(self, ev: Event, subject: str, rel: Relation, value: str, clause: str) -> Candidate:
+    def _candidate(self, ev: Event, subject: str, rel: Relation, value: str, clause: str, op: str = "assert",
+                   replaces: str | None = None) -> Candidate:
         conf = TRUST_CONFIDENCE.get(ev.trust_tier, 0.5) * (0.6 if HEDGE.search(clause) else 1.0)
         if rel.owner_scoped:
             self.canon.resolve_surface(subject.split(":", 1)[1], "person")
         scope = f"user:{subject.split(':', 1)[1]}" if rel.owner_scoped else "shared"
-        return Candidate(subject, rel.name, value, clause[:200], (ev.msg_id,), round(conf, 4), scope, ev.ts, ev.trust_tier)
+        return Candidate(subject, rel.name, value, clause[:200], (ev.msg_id,), round(conf, 4), scope, ev.ts, ev.trust_tier,
+                         op, replaces, ev.speaker)
 
     # -- chat model -----------------------------------------------------------------------
     def _chat(self, ev: Event, det: Detection) -> list[Candidate]:
@@ -250,7 +399,8 @@ class KnowledgeExtractor:
 CANDIDATE_SCHEMA = pa.schema([
     ("subject_id", pa.string()), ("relation", pa.string()), ("value", pa.string()), ("description", pa.string()),
     ("evidence_ids", pa.list_(pa.string())), ("confidence", pa.float64()), ("scope", pa.string()),
-    ("valid_at", pa.timestamp("us", tz="UTC")), ("trust_tier", pa.int64()),
+    ("valid_at", pa.timestamp("us", tz="UTC")), ("trust_tier", pa.int64()), ("op", pa.string()),
+    ("replaces", pa.string()), ("speaker", pa.string()),
 ])
 
 

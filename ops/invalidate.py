@@ -58,16 +58,43 @@ def current_regime(fg: FactGraph, entity_id: str) -> str | None:
 
 
 def upsert(fg: FactGraph, candidates: list[Candidate], now: datetime, cfg: UpsertConfig | None = None) -> UpsertResult:
-    """Apply ``candidates`` to ``fg`` (cache now; Kuzu on ``fg.flush()``)."""
+    """Apply ``candidates`` to ``fg`` (cache now; Kuzu on ``fg.flush()``).
+
+    * ``assert``: a value already current from a source of the same standing (first-hand:
+      trust tier 1-2; rumour: tier 3) is *validated*; otherwise a new fact is added and
+      invalidates the slot's values it contradicts (Gamma > delta). A first-hand source
+      stating a value first heard as a rumour is a new fact with its own tier, time and
+      evidence, which supersedes the rumour and the old value. A rumour repeating a
+      first-hand value validates nothing.
+    * ``end``: every current fact of the slot with Gamma > delta becomes invalid at the
+      candidate's time; nothing is added ("that exposure is gone").
+    * ``correct``: the value ``replaces`` that the same speaker stated last is retracted
+      (``invalid_at = valid_at``: it never held) and the corrected value holds from the
+      wrong statement's time, resting on the correction event.
+    """
     cfg = cfg or UpsertConfig()
     res = UpsertResult()
     for c in candidates:
+        for m in c.evidence_ids:
+            fg.note_message(m, c.valid_at, c.speaker)
+        if c.op == "end":
+            _end(fg, c, now, cfg, res)
+            continue
+        if c.op == "correct":
+            if _correct(fg, c, now, cfg, res):
+                continue
+            if not c.subject_id or not c.relation:
+                continue
         obj = object_of(c)
         probe = FactItem("", fg.group_id, c.subject_id, c.relation, obj, "", [], c.valid_at, now, now)
         valid = fg.current(probe.slot)
         same = [i for i in valid if i.object_id == obj]
-        if same:
-            _validate(fg, same[-1], c, now)
+        rumour = c.trust_tier >= 3
+        if rumour and any(i.trust_tier < 3 for i in same):
+            continue  # a rumour repeating first-hand knowledge validates nothing
+        peers = [i for i in same if (i.trust_tier >= 3) == rumour]
+        if peers:
+            _validate(fg, peers[-1], c, now)
             res.validated += 1
             continue
         item = _new_item(fg, c, obj, now)
@@ -76,6 +103,8 @@ def upsert(fg: FactGraph, candidates: list[Candidate], now: datetime, cfg: Upser
         res.added += 1
         for old in valid:
             gamma = c.confidence if c.valid_at >= old.valid_at else 0.0
+            if old.object_id == obj and old.trust_tier >= 3 and not rumour:
+                gamma = 1.0  # a better source confirms a rumour: the rumour's fact is superseded
             if cfg.invalidation and gamma > cfg.delta:
                 old.maturity = "deprecated"
                 fg.invalidate(old.edge_id, at=c.valid_at, by=item.edge_id, now=now)
@@ -83,6 +112,55 @@ def upsert(fg: FactGraph, candidates: list[Candidate], now: datetime, cfg: Upser
             else:
                 res.kept_conflicts += 1
     return res
+
+
+def _end(fg: FactGraph, c: Candidate, now: datetime, cfg: UpsertConfig, res: UpsertResult) -> None:
+    obj = object_of(c)
+    probe = FactItem("", fg.group_id, c.subject_id, c.relation, obj, "", [], c.valid_at, now, now)
+    for old in fg.current(probe.slot):
+        gamma = c.confidence if c.valid_at >= old.valid_at else 0.0
+        if cfg.invalidation and gamma > cfg.delta:
+            old.maturity = "deprecated"
+            fg.invalidate(old.edge_id, at=c.valid_at, by=None, now=now)
+            res.invalidated += 1
+        else:
+            res.kept_conflicts += 1
+
+
+def _correct(fg: FactGraph, c: Candidate, now: datetime, cfg: UpsertConfig, res: UpsertResult) -> bool:
+    """Retract the value the same speaker stated last (``c.replaces``) and put ``c.value`` in its
+    place; False when no such statement is found (the candidate is then read as a plain claim)."""
+    wrong = None
+    for item in sorted(fg.items.values(), key=lambda i: i.valid_at, reverse=True):
+        if item.invalid_at is not None or item.valid_at > c.valid_at or item.edge_id.startswith("rec_"):
+            continue
+        if c.subject_id and (item.subject_id, item.relation) != (c.subject_id, c.relation):
+            continue
+        if not c.subject_id and c.relation and item.relation != c.relation:
+            continue
+        if c.replaces is not None and item.value != c.replaces:
+            continue
+        if c.replaces is None and (item.value == c.value or item.value.endswith("%") != c.value.endswith("%")):
+            continue
+        speakers = {fg.msg_meta[m][1] for m in item.evidence_ids if m in fg.msg_meta}
+        if c.speaker in speakers:
+            wrong = item
+            break
+    if wrong is None:
+        return False
+    rel = RELATION_BY_NAME.get(wrong.relation)
+    fixed = Candidate(wrong.subject_id, wrong.relation, c.value, c.description, c.evidence_ids, c.confidence,
+                      wrong.scope if rel is None or rel.owner_scoped else c.scope, wrong.valid_at, c.trust_tier,
+                      "assert", None, c.speaker)
+    obj = object_of(fixed)
+    item = _new_item(fg, fixed, obj, now)
+    if not fg.add(item):
+        return True
+    res.added += 1
+    wrong.maturity = "deprecated"
+    fg.invalidate(wrong.edge_id, at=wrong.valid_at, by=item.edge_id, now=now)
+    res.invalidated += 1
+    return True
 
 
 def _validate(fg: FactGraph, item: FactItem, c: Candidate, now: datetime) -> None:
@@ -101,7 +179,7 @@ def _validate(fg: FactGraph, item: FactItem, c: Candidate, now: datetime) -> Non
 
 def _new_item(fg: FactGraph, c: Candidate, obj: str, now: datetime) -> FactItem:
     validations = 1 if c.trust_tier == 1 else 0
-    regime = current_regime(fg, c.subject_id) if c.relation != "regime" else c.value
+    regime = fg.regime(c.subject_id, c.valid_at) if c.relation != "regime" else c.value
     return FactItem(
         edge_id=edge_id_for(fg.group_id, c.subject_id, c.relation, obj, c.evidence_ids[0]),
         group_id=fg.group_id, subject_id=c.subject_id, relation=c.relation, object_id=obj,

@@ -89,24 +89,83 @@ class Relation:
     half_life_days: float = 30.0
     #: the category words alone name the relation ("Solana turned bearish" is a regime fact)
     value_cues: bool = False
+    #: what the relation means, in plain words: the prototype the reader's nearest-prototype
+    #: classifier compares a clause with (no statement template, no benchmark wording)
+    description: tuple[str, ...] = ()
+    #: semantic kind: market_state, execution_cost, risk, track_record or owner_constraint
+    #: (:data:`INTENT_NEEDS` maps task families to the kinds they need)
+    kind: tuple[str, ...] = ()
 
 
 RELATIONS: tuple[Relation, ...] = (
-    Relation("fee", "asset", ("taker fee", "trading fee", "fees", "fee", "commission", "trading cost"), "percent", half_life_days=120),
+    Relation("fee", "asset", ("taker fee", "trading fee", "fees", "fee", "commission", "trading cost"), "percent", half_life_days=120,
+             description=("the percentage the exchange charges on every trade of the coin",
+                          "how much it costs to trade the coin, per fill, in percent"),
+             kind=("execution_cost",)),
     Relation("regime", "asset", ("regime", "market regime", "trend", "market state"), "category", half_life_days=10,
-             value_cues=True),
+             value_cues=True,
+             description=("the direction the coin's market is moving: rising, falling, flat or swinging wildly",),
+             kind=("market_state",)),
     Relation("liquidity", "asset", ("liquidity", "order book depth", "book depth", "order book", "book"), "category",
-             half_life_days=15),
-    Relation("exposed_to", "asset", ("exposed to", "exposure to", "at risk of", "vulnerable to"), "risk", half_life_days=30),
-    Relation("win_rate", "trader", ("win rate", "hit rate", "success rate"), "percent", half_life_days=30),
-    Relation("max_drawdown", "trader", ("max drawdown", "maximum drawdown", "worst drawdown", "drawdown"), "percent", half_life_days=30),
+             half_life_days=15, value_cues=True,
+             description=("how much size the coin's order book can absorb: deep or thin markets",),
+             kind=("market_state", "execution_cost")),
+    Relation("exposed_to", "asset", ("exposed to", "exposure to", "at risk of", "vulnerable to"), "risk", half_life_days=30,
+             description=("a danger that threatens holders of the coin",),
+             kind=("risk",)),
+    Relation("win_rate", "trader", ("win rate", "hit rate", "success rate"), "percent", half_life_days=30,
+             description=("the share of the trader's trades that end in profit",
+                          "how often the trader's positions close as winners, in percent"),
+             kind=("track_record",)),
+    Relation("max_drawdown", "trader", ("max drawdown", "maximum drawdown", "worst drawdown", "drawdown"), "percent",
+             half_life_days=30,
+             description=("the largest fall of the trader's account from its peak, in percent",
+                          "how much the trader lost at worst before recovering"),
+             kind=("track_record",)),
     Relation("status", "trader", ("status", "copy trading", "is now", "has been"), "category", half_life_days=20,
-             value_cues=True),
-    Relation("uses_strategy", "trader", ("runs", "uses", "trades a", "trades with", "strategy is"), "strategy", half_life_days=60),
-    Relation("risk_preference", "person", ("risk tolerance", "risk appetite", "risk profile", "i am", "i'm"), "category", True, 45),
-    Relation("max_position", "person", ("position size", "position cap", "max position", "positions under", "size cap"), "percent", True, 60),
+             value_cues=True,
+             description=("whether followers can currently copy the trader or copying is suspended",),
+             kind=("track_record",)),
+    Relation("uses_strategy", "trader", ("runs", "uses", "trades a", "trades with", "strategy is"), "strategy", half_life_days=60,
+             description=("the trading method the trader follows",),
+             kind=("track_record",)),
+    Relation("risk_preference", "person", ("risk tolerance", "risk appetite", "risk profile", "i am", "i'm"), "category", True, 45,
+             value_cues=True,
+             description=("how much risk the person is willing to take with their money",),
+             kind=("owner_constraint",)),
+    Relation("max_position", "person", ("position size", "position cap", "max position", "positions under", "size cap"), "percent", True, 60,
+             description=("the largest share of the person's account allowed in a single position",
+                          "the size limit on each of the person's trades, in percent of capital"),
+             kind=("owner_constraint",)),
 )
 RELATION_BY_NAME: dict[str, Relation] = {r.name: r for r in RELATIONS}
+
+
+#: Task families (request intents), described in plain words: the prototypes a request is
+#: compared with when no cue word decides its intent.
+INTENT_DESCRIPTIONS: dict[str, tuple[str, ...]] = {
+    "market_analysis": ("asking how the market for a coin is doing and where it is heading",),
+    "portfolio_review": ("asking to look over the holdings and allocation of one's account",),
+    "copy_trading_evaluation": ("asking whether to follow and automatically copy another trader",),
+    "trade_preparation": ("asking to open, size or execute a buy or sell order",),
+}
+#: What each task family needs, as relation *kinds* (derived from what the task is, not from
+#: any benchmark's gold list): analysing a market needs its state and risks; reviewing a
+#: portfolio needs the state and risks of the holdings and the owner's constraints; judging a
+#: trader to copy needs the track record and the owner's constraints; preparing a trade needs
+#: the cost of execution, the market state and the owner's constraints.
+INTENT_NEEDS: dict[str, tuple[str, ...]] = {
+    "market_analysis": ("market_state", "risk"),
+    "portfolio_review": ("market_state", "risk", "owner_constraint"),
+    "copy_trading_evaluation": ("track_record", "owner_constraint"),
+    "trade_preparation": ("execution_cost", "market_state", "owner_constraint"),
+    "other": (),
+}
+
+
+def intent_profile(relations: tuple[Relation, ...] = RELATIONS) -> dict[str, tuple[str, ...]]:
+    """Relations per task family: those whose kind the family needs (:data:`INTENT_NEEDS`)."""
+    return {intent: tuple(r.name for r in relations if set(r.kind) & set(kinds)) for intent, kinds in INTENT_NEEDS.items()}
 
 
 @dataclass

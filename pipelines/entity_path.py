@@ -67,11 +67,14 @@ def build_entity_graph(store, backend="rules", invalidation: bool = True) -> dic
     totals = {"events": 0, "candidates": 0, "added": 0, "validated": 0, "invalidated": 0, "kept_conflicts": 0}
     now = datetime.now(UTC)
     msgs = store.messages()
-    cols = ["msg_id", "text", "speaker", "ts", "source_type", "trust_tier"]
-    for r in msgs.select(cols).to_pylist():
+    cols = ["msg_id", "text", "speaker", "ts", "source_type", "trust_tier", "reply_to"]
+    rows = sorted(msgs.select(cols).to_pylist(), key=lambda r: r["ts"])  # the reader keeps discourse state: time order
+    speaker_of = {r["msg_id"]: r["speaker"] for r in rows}
+    for r in rows:
         if r["msg_id"] in done:
             continue
-        ev = Event(r["msg_id"], r["text"] or "", r["speaker"], r["ts"], r["source_type"] or "message", r["trust_tier"] or 1)
+        ev = Event(r["msg_id"], r["text"] or "", r["speaker"], r["ts"], r["source_type"] or "message", r["trust_tier"] or 1,
+                   addressee=speaker_of.get(r["reply_to"]) if r["reply_to"] else None)
         cands = ex.extract(ev)
         res = upsert(fg, cands, now, cfg)
         totals["events"] += 1

@@ -19,10 +19,16 @@ from speakerflow.ops.canonicalize import Canonicalizer
 from speakerflow.ops.decay import effective_confidence, time_decay
 from speakerflow.ops.detect import Detection, Detector
 from speakerflow.ops.governance import Governance
+from speakerflow.ops.lexicon import RELATIONS
 
 from .compress import ContextLine, compress
 from .fuse import fuse, header
 from .utility import UtilityScorer
+
+#: Task families that act on the asker's money: the asker's own constraints (relations of
+#: kind ``owner_constraint``: risk preference, position cap) always apply to them.
+ACTION_INTENTS = frozenset({"trade_preparation", "copy_trading_evaluation", "portfolio_review"})
+OWNER_CONSTRAINTS = frozenset(r.name for r in RELATIONS if "owner_constraint" in r.kind)
 
 
 class InjectConfig(BaseModel):
@@ -89,31 +95,48 @@ class PassiveInjector:
             if eid and eid not in ents:
                 ents.append(eid)
         seeds = ents + ([f"person:{user}"] if user else [])
-        pool = self.facts.neighbourhood(seeds, cfg.hops, cfg.pool)
+        pool = self.facts.neighbourhood(seeds, cfg.hops, cfg.pool, at=now)
         counts = {"neighbourhood": len(pool)}
+        facts = self.facts
         if cfg.remove_invalidated:
-            pool = [k for k in pool if k.invalid_at is None or k.invalid_at > now]
+            pool = [v for k in pool if (v := facts.as_of(k, now)) is not None]
+        else:  # KH-NoInv: every fact known by now, invalidated or not
+            pool = [k for k in pool if facts.known_span(k)[0] <= now]
+        # a rumour (tier 3) never stands beside first-hand knowledge of the same slot
+        firsthand = {k.slot for k in pool if k.trust_tier < 3}
+        pool = [k for k in pool if k.trust_tier < 3 or k.slot not in firsthand]
         counts["valid"] = len(pool)
         mentioned = set(seeds)
         words = frozenset(query_terms(text))
+        aspects = set(det.aspects)
+        if user and det.intent in ACTION_INTENTS:
+            aspects |= OWNER_CONSTRAINTS  # the asker's constraints apply to any action (scope keeps them theirs)
+        focus = frozenset(ents) if det.intent == "other" and not det.aspects else frozenset()
         scored = []
-        facts, gov, util = self.facts, self.governance, self.utility
+        gov, util = self.governance, self.utility
         min_u = util.config.min_utility
+        regimes: dict[str, str | None] = {}
         for k in pool:
-            # the current regime matters only for items that carry a regime tag
-            reg = facts.regime(k.subject_id) if k.regime_tag else None
+            # the current regime (first-hand, as of now) matters only for items that carry a regime tag
+            reg = None
+            if k.regime_tag:
+                reg = regimes[k.subject_id] if k.subject_id in regimes else \
+                    regimes.setdefault(k.subject_id, facts.regime(k.subject_id, now))
             fresh = time_decay(k, now)  # shared by c_eff (governance) and Fresh (utility)
             if cfg.govern:
                 if not gov.allow(effective_confidence(k, now, reg, fresh=fresh), k.maturity, k.scope, det.risk, user):
                     continue
             elif k.scope not in gov.overlay(user):
                 continue
-            u = util.score(k, mentioned, det.aspects, det.intent, now, reg, words, fresh)
+            if k.relation in OWNER_CONSTRAINTS and user and k.subject_id == f"person:{user}" and det.intent in ACTION_INTENTS:
+                u = util.score(k, mentioned, aspects, det.intent, now, reg, words, fresh, focus)
+            else:
+                u = util.score(k, mentioned, det.aspects, det.intent, now, reg, words, fresh, focus)
             if u >= min_u:
                 scored.append((u, k))
         counts["admitted"] = len(scored)
         scored.sort(key=lambda p: -p[0])
-        market = {e: r for e in ents if (r := facts.regime(e))}
+        market = {e: r for e in ents if (r := facts.regime(e, now))}
         lines = fuse(header(user, det.intent, det.risk, ents, market), list(state), compress(scored, self.facts.entities, limit=cfg.max_items + 4),
                      cfg.budget, cfg.max_items)
         if cfg.record_use:

@@ -5,7 +5,8 @@
 * Rel: 1 if the event asks about the item's relation (an *aspect*: "fees", "drawdown"),
   ``intent_weight`` if the relation is in the intent's profile, else ``other_weight``; at
   least the term overlap |terms(event) & terms(item)| / |terms(item)| (what makes untyped
-  items such as SpeakerMem records relevant);
+  items such as SpeakerMem records relevant); at least ``focus_weight`` for an item about an
+  entity the event names when the event asks nothing specific ("@gridqueen stats?");
 * Struct: 1 if the item's subject was mentioned, 0.7 if its object was, else 0.4 (reached by a hop);
 * Mat: deprecated 0, candidate 0.4, verified 0.7, proven 1;
 * Fresh: the time part of the decay ``exp(-ln2/half_life * days)``;
@@ -24,17 +25,14 @@ from pydantic import BaseModel, ConfigDict
 
 from speakerflow.graphs.text_index import query_terms
 from speakerflow.ops.decay import DAY, half_life, regime_distance, time_decay
+from speakerflow.ops.lexicon import intent_profile
 
 MAT_SCORE = {"deprecated": 0.0, "candidate": 0.4, "verified": 0.7, "proven": 1.0}
 TRUST_SCORE = {1: 1.0, 2: 0.7, 3: 0.4}
-#: Relations a task family usually needs (a prior, weaker than what the event asks).
-INTENT_PROFILE: dict[str, tuple[str, ...]] = {
-    "market_analysis": ("regime", "liquidity", "exposed_to"),
-    "portfolio_review": ("regime", "risk_preference", "max_position", "exposed_to"),
-    "copy_trading_evaluation": ("win_rate", "max_drawdown", "status", "uses_strategy", "risk_preference"),
-    "trade_preparation": ("fee", "liquidity", "regime", "risk_preference", "max_position"),
-    "other": (),
-}
+#: Relations a task family usually needs (a prior, weaker than what the event asks). Derived
+#: from what each task is (:data:`speakerflow.ops.lexicon.INTENT_NEEDS`: the relation *kinds*
+#: a task needs) and each relation's kind, never from a benchmark's gold requirements.
+INTENT_PROFILE: dict[str, tuple[str, ...]] = intent_profile()
 
 
 class UtilityConfig(BaseModel):
@@ -50,6 +48,7 @@ class UtilityConfig(BaseModel):
     noise: float = 0.20
     intent_weight: float = 0.5
     other_weight: float = 0.1
+    focus_weight: float = 0.8
     noise_floor: float = 0.7
     gamma: float = 0.5
     min_utility: float = 0.6
@@ -95,9 +94,10 @@ class UtilityScorer:
         }
 
     def score(self, item, mentioned, aspects, intent, now, regime_now, event_terms=frozenset(),
-              fresh: float | None = None) -> float:
+              fresh: float | None = None, focus: frozenset[str] = frozenset()) -> float:
         """The weighted sum of :meth:`terms` (same arithmetic, without building the dict);
-        ``fresh`` reuses the time decay already computed for governance."""
+        ``fresh`` reuses the time decay already computed for governance; ``focus``: entities
+        the event names without asking anything specific (their items get ``focus_weight``)."""
         c = self.config
         if item.relation in aspects:
             rel = 1.0
@@ -105,6 +105,8 @@ class UtilityScorer:
             rel = c.intent_weight if item.relation in c.intent_profile.get(intent, ()) else c.other_weight
             if event_terms:
                 rel = max(rel, self.overlap(item, event_terms))
+            if focus and item.subject_id in focus:
+                rel = max(rel, c.focus_weight)
         struct = 1.0 if item.subject_id in mentioned else 0.7 if item.object_id in mentioned else 0.4
         if fresh is None:
             fresh = time_decay(item, now)

@@ -1,7 +1,8 @@
 """Agent event streams (InKH): JSONL, one event per line (see ``docs/formats.md``).
 
 ``{"event_id", "group_id"?, "session_id"?, "ts", "source_type", "source", "content",
-"source_ref"?, "trust_tier"?}`` where ``source_type`` is one of user_turn,
+"source_ref"?, "trust_tier"?, "reply_to"?}`` (``reply_to``: the event id it answers, which
+tells the reader who "you" is) where ``source_type`` is one of user_turn,
 tool_observation, market_update, portfolio_change, risk_signal. Events become System 1
 rows: ``event_id`` -> msg_id, ``source`` -> speaker, ``content`` -> text (immutable).
 """
@@ -31,7 +32,7 @@ def load_events(path: Path, group: str | None = None) -> Loaded:
             "msg_id": obj.get("event_id"), "group_id": gid, "session_id": session,
             "turn": obj.get("turn", len(rows[gid])), "ts": obj.get("ts"), "speaker": obj.get("source"),
             "text": obj.get("content"), "source_type": stype, "source_ref": obj.get("source_ref"),
-            "trust_tier": obj.get("trust_tier", 1),
+            "trust_tier": obj.get("trust_tier", 1), "reply_to": obj.get("reply_to"),
         })
         lines[gid].append(lineno)
     if not rows:

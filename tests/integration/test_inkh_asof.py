@@ -46,8 +46,8 @@ REQUESTS = [
 ]
 
 
-def rows(events):
-    return [{"msg_id": f"s{i:02d}", "group_id": "desk", "session_id": "s", "turn": i, "ts": T0 + timedelta(hours=h),
+def rows(events, group="desk"):
+    return [{"msg_id": f"s{i:02d}", "group_id": group, "session_id": "s", "turn": i, "ts": T0 + timedelta(hours=h),
              "speaker": src, "text": text, "reply_to": None, "source_type": st, "source_ref": f"{st}:s{i:02d}",
              "trust_tier": tier} for i, (h, src, st, tier, text) in events]
 
@@ -62,7 +62,7 @@ def test_inject_at_past_times_equals_ingesting_in_time_order(home):
     whole = home.open("whole", writable=True)
     step = home.open("step", writable=True)
     indexed = list(enumerate(STREAM))
-    whole.append_messages(pa.Table.from_pylist(rows(indexed), schema=MESSAGE_SCHEMA))
+    whole.append_messages(pa.Table.from_pylist(rows(indexed, "whole"), schema=MESSAGE_SCHEMA))
     build_entity_graph(whole)
     ts = {f"s{i:02d}": T0 + timedelta(hours=h) for i, (h, *_rest) in indexed}
     times = [T0 + timedelta(hours=h, minutes=30) for h, *_ in STREAM]  # 20 times, one after each event
@@ -72,7 +72,7 @@ def test_inject_at_past_times_equals_ingesting_in_time_order(home):
     for n, at in enumerate(times):
         new = [(i, e) for i, e in indexed[fed:] if T0 + timedelta(hours=e[0]) <= at]
         if new:
-            step.append_messages(pa.Table.from_pylist(rows(new), schema=MESSAGE_SCHEMA))
+            step.append_messages(pa.Table.from_pylist(rows(new, "step"), schema=MESSAGE_SCHEMA))
             build_entity_graph(step)
             fed += len(new)
         user, text = REQUESTS[n % len(REQUESTS)]

@@ -13,7 +13,7 @@ from speakerflow.ops.invalidate import upsert
 from speakerflow.ops.people import PersonResolver
 
 T0 = datetime(2026, 4, 6, 8, 0, tzinfo=UTC)
-ROSTER = ["Priya", "Omar", "Lena", "Carl", "Dana", "Ana"]
+ROSTER = ["priya", "omar", "lena", "carl", "dana", "ana"]  # speaker names; text matches case-insensitively
 
 
 class Desk:
