@@ -22,6 +22,7 @@ from speakerflow.graphs.facts import FactGraph
 
 from .decay import effective_confidence, next_maturity
 from .governance import GovernanceConfig
+from .knowledge import load_knowledge
 
 PROBES = {"hub": 30, "link": 20, "quality": 15, "stale": 15, "merge": 10, "split": 10}
 
@@ -64,8 +65,6 @@ def recompute(fg: FactGraph, now: datetime) -> int:
 
 def apply_review(store, edge_id: str, decision: str, now: datetime | None = None) -> dict:
     """Apply a human review (``approve``/``reject``) to one fact: Psi with h, logged, written to Kuzu."""
-    from speakerflow.pipelines.entity_path import load_knowledge
-
     if decision not in ("approve", "reject"):
         raise ValueError(f"review decision {decision!r}: use approve or reject")
     now = now or datetime.now(UTC)
@@ -87,8 +86,6 @@ def apply_review(store, edge_id: str, decision: str, now: datetime | None = None
 
 def tick(store, now: datetime | None = None, seed: int = 0) -> dict:
     """One maintenance tick on a writable group store; returns the report."""
-    from speakerflow.pipelines.entity_path import load_knowledge
-
     now = now or datetime.now(UTC)
     rng = random.Random(seed)
     probe = sample_probe(rng)

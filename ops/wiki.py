@@ -13,6 +13,8 @@ from pathlib import Path
 
 from speakerflow.graphs.facts import FactGraph, FactItem
 
+from .knowledge import load_knowledge
+
 
 def _fmt(t) -> str:
     return "-" if t is None else f"{t:%Y-%m-%d %H:%M}"
@@ -57,8 +59,6 @@ def render_entity(fg: FactGraph, entity_id: str) -> str:
 
 def write_wiki(store, out_dir) -> list[Path]:
     """Write the group's wiki under ``out_dir``; returns the page paths (index.md first)."""
-    from speakerflow.pipelines.entity_path import load_knowledge
-
     fg, _, _ = load_knowledge(store)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from speakerflow.ops.inject import InjectConfig, PassiveInjector
-    from speakerflow.pipelines.entity_path import load_knowledge
+    from speakerflow.ops.knowledge import load_knowledge
 
     try:
         ev = json.loads(args.event)
