@@ -2,7 +2,8 @@
 
 The server runs as its own process (the CLI, on a free loopback port, a fresh temporary
 home, one API key per group). Every group is seeded with the bundled sample conversation
-and written (Writer + embeddings) before the clock starts. Then ``clients`` concurrent
+and written (Writer + embeddings) before the clock starts; one client then asks alone
+(up to 100 asks or 10 s: the warm latency without queueing). Then ``clients`` concurrent
 clients (asyncio + httpx, one process) send requests for ``seconds``: each request is an
 ingest of a few new messages (``ingest_share`` of them) or an ask, to a random group. The
 report counts errors (any non-2xx answer or transport error; background write failures
@@ -35,7 +36,23 @@ QUESTIONS = [
     "What does Chloe think about Porto?", "What did Dev decide?",
 ]
 TOPICS = ["the hotel booking", "the train to Porto", "the workshop agenda", "dinner on Tuesday",
-          "the budget sheet", "the client demo", "the flight times", "the team photo"]
+          "the budget sheet", "the client demo", "the flight times", "the team photo", "the venue",
+          "the catering order", "the slides", "the travel refunds", "the museum visit", "the late checkout",
+          "the airport transfer", "the boat trip", "the wine tasting", "the room list", "the name badges",
+          "the projector", "the rain plan", "the visa letters", "the vegan menu", "the bus schedule"]
+TEMPLATES = ["What did {p} say about {t}?", "Who mentioned {t}?", "When was {t} discussed?",
+             "What does {p} think about {t}?", "Did {p} agree to {t}?", "What was decided about {t}?"]
+PEOPLE = ["Ana", "Ben", "Chloe", "Dev"]
+
+
+def question(rng: random.Random) -> str:
+    """A question from the sample's own, or one of 576 templated ones (so most asks encode a
+    question the embedder has not memoised)."""
+    if rng.random() < 0.25:
+        return rng.choice(QUESTIONS)
+    return rng.choice(TEMPLATES).format(p=rng.choice(PEOPLE), t=rng.choice(TOPICS))
+
+
 VERBS = ["I will handle", "Can someone check", "I prefer to postpone", "Good news about", "I am worried about"]
 
 _SERVE = "import sys; from speakerflow.cli import main; sys.exit(main())"
@@ -140,7 +157,7 @@ async def _wait_written(client: httpx.AsyncClient, groups: list[str], keys: dict
 
 
 async def _load(url: str, clients: int, seconds: float, groups: list[str], keys: dict[str, dict[str, str]],
-                ingest_share: float, rng_seed: int, progress: bool) -> dict[str, Any]:
+                ingest_share: float, rng_seed: int, progress: bool, solo_asks: int = 100) -> dict[str, Any]:
     ask_ms: list[float] = []
     ask_query_ms: list[float] = []
     ask_server_ms: list[float] = []
@@ -156,6 +173,22 @@ async def _load(url: str, clients: int, seconds: float, groups: list[str], keys:
         for g in groups:  # one warm ask per group
             (await client.post(f"/v1/groups/{g}/ask", json={"question": QUESTIONS[0]}, headers=keys[g])).raise_for_status()
 
+        solo = {"ask_ms": [], "server_ms": [], "query_ms": []}
+        rng = random.Random(rng_seed)
+        solo_deadline = time.perf_counter() + min(10.0, seconds)
+        for n in range(solo_asks):  # one client, one ask at a time: the warm latency without queueing
+            if time.perf_counter() > solo_deadline:
+                break
+            g = groups[n % len(groups)]
+            t0 = time.perf_counter()
+            r = await client.post(f"/v1/groups/{g}/ask", json={"question": question(rng)}, headers=keys[g])
+            if r.status_code != 200:
+                errors.append(f"{r.status_code} {r.text[:200]}")
+                continue
+            solo["ask_ms"].append((time.perf_counter() - t0) * 1000)
+            solo["server_ms"].append(r.json()["server_ms"])
+            solo["query_ms"].append(r.json()["latency_ms"])
+
         start = time.perf_counter()
         deadline = start + seconds
 
@@ -170,7 +203,7 @@ async def _load(url: str, clients: int, seconds: float, groups: list[str], keys:
                     if rng.random() < ingest_share:
                         ts = f"2026-04-{1 + n % 28:02d}T{rng.randrange(8, 19):02d}:{rng.randrange(60):02d}:00Z"
                         batch = [{"msg_id": f"c{i}-r{n}-m{j}", "session_id": f"bench-{i}", "ts": ts,
-                                  "speaker": rng.choice(["Ana", "Ben", "Chloe", "Dev"]),
+                                  "speaker": rng.choice(PEOPLE),
                                   "text": f"{rng.choice(VERBS)} {rng.choice(TOPICS)}."} for j in range(5)]
                         r = await client.post(f"/v1/groups/{g}/messages", json=batch, headers=keys[g])
                         ms = (time.perf_counter() - t0) * 1000
@@ -178,7 +211,7 @@ async def _load(url: str, clients: int, seconds: float, groups: list[str], keys:
                             ingest_ms.append(ms)
                             counts["ingested_messages"] += r.json()["ingested"]
                     else:
-                        r = await client.post(f"/v1/groups/{g}/ask", json={"question": rng.choice(QUESTIONS)},
+                        r = await client.post(f"/v1/groups/{g}/ask", json={"question": question(rng)},
                                               headers=keys[g])
                         ms = (time.perf_counter() - t0) * 1000
                         if r.status_code == 200:
@@ -210,7 +243,7 @@ async def _load(url: str, clients: int, seconds: float, groups: list[str], keys:
                          "messages": st["stats"]["messages"], "records": st["stats"]["records"]}
     return {"elapsed_s": round(elapsed, 2), "ask_ms": ask_ms, "ask_query_ms": ask_query_ms,
             "ask_server_ms": ask_server_ms, "ingest_ms": ingest_ms, "errors": errors, "counts": counts,
-            "writes": writes}
+            "writes": writes, "solo": solo}
 
 
 def run(clients: int = 32, seconds: float = 60.0, groups: int = 8, ingest_share: float = 0.1,
@@ -245,13 +278,15 @@ def run(clients: int = 32, seconds: float = 60.0, groups: int = 8, ingest_share:
                 "server_p50_ms": _pct(res["ask_server_ms"], 0.5), "server_p95_ms": _pct(res["ask_server_ms"], 0.95),
                 "with_citations": res["counts"]["asks_with_citations"]},
         "ingest": {**_summary(res["ingest_ms"]), "messages": res["counts"]["ingested_messages"]},
+        "ask_one_client": {**_summary(res["solo"]["ask_ms"]), "server_p50_ms": _pct(res["solo"]["server_ms"], 0.5),
+                           "query_path_p50_ms": _pct(res["solo"]["query_ms"], 0.5)},
         "server_rss_mb": rss, "server_peak_rss_mb": peak, "writes": res["writes"],
     }
 
 
 def format_report(report: dict[str, Any]) -> str:
     """The report as a few lines for people."""
-    a, i = report["ask"], report["ingest"]
+    a, i, s = report["ask"], report["ingest"], report["ask_one_client"]
     lines = [
         f"bench serve: {report['clients']} clients, {report['groups']} groups, {report['elapsed_s']}s, "
         f"embedder {report['embedder']}, {report['cpus']} CPU(s)",
@@ -259,6 +294,8 @@ def format_report(report: dict[str, Any]) -> str:
         f"  ask          {a['count']}: p50 {a['p50_ms']} ms, p95 {a['p95_ms']} ms, p99 {a['p99_ms']} ms "
         f"(in server p50 {a['server_p50_ms']} ms; query path p50 {a['query_path_p50_ms']} ms); "
         f"{a['with_citations']} with cited ids",
+        f"  ask, 1 client {s['count']} before the load: p50 {s['p50_ms']} ms, p95 {s['p95_ms']} ms "
+        f"(in server p50 {s['server_p50_ms']} ms; query path p50 {s['query_path_p50_ms']} ms)",
         f"  ingest       {i['count']} requests, {i['messages']} messages: p50 {i['p50_ms']} ms, p95 {i['p95_ms']} ms",
         f"  server RSS   {report['server_rss_mb']} MiB (peak {report['server_peak_rss_mb']} MiB)",
     ]
