@@ -42,6 +42,15 @@ ABSENCE = re.compile(
 #: someone taking part
 PRESENCE = re.compile(r"\b(i'?m in|count me in|i'?ll be there|see you (?:there|all)|on my way|i'?m coming|we'?re in|"
                       r"i'?ll come|i can make it|i'?ll join)\b", re.I)
+#: a member called out for a repeated absence or lapse ("this is like the third time")
+CALLOUT = re.compile(r"\b((?:second|third|fourth|fifth|\d+(?:st|nd|rd|th)) time|again|as usual|every (?:single )?time"
+                     r"|always (?:late|cancel\w*|bail\w*)|never (?:comes|shows|turns up))\b", re.I)
+#: a message that plans or keeps up a group activity
+def is_plan(text: str) -> bool:
+    return bool(rt.PROPOSAL.search(text) or rt.PLAN.search(text) or rt.DECISION.search(text) or rt.NORM.search(text)
+                or PRESENCE.search(text) or PROPOSAL_Q.search(text))
+
+
 #: absence words are cues, not what the activity is
 _ABSENCE_WORDS = frozenset("coming going make join skip skipped skipping missed miss missing sorry show bail bailed cancel "
                            "cancelled canceled drop dropped sit third second fourth fifth again turn".split())
@@ -64,9 +73,13 @@ class WordStats:
         self.n = max(1, len(self.words))
         #: a word used by at most this many messages is rare
         self.rare_df = max(3, int(0.03 * self.n))
+        self._idf: dict[str, float] = {}
 
     def idf(self, word: str) -> float:
-        return math.log((self.n + 1) / (self.df.get(word, 0) + 1)) + 1.0
+        v = self._idf.get(word)
+        if v is None:
+            v = self._idf[word] = math.log((self.n + 1) / (self.df.get(word, 0) + 1)) + 1.0
+        return v
 
     def rare(self, word: str) -> bool:
         return self.df.get(word, 0) <= self.rare_df

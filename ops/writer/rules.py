@@ -36,6 +36,7 @@ message the sentence came from.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +67,8 @@ class RulesConfig(BaseModel):
     decision_lookback: int = Field(default=10, ge=0, description="messages of the session before a decision searched for its discussion")
     norms: bool = Field(default=True, description="write recurring-activity norms (who keeps / misses them)")
     min_norm_sessions: int = Field(default=2, ge=1, description="sessions an activity must come up in to be a norm")
+    min_record_words: int = Field(default=4, ge=0, description="words a person record's content needs (shorter ones "
+                                  "say too little to be worth a record; the message stays in System 1)")
 
 
 @dataclass
@@ -133,6 +136,9 @@ class RulesWriter:
                     group_acts[msg["msg_id"]] = (act, topics)
             previous = msg
             for act, fam, topics in candidates:
+                if (act["owner"] != GROUP_OWNER and self.config.min_record_words
+                        and len(rt.words(act["content"])) < self.config.min_record_words):
+                    continue
                 if act["utype"] == "decision":  # the proposal, objections and agreement that led to it
                     argued = cs.discussion(known, at[msg["msg_id"]], topics, stats, self.config.decision_lookback)
                     act["from_ids"] = list(dict.fromkeys([*argued, *act["from_ids"]]))
@@ -215,34 +221,63 @@ class RulesWriter:
         """
         from speakerflow.ops.upsert import add_entry_id, entry_id
 
-        sessions: dict[str, set[str]] = {}
+        memo = self.__dict__["_memo"].setdefault("cues", {})
         for m in known:
-            for w in stats.words.get(m["msg_id"], ()):
-                sessions.setdefault(w, set()).add(m["session_id"])
+            if m["msg_id"] not in memo:
+                memo[m["msg_id"]] = (cs.is_plan(m["text"]),
+                                     bool(cs.ABSENCE.search(m["text"])) and not rt.is_question(m["text"]))
+        plan_sessions: dict[str, set[str]] = {}  # content word of plans -> sessions it is planned in
+        session_plans: dict[str, Counter[str]] = {}  # session -> its plan words
+        for m in known:
+            if memo[m["msg_id"]][0]:
+                ws = cs.activity_words(stats.words.get(m["msg_id"], frozenset()))
+                session_plans.setdefault(m["session_id"], Counter()).update(ws)
+                for w in ws:
+                    plan_sessions.setdefault(w, set()).add(m["session_id"])
+        said_sessions: dict[str, set[str]] = {}  # any content word -> sessions it is said in
+        session_words: dict[str, Counter[str]] = {}
+        for m in known:
+            ws = cs.activity_words(stats.words.get(m["msg_id"], frozenset()))
+            session_words.setdefault(m["session_id"], Counter()).update(ws)
+            for w in ws:
+                said_sessions.setdefault(w, set()).add(m["session_id"])
+        # planned at least once, talked about in several sessions
+        recurring = {w for w in plan_sessions if len(said_sessions[w]) >= self.config.min_norm_sessions}
         acts: dict[str, list[dict[str, Any]]] = {}
         for m in segment.messages:
             if not cs.ABSENCE.search(m["text"]) or rt.is_question(m["text"]):
                 continue
-            cands = [w for w in cs.activity_words(stats.words.get(m["msg_id"], frozenset()))
-                     if len(sessions.get(w, ())) >= self.config.min_norm_sessions]
+            own = [w for w in cs.activity_words(stats.words.get(m["msg_id"], frozenset())) if w in recurring]
+            here = session_plans.get(m["session_id"], Counter())
+            talk = session_words.get(m["session_id"], Counter())
+            # the activity it names, else what its session is about ("Not coming. Riding." on brunch day)
+            cands = own or [w for w in talk if w in recurring]
             if cands:
-                word = max(cands, key=lambda w: (len(sessions[w]), -stats.df[w], w))
+                word = max(cands, key=lambda w: (w in own, here.get(w, 0), len(plan_sessions[w]), talk.get(w, 0),
+                                                 -stats.df[w], w))
                 acts.setdefault(word, []).append(m)
+        sessions = said_sessions
         out = []
         for word in sorted(acts):
             absent: dict[str, list[str]] = {}
             plans: list[dict[str, Any]] = []
+            named = {m["msg_id"] for ms in acts.values() for m in ms}
+            last_absent: dict[str, Any] = {}
             for m in known:
-                if word not in stats.words.get(m["msg_id"], ()):
-                    continue
-                if cs.ABSENCE.search(m["text"]) and not rt.is_question(m["text"]):
-                    absent.setdefault(self._absentee(m, people), []).append(m["msg_id"])
-                elif (rt.PROPOSAL.search(m["text"]) or rt.PLAN.search(m["text"]) or rt.DECISION.search(m["text"])
-                      or rt.NORM.search(m["text"]) or cs.PRESENCE.search(m["text"])):
+                ws = stats.words.get(m["msg_id"], ())
+                plan, absence = memo[m["msg_id"]]
+                if absence and (word in ws or m["msg_id"] in named):
+                    who = self._absentee(m, people)
+                    absent.setdefault(who, []).append(m["msg_id"])
+                    last_absent = {"session": m["session_id"], "who": who}
+                elif (last_absent.get("session") == m["session_id"] and cs.CALLOUT.search(m["text"])
+                      and m["speaker"] != last_absent["who"]):  # "Jordan!! this is like the third time"
+                    absent[last_absent["who"]].append(m["msg_id"])
+                elif word in ws and plan:
                     plans.append(m)
             keep = [p for p in dict.fromkeys(m["speaker"] for m in plans) if p not in absent]
             missed = ", ".join(f"{p} ({len(ids)}x)" if len(ids) > 1 else p for p, ids in absent.items())
-            content = (f"recurring {word}: comes up in {len(sessions[word])} sessions; missed by {missed}"
+            content = (f"recurring {word}: in {len(sessions[word])} sessions; missed by {missed}"
                        + (f"; takes part: {', '.join(keep)}" if keep else ""))
             absences = [i for ids in absent.values() for i in ids]
             cited = sorted(set(absences[-self.config.max_cited:] + [m["msg_id"] for m in plans[-3:]]),
@@ -481,7 +516,10 @@ def _concise(content: str, owner: str, source: str) -> str:
     and the owner as the opening subject ("Dev lives in Vienna" -> "lives in Vienna")."""
     content = content.removeprefix(f"{source} says: ").removesuffix(f" (said by {source})")
     m = re.match(rf"{re.escape(owner)}\s+(?=[a-z])", content)
-    return content[m.end():] if m else content
+    content = content[m.end():] if m else content
+    # trailing chat fillers say nothing about the matter
+    content = re.sub(r"[\s,]+(?:ngl|tbh|lol|haha+|honestly|please|though|anyway|tho)\W*$", "", content, flags=re.I)
+    return content.strip() or content
 
 
 def _said(sentence: str, speaker: str) -> str:

@@ -30,7 +30,8 @@ _WORD = re.compile(r"[A-Za-z\u00C0-\u024F][A-Za-z\u00C0-\u024F'\u2019]*|\d+(?:[.
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 _LEAD_FILLER = re.compile(
     r"^(?:(?:yes|yeah|yep|ok|okay|so|well|great|right|sure|and|but|also|oh|ah|aw|haha+|lol|hmm+|honestly|"
-    r"nice|cool|true|fair|anyway|btw|by the way|quick update|update|fine)\b[\s,:!.]*)+", re.I)
+    r"nice|cool|true|fair|anyway|btw|by the way|quick update|update|fine|guys|same|wait|ngl|tbh|omg|wow|legend|"
+    r"just|actually|literally|please|hey|hi|hello|um+|uh+|lmao|agreed)\b[\s,:!.]*)+", re.I)
 
 STOPWORDS = frozenset(
     """a about above after again all also am an and any are as at be because been before being below
