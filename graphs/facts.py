@@ -261,7 +261,7 @@ class FactGraph:
                 return None
         elif last <= at:
             return item
-        from speakerflow.ops.decay import next_maturity  # ops sits above graphs: imported lazily
+        from .maturity import next_maturity
 
         meta = self.msg_meta
         ev = [m for m in item.evidence_ids if (meta[m][0] if m in meta else item.valid_at) <= at]

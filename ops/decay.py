@@ -21,6 +21,12 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
+from speakerflow.graphs.maturity import (  # moved to graphs (the fact graph replays it); re-exported
+    DEFAULT_MATURITY as DEFAULT_MATURITY,
+)
+from speakerflow.graphs.maturity import MaturityConfig as MaturityConfig
+from speakerflow.graphs.maturity import next_maturity as next_maturity
+
 from .lexicon import RELATION_BY_NAME
 
 MATURITY_RANK = {"deprecated": 0, "candidate": 1, "verified": 2, "proven": 3}
@@ -35,21 +41,7 @@ class DecayConfig(BaseModel):
     default_half_life_days: float = 30.0
 
 
-class MaturityConfig(BaseModel):
-    """Thresholds of :func:`next_maturity` (counts are integers, utility is 0-1)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    verify_validations: int = 1
-    verify_reuse: int = 3
-    proven_validations: int = 3
-    proven_reuse: int = 5
-    useful: float = 0.5
-    useless: float = 0.2
-    judge_after_reuse: int = 5
-
-
 DEFAULT_DECAY = DecayConfig()
-DEFAULT_MATURITY = MaturityConfig()
 
 
 def half_life(relation: str, cfg: DecayConfig | None = None) -> float:
@@ -96,39 +88,3 @@ def effective_confidence(item, now: datetime, current_regime: str | None = None,
         fresh = time_decay(item, now, cfg)
     dist = regime_distance(item.regime_tag, current_regime)
     return item.confidence * fresh * (math.exp(-cfg.gamma * dist) if dist else 1.0)
-
-
-def next_maturity(mu: str, reuse: int, validations: int, utility: float, human: str | None = None,
-                  invalidated: bool = False, cfg: MaturityConfig | None = None) -> str:
-    """One step of Psi.
-
-    * a human ``"reject"`` or an invalidation -> ``deprecated``; a human ``"approve"`` moves
-      one level up (deprecated/candidate -> verified, verified -> proven);
-    * judged useless (``reuse >= judge_after_reuse`` and ``utility < useless``) -> deprecated;
-    * candidate -> verified with ``validations >= verify_validations`` or
-      (``reuse >= verify_reuse`` and ``utility >= useful``);
-    * verified -> proven with ``validations >= proven_validations``, ``reuse >= proven_reuse``
-      and ``utility >= useful``;
-    * otherwise unchanged (a deprecated item stays deprecated without human approval).
-
-    >>> next_maturity("candidate", reuse=0, validations=1, utility=0.0)
-    'verified'
-    >>> next_maturity("verified", reuse=5, validations=3, utility=0.6)
-    'proven'
-    >>> next_maturity("proven", reuse=9, validations=3, utility=0.1)
-    'deprecated'
-    """
-    cfg = cfg or DEFAULT_MATURITY
-    if human == "reject" or invalidated:
-        return "deprecated"
-    if human == "approve":
-        return "proven" if mu in ("verified", "proven") else "verified"
-    if mu == "deprecated":
-        return mu
-    if reuse >= cfg.judge_after_reuse and utility < cfg.useless:
-        return "deprecated"
-    if mu == "candidate" and (validations >= cfg.verify_validations or (reuse >= cfg.verify_reuse and utility >= cfg.useful)):
-        mu = "verified"
-    if mu == "verified" and validations >= cfg.proven_validations and reuse >= cfg.proven_reuse and utility >= cfg.useful:
-        mu = "proven"
-    return mu
