@@ -158,7 +158,7 @@ def parse_event(event: dict | str) -> tuple[str, datetime, str | None]:
 
 def inject_context(knowledge: tuple, event: dict | str, user: str | None = None, budget: int = 600, hops: int = 2):
     """The working context passive injection builds for ``event`` from a group's loaded
-    ``knowledge`` (:func:`speakerflow.pipelines.entity_path.load_knowledge`); read-only
+    ``knowledge`` (:func:`speakerflow.ops.knowledge.load_knowledge`); read-only
     (reuse counts are not recorded)."""
     from speakerflow.ops.inject import InjectConfig, PassiveInjector
 
@@ -337,7 +337,7 @@ class Memory:
     def inject(self, group: str, event: dict | str, user: str | None = None, budget: int = 600, hops: int = 2):
         """The working context (InKH passive injection) for one event: a
         :class:`~speakerflow.ops.inject.pipeline.WorkingContext`."""
-        from speakerflow.pipelines.entity_path import load_knowledge
+        from speakerflow.ops.knowledge import load_knowledge
 
         g = self._group(group)
         with g.lock:

@@ -53,12 +53,13 @@ def print_result(result, by_id: dict[str, dict]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from speakerflow.memory import message_rows
     from speakerflow.pipelines.query_path import answer_question
 
     config, chat = query_setup(args)
     with home_of(args).open(args.group) as store:
         result = answer_question(store, args.question, config, chat=chat)
-        by_id = {r["msg_id"]: r for r in store.messages().to_pylist()}
+        by_id = message_rows(store)
     if args.json:
         print_json({**result.to_dict(), "cited": [
             {k: by_id[m][k] for k in ("msg_id", "speaker", "ts", "session_id", "text")}

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-from datetime import UTC, datetime
 
 from .common import add_home, home_of, print_json
 
@@ -21,20 +19,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from speakerflow.ops.inject import InjectConfig, PassiveInjector
+    from speakerflow.memory import inject_context
     from speakerflow.ops.knowledge import load_knowledge
 
-    try:
-        ev = json.loads(args.event)
-        text = ev["content"] if isinstance(ev, dict) else str(ev)
-    except (ValueError, KeyError):
-        raise SystemExit('--event must be JSON with a "content" field, e.g. {"content": "fees on XBT?"}') from None
-    now = datetime.fromisoformat(ev["ts"]) if isinstance(ev, dict) and ev.get("ts") else datetime.now(UTC)
-    now = now if now.tzinfo else now.replace(tzinfo=UTC)
     with home_of(args).open(args.group, writable=False) as store:
-        fg, canon, det = load_knowledge(store)
-        inj = PassiveInjector(fg, canon, det, config=InjectConfig(budget=args.budget, hops=args.hops, record_use=False))
-        wc = inj.inject(text, now, args.user or (ev.get("source") if isinstance(ev, dict) else None))
+        wc = inject_context(load_knowledge(store), args.event, args.user, budget=args.budget, hops=args.hops)
     if args.json:
         print_json(wc.as_dict())
     else:

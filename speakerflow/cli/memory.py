@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 
 from speakerflow.graphs.records import chains
+from speakerflow.memory import check_speaker
 from speakerflow.schemas import LAYERS
 
-from . import CliError
 from .common import add_home, home_of, print_json
 
 
@@ -35,8 +35,7 @@ def _day(ts) -> str:
 
 def run(args: argparse.Namespace) -> int:
     with home_of(args).open(args.group) as store:
-        if args.owner and args.owner != "GROUP" and args.owner not in store.roster():
-            raise CliError(f"{args.owner!r} is not in the roster of {args.group!r}: {', '.join(store.roster())} or GROUP")
+        check_speaker(store, args.owner, allow_group=True)  # lists the roster
         selected = chains(store, args.owner, args.layer)
         msgs = {m["msg_id"]: m for m in store.messages().to_pylist()}
     if not args.history:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from speakerflow.graphs import SearchFilter
+from speakerflow.memory import search_messages
 
 from .common import add_home, home_of, print_json
 
@@ -21,10 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     with home_of(args).open(args.group) as store:
-        hits = store.search(args.query, args.k, SearchFilter(kind="message", speaker=args.speaker))
-        msgs = store.messages()
-    by_id = {r["msg_id"]: r for r in msgs.to_pylist()}
-    rows = [{**by_id[h.doc_id], "score": round(h.score, 3)} for h in hits if h.doc_id in by_id]
+        rows = [h.model_dump() for h in search_messages(store, args.query, args.speaker, args.k)]
     if args.json:
         print_json(rows)
         return 0
