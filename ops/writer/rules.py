@@ -43,6 +43,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from speakerflow.ops.people import PersonResolver
+from speakerflow.ops.temporal import describe as describe_time
+from speakerflow.ops.temporal import resolve as resolve_time
 from speakerflow.schemas import GROUP_OWNER
 
 from . import consolidate as cs
@@ -373,7 +375,7 @@ class RulesWriter:
     @staticmethod
     def _add(owner: str, source: str, layer: str, utype: str, content: str, msg: dict[str, Any]) -> dict[str, Any]:
         return {"action": "ADD", "owner": owner, "source": source, "layer": layer, "utype": utype,
-                "content": _concise(content, owner, source), "from_ids": [msg["msg_id"]]}
+                "content": dated(_concise(content, owner, source), msg.get("ts")), "from_ids": [msg["msg_id"]]}
 
     @staticmethod
     def _about(sent: str, speaker: str, addressee: str | None, people: PersonResolver) -> str | None:
@@ -525,6 +527,31 @@ def _concise(content: str, owner: str, source: str) -> str:
 def _said(sentence: str, speaker: str) -> str:
     """A group record's content: the sentence with the speaker's "I" rewritten, and who said it."""
     return f"{rt.third_person(sentence, speaker)} (said by {speaker})"
+
+
+def dated(content: str, ts: Any) -> str:
+    """Relative time words resolved against the message time, written beside them.
+
+    "went to the support group yesterday" said on 8 May 2023 ->
+    "went to the support group yesterday (7 May 2023)" (:mod:`speakerflow.ops.temporal`);
+    expressions that already carry a year stay as they are.
+    """
+    if not hasattr(ts, "year") or not re.search(_TIME_HINT, content, re.I):
+        return content
+    out, shift = content, 0
+    for span in resolve_time(content, ts):
+        if re.search(r"\b\d{4}\b", span.text):
+            continue
+        at = span.offset + shift + len(span.text)
+        note = f" ({describe_time(span)})"
+        out = out[:at] + note + out[at:]
+        shift += len(note)
+    return out
+
+
+#: words without which no time expression can match (skips the resolver for most sentences)
+_TIME_HINT = (r"\b(?:ago|yesterday|today|tonight|tomorrow|last|next|this|week|weekend|month|year|morning|night|"
+              r"mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|day|days|in \d)")
 
 
 def stats_order(msg_id: str, known: list[dict[str, Any]]) -> int:

@@ -123,3 +123,14 @@ def test_validate_accepts_history_only_beside_a_segment_message():
     assert out["content"].to_pylist() == ["both"]
     reasons = [r["reason"] for r in ctx.state["rejects"]]
     assert len(reasons) == 2 and all("from_ids" in r for r in reasons)
+
+
+def test_relative_dates_are_resolved_against_the_message_time():
+    from datetime import UTC, datetime
+
+    from speakerflow.ops.writer.rules import RulesWriter
+
+    msgs = ({"msg_id": "d1", "speaker": "Pia", "text": "I finished my first big vase yesterday, glazing it next week.",
+             "ts": datetime(2024, 3, 17, 10, tzinfo=UTC), "session_id": "s4", "turn": 0},)
+    [act] = RulesWriter().propose(Segment("s4#0", "club", ("Nora", "Pia"), msgs)).actions
+    assert "yesterday (16 March 2024)" in act["content"] and "next week (18-24 March 2024)" in act["content"]
