@@ -12,31 +12,9 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from speakerflow.graphs.facts import FactGraph
-from speakerflow.ops.canonicalize import Canonicalizer
-from speakerflow.ops.detect import Detector
 from speakerflow.ops.extract_knowledge import Event, KnowledgeExtractor
 from speakerflow.ops.invalidate import UpsertConfig, upsert
-
-
-def _people(store):
-    try:
-        from speakerflow.ops.people import PersonResolver
-    except ImportError:  # pragma: no cover - helper A's module not present
-        return None
-    roster = store.roster()
-    return PersonResolver(roster, aliases=store.aliases()) if roster else None
-
-
-def load_knowledge(store, with_records: bool = True) -> tuple[FactGraph, Canonicalizer, Detector]:
-    """The group's fact cache (loaded from Kuzu once), alias table and detector."""
-    graph = None if store.in_memory else store.graph
-    fg = FactGraph(graph, store.group_id)
-    if graph is not None:
-        fg.load(with_records=with_records)
-    canon = Canonicalizer(group_id=store.group_id)
-    canon.load([e.model_dump() for e in fg.entities.values()])
-    return fg, canon, Detector(canon.lexicon, canon.alias_table, people=_people(store))
+from speakerflow.ops.knowledge import load_knowledge as load_knowledge  # moved to ops; re-exported
 
 
 def _backend(backend):
