@@ -20,8 +20,7 @@ What it reads (case-insensitive unless noted):
   let's, by, until ...; otherwise the past, as most chat narrates);
 - months and dates: ``in May``, ``last December``, ``12 May``, ``May 12``, ``12 to 14 May``,
   ``3 June 2022``, ``2023-05-07``, ``the end of March``; a date without a year takes the
-  year that fits the tense (past: the latest such date up to the message day; future: the
-  next one; no cue: the message's year). Bare month names must be capitalised, and ``May``
+  nearest such date to the message (the tense decides a near tie). Bare month names must be capitalised, and ``May``
   needs a preposition or a day number beside it ("May I ask" is not a date).
 
 :func:`describe` writes a span for people: ``7 May 2023``, ``6-7 May 2023``,
@@ -58,7 +57,7 @@ _ORD = r"(\d{1,2})(?:st|nd|rd|th)?"
 _FUTURE = re.compile(r"\b(will|shall|going to|gonna|plan(?:ning)? to|let'?s|let us|by|until|till|"
                      r"upcoming|coming|can'?t wait|looking forward|hope to|want to|next|tomorrow|soon|"
                      r"schedul\w+ for)\b|\w'll\b", re.I)
-_PAST = re.compile(r"\b(was|were|did|had|went|ago|yesterday|last|"
+_PAST = re.compile(r"\b(was|were|did|had|went|ago|yesterday|"
                    r"(?!(?:need|feed|seed|speed|indeed|bed|red|shed|proceed|exceed|succeed)\b)\w+ed)\b", re.I)
 
 
@@ -115,14 +114,22 @@ def _tense(text: str) -> str:
 
 
 def _year_for(month: int, day: int | None, ref: date, tense: str) -> int:
-    """The year of a month (and day) said without one, from the tense."""
-    probe = (month, day or 1)
-    now = (ref.month, ref.day if day else 1)
-    if tense == "past":
-        return ref.year if probe <= now else ref.year - 1
-    if tense == "future":
-        return ref.year if probe >= now else ref.year + 1
-    return ref.year
+    """The year of a month (and day) said without one: the nearest such month to ``ref``
+    (December said in May is last December, May said in March is this May); the tense
+    decides only a near tie (about six months either way)."""
+    best = None
+    for year in (ref.year - 1, ref.year, ref.year + 1):
+        try:
+            probe = date(year, month, min(day or 15, calendar.monthrange(year, month)[1]))
+        except ValueError:
+            continue
+        gap = (probe - ref).days
+        cost = abs(gap)
+        if abs(abs(gap) - 182) <= 20 and ((tense == "past" and gap > 0) or (tense == "future" and gap < 0)):
+            cost += 60  # a near tie: the tense wins
+        if best is None or cost < best[0]:
+            best = (cost, year)
+    return best[1] if best else ref.year
 
 
 def _count(word: str) -> int | None:
@@ -171,6 +178,7 @@ _PATTERNS: list[tuple[re.Pattern, str]] = [(re.compile(p, re.I), h) for p, h in 
     (rf"\b(?:{_VAGUE_RE} )?{_UNIT_RE} ago\b", "vague_ago"),
     (rf"\bin {_COUNT_RE} {_UNIT_RE}(?: time)?\b", "in_n"),
     (rf"\b{_COUNT_RE} {_UNIT_RE} (?:from now|later)\b", "in_n"),
+    (rf"\b(?:the )?(first|second|third|fourth|last|final) (week|weekend) (?:of|in) {_MONTH_RE}\b", "week_of_month"),
     (r"\b(last|previous|past|this|next|coming|following) (week|weekend|month|year)\b", "unit"),
     (r"\b(?:the |this )?weekend\b", "weekend"),
     (rf"\b(last|this|next|coming) {_WEEKDAY_RE}\b", "which_weekday"),
@@ -254,6 +262,18 @@ class _Resolver:
         unit = m.group(2).lower()
         start, end = _unit_span(self.ref, unit, _WHICH[m.group(1).lower()])
         return start, end, unit, False
+
+    def _week_of_month(self, m):
+        month = _month_no(m.group(3))
+        year = _year_for(month, None, self.ref, self.tense)
+        last = calendar.monthrange(year, month)[1]
+        which = m.group(1).lower()
+        if which in ("last", "final"):
+            start, end = date(year, month, last - 6), date(year, month, last)
+        else:
+            k = ("first", "second", "third", "fourth").index(which)
+            start, end = date(year, month, 1 + 7 * k), date(year, month, 7 + 7 * k)
+        return start, end, "range", True
 
     def _weekend(self, m):
         which = -1 if self.tense == "past" else 0

@@ -133,6 +133,16 @@ def _layers(config: QueryConfig) -> tuple[str, ...]:
     return layers
 
 
+def _recall_config(config: QueryConfig) -> RecallConfig:
+    """System 1 recall for the config's ablation: the ``records`` channel is System 2 (off
+    under ``s2``; only the layers left under ``s2-group`` / ``s2-person``)."""
+    rc = config.recall
+    if config.ablate == "s2":
+        return rc.model_copy(update={"weights": {**rc.weights, "records": 0.0}})
+    layers = tuple(x for x in rc.record_layers if x in _layers(config))
+    return rc if layers == rc.record_layers else rc.model_copy(update={"record_layers": layers})
+
+
 def query_pipeline(config: QueryConfig | None = None, chat: bool = False) -> Pipeline:
     """The query path as one operator pipeline for ``config``:
     ``Project >> Recall >> Select >> Resolve >> Compose >> Answer`` (no Answer when
@@ -147,9 +157,10 @@ def query_pipeline(config: QueryConfig | None = None, chat: bool = False) -> Pip
     steps: list[Operator] = [Project(ProjectConfig(backend="chat" if chat else "rules"))]
     if config.ablate == "s2-group":
         steps.append(DropGroupRow())
+    recall_cfg = _recall_config(config)
     steps += [
-        Recall(config.recall),
-        Select(config.select.model_copy(update={"ask_recall": config.select.ask_recall or config.recall,
+        Recall(recall_cfg),
+        Select(config.select.model_copy(update={"ask_recall": config.select.ask_recall or recall_cfg,
                                                 "enabled": config.select.enabled and config.ablate != "s1"})),
         Resolve(config.resolve.model_copy(update={"layers": layers,
                                                   "enabled": config.resolve.enabled and config.ablate != "s2"})),
@@ -179,15 +190,17 @@ def direct_path(store, question: str, config: QueryConfig | None = None) -> tupl
     projection = project_rules(question, store.roster(), store.aliases())
     if config.ablate == "s2-group":
         projection = projection.model_copy(update={"rows": [r for r in projection.rows if r != GROUP_OWNER]})
-    result = recall(view, question, config.recall, embedder)
+    recall_cfg = _recall_config(config)
+    result = recall(view, question, recall_cfg, embedder)
     selected = [] if config.ablate == "s1" else select_s1(
-        view, result, projection, config.select.ask_recall or config.recall, config.select, embedder, None,
-        OperatorStats())
+        view, result, projection, config.select.ask_recall or recall_cfg, config.select, embedder, None,
+        OperatorStats(), store.roster())
     items = [] if config.ablate == "s2" else resolve_rows(
         view, result.fused, projection, store.roster(),
         config.resolve.model_copy(update={"layers": _layers(config)}), embedder, result.pool)
     composed = compose(view, selected, items, projection, config.compose)
-    answer = answer_rules(projection, composed.evidence, config.answer) or NO_INFO if config.answer_question else ""
+    answer = answer_rules(projection, composed.evidence, config.answer, view, embedder) or NO_INFO \
+        if config.answer_question else ""
     return projection, composed, answer
 
 

@@ -63,8 +63,12 @@ def test_months_dates_and_ranges():
     assert span("We need a venue for the offsite in May.", datetime(2026, 3, 2, tzinfo=UTC)) == \
         (date(2026, 5, 1), date(2026, 5, 31))
     assert span("I visited my parents in December.", MON) == (date(2022, 12, 1), date(2022, 12, 31))
+    # the nearest May, though the verb is past: the race is ahead
+    assert span("I signed up for the charity run in May!", datetime(2025, 3, 17, tzinfo=UTC)) == \
+        (date(2025, 5, 1), date(2025, 5, 31))
     assert span("the offsite will be in Porto, 12 to 14 May.", FRI_MAR) == (date(2026, 5, 12), date(2026, 5, 14))
     assert span("Book flights by the end of March.", FRI_MAR)[1] == date(2026, 3, 31)
+    assert span("Last week of August so everyone can come!", FRI_MAR) == (date(2026, 8, 25), date(2026, 8, 31))
     assert span("The concert was on 3 June 2022.", MON) == (date(2022, 6, 3),) * 2
     assert span("The deadline is May 20.", MON) == (date(2023, 5, 20),) * 2
 
