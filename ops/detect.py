@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from .base import Context, Operator, OperatorConfig, put_columns
-from .lexicon import Lexicon, norm
+from .lexicon import VOCAB_ALIASES, Lexicon, norm
 from .registry import register
 
 INTENTS: tuple[str, ...] = ("market_analysis", "portfolio_review", "copy_trading_evaluation", "trade_preparation", "other")
@@ -28,11 +28,14 @@ RISK_CLASSES: tuple[str, ...] = ("low", "medium", "high")
 #: Cue words per intent (stems; matched at word starts).
 INTENT_CUES: dict[str, tuple[str, ...]] = {
     "market_analysis": ("analy", "outlook", "trend", "regime", "market", "chart", "sentiment", "macro"),
-    "portfolio_review": ("portfolio", "holding", "allocation", "rebalanc", "review", "exposure", "bag"),
+    "portfolio_review": ("portfolio", "holding", "allocation", "rebalanc", "review", "exposure", "bag", "my book",
+                         "my positions", "my account", "am i too", "my limits", "too exposed"),
     "copy_trading_evaluation": ("copy", "follow", "mirror", "trader", "signal provider", "win rate", "drawdown"),
-    "trade_preparation": ("buy", "sell", "long", "short", "order", "entry", "place", "leverage", "execute", "size"),
+    "trade_preparation": ("buy", "sell", "long", "short", "order", "entry", "place", "leverage", "execute", "size",
+                          "load up", "ape", "dca", "hedge", "clip", "open a", "go in", "scale in", "add to"),
 }
 _INTENT_RX = {k: re.compile(r"\b(?:" + "|".join(re.escape(c) for c in cues) + ")") for k, cues in INTENT_CUES.items()}
+_INTENT_RX["trade_preparation"] = re.compile(_INTENT_RX["trade_preparation"].pattern + r"|\b\d+x\b")
 BASE_RISK: dict[str, str] = {
     "market_analysis": "low", "portfolio_review": "medium", "copy_trading_evaluation": "high",
     "trade_preparation": "high", "other": "low",
@@ -42,6 +45,13 @@ HANDLE = re.compile(r"@[A-Za-z][A-Za-z0-9_]{1,30}")
 QUOTED_TICKER = re.compile(r"\b[A-Z]{2,6}(?:[-/]?(?:USDT|USDC|USD|PERP))\b")
 TICKER = re.compile(r"\b[A-Z]{2,6}\b")
 CAPWORD = re.compile(r"\b[A-Z][a-z]{3,}\b")
+#: a bare handle: a snake_case token ("trend_owl"), or a word after "provider"/"trader"/"copy"
+SNAKE = re.compile(r"(?<![@\w])[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+\b")
+LEAD_HANDLE = re.compile(r"^([a-z][a-z0-9_]{4,30})\s*(?:—|–|\||:)\s")
+ROLE_HANDLE = re.compile(r"\b(?:provider|trader|copy(?:ing)?|follow(?:ing)?|mirror(?:ing)?)\s+@?([A-Za-z][A-Za-z0-9_]{3,30})\b",
+                         re.IGNORECASE)
+_NOT_HANDLES = frozenset({"trade", "trades", "trading", "this", "that", "them", "him", "her", "someone", "anyone", "stats",
+                          "status", "signals", "with", "the", "their", "into", "from", "more", "less", "again", "him,"})
 WORDS = re.compile(r"[A-Za-z0-9@_$'-]+")
 
 
@@ -69,6 +79,8 @@ class Detection:
     intent: str = "other"
     risk: str = "low"
     aspects: set[str] = field(default_factory=set)
+    #: True when cue words decided ``intent`` (False: "other", or a classifier's reading)
+    cued: bool = True
 
 
 class Detector:
@@ -89,6 +101,9 @@ class Detector:
         self.known = known if known is not None else {}
         self.people = people
         self._vocab = {norm(s): "strategy" for s in self.lexicon.strategies} | {norm(r): "risk" for r in self.lexicon.risks}
+        kinds = {norm(s): "strategy" for s in self.lexicon.strategies} | {norm(r): "risk" for r in self.lexicon.risks}
+        #: alias key -> canonical entity id ("funding arb" -> strategy:fundingarbitrage)
+        self._vocab_alias = {norm(a): f"{kinds[norm(c)]}:{norm(c)}" for a, c in VOCAB_ALIASES.items() if norm(c) in kinds}
         for tick, names in self.lexicon.assets.items():
             for n in (tick, *names):
                 self._vocab[norm(n)] = "asset"
@@ -109,6 +124,19 @@ class Detector:
         for m in HANDLE.finditer(text):
             hit = self.known.get(norm(m.group()))
             add(Mention(m.group(), "trader", m.start(), m.end(), hit[0] if hit else None))
+        for rx in (SNAKE, ROLE_HANDLE, LEAD_HANDLE):
+            for m in rx.finditer(text):
+                g = m.group(1) if rx is not SNAKE else m.group()
+                s0 = m.start(1) if rx is not SNAKE else m.start()
+                key = norm(g)
+                if g.lower() in _NOT_HANDLES or self._vocab.get(key) or key in self._vocab_alias:
+                    continue
+                hit = self.known.get(key)
+                if hit and hit[1] != "trader":
+                    continue
+                if self.people is not None and self.people.resolve(g):
+                    continue
+                add(Mention(g, "trader", s0, s0 + len(g), hit[0] if hit else None))
         for m in QUOTED_TICKER.finditer(text):
             hit = self.known.get(norm(m.group()))
             add(Mention(m.group(), "asset", m.start(), m.end(), hit[0] if hit else None))
@@ -144,6 +172,9 @@ class Detector:
                     add(Mention(text[s:e], etype, s, e, eid))
                 elif key in self._vocab:
                     add(Mention(text[s:e], self._vocab[key], s, e))
+                elif key in self._vocab_alias:
+                    eid = self._vocab_alias[key]
+                    add(Mention(text[s:e], eid.split(":", 1)[0], s, e, eid))
 
     @staticmethod
     def intent_of(text: str) -> str:

@@ -33,17 +33,22 @@ from .reader import (
     ENDING,
     FIRST_PERSON,
     HEDGE,
+    NEGATOR,
     PRONOUN,
     QUESTION,
     RELATION_THRESHOLD,
     SECOND_PERSON,
+    THIRD_PERSON,
     THRESHOLD,
+    VALUE_MARGIN,
+    VALUE_THRESHOLD,
     categories,
     clauses,
     mask,
     negated_near,
     percents,
     pick,
+    regime_classifier,
     relation_classifier,
 )
 from .registry import register
@@ -54,11 +59,6 @@ SUBJECT_TYPES = ("asset", "trader", "person")
 ANAPHOR_RELATION = {"exposure": "exposed_to", "risk": "exposed_to", "concern": "exposed_to", "worry": "exposed_to",
                     "scare": "exposed_to", "issue": "exposed_to", "threat": "exposed_to", "strategy": "uses_strategy",
                     "trade": "uses_strategy", "setup": "uses_strategy", "approach": "uses_strategy", "play": "uses_strategy"}
-#: words that make an asset + risk (trader + strategy) co-mention a claim without a lexicon phrase
-IMPLICIT = {"exposed_to": re.compile(r"\b(risk\w*|expos\w*|threat\w*|danger\w*|concern\w*|worr\w*|vulnerab\w*|"
-                                     r"scare|fragil\w*|hit by|suffer\w*|prone)\b", re.IGNORECASE),
-            "uses_strategy": re.compile(r"\b(run\w*|use[sd]?|using|trad\w*|deploy\w*|switch\w* to|swear\w* by|"
-                                        r"sticks? (?:to|with)|on a|on the|does|doing|farm\w*|loves?)\b", re.IGNORECASE)}
 #: relations a threshold or conditional clause ("alerts fire past a 25% drawdown") must not assert
 STATS = ("win_rate", "max_drawdown", "fee", "status")
 
@@ -119,6 +119,20 @@ def read_value(rel: Relation, text: str, after: int = 0) -> str | None:
     return v.value if v else None
 
 
+def _segment(clause: str, at: int) -> tuple[int, int]:
+    """The comma/dash-separated stretch of ``clause`` around position ``at``."""
+    starts = [0] + [m.end() for m in re.finditer(r",|—|–|\s-\s|\|", clause) if m.end() <= at]
+    ends = [m.start() for m in re.finditer(r",|—|–|\s-\s|\|", clause) if m.start() >= at] + [len(clause)]
+    return max(starts), min(ends)
+
+
+def _segments(clause: str) -> list[tuple[int, int]]:
+    cuts = [m for m in re.finditer(r",|—|–|\s-\s|\||\band\b", clause)]
+    edges = [0] + [m.end() for m in cuts]
+    ends = [m.start() for m in cuts] + [len(clause)]
+    return [(a, b) for a, b in zip(edges, ends, strict=True) if b > a]
+
+
 class KnowledgeExtractor:
     """Extract :class:`Candidate` facts from events; ``backend`` is ``"rules"`` or a ChatBackend.
 
@@ -130,7 +144,7 @@ class KnowledgeExtractor:
     """
 
     def __init__(self, canon: Canonicalizer, detector: Detector, backend="rules", classifier="default",
-                 threshold: float | None = None):
+                 threshold: float | None = None, values="default"):
         self.canon = canon
         self.detector = detector
         self.backend = backend
@@ -138,6 +152,9 @@ class KnowledgeExtractor:
         self.model_calls = 0
         self.tokens = 0
         self.classifier = relation_classifier() if classifier == "default" else classifier
+        #: regime values described in words ("bleeding, lower lows" is bearish) when no value word is there
+        self.values = (regime_classifier() if classifier == "default" else None) if values == "default" else values
+        self.value_threshold = VALUE_THRESHOLD
         self.threshold = RELATION_THRESHOLD if threshold is None else threshold
         rels = sorted(RELATION_BY_NAME.values(), key=lambda r: -max(len(p) for p in r.phrases))
         self._phrases = [(r, re.compile(r"\b(" + "|".join(re.escape(p) for p in r.phrases) + r")\b", re.IGNORECASE))
@@ -156,6 +173,7 @@ class KnowledgeExtractor:
     def _rules(self, ev: Event) -> list[Candidate]:
         out: list[Candidate] = []
         local: dict[str, str] = {}
+        cue = bool(CORRECTION.search(ev.text))  # "CORRECTION: ... Correct value 0.08%." spans clauses
         for clause in clauses(ev.text):
             if QUESTION.search(clause):
                 continue
@@ -171,7 +189,7 @@ class KnowledgeExtractor:
                 if eid:
                     typed.append((m, eid, self._etype(eid, m)))
             found = self._clause(ev, clause, typed, local)
-            fix = self._correction(ev, clause, found)
+            fix = self._correction(ev, clause, found, cue)
             out += [fix] if fix is not None else found
             for _m, eid, t in typed:
                 if t in SUBJECT_TYPES:
@@ -182,6 +200,8 @@ class KnowledgeExtractor:
                 if st in SUBJECT_TYPES:
                     local[st] = c.subject_id
                     self._recent[st] = c.subject_id
+        seen: set[tuple] = set()
+        out = [c for c in out if (k := (c.subject_id, c.relation, c.value, c.op)) not in seen and not seen.add(k)]
         said = [c for c in out if c.op != "end"]
         if said:
             self._said[ev.speaker] = (self._said.get(ev.speaker, []) + said)[-8:]
@@ -189,7 +209,6 @@ class KnowledgeExtractor:
 
     def _clause(self, ev: Event, clause: str, typed: list, local: dict) -> list[Candidate]:
         out: list[Candidate] = []
-        hypothetical = bool(THRESHOLD.search(clause))
         ending = ENDING.search(clause)
         ended = False
         # entity-valued relations: the object's type names the relation
@@ -206,22 +225,31 @@ class KnowledgeExtractor:
                     ended = True
                 continue
             subject = self._subject(ev, clause, rel, objs[0][0].start, typed, local)
-            if subject is None:
+            explicit = any(t == rel.subject for _m, _e, t in typed) or THIRD_PERSON.search(clause) \
+                or not any(t in SUBJECT_TYPES for _m, _e, t in typed) and local.get(rel.subject)
+            if subject is None or not explicit:
                 continue
             for m, obj in objs:
-                neg = negated_near(clause, m.start) or (phrase is not None and negated_near(clause, phrase.start()))
-                if ending or neg:
+                seg = _segment(clause, m.start)  # an ending or a "not" reaches the objects of its own segment
+                neg = negated_near(clause, m.start) or (phrase is not None and seg[0] <= phrase.start() < seg[1]
+                                                        and negated_near(clause, phrase.start()))
+                end_cue = ENDING.search(clause[seg[0]:seg[1]])
+                if end_cue and re.search(r"\b(?:for|to|into|in favou?r of)\s+(?:\w+\s+){0,2}$",
+                                         clause[seg[0] + end_cue.end():m.start]) and m.start > seg[0] + end_cue.end() \
+                        and any(o_m.start < m.start and seg[0] <= o_m.start for o_m, _o in objs):
+                    end_cue = None  # "ditched funding arb for market making": the second one is the new value
+                if end_cue or neg:
                     out.append(self._candidate(ev, subject, rel, obj, clause, op="end"))
                     ended = True
-                elif (phrase or IMPLICIT[rel.name].search(clause)) and not hypothetical:
+                else:  # an asset named with a risk (a trader with a strategy) is the claim itself
                     out.append(self._candidate(ev, subject, rel, obj, clause))
                 self._last_obj[rel.name] = (subject, obj)
         # scalar relations: values found by kind, the relation by phrase, value word or prototype
-        claims: dict[str, tuple[Relation, int]] = {}
-        pvals = [v for v in percents(clause) if v.role in ("new", "plain")]
-        if pvals:
-            for rel, anchor in self._percent_relations(ev, clause, typed, pvals):
-                claims.setdefault(rel.name, (rel, anchor))
+        claims: dict[str, tuple[Relation, int, str | None]] = {}
+        pvals = [v for v in percents(clause) if v.role in ("new", "plain") and not clause[v.start] == "+"]
+        if pvals:  # ("+41%" is a move or a return, never a level)
+            for rel, anchor, value in self._percent_relations(ev, clause, typed, pvals):
+                claims.setdefault(rel.name, (rel, anchor, value))
         for v in categories(clause):
             rel = RELATION_BY_NAME[v.relation]
             if v.role not in ("new", "plain") or rel.name in claims:
@@ -232,33 +260,49 @@ class KnowledgeExtractor:
                 continue
             if ended and rel.name == "status":
                 continue  # "she stopped running the basis trade" ended a strategy, not the trader
-            claims[rel.name] = (rel, ph.start() if ph else v.start)
-        for rel, anchor in claims.values():
-            if hypothetical and rel.name in STATS:
+            claims[rel.name] = (rel, ph.start() if ph else v.start, None)
+        if "regime" not in claims and self.values is not None and any(t == "asset" for _m, _e, t in typed):
+            for s0, s1 in _segments(clause):  # each comma-separated stretch on its own ("..., and the trend's still up")
+                piece = [(m.start - s0, m.end - s0, t) for m, _e, t in typed if s0 <= m.start < s1]
+                masked = mask(clause[s0:s1], piece)
+                if len(masked.split()) < 2 or NEGATOR.search(masked):
+                    continue
+                sc = self.values.scores(masked)
+                best = max(sc, key=sc.get)
+                if best != "_none" and sc[best] >= self.value_threshold and sc[best] - sc["_none"] >= VALUE_MARGIN:
+                    anchor = next(m.start for m, _e, t in typed if t == "asset")
+                    claims["regime"] = (RELATION_BY_NAME["regime"], anchor, best)
+                    break
+        for rel, anchor, fixed in claims.values():
+            if rel.name in STATS and THRESHOLD.search(clause):
                 continue
             subject = self._subject(ev, clause, rel, anchor, typed, local)
             if subject is None:
                 continue
-            value = read_value(rel, clause, anchor)
+            value = fixed or read_value(rel, clause, anchor)
             if value is None:
                 continue
             out.append(self._candidate(ev, subject, rel, value, clause))
         return out
 
-    def _percent_relations(self, ev, clause, typed, pvals) -> list[tuple[Relation, int]]:
-        """Relations the clause's percentages belong to: the lexicon phrase nearest each value,
-        else the nearest relation prototype among those whose subject the clause can supply."""
+    def _percent_relations(self, ev, clause, typed, pvals) -> list[tuple[Relation, int, str]]:
+        """(relation, anchor, value) for the clause's percentages: each value goes to the lexicon
+        phrase nearest it (one before it preferred); with no phrase, the clause goes to the
+        nearest relation prototype if that is a percent relation whose subject the clause can
+        supply and it beats every other prototype (the "none" one included)."""
         found = []
         for rel, rx in self._phrases:
             if rel.value == "percent":
                 for ph in rx.finditer(clause):
-                    found.append((rel, ph.start()))
+                    found.append((rel, ph.start(), ph.end()))
         if found:
-            out = []
+            out: list[tuple[Relation, int, str]] = []
             for v in pvals:
-                rel, at = min(found, key=lambda p: (abs(p[1] - v.start), p[1] > v.start))
-                if all(r is not rel for r, _ in out):
-                    out.append((rel, at))
+                def dist(p, v=v):
+                    return v.start - p[2] if p[2] <= v.start else p[1] - v.end + 8
+                rel, at, _ = min(found, key=dist)
+                if all(r is not rel for r, _a, _v in out):
+                    out.append((rel, at, v.value))
             return out
         if self.classifier is None:
             return []
@@ -271,22 +315,24 @@ class KnowledgeExtractor:
         if not labels:
             return []
         masked = mask(clause, [(m.start, m.end, t) for m, _e, t in typed])
-        scores = self.classifier.scores(masked, (*labels, "_none"))
-        none = scores.pop("_none", 0.0)
-        best = max(scores, key=scores.get) if scores else None
-        if best is None or scores[best] < self.threshold or scores[best] <= none:
+        scores = self.classifier.scores(masked)
+        best = max(scores, key=scores.get)
+        if best not in labels or scores[best] < self.threshold:
             return []
-        return [(RELATION_BY_NAME[best], pvals[0].start)]
+        return [(RELATION_BY_NAME[best], pvals[0].start, pvals[0].value)]
 
-    def _correction(self, ev: Event, clause: str, found: list[Candidate]) -> Candidate | None:
+    def _correction(self, ev: Event, clause: str, found: list[Candidate], cue: bool = False) -> Candidate | None:
         """"typo above, it's 0.04% not 0.4%": the value replaces one the same speaker just stated."""
         vals = percents(clause) or categories(clause)
         wrong = [v for v in vals if v.role == "negated"]
-        right = [v for v in vals if v.role != "negated"]
-        if not right or not (CORRECTION.search(clause) or wrong):
+        right = [v for v in vals if v.role in ("new", "plain")] or [v for v in vals if v.role != "negated"]
+        cue = cue or bool(CORRECTION.search(clause))
+        if not right or not (cue or wrong):
             return None
-        if not CORRECTION.search(clause) and not any(re.search(r"\bnot\s*$", clause[:w.start]) for w in wrong):
+        if not cue and not any(re.search(r"\bnot\s*$", clause[:w.start]) for w in wrong):
             return None
+        if not cue and found and not self._said.get(ev.speaker):
+            return None  # "AVAX fee 0.05%? nope, it's 0.06%": nothing of this speaker's to correct
         x, y = right[0], (wrong[0].value if wrong else None)
         same_kind = [c for c in found if c.value == x.value]
         prev = self._said.get(ev.speaker, [])
@@ -305,11 +351,13 @@ class KnowledgeExtractor:
 
     def _subject(self, ev, clause, rel, p0, typed, local) -> str | None:
         if rel.subject == "person":
+            people = [eid for m, eid, t in typed if t == "person"]
+            if people and THIRD_PERSON.search(clause):  # "marco told me he's going moderate"
+                return people[0]
             if SECOND_PERSON.search(clause):
                 return self._addressee(ev, clause, typed)
             if ev.source_type in ("user_turn", "message") and FIRST_PERSON.search(clause):
                 return f"person:{ev.speaker}"
-            people = [eid for m, eid, t in typed if t == "person"]
             return people[0] if people else None
         same = [(abs(m.start - p0), eid) for m, eid, t in typed if t == rel.subject]
         if same:

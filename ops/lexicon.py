@@ -34,6 +34,19 @@ RISKS: tuple[str, ...] = (
     "slippage", "liquidation", "depeg", "exchange outage", "funding spike", "smart contract exploit",
     "counterparty", "regulatory", "oracle failure",
 )
+#: Other names of the strategies and risks above (surface -> canonical name).
+VOCAB_ALIASES: dict[str, str] = {
+    "funding arb": "funding arbitrage", "funding-rate arbitrage": "funding arbitrage", "basis trading": "basis trade",
+    "cash and carry": "basis trade", "dollar-cost averaging": "dca", "dollar cost averaging": "dca",
+    "grid trading": "grid bot", "grid bots": "grid bot", "breakout": "momentum breakout", "breakouts": "momentum breakout",
+    "mean-reversion": "mean reversion", "trend-following": "trend following", "scalps": "scalping",
+    "market-making": "market making",
+    "liquidations": "liquidation", "liquidation cascade": "liquidation", "liq": "liquidation",
+    "de-peg": "depeg", "depegging": "depeg", "outage": "exchange outage", "exchange downtime": "exchange outage",
+    "exploit": "smart contract exploit", "hack": "smart contract exploit", "contract exploit": "smart contract exploit",
+    "funding spikes": "funding spike", "counterparty risk": "counterparty", "regulation": "regulatory",
+    "oracle": "oracle failure", "oracle deviation": "oracle failure",
+}
 QUOTE_SUFFIX = re.compile(r"[-/_ ]?(?:USDT|USDC|USD|BUSD|PERP)$", re.IGNORECASE)
 
 
@@ -57,8 +70,8 @@ CATEGORIES: dict[str, dict[str, tuple[str, ...]]] = {
         "volatile": ("high volatility", "volatile", "whipsaw"),
     },
     "liquidity": {
-        "deep": ("deep", "thick", "plenty of depth", "healthy"),
-        "thin": ("thin", "shallow", "illiquid", "dried up"),
+        "deep": ("deep", "deeper", "thick", "plenty of depth", "healthy"),
+        "thin": ("thin", "thinner", "shallow", "illiquid", "dried up"),
     },
     "status": {
         "active": ("active", "trading normally", "live", "resumed"),
@@ -113,11 +126,13 @@ RELATIONS: tuple[Relation, ...] = (
     Relation("exposed_to", "asset", ("exposed to", "exposure to", "at risk of", "vulnerable to"), "risk", half_life_days=30,
              description=("a danger that threatens holders of the coin",),
              kind=("risk",)),
-    Relation("win_rate", "trader", ("win rate", "hit rate", "success rate"), "percent", half_life_days=30,
+    Relation("win_rate", "trader", ("win rate", "hit rate", "success rate", "winrate", "wr", "win %", "win pct"), "percent",
+             half_life_days=30,
              description=("the share of the trader's trades that end in profit",
                           "how often the trader's positions close as winners, in percent"),
              kind=("track_record",)),
-    Relation("max_drawdown", "trader", ("max drawdown", "maximum drawdown", "worst drawdown", "drawdown"), "percent",
+    Relation("max_drawdown", "trader", ("max drawdown", "maximum drawdown", "worst drawdown", "drawdown", "mdd", "max dd", "dd"),
+             "percent",
              half_life_days=30,
              description=("the largest fall of the trader's account from its peak, in percent",
                           "how much the trader lost at worst before recovering"),
@@ -133,7 +148,8 @@ RELATIONS: tuple[Relation, ...] = (
              value_cues=True,
              description=("how much risk the person is willing to take with their money",),
              kind=("owner_constraint",)),
-    Relation("max_position", "person", ("position size", "position cap", "max position", "positions under", "size cap"), "percent", True, 60,
+    Relation("max_position", "person", ("position size", "position cap", "max position", "positions under", "size cap",
+                                        "cap", "size limit", "position limit", "max size"), "percent", True, 60,
              description=("the largest share of the person's account allowed in a single position",
                           "the size limit on each of the person's trades, in percent of capital"),
              kind=("owner_constraint",)),
@@ -144,10 +160,21 @@ RELATION_BY_NAME: dict[str, Relation] = {r.name: r for r in RELATIONS}
 #: Task families (request intents), described in plain words: the prototypes a request is
 #: compared with when no cue word decides its intent.
 INTENT_DESCRIPTIONS: dict[str, tuple[str, ...]] = {
-    "market_analysis": ("asking how the market for a coin is doing and where it is heading",),
-    "portfolio_review": ("asking to look over the holdings and allocation of one's account",),
-    "copy_trading_evaluation": ("asking whether to follow and automatically copy another trader",),
-    "trade_preparation": ("asking to open, size or execute a buy or sell order",),
+    "market_analysis": ("asking how the market for a coin is doing and where it is heading",
+                        "what is the read on this coin, how is it looking",
+                        "is the coin's market liquid, trending or risky right now"),
+    "portfolio_review": ("asking to look over the holdings and allocation of one's account",
+                         "how is my book doing, am I too exposed, what are my limits"),
+    "copy_trading_evaluation": ("asking whether to follow and automatically copy another trader",
+                                "what are this trader's numbers, is the trader any good, can I copy them"),
+    "trade_preparation": ("asking to open, size or execute a buy or sell order",
+                          "put on a position in the coin, buy it, load up, go long or short with leverage"),
+}
+#: Which entity types a request must name for each task family (a copy decision names a
+#: trader; a market read or a trade names an asset; a portfolio review may name either).
+INTENT_SUBJECTS: dict[str, tuple[str, ...]] = {
+    "market_analysis": ("asset",), "portfolio_review": ("asset", "trader", "person"),
+    "copy_trading_evaluation": ("trader",), "trade_preparation": ("asset",),
 }
 #: What each task family needs, as relation *kinds* (derived from what the task is, not from
 #: any benchmark's gold list): analysing a market needs its state and risks; reviewing a

@@ -44,18 +44,31 @@ ENDING = re.compile(r"\b(behind us|dropped|drop(?:ping)? the|no longer|stopped|q
                     re.IGNORECASE)
 ANAPHOR = re.compile(r"\b(?:that|this|the)\s+(exposure|risk|concern|worry|scare|issue|threat|strategy|trade|setup|approach|play)\b",
                      re.IGNORECASE)
-CORRECTION = re.compile(r"\b(typo|correction|i meant|meant to (?:say|write|type)|my bad|fat[- ]?finger\w*|scratch that|"
-                        r"should (?:read|say|have said)|misspoke|mistyped|oops|sorry)\b", re.IGNORECASE)
+CORRECTION = re.compile(r"\b(typo|correction|corrected|i meant|meant to (?:say|write|type)|my bad|fat[- ]?finger\w*|"
+                        r"scratch that|should (?:read|say|have said)|misspoke|mistyped|misprint\w*|misreport\w*|"
+                        r"data fix|erratum|amended|oops|sorry)\b", re.IGNORECASE)
 THRESHOLD = re.compile(r"\b(alerts?|alarm\w*|fires?|firing|trigger\w*|threshold|breach\w*|exceed\w*|past a|beyond|"
-                       r"kill[- ]switch|stop[- ]?loss|automatically|auto-?\w+|if|once|whenever|unless|in case)\b",
+                       r"kill[- ]switch|stop[- ]?loss|automatically|limit for|margin calls?|liquidat\w* at)\b",
                        re.IGNORECASE)
 QUESTION = re.compile(r"\?\s*$")
 FIRST_PERSON = re.compile(r"\b(i|i'm|im|i am|i've|my|me|mine|myself)\b", re.IGNORECASE)
 SECOND_PERSON = re.compile(r"\b(you|your|you're|youre|you are|yours|yourself|u)\b", re.IGNORECASE)
+THIRD_PERSON = re.compile(r"\b(he|she|he's|she's|his|her|hes|shes)\b", re.IGNORECASE)
 PRONOUN = re.compile(r"\b(she|he|they|her|his|their|them|it|its|that one)\b", re.IGNORECASE)
 #: Calibrated on the paraphrase dev split (tests/data/inkh_paraphrase/*_dev.jsonl); see docs/harness.md.
 RELATION_THRESHOLD = 0.25
 INTENT_THRESHOLD = 0.22
+VALUE_THRESHOLD = 0.35
+VALUE_MARGIN = 0.15
+#: The market regimes described in plain words (prototypes for a clause with no regime word).
+REGIME_PROTOTYPES: dict[str, tuple[str, ...]] = {
+    "bullish": ("the coin keeps rising, buyers are in control, higher highs", "the coin's trend is up"),
+    "bearish": ("the coin keeps falling, sellers are in control, lower lows", "the coin's trend is down, it is bleeding"),
+    "ranging": ("the coin trades sideways in a range with no direction, chopping between two levels",),
+    "volatile": ("the coin swings wildly up and down, big moves both ways every day",),
+    "_none": ("something happened to the coin today", "a one-day price drop or jump of the coin",
+              "news about the coin", "the coin's order book, fees or liquidity"),
+}
 
 
 def clauses(text: str) -> list[str]:
@@ -218,8 +231,12 @@ class PrototypeClassifier:
 #: relation asserts nothing.
 NONE_PROTOTYPE: tuple[str, ...] = (
     "the price of the coin went up or down by some percent today",
-    "a profit or a loss on a position, the return of a trade",
+    "a profit or a loss on a position, the return of a trade, ROI",
     "a share of something, an amount, a discount or an interest rate",
+    "trading volume or open interest changed by some percent",
+    "the funding rate of the perpetual futures",
+    "the price swung several percent each way",
+    "a price deviation or spread between two sources",
 )
 
 
@@ -239,6 +256,15 @@ def relation_classifier(embedder=None) -> PrototypeClassifier:
     if "relations" not in _SHARED:
         _SHARED["relations"] = PrototypeClassifier(relation_prototypes())
     return _SHARED["relations"]
+
+
+def regime_classifier(embedder=None) -> PrototypeClassifier:
+    """The process-wide regime-value classifier (:data:`REGIME_PROTOTYPES`)."""
+    if embedder is not None:
+        return PrototypeClassifier(dict(REGIME_PROTOTYPES), embedder)
+    if "regimes" not in _SHARED:
+        _SHARED["regimes"] = PrototypeClassifier(dict(REGIME_PROTOTYPES))
+    return _SHARED["regimes"]
 
 
 def intent_classifier(embedder=None) -> PrototypeClassifier:

@@ -17,9 +17,10 @@ from speakerflow.graphs.facts import FactGraph
 from speakerflow.graphs.text_index import query_terms
 from speakerflow.ops.canonicalize import Canonicalizer
 from speakerflow.ops.decay import effective_confidence, time_decay
-from speakerflow.ops.detect import Detection, Detector
+from speakerflow.ops.detect import BASE_RISK, Detection, Detector
 from speakerflow.ops.governance import Governance
-from speakerflow.ops.lexicon import RELATIONS
+from speakerflow.ops.lexicon import INTENT_SUBJECTS, RELATIONS
+from speakerflow.ops.reader import INTENT_THRESHOLD, intent_classifier, mask
 
 from .compress import ContextLine, compress
 from .fuse import fuse, header
@@ -75,25 +76,59 @@ class PassiveInjector:
 
     def __init__(self, facts: FactGraph, canon: Canonicalizer, detector: Detector | None = None,
                  governance: Governance | None = None, utility: UtilityScorer | None = None,
-                 config: InjectConfig | None = None):
+                 config: InjectConfig | None = None, intents="default"):
         self.facts = facts
         self.canon = canon
         self.detector = detector or Detector(canon.lexicon, canon.alias_table)
         self.governance = governance or Governance()
         self.utility = utility or UtilityScorer()
         self.config = config or InjectConfig()
+        #: nearest-prototype intent classifier for requests no cue word decides (None: cue words only)
+        self.intents = intent_classifier() if intents == "default" else intents
 
-    def inject(self, text: str, now: datetime, user: str | None = None,
-               state: list[ContextLine] = ()) -> WorkingContext:
-        """The working context for an event with ``text`` at time ``now`` for ``user``."""
-        t0 = time.perf_counter()
-        cfg = self.config
+    def read_request(self, text: str) -> tuple[Detection, list[str]]:
+        """Detect the request (entities resolved, in order); when no cue word gives its intent, the
+        nearest intent description does (MiniLM, memoised per masked text: a repeated request
+        shape costs one dictionary lookup)."""
         det = self.detector.detect(text)
         ents = []
         for m in det.mentions:
             eid = self.canon.resolve(m) if m.entity_id is None else m.entity_id
             if eid and eid not in ents:
                 ents.append(eid)
+        det.cued = det.intent != "other"
+        if not det.cued and self.intents is not None and ents:
+            types = {e.split(":", 1)[0] for e in ents}
+            labels = tuple(k for k, need in INTENT_SUBJECTS.items() if types & set(need))
+            spans = [(m.start, m.end, m.etype) for m in det.mentions if not m.fuzzy]
+            label, sim = self.intents.best(mask(text, spans), labels)
+            if label is not None and sim >= INTENT_THRESHOLD:
+                det.intent = label
+                det.risk = "high" if det.risk == "high" else BASE_RISK.get(label, det.risk)
+        return det, ents
+
+    def request_needs(self, det: Detection, ents: list[str], user: str | None) -> set[tuple[str, str]]:
+        """The (subject, relation) pairs this injector treats as asked for: the relations the
+        request names or its intent needs, for the named entities of the right type; the asker's
+        own constraints for an action; every relation of a named entity when nothing else is asked."""
+        etype = {e: (self.canon.entities[e].etype if e in self.canon.entities else e.split(":", 1)[0]) for e in ents}
+        wanted = set(det.aspects) | set(self.utility.config.intent_profile.get(det.intent, ()))
+        out = {(e, r.name) for e in ents for r in RELATIONS if r.name in wanted and r.subject == etype[e]}
+        if not getattr(det, "cued", True) and not det.aspects:
+            out |= {(e, r.name) for e in ents for r in RELATIONS if r.subject == etype[e]}
+        if user and det.intent in ACTION_INTENTS:
+            out |= {(f"person:{user}", r) for r in OWNER_CONSTRAINTS}
+        elif user:
+            out |= {(f"person:{user}", r) for r in det.aspects if r in OWNER_CONSTRAINTS}
+        return out
+
+    def inject(self, text: str, now: datetime, user: str | None = None,
+               state: list[ContextLine] = ()) -> WorkingContext:
+        """The working context for an event with ``text`` at time ``now`` for ``user`` (the world as
+        of ``now``: facts and evidence known by then, the market state then)."""
+        t0 = time.perf_counter()
+        cfg = self.config
+        det, ents = self.read_request(text)
         seeds = ents + ([f"person:{user}"] if user else [])
         pool = self.facts.neighbourhood(seeds, cfg.hops, cfg.pool, at=now)
         counts = {"neighbourhood": len(pool)}
@@ -111,7 +146,7 @@ class PassiveInjector:
         aspects = set(det.aspects)
         if user and det.intent in ACTION_INTENTS:
             aspects |= OWNER_CONSTRAINTS  # the asker's constraints apply to any action (scope keeps them theirs)
-        focus = frozenset(ents) if det.intent == "other" and not det.aspects else frozenset()
+        focus = frozenset(ents) if not getattr(det, "cued", True) and not det.aspects else frozenset()
         scored = []
         gov, util = self.governance, self.utility
         min_u = util.config.min_utility

@@ -23,6 +23,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     har.add_argument("--holdout", type=float, default=0.0, help="share of statements in held-out phrasings (robustness)")
     har.add_argument("--out", default=None, help="write the report JSON here (plots next to it)")
     har.set_defaults(func=run_harness)
+    par = bsub.add_parser("paraphrase", help="InKH reader on the frozen paraphrase set: extraction P/R, request intent/needs")
+    par.add_argument("--split", choices=["dev", "test", "both"], default="both")
+    par.add_argument("--errors", action="store_true", help="list every statement/request scored wrong")
+    par.add_argument("--out", default=None, help="write the report JSON here")
+    par.set_defaults(func=run_paraphrase)
     from .serve import add_bench
 
     add_bench(bsub)  # bench serve
@@ -34,6 +39,18 @@ def run_harness(args: argparse.Namespace) -> int:
     report = run(seeds=args.seeds, out=args.out, rounds=args.rounds, episodes=args.episodes,
                  workers=args.workers, injection_edges=args.injection_edges, holdout=args.holdout)
     print(json.dumps(report, indent=2, default=str))
+    return 0
+
+
+def run_paraphrase(args: argparse.Namespace) -> int:
+    from speakerflow.benchmarks.harness.paraphrase_eval import run
+
+    splits = ("dev", "test") if args.split == "both" else (args.split,)
+    report = run(splits=splits, with_errors=args.errors)
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
     return 0
 
 
