@@ -201,8 +201,11 @@ class GroupStore:
             man = None if self.writable else self.pending_batch()
             if man and man.get("kind") == "messages":
                 parts = [p for p in parts if p.name != man["part"]]
+            hide = pa.array(man.get("hide", []) if man else [], pa.string())
             tables = [pq.read_table(p) for p in parts]
             table = pa.concat_tables(tables) if tables else MESSAGE_SCHEMA.empty_table()
+            if len(hide):
+                table = table.filter(pc.invert(pc.is_in(table["msg_id"], hide)))
             self._messages = table.sort_by([("ts", "ascending"), ("session_id", "ascending"), ("turn", "ascending")])
         return self._messages
 
@@ -307,6 +310,18 @@ class GroupStore:
         batch.end(self.root)
         failpoint("messages.done")
 
+    def rebuild_index(self) -> int:
+        """Rewrite the text index from the stores of record (Parquet messages, Kuzu records);
+        returns the documents written. Old segment files are deleted."""
+        from .records import _columns, record_row_docs
+
+        msgs = self._index_columns(self.messages())
+        recs = _columns(record_row_docs(self.records().to_pylist()))
+        columns = {k: msgs.get(k, [None] * len(msgs["doc_id"])) + recs.get(k, []) for k in
+                   ("doc_id", "kind", "group_id", "speaker", "owner", "layer", "session_id", "text", "ts")}
+        self.index.rebuild(columns)
+        return len(columns["doc_id"])
+
     # -- crash recovery -----------------------------------------------------------------
     def pending_batch(self) -> dict[str, Any] | None:
         """The manifest of a batch that has not finished (being written, or interrupted)."""
@@ -381,7 +396,7 @@ class GroupStore:
                     except (OSError, pa.ArrowInvalid):
                         return set()
             return set()
-        return set(man.get("new", []))
+        return set(man.get("new", [])) | set(man.get("hide", []))
 
     # -- System 2: derived records ------------------------------------------------------
     def records(self) -> pa.Table:

@@ -122,6 +122,26 @@ class TantivyIndex:
         self._writer = None
         self.index.reload()
 
+    def rebuild(self, columns: dict[str, list[Any]]) -> None:
+        """Replace every document with ``columns`` in one commit and delete the old segment
+        files (nothing of a removed document stays on disk; used by forget)."""
+        writer = self._writer_or_open()
+        try:
+            writer.delete_all_documents()
+            names = [k for k in (*FILTER_FIELDS, "text", "ts") if k in columns]
+            for values in zip(*(columns[k] for k in names), strict=True) if names else ():
+                fields = {k: v for k, v in zip(names, values, strict=True) if v is not None}
+                fields.setdefault("text", "")
+                writer.add_document(self._t.Document(**fields))
+            writer.commit()
+        except BaseException:
+            writer.rollback()
+            raise
+        writer.garbage_collect_files()
+        writer.wait_merging_threads()
+        self._writer = None
+        self.index.reload()
+
     def replace_columns(self, columns: dict[str, list[Any]]) -> None:
         """:meth:`add_columns` that first removes documents with the same ids (one commit)."""
         self.add_columns(columns, replace=True)
@@ -228,6 +248,10 @@ class InMemoryIndex:
 
     def replace_columns(self, columns: dict[str, list[Any]]) -> None:
         self.add_columns(columns, replace=True)
+
+    def rebuild(self, columns: dict[str, list[Any]]) -> None:
+        self.delete(list(self.docs))
+        self.add_columns(columns)
 
     def doc_ids(self, kind: str | None = None) -> list[str]:
         return [d for d, doc in self.docs.items() if kind is None or doc.get("kind") == kind]

@@ -1,0 +1,47 @@
+"""``speakerflow forget GROUP (--speaker NAME | --message ID... | --all) [--dry-run]``.
+
+Removes the messages from every copy of the group (Parquet, Kuzu, Tantivy, embedding
+cache), cascades to derived records and facts, drops the person from the roster and alias
+lists, rebuilds the wiki pages and appends an audit line without content
+(``<group>/forget_log.jsonl``). See :mod:`speakerflow.graphs.forget`.
+"""
+from __future__ import annotations
+
+import argparse
+
+from .common import add_home, home_of, print_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("forget", help="remove a speaker's / some messages / all messages from a group, everywhere")
+    p.add_argument("group")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--speaker", default=None, help="forget everything this person said (and records about them)")
+    which.add_argument("--message", nargs="+", default=None, metavar="ID", help="forget these message ids")
+    which.add_argument("--all", action="store_true", help="forget every message of the group")
+    p.add_argument("--dry-run", action="store_true", help="print what would be removed; change nothing")
+    p.add_argument("--wiki", action="append", default=[], metavar="DIR",
+                   help="also rebuild the wiki pages in this folder (<home>/wiki/GROUP is rebuilt when present)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_home(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from speakerflow.pipelines.forget import forget_group
+
+    with home_of(args).open(args.group, writable=not args.dry_run) as store:
+        report = forget_group(store, speaker=args.speaker, message_ids=args.message, everything=args.all,
+                              dry_run=args.dry_run, wiki_dirs=args.wiki)
+    out = {**report.as_dict(), "wiki_rebuilt": getattr(report, "wiki_rebuilt", [])}
+    if args.json:
+        print_json(out)
+        return 0
+    verb = "would forget" if args.dry_run else "forgot"
+    print(f"{verb} {report.messages} message(s) of group {args.group!r}: {report.records_deleted} record(s) deleted, "
+          f"{report.records_trimmed} trimmed, {report.facts_deleted} fact(s) deleted, {report.facts_trimmed} trimmed, "
+          f"{report.entities_deleted} entit(y/ies) deleted; roster -{len(report.roster_removed)}")
+    if not args.dry_run:
+        print(f"  {report.parts_rewritten} Parquet part(s) rewritten, {report.embeddings_removed} cached embedding(s) "
+              f"removed, {report.log_lines_removed} log line(s) dropped, wiki rebuilt: {out['wiki_rebuilt'] or 'none'}")
+    return 0

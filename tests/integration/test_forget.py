@@ -1,0 +1,209 @@
+"""Forget: a speaker's messages leave every output; other speakers keep their answers.
+
+The LoCoMo and SocialMemBench cases ingest one real conversation / network (rules Writer,
+entity path, wiki), pick the forgotten speaker's 20 most distinctive phrases (word 4-grams
+they wrote and nobody else did), check every phrase is findable before, then forget the
+speaker and search every output (search, ask, memory, wiki, inject) for them.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import shared
+
+from speakerflow.cli import main
+from speakerflow.graphs import Home, StoreError
+from speakerflow.graphs.audit import audit
+from speakerflow.graphs.forget import forget
+from speakerflow.ops.loaders import load
+from speakerflow.settings import BUNDLED_SAMPLE
+
+_WORD = re.compile(r"[a-z0-9]+")
+STOP = frozenset("a an and are as at be but by do for from i i'm in is it it's me my of on or so that the this to "
+                 "was we with you your yeah oh just really too".split())
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def distinctive_phrases(messages: list[dict], speaker: str, n: int = 4, k: int = 20) -> list[str]:
+    """The speaker's ``k`` most frequent word n-grams that no other speaker wrote (at least
+    two content words; ties: longer first, then alphabetical)."""
+    mine: Counter[str] = Counter()
+    others: set[str] = set()
+    for m in messages:
+        w = words(m["text"])
+        grams = {" ".join(w[i:i + n]) for i in range(len(w) - n + 1)}
+        if m["speaker"] == speaker:
+            mine.update(grams)
+        else:
+            others |= grams
+    cands = [g for g in mine if g not in others and sum(x not in STOP for x in g.split()) >= 2]
+    cands.sort(key=lambda g: (-mine[g], -len(g), g))
+    return cands[:k]
+
+
+def cli(home: Path, *args: str) -> str:
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = main([*args, "--home", str(home)])
+    assert rc == 0, buf.getvalue()[-2000:]
+    return buf.getvalue()
+
+
+def every_output(home: Path, gid: str, phrases: list[str], tmp: Path) -> dict[str, str]:
+    """What a user can read about the group, per surface, for queries made of the phrases."""
+    out = {"search": "", "ask": "", "inject": ""}
+    for p in phrases:
+        out["search"] += cli(home, "search", gid, p, "--k", "20", "--json")
+        answer = json.loads(cli(home, "ask", gid, p, "--embedder", "hashing", "--json"))
+        answer.pop("question"), answer.pop("projection")  # the query echoed back is not memory
+        out["ask"] += json.dumps(answer, default=str)
+        out["inject"] += cli(home, "inject", gid, "--event", json.dumps({"content": p}), "--json")
+    out["memory"] = cli(home, "memory", gid, "--history", "--json")
+    wiki = tmp / "wiki_cli"
+    cli(home, "wiki", gid, "--out", str(wiki))
+    out["wiki"] = "".join(p.read_text() for p in sorted(wiki.glob("*.md")))
+    auto = home / "wiki" / gid
+    out["wiki_home"] = "".join(p.read_text() for p in sorted(auto.glob("*.md")))
+    return out
+
+
+def found(outputs: dict[str, str], phrases: list[str]) -> dict[str, list[str]]:
+    hits = {}
+    for name, text in outputs.items():
+        norm = " " + " ".join(words(json.loads(f'"{text}"') if False else text)) + " "
+        got = [p for p in phrases if f" {p} " in norm]
+        if got:
+            hits[name] = got
+    return hits
+
+
+def quoted(answer: str, names: list[str]) -> str | None:
+    """The speaker whose message the (rules) answer quotes: ``Name: text``; None if none."""
+    at = {n: answer.find(f"{n}: ") for n in names}
+    at = {n: i for n, i in at.items() if i >= 0}
+    return min(at, key=at.get) if at else None
+
+
+def _ask_answers(home, gid, questions):
+    return [json.loads(cli(home, "ask", gid, q, "--embedder", "hashing", "--json")) for q in questions]
+
+
+def _case(dataset):
+    if dataset == "locomo":
+        path = shared("locomo", "locomo10.json")
+        data = json.loads(path.read_text())[:1]
+        conv = data[0]["conversation"]
+        speaker, other = conv["speaker_a"], conv["speaker_b"]
+        by_id = {t["dia_id"]: t["speaker"] for k, v in conv.items() if k.startswith("session_") and isinstance(v, list)
+                 for t in v}
+        questions = [(q["question"], q["evidence"]) for q in data[0]["qa"]
+                     if q.get("evidence") and all(by_id.get(e) == other for e in q["evidence"])][:25]
+        return "locomo", data, speaker, other, questions
+    folder = shared("socialmem", "training")
+    path = folder / "social_grp_0d1e2f3a.json"
+    if not path.exists():
+        pytest.skip(f"{path} is absent")
+    data = json.loads(path.read_text())
+    speaker, other = data["speakers"][0], data["speakers"][1]
+    speaker = speaker if isinstance(speaker, str) else speaker["name"]
+    questions = [(q["question"], [a["turn_id"] for a in q["evidence_anchors"]]) for q in data["qa_pairs"]
+                 if q.get("evidence_anchors") and all(a["speaker_display_name"] != speaker for a in q["evidence_anchors"])]
+    return "socialmem", data, speaker, other, questions
+
+
+@pytest.mark.parametrize("dataset", ["locomo", "socialmem"])
+def test_forget_speaker_leaves_no_trace_in_any_output(tmp_path, dataset):
+    fmt, data, speaker, other, questions = _case(dataset)
+    src = tmp_path / "input.json"
+    src.write_text(json.dumps(data))
+    home = tmp_path / "home"
+    cli(home, "ingest", str(src), "--format", fmt)
+    [gid] = Home(home).groups()
+    cli(home, "maintain", "--group", gid)
+    cli(home, "wiki", gid, "--out", str(home / "wiki" / gid))
+    with Home(home).open(gid) as s:
+        msgs = s.messages().to_pylist()
+        roster = s.roster()
+    phrases = distinctive_phrases(msgs, speaker)
+    assert len(phrases) == 20
+    before = every_output(home, gid, phrases, tmp_path / "before")
+    hits = found(before, phrases)
+    assert set(hits.get("search", [])) == set(phrases)  # the check can see them: every phrase is findable
+    answers_before = _ask_answers(home, gid, [q for q, _ in questions])
+
+    report = json.loads(cli(home, "forget", gid, "--speaker", speaker, "--json"))
+    assert report["messages"] == sum(m["speaker"] == speaker for m in msgs)
+    assert report["wiki_rebuilt"] == [str(home / "wiki" / gid)]
+
+    after = every_output(home, gid, phrases, tmp_path / "after")
+    assert found(after, phrases) == {}
+    with Home(home).open(gid) as s:
+        assert speaker not in s.roster()
+        assert not any(m["speaker"] == speaker for m in s.messages().to_pylist())
+        a = audit(s)
+        assert (a["duplicated"], a["orphaned"], a["mismatched"]) == (0, 0, 0), a
+    log = (home / "groups" / gid / "forget_log.jsonl").read_text()
+    assert speaker not in log and all(p not in log for p in phrases)
+    # other speakers: an answer that quoted another speaker's message before still does
+    answers_after = _ask_answers(home, gid, [q for q, _ in questions])
+    # their evidence: the gold messages of questions about other speakers are found as often as before
+    def recall(answers):
+        return sum(len({c["msg_id"] for c in a["cited"]} & set(ev)) / len(ev)
+                   for a, (_, ev) in zip(answers, questions, strict=True))
+    r_before, r_after = recall(answers_before), recall(answers_after)
+    print(f"{dataset}: gold-evidence recall over {len(questions)} questions on other speakers: "
+          f"{r_before:.2f} before, {r_after:.2f} after")
+    assert questions and r_after >= r_before
+    kept = [(b, a) for b, a in zip(answers_before, answers_after, strict=True)
+            if quoted(b["answer"], roster) not in (None, speaker)]
+    same = sum(b["answer"] == a["answer"] for b, a in kept)
+    for b, a in kept:
+        if b["answer"] != a["answer"]:
+            print("CHANGED", b["question"], "|", b["answer"][:150], "|", a["answer"][:150])
+    print(f"{dataset}: {same}/{len(kept)} answers quoting other speakers unchanged")
+
+
+def test_forget_messages_dry_run_and_errors(home):
+    [(gid, table)] = load(BUNDLED_SAMPLE, "jsonl", group="team")
+    with home.open(gid, writable=True) as s:
+        s.append_messages(table)
+    with home.open(gid, writable=True) as s:
+        plan = forget(s, message_ids=["s1-t00"], dry_run=True)
+        assert plan.messages == 1 and s.messages().num_rows == 32
+        with pytest.raises(StoreError, match="no message"):
+            forget(s, message_ids=["nope"])
+        with pytest.raises(StoreError, match="no speaker"):
+            forget(s, speaker="Zed")
+        forget(s, message_ids=["s1-t00"])
+        assert s.messages().num_rows == 31 and "s1-t00" not in {h.doc_id for h in s.search("venue offsite May", 50)}
+        forget(s, everything=True)
+        assert s.messages().num_rows == 0 and s.roster() == [] and s.records().num_rows == 0
+        assert s.index.count() == 0
+
+
+def test_killed_forget_is_finished_on_open(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    cli(home, "ingest", str(BUNDLED_SAMPLE), "--format", "jsonl", "--group", "team")
+    env = {**os.environ, "SPEAKERFLOW_FAILPOINT": "forget.parquet"}
+    code = "import sys; from speakerflow.cli import main; sys.exit(main())"
+    run = subprocess.run([sys.executable, "-c", code, "forget", "team", "--speaker", "Dev", "--home", str(home)],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == -9, run.stderr[-2000:]
+    with Home(home).open("team") as reader:  # a reader already sees Dev gone
+        assert not reader.search("Vienna", 5) and "Dev" not in set(reader.messages()["speaker"].to_pylist())
+    with Home(home).open("team", writable=True) as s:
+        assert s.recovered["kind"] == "forget"
+        assert "Dev" not in s.roster() and audit(s)["mismatched"] == 0
