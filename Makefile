@@ -28,10 +28,12 @@ test-deps:
 
 test: $(STAMP) test-deps
 	$(BIN)/ruff check .
+	LINT_IMPORTS=$(BIN)/lint-imports scripts/lint-imports.sh
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	LINT_IMPORTS=$(BIN)/lint-imports scripts/lint-imports.sh
 
 clean:
 	rm -rf $(VENV) .speakerflow build *.egg-info

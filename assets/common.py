@@ -3,10 +3,15 @@
 Assets are thin: they read the partition and resources, call one pure function of the
 operator layer, and attach metadata. The helpers here keep that metadata uniform (rows,
 records by layer, updates, rejects, tokens, model calls, seconds, a Markdown preview).
+
+Heavy modules (training, evaluation, the InKH paths) are imported inside the asset function
+that uses them, with a plain ``from ... import ...``: loading the Dagster definitions stays
+cheap (no torch, TRL or model stacks), and the import is still visible to ``lint-imports``,
+which checks that assets only import lower layers. That is the only deferred-import
+mechanism; there is no string-based import helper.
 """
 
 import base64
-import importlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,31 +24,13 @@ from speakerflow.pipelines import constants as C
 GROUPS = dg.DynamicPartitionsDefinition(name=C.GROUPS_PARTITION)
 
 #: Op tags of steps that write a group's store: the multiprocess executor runs at most one
-#: of them at a time within a run (see ``pipelines/jobs.py``); across runs the store's
+#: of them at a time within a run (see ``assets/jobs.py``); across runs the store's
 #: writer lock queues them.
 WRITES_STORE = {C.STORE_WRITE_TAG: C.STORE_WRITE_VALUE}
 
 #: Asset groups shown in the UI.
 INGESTION, MEMORY, KNOWLEDGE, MAINTENANCE, EVALUATION, TRAINING = (
     "ingestion", "memory", "knowledge", "maintenance", "evaluation", "training")
-
-
-def require(module: str, attr: str, what: str) -> Any:
-    """``module.attr`` imported lazily, or a :class:`dg.Failure` saying what is not built yet.
-
-    Why lazily: operators are built by other parts of the project; definitions must load
-    (and the rest of the graph materialise) even when one of them is missing.
-    """
-    try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name and module.startswith(exc.name):
-            raise dg.Failure(f"{what} is not built yet: module speakerflow {module} is missing "
-                             f"(this asset calls {module}.{attr})") from None
-        raise
-    if not hasattr(mod, attr):
-        raise dg.Failure(f"{what} is not built yet: {module} has no {attr}")
-    return getattr(mod, attr)
 
 
 def md_table(rows: Iterable[Mapping[str, Any]], columns: list[str] | None = None,

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import dagster as dg
 
-from speakerflow.assets import evaluation, ingestion, knowledge, maintenance, memory, training
-from speakerflow.assets.custom_example import my_memory
+from speakerflow.pipelines.resources import default_resources
 
+from . import evaluation, ingestion, knowledge, maintenance, memory, training
+from .custom_example import my_memory
 from .jobs import jobs, schedules, sensors
-from .resources import default_resources
 
 defs = dg.Definitions(
     assets=[*dg.load_assets_from_modules([ingestion, memory, knowledge, maintenance, evaluation, training]),

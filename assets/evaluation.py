@@ -15,7 +15,7 @@ from pydantic import Field
 from speakerflow.pipelines import constants as C
 from speakerflow.pipelines.resources import StoreResource
 
-from .common import EVALUATION, png_markdown, report_metadata, require
+from .common import EVALUATION, png_markdown, report_metadata
 
 
 class EvalConfig(dg.Config):
@@ -34,8 +34,7 @@ def run_reports(name: str, data: str, fmt: str, config: EvalConfig, out_dir: Pat
 
     Returns ``{"reports": {system: report}, "files": {"json", "md", "png"}}``.
     """
-    run_eval = require("speakerflow.benchmarks.evaluate", "run_eval", "the evaluation (query path)")
-    write_outputs = require("speakerflow.benchmarks.evaluate", "write_outputs", "the evaluation (query path)")
+    from speakerflow.benchmarks.evaluate import run_eval, write_outputs
     if not Path(data).exists():
         raise dg.Failure(f"{name}: data {data} is absent; set config 'data' to the file or folder")
     reports = {}
@@ -96,7 +95,7 @@ class HarnessConfig(dg.Config):
 def harness_report(context: dg.AssetExecutionContext, config: HarnessConfig,
                    store: StoreResource) -> dg.MaterializeResult:
     """InKH controlled benchmark: six configurations side by side, with its plots."""
-    run = require("speakerflow.benchmarks.harness", "run", "the InKH harness benchmark")
+    from speakerflow.benchmarks.harness import run
     start = time.perf_counter()
     out = store.subdir(C.REPORTS_DIRNAME, "harness_report") / "report.json"
     report = dict(run(seeds=config.seeds, out=str(out), rounds=config.rounds, episodes=config.episodes,

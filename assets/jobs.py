@@ -11,12 +11,12 @@ import json
 
 import dagster as dg
 
-from speakerflow.assets.common import GROUPS
-from speakerflow.assets.inbox import groups_of, inbox_files
 from speakerflow.ops.loaders import LoadError
+from speakerflow.pipelines import constants as C
+from speakerflow.pipelines.resources import StoreResource
 
-from . import constants as C
-from .resources import StoreResource
+from .common import GROUPS
+from .inbox import groups_of, inbox_files
 
 #: The multiprocess executor with one store writer per run at a time.
 group_executor = dg.multiprocess_executor.configured(

@@ -10,7 +10,7 @@ import dagster as dg
 from speakerflow.pipelines import constants as C
 from speakerflow.pipelines.resources import StoreResource
 
-from .common import GROUPS, KNOWLEDGE, WRITES_STORE, require
+from .common import GROUPS, KNOWLEDGE, WRITES_STORE
 
 
 class EntityGraphConfig(dg.Config):
@@ -38,7 +38,7 @@ def _flat_numbers(stats: dict[str, Any]) -> dict[str, Any]:
 def entity_graph(context: dg.AssetExecutionContext, config: EntityGraphConfig,
                  store: StoreResource) -> dg.MaterializeResult:
     """Entities and bi-temporal facts of the group in Kuzu, with write-time invalidation."""
-    build = require("speakerflow.pipelines.entity_path", "build_entity_graph", "the entity graph (InKH)")
+    from speakerflow.pipelines.entity_path import build_entity_graph as build
     start = time.perf_counter()
     with store.open(context.partition_key, write=True) as s:
         stats = dict(build(s, backend=config.backend) or {})
@@ -50,7 +50,7 @@ def entity_graph(context: dg.AssetExecutionContext, config: EntityGraphConfig,
 @dg.asset(partitions_def=GROUPS, group_name=KNOWLEDGE, deps=["entity_graph"], kinds={"markdown"})
 def wiki_pages(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
     """Markdown wiki pages of the group's entities and facts, under ``<home>/wiki/<group>/``."""
-    write_wiki = require("speakerflow.ops.wiki", "write_wiki", "the wiki writer (InKH)")
+    from speakerflow.ops.wiki import write_wiki
     group = context.partition_key
     start = time.perf_counter()
     out_dir = store.subdir(C.WIKI_DIRNAME, group)

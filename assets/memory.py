@@ -21,7 +21,7 @@ from speakerflow.pipelines import constants as C
 from speakerflow.pipelines.resources import ChatModel, StoreResource
 
 from .checks import check_specs, evaluate, group_state
-from .common import GROUPS, MEMORY, WRITES_STORE, md_table, require
+from .common import GROUPS, MEMORY, WRITES_STORE, md_table
 
 REJECTS_SCHEMA = pa.schema([("reason", pa.string()), ("segment_id", pa.string()), ("action", pa.string())])
 
@@ -59,7 +59,7 @@ def writer_actions(context: dg.AssetExecutionContext, config: WriterConfig, stor
     partition only writes messages past the group's watermark. Metadata: proposed,
     accepted, rejected, updates, records by layer, tokens, model calls, seconds.
     """
-    write_group = require("speakerflow.pipelines.write_path", "write_group", "the write path")
+    from speakerflow.pipelines.write_path import write_group
     group = context.partition_key
     start = time.perf_counter()
     with store.open(group, write=True) as s:

@@ -17,7 +17,7 @@ from pydantic import Field
 from speakerflow.pipelines import constants as C
 from speakerflow.pipelines.resources import StoreResource
 
-from .common import TRAINING, report_metadata, require
+from .common import TRAINING, report_metadata
 
 
 class TrainingConfig(dg.Config):
@@ -57,7 +57,7 @@ def _base_model(config: TrainingConfig, store: StoreResource) -> Path:
         return Path(config.base_model)
     tiny = Path(store.root()) / C.TRAINING_DIRNAME / "tiny-base"
     if not (tiny / "config.json").exists():
-        build_tiny = require("speakerflow.training.tiny", "build_tiny_model", "the tiny test model")
+        from speakerflow.training.tiny import build_tiny_model as build_tiny
         build_tiny(tiny, seed=config.seed)
     return tiny
 
@@ -66,8 +66,8 @@ def _base_model(config: TrainingConfig, store: StoreResource) -> Path:
 def writer_sft_dataset(context: dg.AssetExecutionContext, config: TrainingConfig,
                        store: StoreResource) -> dg.MaterializeResult:
     """(prompt, target actions) pairs for every writing segment, from the teacher states."""
-    build = require("speakerflow.training.data", "build_sft_dataset", "the SFT data builder")
-    write_jsonl = require("speakerflow.training.data", "write_jsonl", "the SFT data builder")
+    from speakerflow.training.data import build_sft_dataset as build
+    from speakerflow.training.data import write_jsonl
     start = time.perf_counter()
     out = _folder(store, "writer_sft_dataset")
     pairs = build(config.data, config.teacher or None)
@@ -84,9 +84,9 @@ def writer_sft_dataset(context: dg.AssetExecutionContext, config: TrainingConfig
 def writer_sft_checkpoint(context: dg.AssetExecutionContext, config: TrainingConfig,
                           store: StoreResource) -> dg.MaterializeResult:
     """The Writer after supervised fine-tuning (TRL SFT) on the SFT data set."""
-    train_sft = require("speakerflow.training.sft", "train_sft", "SFT training")
-    settings = require("speakerflow.training.sft", "SFTSettings", "SFT training")
-    read_jsonl = require("speakerflow.training.data", "read_jsonl", "the SFT data builder")
+    from speakerflow.training.data import read_jsonl
+    from speakerflow.training.sft import SFTSettings as settings
+    from speakerflow.training.sft import train_sft
     start = time.perf_counter()
     out = _folder(store, "writer_sft_checkpoint")
     pairs = read_jsonl(_upstream(store, "writer_sft_dataset") / "train.jsonl")
@@ -99,9 +99,9 @@ def writer_sft_checkpoint(context: dg.AssetExecutionContext, config: TrainingCon
 def writer_grpo_checkpoint(context: dg.AssetExecutionContext, config: TrainingConfig,
                            store: StoreResource) -> dg.MaterializeResult:
     """The Writer after speaker-conditioned GRPO, starting from the SFT checkpoint."""
-    train_grpo = require("speakerflow.training.grpo", "train_grpo", "GRPO training")
-    settings = require("speakerflow.training.grpo", "GRPOSettings", "GRPO training")
-    load_networks = require("speakerflow.training.data", "load_networks", "the training data loader")
+    from speakerflow.training.data import load_networks
+    from speakerflow.training.grpo import GRPOSettings as settings
+    from speakerflow.training.grpo import train_grpo
     start = time.perf_counter()
     out = _folder(store, "writer_grpo_checkpoint")
     networks = [n for n in load_networks(config.data, config.teacher or None) if n.has_teacher]
@@ -116,8 +116,7 @@ def writer_grpo_checkpoint(context: dg.AssetExecutionContext, config: TrainingCo
 @dg.asset(group_name=TRAINING, deps=["writer_grpo_checkpoint"], kinds={"onnx"})
 def writer_onnx(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
     """The GRPO Writer exported to ONNX (with KV cache), with its logit parity to torch."""
-    export_onnx = require("speakerflow.training.onnx_export", "export_onnx", "the ONNX export")
-    onnx_parity = require("speakerflow.training.onnx_export", "onnx_parity", "the ONNX export")
+    from speakerflow.training.onnx_export import export_onnx, onnx_parity
     start = time.perf_counter()
     model = _upstream(store, "writer_grpo_checkpoint")
     out = _folder(store, "writer_onnx")

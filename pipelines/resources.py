@@ -220,13 +220,13 @@ class BackendChatModel(ChatModel):
         if self.kind in ("rules", "none"):
             raise dg.Failure(f"chat backend kind {self.kind!r} has no language model; "
                              "choose openai, transformers or onnx")
-        make_backend = _require("speakerflow.ops.backends.factory", "make_backend", "the chat backends")
+        from speakerflow.ops.backends.factory import make_backend
         return make_backend(self.kind, **self._backend_config())
 
     def writer(self) -> Any:
         if self.kind in ("rules", "none"):
             return self.kind
-        make_writer = _require("speakerflow.ops.writer.registry", "make_writer", "the Writer registry")
+        from speakerflow.ops.writer.registry import make_writer
         return make_writer(self.kind, **self._backend_config())
 
 
@@ -247,7 +247,7 @@ class ScriptedChatModel(ChatModel):
     def writer(self) -> Any:
         if not self.replies:
             return "rules"
-        chat_writer = _require("speakerflow.ops.writer.chat", "ChatWriter", "the chat Writer")
+        from speakerflow.ops.writer.chat import ChatWriter as chat_writer
         return chat_writer(self.chat())
 
 
@@ -277,28 +277,8 @@ class HashingEmbedder(EmbedderResource):
 
 
 def _make_embedder(kind: str) -> Any:
-    make = _require("speakerflow.ops.embed", "make_embedder", "the embedder (ops/embed.py)")
+    from speakerflow.ops.embed import make_embedder as make
     return make(kind)
-
-
-def _module(path: str, what: str) -> Any:
-    import importlib
-
-    try:
-        return importlib.import_module(path)
-    except ModuleNotFoundError as exc:
-        if exc.name and path.startswith(exc.name):
-            raise dg.Failure(f"{what} is not built yet: module {path} is missing") from None
-        raise
-
-
-def _require(path: str, attr: str, what: str) -> Any:
-    """``path.attr`` imported lazily, or a :class:`dg.Failure` saying what is not built yet."""
-    module = _module(path, what)
-    try:
-        return getattr(module, attr)
-    except AttributeError:
-        raise dg.Failure(f"{what} is not built yet: {path} has no {attr}") from None
 
 
 # -- table storage between assets -----------------------------------------------------------

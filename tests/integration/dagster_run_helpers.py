@@ -42,7 +42,7 @@ def fill_inbox(home: Path) -> list[str]:
 RUN_SCRIPT = """
 import json, sys
 import dagster as dg
-from speakerflow.pipelines import jobs
+from speakerflow.assets import jobs
 home, group, job_fn, extra = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 with dg.DagsterInstance.get() as instance:
     result = dg.execute_job(dg.reconstructable(getattr(jobs, job_fn)), instance=instance,

@@ -206,8 +206,8 @@ def test_evaluation_reports_show_their_plots(env, tmp_path):
 
 def test_inbox_sensor_request_runs_ingest_job(env):
     """A file dropped in the inbox: the sensor's request, launched as is, ingests its group."""
-    from speakerflow.pipelines.definitions import defs
-    from speakerflow.pipelines.jobs import inbox_sensor
+    from speakerflow.assets.definitions import defs
+    from speakerflow.assets.jobs import inbox_sensor
 
     (env["home"] / "inbox" / "socialmem").mkdir()
     network = SOCIALMEM / "training" / "social_grp_0d1e2f3a.json"

@@ -17,7 +17,7 @@ GROUP_CHAIN = ["raw_messages", "verbatim_track", "writer_actions", "derived_memo
 
 
 def test_definitions_load_with_assets_jobs_schedule_sensor_checks():
-    from speakerflow.pipelines.definitions import defs
+    from speakerflow.assets.definitions import defs
 
     # a fresh instance: Dagster keeps the last instance's definitions-state storage globally
     with dg.instance_for_test():

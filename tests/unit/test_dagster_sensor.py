@@ -11,7 +11,7 @@ import pytest
 
 from speakerflow.assets.common import md_table
 from speakerflow.assets.inbox import inbox_files, messages_for_group
-from speakerflow.pipelines.jobs import inbox_requests, inbox_sensor, maintenance_schedule
+from speakerflow.assets.jobs import inbox_requests, inbox_sensor, maintenance_schedule
 from speakerflow.pipelines.resources import (
     HashingEmbedder,
     HomeStore,
