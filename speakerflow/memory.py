@@ -346,6 +346,28 @@ class Memory:
                 g.knowledge, g.knowledge_at = load_knowledge(g.store), version
             return inject_context(g.knowledge, event, user, budget, hops)
 
+    def forget(self, group: str, speaker: str | None = None, message_ids: list[str] | None = None,
+               everything: bool = False, dry_run: bool = False):
+        """Remove a speaker's messages, some messages or all of them from every copy of the
+        group, cascading to records and facts (:func:`speakerflow.pipelines.forget.forget_group`);
+        returns its ForgetReport. The group's store is reopened afterwards, so no cache
+        of this Memory still holds what was forgotten."""
+        from speakerflow.pipelines.forget import forget_group
+
+        if sum([speaker is not None, bool(message_ids), everything]) != 1:
+            raise ValueError("forget needs exactly one of speaker, message_ids or everything=True")
+        g = self._group(group)
+        with g.lock:
+            if speaker is not None:
+                check_speaker(g.store, speaker)
+            report = forget_group(g.store, speaker=speaker, message_ids=message_ids, everything=everything,
+                                  dry_run=dry_run)
+            if not dry_run and not self.read_only:
+                g.store.close()
+                g.store = self.home.open(group, writable=True)
+                g.knowledge = None
+        return report
+
     def stats(self, group: str) -> dict[str, int]:
         g = self._group(group)
         with g.lock:

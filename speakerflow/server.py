@@ -10,6 +10,7 @@ POST     ``/v1/groups/{group}/ask``           ``{"question": ...}`` -> answer, c
 GET      ``/v1/groups/{group}/search``        ``?q=&speaker=&k=``: BM25 over messages
 GET      ``/v1/groups/{group}/memory``        ``?owner=&layer=&history=``: derived records
 POST     ``/v1/groups/{group}/inject``        ``{"event": {...}, "user": ...}``: working context
+POST     ``/v1/groups/{group}/forget``        ``{"speaker"|"message_ids"|"all", "dry_run"}``
 GET      ``/v1/groups/{group}/status``        the group's background write queue and counts
 =======  ==================================  =============================================
 
@@ -293,6 +294,13 @@ class InjectIn(BaseModel):
     hops: int = Field(default=2, ge=1, le=3)
 
 
+class ForgetIn(BaseModel):
+    speaker: str | None = Field(default=None, description="forget everything this person said")
+    message_ids: list[str] | None = Field(default=None, max_length=10_000, description="forget these messages")
+    all: bool = Field(default=False, description="forget every message of the group")
+    dry_run: bool = Field(default=False, description="report what would be removed; change nothing")
+
+
 class IngestOut(BaseModel):
     ingested: int
     already_stored: int
@@ -438,6 +446,14 @@ def create_app(memory: Memory, access: Access, max_body: int = DEFAULT_MAX_BODY,
         """The working context passive injection builds for one event (InKH)."""
         wc = memory.inject(group, body.event, user=body.user, budget=body.budget, hops=body.hops)
         return {**wc.as_dict(), "text": wc.text()}
+
+    @app.post("/v1/groups/{group}/forget", dependencies=deps, tags=["groups"])
+    def forget(group: str, body: ForgetIn) -> dict[str, Any]:
+        """Remove a speaker's messages, some messages, or all, from every copy of the group
+        (cascading to derived records and facts); an audit line without content is kept."""
+        report = memory.forget(group, speaker=body.speaker, message_ids=body.message_ids, everything=body.all,
+                               dry_run=body.dry_run)
+        return report.as_dict()
 
     @app.get("/v1/groups/{group}/status", dependencies=deps, tags=["groups"])
     def status(group: str) -> dict[str, Any]:

@@ -29,6 +29,7 @@ ENDPOINTS = [
     ("GET", "memory", {}),
     ("POST", "inject", {"json": {"event": {"content": "offsite in Porto?"}}}),
     ("GET", "status", {}),
+    ("POST", "forget", {"json": {"speaker": "Dev", "dry_run": True}}),
 ]
 TRICKS = ["%2e%2e", "..%2Fbeta", "alpha%2F..%2Fbeta", ".hidden", "a%00b", "a%20b", "%2Fetc", "x" * 129]
 
@@ -152,3 +153,16 @@ def test_bench_serve_tiny_has_no_errors():
     assert report["errors"] == 0, report["error_samples"]
     assert report["ask"]["count"] > 0 and report["ask"]["p50_ms"] is not None
     assert report["server_rss_mb"] and report["requests_per_s"]
+
+
+def test_forget_over_http(client):
+    r = client.post("/v1/groups/alpha/forget", json={"message_ids": ["s2-t05"]}, headers=ALPHA)
+    assert r.status_code == 200 and r.json()["messages"] == 1
+    hits = client.get("/v1/groups/alpha/search", params={"q": "settled Porto"}, headers=ALPHA).json()["hits"]
+    assert "s2-t05" not in [h["msg_id"] for h in hits]
+    body = client.post("/v1/groups/alpha/ask", json={"question": "Where will the offsite be?"}, headers=ALPHA).json()
+    assert "s2-t05" not in body["cited_ids"]
+    r = client.post("/v1/groups/alpha/forget", json={"speaker": "Zed"}, headers=ALPHA)
+    assert r.status_code == 400 and "roster" in r.json()["message"]
+    r = client.post("/v1/groups/alpha/forget", json={}, headers=ALPHA)
+    assert r.status_code == 400 and "exactly one" in r.json()["message"]
