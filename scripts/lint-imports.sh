@@ -9,6 +9,9 @@ set -e
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TREE="$ROOT/build/import-tree"
 LINT=${LINT_IMPORTS:-"$ROOT/.venv/bin/lint-imports"}
+case "$LINT" in
+    */*) LINT="$(cd "$(dirname "$LINT")" && pwd)/$(basename "$LINT")" ;;   # absolute: we cd below
+esac
 rm -rf "$TREE"
 mkdir -p "$TREE/speakerflow"
 cp -rs "$ROOT/speakerflow/." "$TREE/speakerflow/"
