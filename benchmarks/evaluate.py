@@ -41,7 +41,7 @@ from speakerflow.ops.compose import count_tokens
 from speakerflow.ops.embed import clear_query_memo
 from speakerflow.ops.judge import evidence_recall, token_f1
 from speakerflow.ops.project import project_rules
-from speakerflow.ops.recall import GroupView, RecallConfig, recall
+from speakerflow.ops.recall import GroupView, RecallConfig, recall, warm_message_embeddings
 from speakerflow.ops.resolve import warm_record_embeddings
 from speakerflow.pipelines.query_path import ABLATIONS, QueryConfig, answer_question, embedder_for
 from speakerflow.schemas import EvidenceItem
@@ -117,7 +117,7 @@ def _prepare(data: QAData, home: Home, system: str, config: QueryConfig) -> dict
                 write_group(store, "rules", progress=False)
             t2 = time.perf_counter()
             if embedder is not None:
-                GroupView.of(store).dense_matrix(embedder)
+                warm_message_embeddings(store, embedder, config.recall if system == "speakerflow" else None)
                 if system == "speakerflow":
                     warm_record_embeddings(store, embedder)
             t3 = time.perf_counter()

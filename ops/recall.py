@@ -9,6 +9,14 @@ Channels (each a vector over the group's messages, in :meth:`GroupStore.messages
   "context window" retrieval that STACK-NOTES measured at 0.657 on LoCoMo).
 - ``session``: a session-level prior, the best BM25 inside the message's session.
 - ``dense``: cosine similarity to the question under a sentence embedder (optional).
+- ``dense_window``: cosine similarity to the question of short windows of consecutive
+  messages of one session (a window = a message and ``dense_window`` turns on each side,
+  each ``"speaker: text"``); a message scores the best window it belongs to. Evidence that
+  reads only in its context (an answer to the turn before, a follow-up) is found by its
+  window. Window embeddings are ingest-time work, cached beside the message embeddings.
+- ``records`` (System 2): the messages the records most similar to the question rest on
+  (:func:`~speakerflow.ops.resolve.record_channel`); a low weight, so records add candidates
+  without displacing System 1's. The ``s2`` ablation switches it off with System 2.
 
 :func:`fuse` combines the channels by weighted reciprocal-rank fusion, which needs no
 score calibration between channels. :class:`Recall` is the operator (question table ->
@@ -29,7 +37,7 @@ from .query_tables import CANDIDATE, fused_array, schema_of, with_question_ids
 from .registry import register
 
 #: Channels a fusion may use.
-CHANNELS = ("bm25", "window", "session", "dense")
+CHANNELS = ("bm25", "window", "session", "dense", "dense_window", "records")
 
 
 @dataclass
@@ -89,6 +97,37 @@ class GroupView:
                                                                kind="messages-labelled")
         return self.embeddings[embedder.name]
 
+    def window_rows(self, row: int, width: int = 1) -> list[int]:
+        """``row`` and up to ``width`` turns on each side in the same session, in time order."""
+        left, right = [], []
+        r = row
+        for _ in range(width):
+            r = int(self.prev[r]) if r >= 0 else -1
+            if r >= 0:
+                left.append(r)
+        r = row
+        for _ in range(width):
+            r = int(self.next[r]) if r >= 0 else -1
+            if r >= 0:
+                right.append(r)
+        return left[::-1] + [row] + right
+
+    def window_matrix(self, embedder: Embedder, width: int = 1) -> np.ndarray:
+        """Embeddings of each message's window (see the module doc), from the group's cache.
+
+        A window's cache id names all its messages, so a window that gains a neighbour
+        later (messages appended to its session) is encoded afresh.
+        """
+        key = f"{embedder.name}/window-{width}"
+        if key not in self.embeddings:
+            ids, texts = [], []
+            for row in range(len(self)):
+                rows = self.window_rows(row, width)
+                ids.append("+".join(self.ids[r] for r in rows))
+                texts.append("\n".join(f"{self.speakers[r]}: {self.texts[r]}" for r in rows))
+            self.embeddings[key] = cached_embeddings(self.store, embedder, ids, texts, kind=f"windows-{width}")
+        return self.embeddings[key]
+
     def neighbours(self, row: int, width: int = 1) -> list[int]:
         """Rows within ``width`` turns of ``row`` in the same session, nearest first."""
         out: list[int] = []
@@ -117,6 +156,19 @@ def window_scores(view: GroupView, base: np.ndarray, weight: float = 0.5) -> np.
     """``base`` plus ``weight`` times the neighbours' ``base`` (same session only)."""
     padded = np.append(base, 0.0)  # index -1 reads the appended 0.0
     return base + weight * (padded[view.prev] + padded[view.next])
+
+
+def window_max(view: GroupView, scores: np.ndarray, width: int = 1) -> np.ndarray:
+    """Each message gets the best score of the windows it belongs to: those centred on a
+    message at most ``width`` turns away in the same session."""
+    out = scores.copy()
+    left = right = np.arange(len(scores))
+    for _ in range(width):
+        left = np.where(left >= 0, np.append(view.prev, -1)[left], -1)
+        right = np.where(right >= 0, np.append(view.next, -1)[right], -1)
+        padded = np.append(scores, 0.0)
+        out = np.maximum(out, np.maximum(padded[left], padded[right]))
+    return out
 
 
 def session_scores(view: GroupView, base: np.ndarray) -> np.ndarray:
@@ -157,13 +209,19 @@ class RecallConfig(OperatorConfig):
 
     ``pool`` is the recall-n of the paper (default 40); weights are per channel in the
     reciprocal-rank fusion (0 disables a channel); ``window_weight`` is how much a
-    neighbour's BM25 adds to a message's window score.
+    neighbour's BM25 adds to a message's window score; ``dense_window`` is the number of
+    turns on each side of a message in its dense window.
     """
 
     pool: int = 40
     rrf_k: float = 60.0
-    weights: dict[str, float] = {"bm25": 0.0, "window": 1.0, "session": 0.75, "dense": 1.0}
+    weights: dict[str, float] = {"bm25": 0.0, "window": 1.0, "session": 0.75, "dense": 0.5, "dense_window": 0.5,
+                                 "records": 0.25}
     window_weight: float = 0.5
+    dense_window: int = 1
+    #: records channel: how many best-matching records rank their messages, and which layers
+    record_top: int = 20
+    record_layers: tuple[str, ...] = ("per_speaker_core", "per_speaker_profile", "group_interaction", "group_insight")
 
 
 @dataclass
@@ -184,13 +242,36 @@ def recall(view: GroupView, query: str, config: RecallConfig, embedder: Embedder
         channels["window"] = window_scores(view, base, config.window_weight)
     if weights.get("session", 0) > 0:
         channels["session"] = session_scores(view, base)
-    if weights.get("dense", 0) > 0 and embedder is not None and len(view):
-        qvec = encode_query(embedder, query)
-        channels["dense"] = np.clip(view.dense_matrix(embedder) @ qvec, 1e-6, None).astype(np.float64)
+    if embedder is not None and len(view):
+        qvec = encode_query(embedder, query) if any(
+            weights.get(c, 0) > 0 for c in ("dense", "dense_window")) else None
+        if weights.get("dense", 0) > 0:
+            channels["dense"] = np.clip(view.dense_matrix(embedder) @ qvec, 1e-6, None).astype(np.float64)
+        if weights.get("dense_window", 0) > 0:
+            sims = np.clip(view.window_matrix(embedder, config.dense_window) @ qvec, 1e-6, None)
+            channels["dense_window"] = window_max(view, sims.astype(np.float64), config.dense_window)
+        if weights.get("records", 0) > 0 and config.record_layers:
+            from .resolve import record_channel  # resolve builds on this module
+
+            channels["records"] = record_channel(view, query, embedder, config.record_layers, config.record_top)
     fused = fuse(channels, weights, config.rrf_k) if len(view) else np.zeros(0)
     order = np.lexsort((np.arange(len(fused)), -fused))
     pool = [int(i) for i in order[: config.pool] if fused[i] > 0]
     return RecallResult(fused, pool, channels)
+
+
+def warm_message_embeddings(store, embedder: Embedder | None, config: RecallConfig | None = None) -> int:
+    """Embed every message (and, when the config uses them, its dense window) now:
+    ingest-time work, so no query pays for it. Returns the number of messages."""
+    if embedder is None:
+        return 0
+    config = config or RecallConfig()
+    view = GroupView.of(store)
+    if len(view):
+        view.dense_matrix(embedder)
+        if config.weights.get("dense_window", 0) > 0:
+            view.window_matrix(embedder, config.dense_window)
+    return len(view)
 
 
 @register

@@ -10,6 +10,7 @@ For each row of the projection (``ALL`` expands to the roster; ``GROUP`` is the 
 3. the ``k`` best matches (default 2), plus ``source_k`` (default 1) records the row's
    person *said* about someone else (source = row, owner != row), which do not use the
    row's budget;
+   A record cites all its ``from_ids``, best-recalled first (:func:`cite_order`).
 4. tense ``full``: each chosen head brings its older versions (the update chain), oldest
    last, marked as history;
 5. an empty row falls back to the person's own best-matching messages (``fallback_k``);
@@ -154,7 +155,7 @@ def resolve_rows(view: GroupView, fused: np.ndarray, projection: Projection, ros
         return s1 + top * (0.5 * lexical + 0.5 * max(dense - config.min_dense, 0.0))
 
     def record_item(r: dict, score: float, row: str, history: bool = False) -> dict:
-        return _item("record", row, r["content"], list(r["from_ids"]), score, speaker=r["source"],
+        return _item("record", row, r["content"], cite_order(view, fused, r["from_ids"]), score, speaker=r["source"],
                      ts=r["valid_at"], entry_id=r["entry_id"], history=history, source=r["source"], owner=r["owner"])
 
     usable_set = set(usable)
@@ -183,6 +184,15 @@ def resolve_rows(view: GroupView, fused: np.ndarray, projection: Projection, ros
             row_items.append(_item("empty_row", row, "(none)", [], 0.0))
         items.extend(row_items)
     return items
+
+
+def cite_order(view: GroupView, fused: np.ndarray, from_ids) -> list[str]:
+    """A record's ``from_ids`` in the order it cites them: best System 1 fused score first
+    (ties and unknown ids keep the record's order), so a record spanning many messages
+    leads with the one the question is most about."""
+    ids = list(dict.fromkeys(from_ids))
+    rank = {m: -float(fused[view.pos[m]]) if m in view.pos and len(fused) else 0.0 for m in ids}
+    return sorted(ids, key=lambda m: rank[m])
 
 
 @register
@@ -222,6 +232,35 @@ def _fallback(view: GroupView, fused: np.ndarray, row: str, k: int) -> list[dict
     order = np.argsort(-scores, kind="stable")[:k]
     return [_item("excerpt", row, view.texts[r], [view.ids[r]], float(scores[r]), speaker=row, ts=view.ts[r])
             for r in order if scores[r] > 0]
+
+
+def record_channel(view: GroupView, question: str, embedder: Embedder | None, layers, top: int = 20,
+                   heads_only: bool = True) -> np.ndarray:
+    """System 2 as one more System 1 recall channel: the ``top`` records most similar to the
+    question (MiniLM over ``"owner: content"``) rank the messages they rest on; a message
+    scores the similarity of its best such record (0 when no chosen record cites it).
+
+    Fused as a low-weight reciprocal-rank list, a record that spans messages (across
+    sessions, too) lifts all of them without displacing what the other channels found.
+    """
+    out = np.zeros(len(view), dtype=np.float64)
+    if embedder is None or not len(view):
+        return out
+    records = RecordView.of(view.store)
+    usable = [i for i, r in enumerate(records.rows) if r["layer"] in layers
+              and (not heads_only or (r.get("superseded_by") is None and r.get("invalid_at") is None))]
+    sims = _dense_sims(view.store, records, usable, question, embedder)
+    if not sims:
+        return out
+    best = sorted(sims.items(), key=lambda t: -t[1])[:top]
+    for i, sim in best:
+        if sim <= 0:
+            continue
+        for mid in records.rows[i]["from_ids"]:
+            row = view.pos.get(mid)
+            if row is not None and sim > out[row]:
+                out[row] = sim
+    return out
 
 
 def warm_record_embeddings(store, embedder: Embedder | None) -> int:

@@ -12,6 +12,13 @@
   terse extra query (the uncovered issue words) recalls ``ask_pool`` (20) more candidates
   through the lexical channels, merged and re-ranked once. Rules: coverage = share of issue words found in the top-k.
 
+- **Per row**: a question about several people (two or more named, or a roll-up over
+  ``ALL``) retrieves per person row as well: each person's own best-recalled messages
+  (``per_row``, from the fused scores of all the group's messages, not only the pool) are
+  merged into the list so that every row has its best message in front; the list keeps
+  its scores in order (the merged order takes over the sorted scores), so Compose sees the
+  same order.
+
 The final list is cut to ``top_k`` (10) only after all of this. :class:`Select` is the
 operator (Recall's ``pool`` and ``fused`` -> ``selected``); the functions do the work.
 """
@@ -47,6 +54,10 @@ class SelectConfig(OperatorConfig):
     ask_pool: int = 20
     ask_min_coverage: float = 0.5
     ask_weight: float = 0.8
+    #: per-row retrieval for multi-person questions: each person row's best ``per_row``
+    #: messages go in front (0 switches it off); rosters above ``per_row_max_rows`` are skipped
+    per_row: int = 0
+    per_row_max_rows: int = 8
     #: recall settings of the ASK query (``None``: the default :class:`RecallConfig`)
     ask_recall: RecallConfig | None = None
     #: ``False`` switches System 1 off (the ``s1`` ablation): ``selected`` stays empty
@@ -104,6 +115,44 @@ def expand(view: GroupView, selected: list[Selected], question: str, config: Sel
     return merged
 
 
+def person_rows(projection: Projection, roster: list[str]) -> list[str]:
+    """The person rows a multi-person question reads per row: two or more named people, or
+    the roster for a roll-up over ``ALL``; ``[]`` for anything else."""
+    from .project import is_rollup
+
+    people = [r for r in projection.rows if r not in ("ALL", "GROUP")]
+    if "ALL" in projection.rows and is_rollup(projection):
+        people += [p for p in roster if p not in people]
+    return people if len(people) >= 2 else []
+
+
+def merge_rows(view: GroupView, selected: list[Selected], fused, people: list[str], per_row: int) -> list[Selected]:
+    """Per-row retrieval merged into ``selected``: each person's ``per_row`` best messages by
+    fused score (their own words) come first, rows ordered by their best score; the rest
+    follow in order. Scores are reassigned from the sorted scores so order and scale agree."""
+    if not people or per_row <= 0 or not selected:
+        return selected
+    import numpy as np
+
+    speakers = np.asarray(view.speakers, dtype=object)
+    by_row = {s.row: s for s in selected}
+    front: list[Selected] = []
+    for person in people:
+        mine = np.flatnonzero(speakers == person)
+        if not len(mine):
+            continue
+        best = mine[np.argsort(-fused[mine], kind="stable")[:per_row]]
+        for r in (int(x) for x in best if fused[x] > 0):
+            front.append(by_row.get(r) or Selected(r, float(fused[r]), "recall"))
+    if not front:
+        return selected
+    front.sort(key=lambda s: (-s.score, s.row))
+    seen = {s.row for s in front}
+    order = front + [s for s in selected if s.row not in seen]
+    scores = sorted((s.score for s in order), reverse=True)
+    return [Selected(s.row, sc, s.via, s.anchor) for s, sc in zip(order, scores, strict=True)]
+
+
 def coverage(view: GroupView, selected: list[Selected], issue: str) -> tuple[float, list[str]]:
     """Share of issue words that occur in the selected texts, and the words missing."""
     words = list(dict.fromkeys(query_terms(issue)))
@@ -119,7 +168,7 @@ def ask_more(view: GroupView, selected: list[Selected], ask: str, recall_cfg: Re
              config: SelectConfig, embedder=None) -> list[Selected]:
     """One supplementary recall for ``ask``; its candidates join at ``ask_weight`` of their score."""
     # ASK terms are bare keywords: lexical channels only (no second embedding per question)
-    lexical = {k: w for k, w in recall_cfg.weights.items() if k != "dense"}
+    lexical = {k: w for k, w in recall_cfg.weights.items() if k in ("bm25", "window", "session")}
     if not any(w > 0 for w in lexical.values()):
         lexical = {"bm25": 1.0}
     extra = recall(view, ask, recall_cfg.model_copy(update={"pool": config.ask_pool, "weights": lexical}), None)
@@ -197,8 +246,9 @@ def select_with_chat(view: GroupView, selected: list[Selected], question: str, c
 
 
 def select_s1(view: GroupView, result: RecallResult, projection: Projection, recall_cfg: RecallConfig,
-              config: SelectConfig, embedder=None, chat=None, stats=None) -> list[Selected]:
-    """Select >> Expand >> Sufficiency/ASK >> top-k for one question."""
+              config: SelectConfig, embedder=None, chat=None, stats=None, roster: list[str] | None = None
+              ) -> list[Selected]:
+    """Select >> Expand >> Sufficiency/ASK >> per-row merge >> top-k for one question."""
     if chat is not None:
         selected = select_with_chat(view, rank_pool(view, result, projection, config), projection.question,
                                     chat, config, stats)
@@ -222,6 +272,10 @@ def select_s1(view: GroupView, result: RecallResult, projection: Projection, rec
             if stats is not None:
                 stats.bump("asks")
             selected = ask_more(view, selected, ask, recall_cfg, config, embedder)
+    if config.per_row and chat is None and len(result.fused):
+        people = person_rows(projection, roster if roster is not None else list(dict.fromkeys(view.speakers)))
+        if len(people) <= config.per_row_max_rows:
+            selected = merge_rows(view, selected, result.fused, people, config.per_row)
     return selected[: config.top_k]
 
 
@@ -261,6 +315,7 @@ class Select(Operator):
         view = GroupView.of(ctx.store)
         chat = ctx.backends.get("select")
         recall_cfg = self.config.ask_recall or RecallConfig()
+        roster = ctx.store.roster()
         out = []
         for projection, pool, fused in zip(projections(table), table["pool"].to_pylist(), fused_scores(table),
                                            strict=True):
@@ -269,6 +324,6 @@ class Select(Operator):
                 continue
             result = RecallResult(fused, [s.row for s in selections(view, pool)], {})
             chosen = select_s1(view, result, projection, recall_cfg, self.config, ctx.backends.get("embedder"),
-                               chat, self.stats)
+                               chat, self.stats, roster)
             out.append(candidates(view, chosen))
         return put_columns(table, {"selected": out}, self.produces)

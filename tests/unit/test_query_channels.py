@@ -1,0 +1,55 @@
+"""System 1 dense windows, the System 2 records channel and per-row merge (hashing embedder)."""
+import numpy as np
+from test_query_path import CFG, store  # noqa: F401  (fixture)
+
+from speakerflow.ops.embed import HashingEmbedder
+from speakerflow.ops.recall import GroupView, RecallConfig, recall, warm_message_embeddings
+from speakerflow.ops.resolve import record_channel
+from speakerflow.ops.select import Selected, merge_rows, person_rows
+from speakerflow.pipelines.query_path import QueryConfig, _recall_config, answer_question
+from speakerflow.schemas import Projection
+
+LAYERS = ("per_speaker_core", "per_speaker_profile", "group_interaction", "group_insight")
+
+
+def test_dense_window_embeds_each_message_with_its_session_neighbours(store):  # noqa: F811
+    view = GroupView.of(store)
+    assert view.window_rows(0, 1) == [0, 1] and view.window_rows(3, 1) == [2, 3]  # session edge
+    assert view.window_rows(5, 2) == [4, 5, 6, 7]
+    emb = HashingEmbedder(64)
+    mat = view.window_matrix(emb, 1)
+    assert mat.shape == (8, 64) and np.allclose(np.linalg.norm(mat, axis=1), 1.0, atol=1e-5)
+    single = emb.encode(["Ana: We need to choose a city for the offsite.\nBen: I prefer Lisbon, flights are cheap."])[0]
+    assert np.allclose(mat[0], single, atol=1e-6)  # "speaker: text" lines of the window, in time order
+    cfg = RecallConfig(weights={"window": 1.0, "dense": 1.0, "dense_window": 1.0})
+    assert warm_message_embeddings(store, emb, cfg) == 8
+    res = recall(view, "hotel near the river", cfg, emb)
+    assert "dense_window" in res.channels and view.ids[res.pool[0]] == "m5"
+
+
+def test_records_channel_ranks_the_messages_records_rest_on(store):  # noqa: F811
+    view = GroupView.of(store)
+    emb = HashingEmbedder(64)
+    scores = record_channel(view, "lives in Vienna for a new job", emb, LAYERS, top=1)
+    assert view.ids[int(np.argmax(scores))] == "m6" and np.count_nonzero(scores) == 1
+    assert not record_channel(view, "Vienna", emb, ("group_insight",)).any()  # layer filter
+    cfg = QueryConfig(embedder="hashing", recall=RecallConfig(weights={"window": 1.0, "records": 0.5}))
+    assert _recall_config(cfg.model_copy(update={"ablate": "s2"})).weights["records"] == 0.0
+    assert "group_interaction" not in _recall_config(cfg.model_copy(update={"ablate": "s2-group"})).record_layers
+    assert "m6" in answer_question(store, "Where does Dev live?", cfg).cited_ids(3)
+
+
+def test_per_row_merge_puts_each_person_first_and_keeps_scores_ordered(store):  # noqa: F811
+    view = GroupView.of(store)
+    two = Projection(question="What do Ben and Dev prefer?", issue="prefer", rows=["Ben", "Dev"], tense="head")
+    assert person_rows(two, ["Ana", "Ben", "Chloe", "Dev"]) == ["Ben", "Dev"]
+    one = Projection(question="What does Ben prefer?", issue="prefer", rows=["Ben"], tense="head")
+    assert person_rows(one, ["Ana", "Ben"]) == []
+    fused = np.array([0.9, 0.2, 0.8, 0.1, 0.7, 0.15, 0.05, 0.6])
+    selected = [Selected(0, 0.9), Selected(2, 0.8), Selected(4, 0.7), Selected(7, 0.6)]
+    merged = merge_rows(view, selected, fused, ["Ben", "Dev"], 1)
+    assert [s.row for s in merged[:2]] == [1, 3]  # Ben's and Dev's best messages lead
+    assert [s.row for s in merged[2:]] == [0, 2, 4, 7]
+    assert [s.score for s in merged] == sorted((s.score for s in merged), reverse=True)
+    cited = answer_question(store, "What do Ben and Dev each prefer?", CFG).cited_ids(4)
+    assert {"m1", "m3"} <= set(cited) or {"m1", "m6"} <= set(cited)
