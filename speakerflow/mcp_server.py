@@ -19,8 +19,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
 from speakerflow import __version__
-from speakerflow.graphs.store import GroupBusyError
+from speakerflow.graphs.store import GroupBusyError, check_group_id
 from speakerflow.memory import Memory
 
 TOOLS = ("remember", "ask", "search", "memory", "inject")
@@ -30,17 +33,31 @@ TOOLS = ("remember", "ask", "search", "memory", "inject")
 def _told() -> Iterator[None]:
     """User errors (bad group, unknown speaker, invalid messages) reach the client with
     their message; anything else stays a crash whose text stays on the server."""
-    from mcp.server.mcpserver.exceptions import ToolError
-
     try:
         yield
     except (ValueError, LookupError, PermissionError, GroupBusyError) as exc:
         raise ToolError(str(exc)) from exc
 
 
-def build_server(memory: Memory):
-    """An ``MCPServer`` with the five tools over ``memory``."""
-    from mcp.server.mcpserver import MCPServer
+def build_server(memory: Memory, access: Any = None) -> MCPServer:
+    """An ``MCPServer`` with the five tools over ``memory``.
+
+    ``access`` (a :class:`speakerflow.server.Access`, for ``/mcp`` on the HTTP server):
+    every tool call checks the request's ``Authorization: Bearer KEY`` against the group
+    it names, as the REST routes do. ``None`` (stdio): the client that started the process
+    may use every group.
+    """
+
+    def allowed(ctx: Context, group: str) -> None:
+        check_group_id(group)
+        if access is None:
+            return
+        headers = ctx.headers or {}
+        grant = access.grant(headers.get("authorization"))
+        if grant is None:
+            raise ToolError("missing or unknown API key: send 'Authorization: Bearer KEY'")
+        if not access.allows(grant, group):
+            raise ToolError(f"this key may not use group {group!r}")
 
     server = MCPServer(name="speakerflow", version=__version__,
                        instructions="Long-term memory of multi-party conversations, one store per group. "
@@ -48,13 +65,15 @@ def build_server(memory: Memory):
 
     @server.tool(description="Add messages to a group's memory (JSONL message format: msg_id, ts, speaker, "
                              "text, optional session_id/reply_to); already stored msg_ids are skipped.")
-    def remember(group: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    def remember(ctx: Context, group: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
         with _told():
+            allowed(ctx, group)
             return memory.add(group, messages).as_dict()
 
     @server.tool(description="Answer a question from a group's memory; cited_ids are the messages it rests on.")
-    def ask(group: str, question: str) -> dict[str, Any]:
+    def ask(ctx: Context, group: str, question: str) -> dict[str, Any]:
         with _told():
+            allowed(ctx, group)
             result = memory.ask(group, question)
             cited = memory.cited_messages(group, result)
             return {"answer": result.answer, "cited_ids": result.cited_ids(),
@@ -62,20 +81,23 @@ def build_server(memory: Memory):
                     "latency_ms": round(result.latency_ms, 2)}
 
     @server.tool(description="BM25 search over a group's messages, optionally only one speaker's.")
-    def search(group: str, query: str, speaker: str | None = None, k: int = 10) -> dict[str, Any]:
+    def search(ctx: Context, group: str, query: str, speaker: str | None = None, k: int = 10) -> dict[str, Any]:
         with _told():
+            allowed(ctx, group)
             return {"hits": [h.model_dump(mode="json") for h in memory.search(group, query, speaker, max(1, min(k, 200)))]}
 
     @server.tool(name="memory", description="A group's current derived records (facts, preferences, decisions), "
                                             "optionally about one owner (a roster name or GROUP).")
-    def memory_records(group: str, owner: str | None = None) -> dict[str, Any]:
+    def memory_records(ctx: Context, group: str, owner: str | None = None) -> dict[str, Any]:
         with _told():
+            allowed(ctx, group)
             return {"records": [r.model_dump(mode="json") for r in memory.memory(group, owner)]}
 
     @server.tool(description='The working context for one event, e.g. {"content": "fees on XBT?", '
                              '"ts": "2026-05-14T09:00:00Z"}, for a user (private overlay).')
-    def inject(group: str, event: dict[str, Any] | str, user: str | None = None) -> dict[str, Any]:
+    def inject(ctx: Context, group: str, event: dict[str, Any] | str, user: str | None = None) -> dict[str, Any]:
         with _told():
+            allowed(ctx, group)
             wc = memory.inject(group, event, user=user)
             return {**wc.as_dict(), "text": wc.text()}
 

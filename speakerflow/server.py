@@ -4,6 +4,7 @@ Endpoints (OpenAPI at ``/docs``; every ``/v1`` path needs ``Authorization: Beare
 
 =======  ==================================  =============================================
 GET      ``/healthz``                         liveness (no key needed)
+POST     ``/mcp``                             the MCP tools (streamable HTTP), per-group keys as below
 GET      ``/v1/groups``                       the groups this key may use that have a store
 POST     ``/v1/groups/{group}/messages``      a JSON list of messages (docs/formats.md)
 POST     ``/v1/groups/{group}/ask``           ``{"question": ...}`` -> answer, cited ids, evidence
@@ -36,7 +37,7 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Annotated, Any, Literal
 from urllib.parse import unquote
 
@@ -126,6 +127,13 @@ class Access:
         return "*" in grant or group in grant
 
 
+def _hostname(host: str) -> str:
+    """``127.0.0.1:8750`` -> ``127.0.0.1``; ``[::1]:8750`` -> ``::1``."""
+    if host.startswith("["):
+        return host[1:host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
 def _error(status: int, kind: str, message: str) -> dict:
     return {"error": kind, "status": status, "message": message}
 
@@ -152,9 +160,13 @@ class Guard:
         raw = scope.get("raw_path") or scope["path"].encode()
         raw_path = raw.split(b"?", 1)[0].decode("latin-1")
         path = scope["path"]
-        if not (raw_path.startswith("/v1") or path.startswith("/v1")):
+        if not any(p == root or p.startswith(root + "/") for p in (raw_path, path) for root in ("/v1", "/mcp")):
             return await self.app(scope, receive, send)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        if self.access.open_access and not is_loopback(_hostname(headers.get("host", ""))):
+            # --no-auth: only for this machine; a page that rebinds a DNS name to 127.0.0.1 sends its own Host
+            return await self._reply(send, 403, "forbidden_host",
+                                     "without API keys (--no-auth) only requests to a loopback host name are served")
         grant = self.access.grant(headers.get("authorization"))
         if grant is None:
             return await self._reply(send, 401, "unauthorized",
@@ -335,13 +347,25 @@ def _key(_: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)]) -> 
 
 def create_app(memory: Memory, access: Access, max_body: int = DEFAULT_MAX_BODY,
                max_messages: int = DEFAULT_MAX_MESSAGES, writers: int = 2, warm: bool = True,
-               coalesce: float = 0.5, torch_threads: int | None = 1) -> FastAPI:
+               coalesce: float = 0.5, torch_threads: int | None = 1, mcp: bool = True,
+               host: str = "127.0.0.1") -> FastAPI:
     """The FastAPI app over ``memory`` (closed when the app shuts down).
 
     ``torch_threads``: intra-op threads for the embedder (default 1: a server runs many
     requests side by side; measured on 2 busy cores, 8 messages encode in ~115 ms with one
-    thread against ~1.3 s with two). ``None`` leaves torch's default."""
+    thread against ~1.3 s with two). ``None`` leaves torch's default. ``mcp``: also serve
+    the MCP tools at ``/mcp`` (streamable HTTP, stateless; each tool call checks the key
+    against the group it names); ``host`` is where the server listens (for the MCP
+    transport's DNS-rebinding protection on loopback)."""
     queue = WriteQueue(memory, workers=writers, coalesce=coalesce)
+    mcp_server = None
+    if mcp:
+        from speakerflow.mcp_server import build_server
+
+        mcp_server = build_server(memory, access)
+        mcp_routes = mcp_server.streamable_http_app(streamable_http_path="/mcp", stateless_http=True,
+                                                    json_response=True, max_request_body_size=max_body,
+                                                    host=host).routes
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -351,7 +375,10 @@ def create_app(memory: Memory, access: Access, max_body: int = DEFAULT_MAX_BODY,
             torch.set_num_threads(torch_threads)
         if warm and memory.embedder is not None:
             memory.embedder.encode(["warm up"])  # load the model before the first request
-        yield
+        async with AsyncExitStack() as stack:
+            if mcp_server is not None:
+                await stack.enter_async_context(mcp_server.session_manager.run())
+            yield
         queue.close()
         memory.close()
 
@@ -387,6 +414,8 @@ def create_app(memory: Memory, access: Access, max_body: int = DEFAULT_MAX_BODY,
                                    (Exception, 500, "internal")):
         app.add_exception_handler(exc_type, handler(status, kind))
     app.add_middleware(Guard, access=access, max_body=max_body)
+    if mcp_server is not None:
+        app.router.routes.extend(mcp_routes)
 
     deps = [Depends(_key)]
 
@@ -474,7 +503,7 @@ def serve(home: str | None, host: str = "127.0.0.1", port: int = 8750, no_auth: 
         raise ConfigError(f"--no-auth is only allowed on a loopback host (127.0.0.1, ::1, localhost), not {host!r}")
     access = Access.from_env(open_access=no_auth)
     memory = Memory(home=home, embedder=embedder, writer=writer)
-    app = create_app(memory, access, max_body=max_body, writers=writers, torch_threads=torch_threads)
+    app = create_app(memory, access, max_body=max_body, writers=writers, torch_threads=torch_threads, host=host)
     print(f"speakerflow serve: home {memory.home.root}, http://{host}:{port} (docs at /docs), "
           f"{'no auth (loopback)' if no_auth else f'{len(access.keys)} key(s)'}", flush=True)
     uvicorn.run(app, host=host, port=port, log_level=log_level, workers=1)

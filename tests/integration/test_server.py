@@ -166,3 +166,14 @@ def test_forget_over_http(client):
     assert r.status_code == 400 and "roster" in r.json()["message"]
     r = client.post("/v1/groups/alpha/forget", json={}, headers=ALPHA)
     assert r.status_code == 400 and "exactly one" in r.json()["message"]
+
+
+def test_no_auth_serves_loopback_host_names_only(tmp_path):
+    app = create_app(Memory(home=tmp_path, embedder="none"), Access(None, open_access=True), coalesce=0.0)
+    with TestClient(app) as c:
+        for host in ("127.0.0.1:8750", "localhost:8750", "[::1]:8750"):
+            r = c.post("/v1/groups/team/messages", json=ROWS[:2], headers={"host": host})
+            assert r.status_code == 200, (host, r.text)
+        for host in ("testserver", "evil.example:8750", "127.0.0.1.evil.example"):
+            r = c.get("/v1/groups/team/status", headers={"host": host})
+            assert r.status_code == 403 and r.json()["error"] == "forbidden_host"
