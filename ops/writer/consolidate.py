@@ -33,14 +33,15 @@ OBJECTION = re.compile(
     r"|instead|but|i'?d prefer|prefer|not a fan|unless)\b", re.I)
 #: a proposal put as a question or suggestion
 PROPOSAL_Q = re.compile(r"\b(how about|what about|should we|shall we|why don'?t we|could we|can we|let'?s|anyone up for"
-                        r"|who'?s in|up for|fancy|we could|we should|maybe we)\b", re.I)
+                        r"|who'?s in|up for|fancy|we could|we should|maybe we|plans? for|who'?s coming"
+                        r"|are we (?:still )?(?:doing|on|going|meeting|having|booking))\b", re.I)
 #: someone not taking part in a (recurring) activity
 ABSENCE = re.compile(
     r"\b(not coming|not going|can'?t (?:make|come|join|do|go)|won'?t (?:make|be (?:there|coming|joining))|skip(?:s|ping|ped)?"
     r"|sit(?:ting)? (?:this|it|the \w+) out|miss(?:ed|es|ing)|didn'?t (?:come|show|turn up|make it)|no[- ]show"
     r"|bail(?:ed|ing|s)?|out this (?:time|week)|not (?:joining|making it)|drop(?:ped|ping)? out|cancel(?:l?ed|l?ing|s)?)\b", re.I)
 #: someone taking part
-PRESENCE = re.compile(r"\b(i'?m in|count me in|i'?ll be there|see you (?:there|all)|on my way|i'?m coming|we'?re in|"
+PRESENCE = re.compile(r"\b(i'?m (?:\w+ )?in\b|count me in|i'?ll be there|see you (?:there|all)|on my way|i'?m coming|we'?re in|"
                       r"i'?ll come|i can make it|i'?ll join)\b", re.I)
 #: a member called out for a repeated absence or lapse ("this is like the third time")
 CALLOUT = re.compile(r"\b((?:second|third|fourth|fifth|\d+(?:st|nd|rd|th)) time|again|as usual|every (?:single )?time"
@@ -53,7 +54,10 @@ def is_plan(text: str) -> bool:
 
 #: absence words are cues, not what the activity is
 _ABSENCE_WORDS = frozenset("coming going make join skip skipped skipping missed miss missing sorry show bail bailed cancel "
-                           "cancelled canceled drop dropped sit third second fourth fifth again turn".split())
+                           "cancelled canceled drop dropped sit third second fourth fifth again turn "
+                           # time units and generic verbs never name the activity
+                           "minute hour year month morning evening afternoon weekend enough come came get make made "
+                           "want need take took give put keep pace plan planning".split())
 
 
 class WordStats:

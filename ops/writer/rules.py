@@ -255,7 +255,7 @@ class RulesWriter:
             # the activity it names, else what its session is about ("Not coming. Riding." on brunch day)
             cands = own or [w for w in talk if w in recurring]
             if cands:
-                word = max(cands, key=lambda w: (w in own, here.get(w, 0), len(plan_sessions[w]), talk.get(w, 0),
+                word = max(cands, key=lambda w: (w in own, len(plan_sessions[w]), here.get(w, 0), talk.get(w, 0),
                                                  -stats.df[w], w))
                 acts.setdefault(word, []).append(m)
         sessions = said_sessions

@@ -149,6 +149,8 @@ def lemma(word: str) -> str:
     w = word.lower().replace("\u2019", "'").removesuffix("'s")
     if len(w) > 4 and w.endswith("ies"):
         return w[:-3] + "y"
+    if len(w) > 5 and w.endswith(("ches", "shes", "xes", "sses", "zzes")):
+        return w[:-2]
     if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
         return w[:-1]
     return w
