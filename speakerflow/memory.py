@@ -207,6 +207,7 @@ class Memory:
         self.config = QueryConfig(embedder=embedder, backend="chat" if chat is not None else backend)
         self._groups: dict[str, _Group] = {}
         self._lock = threading.Lock()
+        self._writer = None
         self._closed = False
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -277,11 +278,23 @@ class Memory:
 
         g = self._group(group)
         with g.lock:
-            report = write_group(g.store, self.writer, window=self.window, progress=False)
+            report = write_group(g.store, self._writer_backend(), window=self.window, progress=False)
             g.knowledge = None
             if warm:
                 self._warm(g.store)
         return report
+
+    def _writer_backend(self):
+        """``rules``/``none`` by name (cheap, nothing shared between groups); a model-backed
+        Writer is built once per Memory, so its model loads once."""
+        if self.writer in ("rules", "none"):
+            return self.writer
+        with self._lock:
+            if self._writer is None:
+                from speakerflow.ops.writer.registry import make_writer
+
+                self._writer = make_writer(self.writer)
+            return self._writer
 
     def _warm(self, store: GroupStore) -> None:
         from speakerflow.pipelines.query_path import answer_question
