@@ -59,6 +59,8 @@ SUBJECT_TYPES = ("asset", "trader", "person")
 ANAPHOR_RELATION = {"exposure": "exposed_to", "risk": "exposed_to", "concern": "exposed_to", "worry": "exposed_to",
                     "scare": "exposed_to", "issue": "exposed_to", "threat": "exposed_to", "strategy": "uses_strategy",
                     "trade": "uses_strategy", "setup": "uses_strategy", "approach": "uses_strategy", "play": "uses_strategy"}
+#: an ending said after the value it ends ("the chop in ETH is done", "that aggressive phase is over")
+AFTER_END = re.compile(r"\b(is|are|'s|was)?\s*(done|over|finished|behind us|gone|ended|dead|no more)\b", re.IGNORECASE)
 #: relations a threshold or conditional clause ("alerts fire past a 25% drawdown") must not assert
 STATS = ("win_rate", "max_drawdown", "fee", "status")
 
@@ -202,6 +204,8 @@ class KnowledgeExtractor:
                     self._recent[st] = c.subject_id
         seen: set[tuple] = set()
         out = [c for c in out if (k := (c.subject_id, c.relation, c.value, c.op)) not in seen and not seen.add(k)]
+        setting = {(c.subject_id, c.relation) for c in out if c.op != "end"}
+        out = [c for c in out if not (c.op == "end" and c.slot == (c.subject_id, c.relation) and c.slot in setting)]
         said = [c for c in out if c.op != "end"]
         if said:
             self._said[ev.speaker] = (self._said.get(ev.speaker, []) + said)[-8:]
@@ -252,6 +256,14 @@ class KnowledgeExtractor:
                 claims.setdefault(rel.name, (rel, anchor, value))
         for v in categories(clause):
             rel = RELATION_BY_NAME[v.relation]
+            seg = _segment(clause, v.start)
+            stop = [m for m in AFTER_END.finditer(clause[v.end:seg[1]])]  # "the chop in ETH is done"
+            if (v.role == "negated" or stop) and rel.name not in claims and rel.value_cues:
+                # "BTC's no longer ranging", "the chop in ETH is done": that value stops holding
+                subject = self._subject(ev, clause, rel, v.start, typed, local)
+                if subject is not None:
+                    out.append(self._candidate(ev, subject, rel, v.value, clause, op="end"))
+                continue
             if v.role not in ("new", "plain") or rel.name in claims:
                 continue
             rx = next(x for r, x in self._phrases if r is rel)

@@ -118,6 +118,8 @@ def _end(fg: FactGraph, c: Candidate, now: datetime, cfg: UpsertConfig, res: Ups
     obj = object_of(c)
     probe = FactItem("", fg.group_id, c.subject_id, c.relation, obj, "", [], c.valid_at, now, now)
     for old in fg.current(probe.slot):
+        if old.object_id != obj:  # "no longer ranging" ends ranging, not another value of the slot
+            continue
         gamma = c.confidence if c.valid_at >= old.valid_at else 0.0
         if cfg.invalidation and gamma > cfg.delta:
             old.maturity = "deprecated"
