@@ -74,8 +74,7 @@ def build_server(memory: Memory, access: Any = None) -> MCPServer:
     def ask(ctx: Context, group: str, question: str) -> dict[str, Any]:
         with _told():
             allowed(ctx, group)
-            result = memory.ask(group, question)
-            cited = memory.cited_messages(group, result)
+            result, cited = memory.ask_cited(group, question)
             return {"answer": result.answer, "cited_ids": result.cited_ids(),
                     "cited": [m.model_dump(mode="json", include={"msg_id", "speaker", "ts", "text"}) for m in cited],
                     "latency_ms": round(result.latency_ms, 2)}

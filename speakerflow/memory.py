@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -317,11 +318,21 @@ class Memory:
         """Answer ``question`` from the group's memory: a
         :class:`~speakerflow.pipelines.query_path.QueryResult` (answer, evidence,
         ``cited_ids()``, latency)."""
+        return self.ask_cited(group, question)[0]
+
+    def ask_cited(self, group: str, question: str) -> tuple[Any, list[Message]]:
+        """:meth:`ask` and the messages the answer cites (in composed order), under one
+        hold of the group's lock."""
         from speakerflow.pipelines.query_path import answer_question
 
         g = self._group(group)
+        start = time.perf_counter()
         with g.lock:
-            return answer_question(g.store, question, self.config, chat=self.chat)
+            waited = (time.perf_counter() - start) * 1000
+            result = answer_question(g.store, question, self.config, chat=self.chat)
+            rows = message_rows(g.store)
+        result.stats["group_wait_ms"] = waited  # time spent waiting for the group (writes, other calls)
+        return result, [Message(**rows[m]) for m in result.cited_ids() if m in rows]
 
     def cited_messages(self, group: str, result) -> list[Message]:
         """The messages ``result`` cites, in composed order."""

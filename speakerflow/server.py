@@ -331,6 +331,7 @@ class AskOut(BaseModel):
     latency_ms: float = Field(description="query path (projection, retrieval, composition)")
     answer_ms: float
     server_ms: float = Field(description="the whole request inside the server, waiting for the group included")
+    wait_ms: float = Field(description="of server_ms, waiting for the group (a write or another call on it)")
 
 
 MESSAGE_EXAMPLE = [{"msg_id": "s2-t05", "session_id": "s2", "ts": "2026-03-06T14:15:00Z", "speaker": "Ana",
@@ -445,8 +446,7 @@ def create_app(memory: Memory, access: Access, max_body: int = DEFAULT_MAX_BODY,
     def ask(group: str, body: AskIn) -> AskOut:
         """Answer from the group's memory with the messages the answer rests on."""
         start = time.perf_counter()
-        result = memory.ask(group, body.question)
-        cited = memory.cited_messages(group, result)
+        result, cited = memory.ask_cited(group, body.question)
         out = result.to_dict()
         return AskOut(question=out["question"], answer=out["answer"], cited_ids=result.cited_ids(),
                       cited=[m.model_dump(mode="json", include={"msg_id", "speaker", "ts", "session_id", "text"})
@@ -454,7 +454,8 @@ def create_app(memory: Memory, access: Access, max_body: int = DEFAULT_MAX_BODY,
                       evidence=[e.model_dump(mode="json") for e in result.evidence],
                       projection=result.projection.model_dump(mode="json"), context_tokens=out["context_tokens"],
                       latency_ms=out["latency_ms"], answer_ms=out["answer_ms"],
-                      server_ms=round((time.perf_counter() - start) * 1000, 2))
+                      server_ms=round((time.perf_counter() - start) * 1000, 2),
+                      wait_ms=round(result.stats.get("group_wait_ms", 0.0), 2))
 
     @app.get("/v1/groups/{group}/search", dependencies=deps, tags=["groups"])
     def search(group: str, q: str = Query(min_length=1, max_length=2000), speaker: str | None = None,
