@@ -60,6 +60,10 @@ DEFAULT_MAX_BODY = 8 * 1024 * 1024
 DEFAULT_MAX_MESSAGES = 10_000
 
 
+#: Paths served without a key (everything else, unknown paths included, needs one).
+PUBLIC_PATHS = frozenset({"/healthz", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
+
+
 class ConfigError(ValueError):
     """The server cannot start as configured (keys, host); the message says why."""
 
@@ -139,8 +143,9 @@ def _error(status: int, kind: str, message: str) -> dict:
 
 
 class Guard:
-    """ASGI middleware in front of every route: authentication (401), group names (400),
-    group access (403) and body size (413), answered as JSON before the app runs."""
+    """ASGI middleware in front of every route: authentication (401; every path but
+    :data:`PUBLIC_PATHS`), group names (400), group access (403) and body size (413),
+    answered as JSON before the app runs."""
 
     def __init__(self, app, access: Access, max_body: int):
         self.app = app
@@ -160,7 +165,7 @@ class Guard:
         raw = scope.get("raw_path") or scope["path"].encode()
         raw_path = raw.split(b"?", 1)[0].decode("latin-1")
         path = scope["path"]
-        if not any(p == root or p.startswith(root + "/") for p in (raw_path, path) for root in ("/v1", "/mcp")):
+        if raw_path in PUBLIC_PATHS and path in PUBLIC_PATHS:
             return await self.app(scope, receive, send)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         if self.access.open_access and not is_loopback(_hostname(headers.get("host", ""))):

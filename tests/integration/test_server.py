@@ -65,6 +65,9 @@ def test_no_key_or_unknown_key_gets_401(client, method, path, kw):
         assert r.status_code == 401, (headers, r.text)
         assert r.headers["www-authenticate"] == "Bearer" and "Bearer KEY" in r.json()["message"]
     assert client.get("/v1/groups").status_code == 401
+    for path in ("/nothing-here", "//v1/groups/alpha/status", "/v1", "/mcp"):
+        assert client.get(path).status_code == 401, path
+    assert client.get("/nothing-here", headers=ALPHA).json()["error"] == "not_found"
 
 
 @pytest.mark.parametrize(("method", "path", "kw"), ENDPOINTS, ids=[e[1] for e in ENDPOINTS])
