@@ -62,10 +62,11 @@ class RulesConfig(BaseModel):
     min_question_words: int = Field(default=3, ge=0, description="content words a question needs to be recorded")
     short_answer_words: int = Field(default=14, ge=1, description="an answer this short is stored with its question")
     # consolidation (records spanning messages)
-    thread_similarity: float = Field(default=0.25, ge=0.0, le=1.0,
+    thread_similarity: float = Field(default=0.15, ge=0.0, le=1.0,
                                      description="IDF-weighted word similarity (with a shared rare word) that continues a thread")
     thread_clauses: int = Field(default=3, ge=1, description="statements a thread record keeps in its content (newest)")
-    max_cited: int = Field(default=12, ge=1, description="messages a consolidated record cites at most (newest)")
+    max_cited: int = Field(default=3, ge=1, description="messages a record cites at most: the newest (a decision "
+                           "two more: its proposal and the newest); older ones stay cited by the chain's earlier records")
     decision_lookback: int = Field(default=10, ge=0, description="messages of the session before a decision searched for its discussion")
     norms: bool = Field(default=True, description="write recurring-activity norms (who keeps / misses them)")
     min_norm_sessions: int = Field(default=2, ge=1, description="sessions an activity must come up in to be a norm")
@@ -143,7 +144,8 @@ class RulesWriter:
                     continue
                 if act["utype"] == "decision":  # the proposal, objections and agreement that led to it
                     argued = cs.discussion(known, at[msg["msg_id"]], topics, stats, self.config.decision_lookback)
-                    act["from_ids"] = list(dict.fromkeys([*argued, *act["from_ids"]]))
+                    act["from_ids"] = _cap(list(dict.fromkeys([*argued, *act["from_ids"]])),
+                                           self.config.max_cited + 2, keep_first=True)
                 slot = self._find_slot(slots, act, fam, topics)
                 if (slot is not None and act["utype"] == "decision" and slot.source != act["source"]
                         and fam not in rt.SINGLE_VALUED):
@@ -164,7 +166,9 @@ class RulesWriter:
                         content = _thread_content(slot.content, content, self.config.thread_clauses)
                     elif fam == "habit":
                         content = f"{content} (again, {_day(msg['ts'])})"
-                    cited = list(dict.fromkeys([*slot.from_ids, *act["from_ids"]]))[-self.config.max_cited:]
+                    decision = act["utype"] == "decision"
+                    cited = _cap(list(dict.fromkeys([*slot.from_ids, *act["from_ids"]])),
+                                 self.config.max_cited + 2 * decision, keep_first=decision)
                     key = slot_key = matter_key(slot.family if thread else fam, new_topics)
                     actions.append({"action": "UPDATE", "entry_id": slot.entry_id, "content": content,
                                     "utype": act["utype"], "event": key, "from_ids": cited})
@@ -262,6 +266,7 @@ class RulesWriter:
         out = []
         for word in sorted(acts):
             absent: dict[str, list[str]] = {}
+            callouts: list[str] = []
             plans: list[dict[str, Any]] = []
             named = {m["msg_id"] for ms in acts.values() for m in ms}
             last_absent: dict[str, Any] = {}
@@ -275,16 +280,17 @@ class RulesWriter:
                 elif (last_absent.get("session") == m["session_id"] and cs.CALLOUT.search(m["text"])
                       and m["speaker"] != last_absent["who"]):  # "Jordan!! this is like the third time"
                     absent[last_absent["who"]].append(m["msg_id"])
+                    callouts.append(m["msg_id"])
                 elif word in ws and plan:
                     plans.append(m)
             keep = [p for p in dict.fromkeys(m["speaker"] for m in plans) if p not in absent]
             missed = ", ".join(f"{p} ({len(ids)}x)" if len(ids) > 1 else p for p, ids in absent.items())
             content = (f"recurring {word}: in {len(sessions[word])} sessions; missed by {missed}"
                        + (f"; takes part: {', '.join(keep)}" if keep else ""))
-            absences = [i for ids in absent.values() for i in ids]
-            cited = sorted(set(absences[-self.config.max_cited:] + [m["msg_id"] for m in plans[-3:]]),
-                           key=lambda i: stats_order(i, known))
-            cited = cited[-self.config.max_cited:]
+            # the latest absences and the latest call-out (a record's messages are cited together)
+            absences = sorted((i for ids in absent.values() for i in ids if i not in callouts),
+                              key=lambda i: stats_order(i, known))
+            cited = sorted({*absences[-self.config.max_cited:], *callouts[-1:]}, key=lambda i: stats_order(i, known))
             if not any(i in segment.msg_ids for i in cited):
                 continue
             source = acts[word][-1]["speaker"]
@@ -540,8 +546,8 @@ def dated(content: str, ts: Any) -> str:
         return content
     out, shift = content, 0
     for span in resolve_time(content, ts):
-        if re.search(r"\b\d{4}\b", span.text):
-            continue
+        if re.search(r"\b\d{4}\b", span.text) or _BARE_WEEKDAY.match(span.text):
+            continue  # already absolute; a bare weekday is as often a habit ("on Sundays") as a date
         at = span.offset + shift + len(span.text)
         note = f" ({describe_time(span)})"
         out = out[:at] + note + out[at:]
@@ -549,6 +555,7 @@ def dated(content: str, ts: Any) -> str:
     return out
 
 
+_BARE_WEEKDAY = re.compile(r"^(?:on |by |this )?(?:mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?s?$", re.I)
 #: words without which no time expression can match (skips the resolver for most sentences)
 _TIME_HINT = (r"\b(?:ago|yesterday|today|tonight|tomorrow|last|next|this|week|weekend|month|year|morning|night|"
               r"mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|day|days|in \d)")
@@ -560,6 +567,17 @@ def stats_order(msg_id: str, known: list[dict[str, Any]]) -> int:
         if m["msg_id"] == msg_id:
             return i
     return -1
+
+
+def _cap(ids: list[str], n: int, keep_first: bool = False) -> list[str]:
+    """At most ``n`` ids: the newest, or (``keep_first``) the first and the newest ``n - 1``.
+
+    A record's messages are cited together at its rank in a composed answer, so a long list
+    would push other evidence out; the older messages of a thread stay cited by its earlier
+    records (the UPDATE chain)."""
+    if len(ids) <= n:
+        return ids
+    return [ids[0], *ids[len(ids) - n + 1:]] if keep_first and n > 1 else ids[-n:]
 
 
 def _last_clause(content: str) -> str:
