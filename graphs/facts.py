@@ -109,17 +109,25 @@ class FactGraph:
         #: msg id -> (event time, speaker) of every evidence event (as-of views, corrections)
         self.msg_meta: dict[str, tuple[datetime, str]] = {}
         self._span: dict[str, tuple[datetime, datetime]] = {}
+        #: facts first known after their valid_at (corrections): the as-of fast path skips them
+        self._late: set[str] = set()
+        self._late_by: set[str] = set()
+        #: the latest time any evidence or fact refers to: an as-of view at or after it is the current view
+        self.horizon: datetime | None = None
+        #: number of tier-3 (rumour) facts: injection skips the rumour pass when there are none
+        self.rumours = 0
 
     # -- reading ------------------------------------------------------------------------
     def load(self, with_records: bool = True) -> FactGraph:
         """(Re)build the cache from Kuzu: every Entity and Fact (and SpeakerMem record heads)."""
         self.items.clear(), self.entities.clear(), self.by_entity.clear(), self.by_slot.clear(), self._regime.clear(), self._links.clear()
-        self._span.clear()
+        self._span.clear(), self._late.clear(), self._late_by.clear()
+        self.horizon, self.rumours = None, 0
         if self.graph is None:
             return self
         for r in self.graph.rows("MATCH (m:Message) RETURN m.msg_id AS id, m.ts AS ts, m.speaker AS speaker"):
             if r["ts"] is not None:
-                self.msg_meta[r["id"]] = (_aware(r["ts"]), r["speaker"] or "")
+                self.note_message(r["id"], _aware(r["ts"]), r["speaker"] or "")
         for r in self.graph.rows("MATCH (e:Entity) RETURN e.entity_id AS entity_id, e.group_id AS group_id, "
                                  "e.name AS name, e.etype AS etype, e.aliases AS aliases"):
             self.entities[r["entity_id"]] = Entity(**r)
@@ -152,6 +160,12 @@ class FactGraph:
 
     def _index(self, item: FactItem) -> None:
         self._regime.clear()
+        if self.horizon is None or item.valid_at > self.horizon:
+            self.horizon = item.valid_at
+        self.rumours += item.trust_tier >= 3
+        if item.evidence_ids and item.evidence_ids[0] in self.msg_meta and self.msg_meta[item.evidence_ids[0]][0] > item.valid_at:
+            self._late.add(item.edge_id)
+            self._late_by.add(item.edge_id)
         self.items[item.edge_id] = item
         self.by_entity[item.subject_id].append(item.edge_id)
         obj = None if item.object_id.startswith(VALUE_PREFIX) else item.object_id
@@ -179,7 +193,8 @@ class FactGraph:
                     if fid in seen_f:
                         continue
                     seen_f.add(fid)
-                    if at is not None and self.known_span(items[fid])[0] > at:
+                    if at is not None and (items[fid].valid_at > at or fid in self._late) \
+                            and self.known_span(items[fid])[0] > at:
                         continue
                     out.append(items[fid])
                     if len(out) >= limit:
@@ -229,6 +244,8 @@ class FactGraph:
         """Remember when (and by whom) an evidence event was emitted."""
         if msg_id not in self.msg_meta:
             self.msg_meta[msg_id] = (ts, speaker)
+        if self.horizon is None or ts > self.horizon:
+            self.horizon = ts
 
     def known_span(self, item: FactItem) -> tuple[datetime, datetime]:
         """(first, last) time of the item's evidence events (its ``valid_at`` when unknown)."""
@@ -252,6 +269,14 @@ class FactGraph:
         about it was known yet or it was already invalid; else the item itself or a copy with
         only the evidence up to ``at`` (validations, last validation and maturity recomputed,
         a later invalidation undone)."""
+        if len(item.evidence_ids) <= 1 and item.edge_id not in self._late:  # fast path: one event, known at valid_at
+            if item.valid_at > at:
+                return None
+            if item.invalid_at is None:
+                return item
+            if item.invalid_at <= at and (item.superseded_by is None or item.superseded_by not in self._late_by):
+                if self.invalidation_known(item) <= at:
+                    return None
         first, last = self.known_span(item)
         if first > at:
             return None

@@ -47,11 +47,16 @@ TICKER = re.compile(r"\b[A-Z]{2,6}\b")
 CAPWORD = re.compile(r"\b[A-Z][a-z]{3,}\b")
 #: a bare handle: a snake_case token ("trend_owl"), or a word after "provider"/"trader"/"copy"
 SNAKE = re.compile(r"(?<![@\w])[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+\b")
+#: "gridqueen's win rate", "meanrevmike's drawdown": a possessive before a trader statistic
+POSSESSIVE_HANDLE = re.compile(r"\b([A-Za-z][A-Za-z0-9]{3,30})['\u2019]s\s+(?:\w+\s+){0,2}?(?:win\s*rate|wr|drawdown|dd|mdd|"
+                               r"status|strategy|copiers|followers|signals|bot|track record|stats)\b", re.IGNORECASE)
 LEAD_HANDLE = re.compile(r"^([a-z][a-z0-9_]{4,30})\s*(?:—|–|\||:)\s")
 ROLE_HANDLE = re.compile(r"\b(?:provider|trader|copy(?:ing)?|follow(?:ing)?|mirror(?:ing)?)\s+@?([A-Za-z][A-Za-z0-9_]{3,30})\b",
                          re.IGNORECASE)
 _NOT_HANDLES = frozenset({"trade", "trades", "trading", "this", "that", "them", "him", "her", "someone", "anyone", "stats",
-                          "status", "signals", "with", "the", "their", "into", "from", "more", "less", "again", "him,"})
+                          "status", "signals", "with", "the", "their", "into", "from", "more", "less", "again", "him,",
+                          "today", "everyone", "someone", "anyone", "market", "desk", "week", "month", "year", "that",
+                          "what", "who", "where", "there", "here", "it", "he", "she", "one"})
 WORDS = re.compile(r"[A-Za-z0-9@_$'-]+")
 
 
@@ -124,7 +129,7 @@ class Detector:
         for m in HANDLE.finditer(text):
             hit = self.known.get(norm(m.group()))
             add(Mention(m.group(), "trader", m.start(), m.end(), hit[0] if hit else None))
-        for rx in (SNAKE, ROLE_HANDLE, LEAD_HANDLE):
+        for rx in (SNAKE, ROLE_HANDLE, LEAD_HANDLE, POSSESSIVE_HANDLE):
             for m in rx.finditer(text):
                 g = m.group(1) if rx is not SNAKE else m.group()
                 s0 = m.start(1) if rx is not SNAKE else m.start()

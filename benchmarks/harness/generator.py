@@ -49,17 +49,27 @@ SHOCK = {
     "max_drawdown": "Risk alert: {t} max drawdown now {v}",
     "risk_preference": "Actually my risk tolerance changed, I'm {w} now",
 }
-#: Held-out phrasings (``holdout`` share of statements): written without looking at the
-#: extractor's phrase list, several deliberately outside it, to measure what misses cost.
+#: Held-out phrasings (``holdout`` share of statements; ``--holdout 1.0``: all of them). Written
+#: for issue 11 as a reader-independent check: no template contains any relation phrase of
+#: :data:`speakerflow.ops.lexicon.RELATIONS` (``tests/unit/test_inkh_holdout_phrasings.py``
+#: checks this), so a reader that only knows its phrase list cannot read them; the values are
+#: the world's value words.
 HOLDOUT = {
-    "fee": "{a} now costs {v} per fill after the exchange update|Each {a} fill costs {v} at the moment",
-    "regime": "{a} has turned {w}|Desk view on {a}: {w}",
-    "liquidity": "{a} books turned {w} overnight|Depth check: {a} is {w}",
-    "win_rate": "{t} closes {v} of trades in profit",
-    "max_drawdown": "{t} is {v} underwater at worst|{t} sat {v} below peak",
-    "status": "{t} is {w} for copiers",
-    "risk_preference": "Going forward treat me as {w}|Put me down as {w}",
-    "max_position": "Nothing bigger than {v} per position for me",
+    "fee": "{a} now costs {v} per fill after the exchange update|Each {a} fill costs {v} at the moment"
+           "|Exchange charges {v} on every {a} execution|Trading {a} will set you back {v} a side"
+           "|Venue pricing for {a}: {v} per execution",
+    "regime": "{a} has turned {w}|Desk view on {a}: {w}|{a} looks {w} on every timeframe|Charts on {a}: {w}"
+              "|The tape on {a} reads {w}",
+    "liquidity": "{a} books turned {w} overnight|Depth check: {a} is {w}|Market makers left {a} {w}"
+                 "|Resting bids on {a} look {w}",
+    "win_rate": "{t} closes {v} of trades in profit|{t} is right on {v} of positions|{v} of {t}'s trades end green",
+    "max_drawdown": "{t} is {v} underwater at worst|{t} sat {v} below peak|{t} gave back {v} from the high at worst"
+                    "|Deepest hole for {t} so far: {v} from peak",
+    "status": "{t} is {w} for copiers|{t} signals are {w} right now|Platform flags {t} as {w}",
+    "risk_preference": "Going forward treat me as {w}|Put me down as {w}|Mark my appetite as {w}"
+                       "|I'd call myself {w} with money",
+    "max_position": "Nothing bigger than {v} per position for me|Never let a single trade of mine exceed {v} of the account"
+                    "|One bet of mine tops out at {v} of capital",
 }
 ASK = {
     "fee": ["fees", "trading cost", "commission"], "liquidity": ["liquidity", "order book depth"],

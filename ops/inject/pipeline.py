@@ -133,13 +133,17 @@ class PassiveInjector:
         pool = self.facts.neighbourhood(seeds, cfg.hops, cfg.pool, at=now)
         counts = {"neighbourhood": len(pool)}
         facts = self.facts
+        current = facts.horizon is None or now >= facts.horizon  # nothing known after now: the current view
         if cfg.remove_invalidated:
-            pool = [v for k in pool if (v := facts.as_of(k, now)) is not None]
-        else:  # KH-NoInv: every fact known by now, invalidated or not
+            if current:
+                pool = [k for k in pool if k.invalid_at is None or k.invalid_at > now]
+            else:
+                pool = [v for k in pool if (v := facts.as_of(k, now)) is not None]
+        elif not current:  # KH-NoInv: every fact known by now, invalidated or not
             pool = [k for k in pool if facts.known_span(k)[0] <= now]
-        # a rumour (tier 3) never stands beside first-hand knowledge of the same slot
-        firsthand = {k.slot for k in pool if k.trust_tier < 3}
-        pool = [k for k in pool if k.trust_tier < 3 or k.slot not in firsthand]
+        if facts.rumours:  # a rumour (tier 3) never stands beside first-hand knowledge of the same slot
+            firsthand = {k.slot for k in pool if k.trust_tier < 3}
+            pool = [k for k in pool if k.trust_tier < 3 or k.slot not in firsthand]
         counts["valid"] = len(pool)
         mentioned = set(seeds)
         words = frozenset(query_terms(text))
