@@ -55,8 +55,7 @@ ROLE_HANDLE = re.compile(r"\b(?:provider|trader|copy(?:ing)?|follow(?:ing)?|mirr
                          re.IGNORECASE)
 _NOT_HANDLES = frozenset({"trade", "trades", "trading", "this", "that", "them", "him", "her", "someone", "anyone", "stats",
                           "status", "signals", "with", "the", "their", "into", "from", "more", "less", "again", "him,",
-                          "today", "everyone", "someone", "anyone", "market", "desk", "week", "month", "year", "that",
-                          "what", "who", "where", "there", "here", "it", "he", "she", "one"})
+                          "today", "everyone", "market", "desk", "week", "month", "year", "what", "who", "where", "there", "here", "it", "he", "she", "one"})
 WORDS = re.compile(r"[A-Za-z0-9@_$'-]+")
 
 
