@@ -227,12 +227,27 @@ class GroupStore:
             raise StoreError(f"{where}: row {row}: field 'group_id' is {table['group_id'][row].as_py()!r}; "
                              "a group's store only takes its own messages")
         ids = table["msg_id"].to_pylist()
-        seen = set(self.messages()["msg_id"].to_pylist())
+        stored = self.messages()
+        seen = set(stored["msg_id"].to_pylist())
         keep = []
+        repeats = []
         for i, mid in enumerate(ids):
             if mid not in seen:
                 seen.add(mid)
                 keep.append(i)
+            else:
+                repeats.append(i)
+        if repeats:  # a repeat is skipped only if it is the same message, never silently replaced
+            known = dict(zip(stored["msg_id"].to_pylist(), stored["text"].to_pylist(), strict=True))
+            texts = table["text"].to_pylist()
+            first: dict[str, str] = {}
+            for i in keep:
+                first.setdefault(ids[i], texts[i])
+            for i in repeats:
+                old = known.get(ids[i], first.get(ids[i]))
+                if old != texts[i]:
+                    raise StoreError(f"{where}: row {i}: field 'msg_id' {ids[i]!r} is already stored with "
+                                     "different text; messages are immutable (nothing was written)")
         result = IngestResult(self.group_id, added=len(keep), skipped=len(ids) - len(keep))
         if not keep:
             return result

@@ -24,6 +24,9 @@ def load_events(path: Path, group: str | None = None) -> Loaded:
         gid = group or obj.get("group_id")
         if not gid:
             raise LoadError(f"{path}: line {lineno}: field 'group_id' is missing (or pass --group)")
+        if group is not None and obj.get("group_id") not in (None, group):
+            raise LoadError(f"{path}: line {lineno}: field 'group_id' is {str(obj['group_id'])[:60]!r} but --group is "
+                            f"{group!r}; an event may not write another group")
         stype = obj.get("source_type")
         if stype not in SOURCE_TYPES:
             raise LoadError(f"{path}: line {lineno}: field 'source_type' is {stype!r}; use one of {SOURCE_TYPES[1:]}")
@@ -37,4 +40,4 @@ def load_events(path: Path, group: str | None = None) -> Loaded:
         lines[gid].append(lineno)
     if not rows:
         raise LoadError(f"{path}: no events in file")
-    return [(gid, to_message_table(r, str(path), lines[gid])) for gid, r in rows.items()]
+    return [(gid, to_message_table(r, str(path), lines[gid], require_zone=True)) for gid, r in rows.items()]

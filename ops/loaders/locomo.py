@@ -11,6 +11,8 @@ import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from speakerflow.graphs.store import StoreError, check_group_id
+
 from .common import Loaded, LoadError, field, loader, read_json, to_message_table
 
 _SESSION = re.compile(r"^session_(\d+)$")
@@ -35,14 +37,19 @@ def load_locomo(path: Path, group: str | None = None) -> Loaded:
         if not isinstance(conv, dict):
             raise LoadError(f"{where}: expected an object")
         gid = group or field(conv, "sample_id", where)
+        try:
+            check_group_id(gid)
+        except StoreError as exc:
+            raise LoadError(f"{where}: field 'sample_id': {exc}") from None
         body = field(conv, "conversation", where, dict)
         rows = []
+        names = []
         sessions = sorted((int(m.group(1)), k) for k in body if (m := _SESSION.match(k)))
         for num, key in sessions:
             turns = body[key]
             if not isinstance(turns, list):
                 raise LoadError(f"{where}: field 'conversation.{key}' should be a list")
-            start = parse_locomo_time(field(body, f"{key}_date_time", where), f"{where} {key}_date_time")
+            start = parse_locomo_time(field(body, f"{key}_date_time", where), f"{where}: field 'conversation.{key}_date_time'")
             for ti, turn in enumerate(turns):
                 twhere = f"{where} {key}[{ti}]"
                 if not isinstance(turn, dict):
@@ -55,7 +62,8 @@ def load_locomo(path: Path, group: str | None = None) -> Loaded:
                     "turn": ti, "ts": start + timedelta(minutes=ti), "speaker": field(turn, "speaker", twhere),
                     "text": text, "source_ref": f"{path.name}#{gid}/{turn['dia_id']}",
                 })
+                names.append(f"conversation.{key}[{ti}]")
         if not rows:
             raise LoadError(f"{where}: conversation has no sessions")
-        out.append((gid, to_message_table(rows, where)))
+        out.append((gid, to_message_table(rows, where, names, unit="turn")))
     return out

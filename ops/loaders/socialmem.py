@@ -9,12 +9,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from speakerflow.graphs.store import StoreError, check_group_id
+
 from .common import Loaded, LoadError, WrongFormatError, field, loader, read_json, to_message_table
 
 
 def network_id(data: dict, path: Path) -> str:
     meta = data.get("meta") or {}
-    return meta.get("network_id") or path.stem.removeprefix("social_")
+    if not isinstance(meta, dict):
+        raise LoadError(f"{path}: field 'meta' should be an object, got {type(meta).__name__}")
+    gid = meta.get("network_id") or path.stem.removeprefix("social_")
+    if not isinstance(gid, str):
+        raise LoadError(f"{path}: field 'meta.network_id' should be text, got {type(gid).__name__}")
+    try:
+        return check_group_id(gid)
+    except StoreError as exc:
+        raise LoadError(f"{path}: field 'meta.network_id': {exc}") from None
 
 
 @loader("socialmem")
@@ -24,11 +34,17 @@ def load_socialmem(path: Path, group: str | None = None) -> Loaded:
         raise WrongFormatError(f"{path}: not a SocialMemBench network (field 'sessions' is missing)")
     gid = group or network_id(data, path)
     rows = []
+    names = []
     for si, session in enumerate(field(data, "sessions", str(path), list)):
         swhere = f"{path}: sessions[{si}]"
+        if not isinstance(session, dict):
+            raise LoadError(f"{swhere}: expected an object")
         sid = field(session, "session_id", swhere)
         for ti, turn in enumerate(field(session, "turns", swhere, list)):
             twhere = f"{swhere}.turns[{ti}]"
+            if not isinstance(turn, dict):
+                raise LoadError(f"{twhere}: expected an object")
+            names.append(f"sessions[{si}].turns[{ti}]")
             rows.append({
                 "msg_id": field(turn, "turn", twhere), "group_id": gid, "session_id": sid, "turn": ti,
                 "ts": field(turn, "ts", twhere), "speaker": field(turn, "speaker", twhere),
@@ -37,4 +53,4 @@ def load_socialmem(path: Path, group: str | None = None) -> Loaded:
             })
     if not rows:
         raise LoadError(f"{path}: network has no turns")
-    return [(gid, to_message_table(rows, str(path)))]
+    return [(gid, to_message_table(rows, str(path), names, unit="at"))]

@@ -22,7 +22,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     har.add_argument("--injection-edges", type=int, default=100_000, help="graph size of the injection benchmark (0: skip)")
     har.add_argument("--holdout", type=float, default=0.0, help="share of statements in held-out phrasings (robustness)")
     har.add_argument("--out", default=None, help="write the report JSON here (plots next to it)")
+    har.add_argument("--both", action="store_true",
+                     help="run the standard suite and --holdout 1.0 (every statement held out) and print both headlines "
+                          "(--out gets a _holdout suffix for the second report)")
     har.set_defaults(func=run_harness)
+    fau = bsub.add_parser("faults", help="SIGKILL writer processes (ingest + Writer + entity path), check recovery")
+    fau.add_argument("--kills", type=int, default=100, help="kills: half at named step boundaries, half at random times")
+    fau.add_argument("--seed", type=int, default=0)
+    fau.add_argument("--jobs", type=int, default=2, help="kills run at a time (default 2)")
+    fau.add_argument("--data", default="socialmem", choices=["socialmem", "locomo", "sample"],
+                     help="real input: a SocialMemBench network (default) or the first LoCoMo conversation")
+    fau.add_argument("--out", default=None, help="write the report JSON here")
+    fau.set_defaults(func=run_faults)
     par = bsub.add_parser("paraphrase", help="InKH reader on the frozen paraphrase set: extraction P/R, request intent/needs")
     par.add_argument("--split", choices=["dev", "test", "both"], default="both")
     par.add_argument("--errors", action="store_true", help="list every statement/request scored wrong")
@@ -36,9 +47,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_harness(args: argparse.Namespace) -> int:
     from speakerflow.benchmarks.harness import run
 
+    if args.both:
+        out2 = None if not args.out else str(Path(args.out).with_name(Path(args.out).stem + "_holdout.json"))
+        ho = run(seeds=args.seeds, out=out2, rounds=args.rounds, episodes=args.episodes, workers=args.workers,
+                 injection_edges=0, holdout=1.0)
+        std = run(seeds=args.seeds, out=args.out, rounds=args.rounds, episodes=args.episodes, workers=args.workers,
+                  injection_edges=args.injection_edges, holdout=0.0)
+        print(json.dumps({"headline": {"holdout_1.0": ho["headline"], "standard": std["headline"]},
+                          "injection": std.get("injection")}, indent=2, default=str))
+        return 0
     report = run(seeds=args.seeds, out=args.out, rounds=args.rounds, episodes=args.episodes,
                  workers=args.workers, injection_edges=args.injection_edges, holdout=args.holdout)
-    print(json.dumps(report, indent=2, default=str))
+    print(json.dumps({"headline": report["headline"], **report}, indent=2, default=str))
     return 0
 
 
@@ -51,6 +71,14 @@ def run_paraphrase(args: argparse.Namespace) -> int:
     print(text)
     if args.out:
         Path(args.out).write_text(text + "\n")
+    return 0
+
+
+def run_faults(args: argparse.Namespace) -> int:
+    from speakerflow.benchmarks.faults import run
+
+    report = run(kills=args.kills, out=args.out, seed=args.seed, jobs=args.jobs, data=args.data)
+    print(json.dumps({k: v for k, v in report.items() if k != "per_kill"}, indent=2, default=str))
     return 0
 
 
