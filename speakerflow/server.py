@@ -223,20 +223,43 @@ class Guard:
 # -- the background write queue ----------------------------------------------------------
 class WriteQueue:
     """Runs :meth:`Memory.write` (Writer + embeddings) after appends: at most one job per
-    group at a time (more appends while it runs make it run once more), groups in
-    parallel on ``workers`` threads. A queued job waits ``coalesce`` seconds before it
-    starts, so a burst of appends to a group is written (and embedded) in one job."""
+    group at a time (appends while it runs make it run once more), groups in parallel on
+    ``workers`` threads. A job starts ``coalesce`` seconds after it is queued, so a burst
+    of appends to a group is written (and embedded) in one run, and a group under a steady
+    stream of appends is not held by its Writer back to back."""
 
-    def __init__(self, memory: Memory, workers: int = 2, coalesce: float = 0.5):
+    def __init__(self, memory: Memory, workers: int = 2, coalesce: float = 1.0):
         self.memory = memory
         self.coalesce = coalesce
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="speakerflow-write")
         self._state: dict[str, dict[str, Any]] = {}
+        self._timers: set[threading.Timer] = set()
+        self._closed = False
         self._lock = threading.Condition()
 
     def _entry(self, group: str) -> dict[str, Any]:
         return self._state.setdefault(group, {"state": "idle", "pending_messages": 0, "writes": 0, "again": False,
                                               "last_write": None, "last_write_at": None, "last_error": None})
+
+    def _schedule(self, group: str) -> None:
+        """Start the group's job after ``coalesce`` seconds (call with the lock held)."""
+        if self._closed:
+            return
+        if self.coalesce <= 0:
+            self.pool.submit(self._run, group)
+            return
+
+        def fire() -> None:
+            with self._lock:
+                self._timers.discard(timer)
+                if self._closed:
+                    return
+                self.pool.submit(self._run, group)
+
+        timer = threading.Timer(self.coalesce, fire)
+        timer.daemon = True
+        self._timers.add(timer)
+        timer.start()
 
     def submit(self, group: str, new_messages: int) -> str:
         """Queue a write of ``group``; returns the state it is now in (queued/running)."""
@@ -249,34 +272,33 @@ class WriteQueue:
             if st["state"] == "queued":
                 return "queued"
             st["state"] = "queued"
-        self.pool.submit(self._run, group)
+            self._schedule(group)
         return "queued"
 
     def _run(self, group: str) -> None:
-        if self.coalesce > 0:
-            time.sleep(self.coalesce)
-        while True:
-            with self._lock:
-                st = self._entry(group)
-                st.update(state="running", again=False, pending_messages=0)
-            report, error = None, None
-            try:
-                report = self.memory.write(group)
-            except Exception as exc:  # noqa: BLE001 - reported on the status endpoint and the log
-                error = f"{type(exc).__name__}: {exc}"
-                log.exception("background write of group %r failed", group)
-            with self._lock:
-                st["writes"] += 1
-                st["last_write_at"] = time.time()
-                st["last_error"] = error
-                if report is not None:
-                    st["last_write"] = {"summary": report.summary(), "accepted": report.accepted,
-                                        "rejected": report.rejected, "messages": report.messages,
-                                        "seconds": round(report.seconds, 3)}
-                if not st["again"]:
-                    st["state"] = "idle"
-                    self._lock.notify_all()
-                    return
+        with self._lock:
+            st = self._entry(group)
+            st.update(state="running", again=False, pending_messages=0)
+        report, error = None, None
+        try:
+            report = self.memory.write(group)
+        except Exception as exc:  # noqa: BLE001 - reported on the status endpoint and the log
+            error = f"{type(exc).__name__}: {exc}"
+            log.exception("background write of group %r failed", group)
+        with self._lock:
+            st["writes"] += 1
+            st["last_write_at"] = time.time()
+            st["last_error"] = error
+            if report is not None:
+                st["last_write"] = {"summary": report.summary(), "accepted": report.accepted,
+                                    "rejected": report.rejected, "messages": report.messages,
+                                    "seconds": round(report.seconds, 3)}
+            if st["again"] and not self._closed:
+                st["state"] = "queued"
+                self._schedule(group)
+            else:
+                st["state"] = "idle"
+            self._lock.notify_all()
 
     def status(self, group: str) -> dict[str, Any]:
         with self._lock:
@@ -296,6 +318,18 @@ class WriteQueue:
         return True
 
     def close(self) -> None:
+        """Run the writes already queued, then stop (appends after this are not written
+        until the next start: the write path picks up unwritten messages then)."""
+        with self._lock:
+            timers = list(self._timers)
+        for t in timers:  # queued jobs run now instead of after their delay
+            t.cancel()
+        with self._lock:
+            self._closed = True
+            pending = [g for g, s in self._state.items() if s["state"] == "queued"]
+            self._timers.clear()
+        for g in pending:
+            self.pool.submit(self._run, g)
         self.pool.shutdown(wait=True)
 
 
@@ -353,7 +387,7 @@ def _key(_: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)]) -> 
 
 def create_app(memory: Memory, access: Access, max_body: int = DEFAULT_MAX_BODY,
                max_messages: int = DEFAULT_MAX_MESSAGES, writers: int = 2, warm: bool = True,
-               coalesce: float = 0.5, torch_threads: int | None = 1, mcp: bool = True,
+               coalesce: float = 1.0, torch_threads: int | None = 1, mcp: bool = True,
                host: str = "127.0.0.1") -> FastAPI:
     """The FastAPI app over ``memory`` (closed when the app shuts down).
 

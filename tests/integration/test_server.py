@@ -180,3 +180,32 @@ def test_no_auth_serves_loopback_host_names_only(tmp_path):
         for host in ("testserver", "evil.example:8750", "127.0.0.1.evil.example"):
             r = c.get("/v1/groups/team/status", headers={"host": host})
             assert r.status_code == 403 and r.json()["error"] == "forbidden_host"
+
+
+def test_write_queue_coalesces_and_serialises_per_group():
+    from speakerflow.server import WriteQueue
+
+    class Fake:
+        def __init__(self):
+            self.calls, self.running, self.overlap = [], set(), False
+
+        def write(self, group):
+            if group in self.running:
+                self.overlap = True
+            self.running.add(group)
+            time.sleep(0.05)
+            self.calls.append(group)
+            self.running.discard(group)
+            return None
+
+    fake = Fake()
+    queue = WriteQueue(fake, workers=2, coalesce=0.2)
+    for _ in range(5):
+        queue.submit("a", 1)
+        queue.submit("b", 1)
+    assert queue.status("a")["state"] == "queued" and queue.status("a")["pending_messages"] == 5
+    assert queue.wait_idle(30)
+    assert sorted(fake.calls) == ["a", "b"] and not fake.overlap  # a burst is one write per group
+    queue.submit("a", 1)
+    queue.close()  # a queued write still runs on close
+    assert fake.calls.count("a") == 2 and queue.status("a")["writes"] == 2
