@@ -61,3 +61,20 @@ def test_read_only_memory_sees_what_was_written(tmp_path):
         assert "s2-t05" in ro.ask("team", "Where will the offsite be?").cited_ids(10)
         with pytest.raises(PermissionError):
             ro.add("fresh", ROWS[:1])
+
+
+def test_threads_share_one_memory(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with Memory(home=tmp_path, embedder="hashing") as mem:
+        def work(i: int) -> list[str]:
+            group = f"g{i % 3}"
+            batch = [{**r, "msg_id": f"{r['msg_id']}-{i}"} for r in ROWS[:8]]
+            mem.add(group, batch)
+            return mem.ask(group, "Where will the offsite be?").cited_ids()
+
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            cited = list(pool.map(work, range(12)))
+        assert all(cited)
+        assert sorted(mem.groups()) == ["g0", "g1", "g2"]
+        assert all(mem.stats(g)["messages"] == 32 for g in ("g0", "g1", "g2"))
