@@ -77,17 +77,25 @@ class AddResult:
 # -- functions on one open store (the CLI calls these too) --------------------------------
 def messages_table(group: str, messages: Iterable[dict] | str | Path) -> pa.Table:
     """A validated message table for ``group`` from JSONL-format dicts (docs/formats.md), a
-    JSONL string, or a ``.jsonl`` path. ``group_id`` in the dicts may be left out; one
+    JSONL string, or the path of a ``.jsonl`` file (a ``Path``, or a string naming a file). ``group_id`` in the dicts may be left out; one
     naming another group is an error (a store only takes its own messages)."""
     from speakerflow.ops.loaders import LoadError, load
     from speakerflow.ops.loaders.jsonl import messages_from_objects
 
     check_group_id(group)
+    if isinstance(messages, str) and not messages.lstrip().startswith("{") and Path(messages).is_file():
+        messages = Path(messages)
     if isinstance(messages, Path):
         loaded = load(messages, "jsonl", group=group)
     else:
         if isinstance(messages, str):
-            items = [json.loads(line) for line in messages.splitlines() if line.strip()]
+            items = []
+            for lineno, line in enumerate(messages.splitlines(), start=1):
+                if line.strip():
+                    try:
+                        items.append(json.loads(line))
+                    except ValueError as exc:
+                        raise LoadError(f"messages: line {lineno}: invalid JSON ({exc})") from None
         else:
             items = list(messages)
         if not items:

@@ -46,6 +46,9 @@ def test_memory_round_trip(tmp_path):
             mem.ask("../etc", "anything?")
         with pytest.raises(LoadError, match="row 0: field .speaker."):
             mem.add("team", [{"msg_id": "x", "ts": "2026-03-07T10:00:00Z", "text": "no speaker"}])
+        with pytest.raises(LoadError, match="line 2: invalid JSON"):
+            mem.add("team", json.dumps(ROWS[0]) + "\n{oops\n")
+        assert mem.add("team", str(BUNDLED_SAMPLE), write=False).already_stored == len(ROWS)
         with pytest.raises(LoadError, match="other group"):
             mem.add("team", [{**ROWS[0], "group_id": "other"}])
         # the group stays open (and locked for other writers) until close()
