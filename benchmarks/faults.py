@@ -101,10 +101,33 @@ def worker(home: str, data: str) -> None:
             build_entity_graph(store)
 
 
+#: Top-level folders installed as ``speakerflow.*`` (see setup.py).
+MAPPED = ("schemas", "ops", "graphs", "assets", "pipelines", "training", "benchmarks")
+
+
+def freeze_code(dest: Path) -> Path:
+    """Copy the speakerflow sources into ``dest`` (put first on PYTHONPATH): every worker of
+    one benchmark runs the same code, even if the checkout changes while it runs."""
+    import speakerflow
+
+    repo = Path(speakerflow.__file__).resolve().parent.parent
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(repo / "speakerflow", dest / "speakerflow", ignore=ignore, dirs_exist_ok=True)
+    for top in MAPPED:
+        if (repo / top).is_dir():
+            shutil.copytree(repo / top, dest / "speakerflow" / top, ignore=ignore, dirs_exist_ok=True)
+    return dest
+
+
+_CODE: dict[str, str] = {}
+
+
 def _run_worker(home: Path, data: Path, env_extra: dict[str, str] | None = None, kill_after: float | None = None,
                 timeout: float = 600) -> tuple[int, float]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPEAKERFLOW_FAILPOINT")}
     env.update(env_extra or {})
+    if "path" in _CODE:
+        env["PYTHONPATH"] = os.pathsep.join(x for x in (_CODE["path"], env.get("PYTHONPATH")) if x)
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", _WORKER, str(home), str(data)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -217,6 +240,7 @@ def run(kills: int = 100, out: str | Path | None = None, seed: int = 0, source: 
     rng = random.Random(seed)
     base = Path(workdir or tempfile.mkdtemp(prefix="speakerflow-faults-"))
     data_dir = prepare(base / "data", source, fmt, entity_path, flush_every, data)
+    _CODE["path"] = str(freeze_code(base / "code"))
     ref_home = base / "reference"
     log = base / "steps.log"
     log.unlink(missing_ok=True)
