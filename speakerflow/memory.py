@@ -184,6 +184,9 @@ class _Group:
     lock: threading.RLock = field(default_factory=threading.RLock)
     knowledge: tuple | None = None
     knowledge_at: int = -1
+    closed: bool = False
+    used: float = 0.0
+    users: int = 0
 
 
 class Memory:
@@ -201,10 +204,14 @@ class Memory:
         Open groups read-only (no single-writer lock; :meth:`add` refuses).
     backend, chat
         ``rules`` answers, or ``chat`` with a ChatBackend ``chat`` for Project/Select/Answer.
+    max_open
+        Groups kept open at most; past it the least recently used idle group is closed
+        (and reopened, cold, when it is used again).
     """
 
     def __init__(self, home: str | Path | None = None, embedder: str = "minilm", writer: str = "rules",
-                 read_only: bool = False, backend: str = "rules", chat: Any = None, window: int = 25):
+                 read_only: bool = False, backend: str = "rules", chat: Any = None, window: int = 25,
+                 max_open: int = 64):
         from speakerflow.pipelines.query_path import QueryConfig
         from speakerflow.settings import home_root
 
@@ -218,6 +225,7 @@ class Memory:
         self._lock = threading.Lock()
         self._writer = None
         self._closed = False
+        self.max_open = max_open
 
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
@@ -227,6 +235,7 @@ class Memory:
             self._closed = True
         for g in groups:
             with g.lock:
+                g.closed = True
                 g.store.close()
 
     def __enter__(self) -> Memory:
@@ -253,14 +262,42 @@ class Memory:
                     raise GroupNotFoundError(f"group {group!r} has no store yet; add messages first")
                 if create and self.read_only:
                     raise PermissionError(f"group {group!r}: this Memory is read-only")
+                self._evict()
                 g = self._groups[group] = _Group(self.home.open(group, writable=not self.read_only))
+            g.used = time.monotonic()
             return g
+
+    def _evict(self) -> None:
+        """Close least recently used idle groups until one more fits (``self._lock`` held)."""
+        for name, g in sorted(self._groups.items(), key=lambda kv: kv[1].used):
+            if len(self._groups) < self.max_open:
+                return
+            if g.users == 0 and g.lock.acquire(blocking=False):  # a group in use stays open
+                try:
+                    g.closed = True
+                    g.store.close()
+                    del self._groups[name]
+                finally:
+                    g.lock.release()
+
+    @contextmanager
+    def _held(self, group: str, create: bool = False) -> Iterator[_Group]:
+        """The group, open, with its lock held (reopened if it was closed meanwhile)."""
+        while True:
+            g = self._group(group, create)
+            with g.lock:
+                if not g.closed:
+                    g.users += 1
+                    try:
+                        yield g
+                    finally:
+                        g.users -= 1
+                    return
 
     @contextmanager
     def use(self, group: str, create: bool = False) -> Iterator[GroupStore]:
         """The group's open store, with the group's lock held (for your own operators)."""
-        g = self._group(group, create)
-        with g.lock:
+        with self._held(group, create) as g:
             yield g.store
 
     @property
@@ -275,8 +312,7 @@ class Memory:
         """Append messages to the verbatim track only (idempotent by ``msg_id``); run
         :meth:`write` afterwards for derived records and embeddings."""
         table = messages_table(group, messages)  # validated before the group is opened
-        g = self._group(group, create=True)
-        with g.lock:
+        with self._held(group, create=True) as g:
             res = g.store.append_messages(table)
         return AddResult(group, res.added, res.skipped, list(res.new_speakers))
 
@@ -285,8 +321,7 @@ class Memory:
         the embeddings of new messages and records so the next :meth:`ask` is warm."""
         from speakerflow.pipelines.write_path import write_group
 
-        g = self._group(group)
-        with g.lock:
+        with self._held(group) as g:
             report = write_group(g.store, self._writer_backend(), window=self.window, progress=False)
             g.knowledge = None
             if warm:
@@ -333,9 +368,8 @@ class Memory:
         hold of the group's lock."""
         from speakerflow.pipelines.query_path import answer_question
 
-        g = self._group(group)
         start = time.perf_counter()
-        with g.lock:
+        with self._held(group) as g:
             waited = (time.perf_counter() - start) * 1000
             result = answer_question(g.store, question, self.config, chat=self.chat)
             rows = message_rows(g.store)
@@ -344,15 +378,13 @@ class Memory:
 
     def cited_messages(self, group: str, result) -> list[Message]:
         """The messages ``result`` cites, in composed order."""
-        g = self._group(group)
-        with g.lock:
+        with self._held(group) as g:
             rows = message_rows(g.store)
         return [Message(**rows[m]) for m in result.cited_ids() if m in rows]
 
     def search(self, group: str, q: str, speaker: str | None = None, k: int = 10) -> list[SearchHit]:
         """BM25 search over the group's messages."""
-        g = self._group(group)
-        with g.lock:
+        with self._held(group) as g:
             return search_messages(g.store, q, speaker, k)
 
     def memory(self, group: str, owner: str | None = None, layer: str | None = None) -> list[KnowledgeItem]:
@@ -362,8 +394,7 @@ class Memory:
     def history(self, group: str, owner: str | None = None, layer: str | None = None,
                 full: bool = True) -> list[list[KnowledgeItem]]:
         """Update chains of derived records, oldest state first."""
-        g = self._group(group)
-        with g.lock:
+        with self._held(group) as g:
             return memory_chains(g.store, owner, layer, history=full)
 
     def inject(self, group: str, event: dict | str, user: str | None = None, budget: int = 600, hops: int = 2):
@@ -371,8 +402,7 @@ class Memory:
         :class:`~speakerflow.ops.inject.pipeline.WorkingContext`."""
         from speakerflow.ops.knowledge import load_knowledge
 
-        g = self._group(group)
-        with g.lock:
+        with self._held(group) as g:
             version = g.store.records().num_rows
             if g.knowledge is None or g.knowledge_at != version:
                 g.knowledge, g.knowledge_at = load_knowledge(g.store), version
@@ -388,8 +418,7 @@ class Memory:
 
         if sum([speaker is not None, bool(message_ids), everything]) != 1:
             raise ValueError("forget needs exactly one of speaker, message_ids or everything=True")
-        g = self._group(group)
-        with g.lock:
+        with self._held(group) as g:
             if speaker is not None:
                 check_speaker(g.store, speaker)
             report = forget_group(g.store, speaker=speaker, message_ids=message_ids, everything=everything,
@@ -401,6 +430,5 @@ class Memory:
         return report
 
     def stats(self, group: str) -> dict[str, int]:
-        g = self._group(group)
-        with g.lock:
+        with self._held(group) as g:
             return g.store.stats()

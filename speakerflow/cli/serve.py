@@ -24,6 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-auth", action="store_true", help="no API keys; allowed on a loopback host only")
     p.add_argument("--max-body-mb", type=float, default=8.0, help="largest request body in MiB (default 8)")
     p.add_argument("--writers", type=int, default=2, help="background write threads (groups written in parallel)")
+    p.add_argument("--max-open-groups", type=int, default=64,
+                   help="groups kept open and warm at most (least recently used idle ones are closed; default 64)")
     p.add_argument("--torch-threads", type=int, default=1,
                    help="intra-op threads of the embedder (default 1: requests run side by side; 0 = torch's default)")
     p.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"],
@@ -55,7 +57,7 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         serve(args.home, host=args.host, port=args.port, no_auth=args.no_auth, embedder=args.embedder,
               writer=args.writer, max_body=int(args.max_body_mb * 1024 * 1024), writers=args.writers,
-              log_level=args.log_level, torch_threads=args.torch_threads or None)
+              log_level=args.log_level, torch_threads=args.torch_threads or None, max_open=args.max_open_groups)
     except ConfigError as exc:
         raise CliError(str(exc)) from None
     return 0

@@ -81,3 +81,15 @@ def test_threads_share_one_memory(tmp_path):
         assert all(cited)
         assert sorted(mem.groups()) == ["g0", "g1", "g2"]
         assert all(mem.stats(g)["messages"] == 32 for g in ("g0", "g1", "g2"))
+
+
+def test_least_recently_used_groups_are_closed(tmp_path):
+    with Memory(home=tmp_path, embedder="none", max_open=2) as mem:
+        for g in ("g0", "g1", "g2"):
+            mem.add(g, ROWS[:6])
+        assert len(mem._groups) == 2 and "g0" not in mem._groups
+        Home(tmp_path).open("g0", writable=True).close()  # its writer lock was released
+        with mem.use("g1") as store:  # a group in use is never closed under its user
+            assert mem.search("g0", "offsite") is not None and store._lock_fd is not None
+        assert mem.ask("g2", "Where will the offsite be?").cited_ids() is not None
+        assert len(mem._groups) == 2
