@@ -46,7 +46,7 @@ QUOTED_TICKER = re.compile(r"\b[A-Z]{2,6}(?:[-/]?(?:USDT|USDC|USD|PERP))\b")
 TICKER = re.compile(r"\b[A-Z]{2,6}\b")
 CAPWORD = re.compile(r"\b[A-Z][a-z]{3,}\b")
 #: a bare handle: a snake_case token ("trend_owl"), or a word after "provider"/"trader"/"copy"
-SNAKE = re.compile(r"(?<![@\w])[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+\b")
+SNAKE = re.compile(r"(?<![@\w])(?:[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+|[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+)\b")
 #: "gridqueen's win rate", "meanrevmike's drawdown": a possessive before a trader statistic
 POSSESSIVE_HANDLE = re.compile(r"\b([A-Za-z][A-Za-z0-9]{3,30})['\u2019]s\s+(?:\w+\s+){0,2}?(?:win\s*rate|wr|drawdown|dd|mdd|"
                                r"status|strategy|copiers|followers|signals|bot|track record|stats)\b", re.IGNORECASE)

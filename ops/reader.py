@@ -47,9 +47,12 @@ ANAPHOR = re.compile(r"\b(?:that|this|the)\s+(exposure|risk|concern|worry|scare|
 CORRECTION = re.compile(r"\b(typo|correction|corrected|i meant|meant to (?:say|write|type)|my bad|fat[- ]?finger\w*|"
                         r"scratch that|should (?:read|say|have said)|misspoke|mistyped|misprint\w*|misreport\w*|"
                         r"data fix|erratum|amended|oops|sorry)\b", re.IGNORECASE)
-THRESHOLD = re.compile(r"\b(alerts?|alarm\w*|fires?|firing|trigger\w*|threshold|breach\w*|exceed\w*|past a|beyond|"
+THRESHOLD = re.compile(r"\b(alerts? (?:fire|trigger|at|if|when|past|above|beyond)\w*|fires?|firing|trigger\w*|threshold|breach\w*|exceed\w*|past a|beyond|"
                        r"kill[- ]switch|stop[- ]?loss|automatically|limit for|margin calls?|liquidat\w* at)\b",
                        re.IGNORECASE)
+#: a negator that bounds a value instead of denying it: "no more than 5%", "nothing bigger than 2%", "never above 3%"
+BOUND = re.compile(r"\b(?:more|bigger|larger|higher|greater|less|lower|smaller|above|over|below|under|beyond|past)\b",
+                   re.IGNORECASE)
 QUESTION = re.compile(r"\?\s*$")
 FIRST_PERSON = re.compile(r"\b(i|i'm|im|i am|i've|my|me|mine|myself)\b", re.IGNORECASE)
 SECOND_PERSON = re.compile(r"\b(you|your|you're|youre|you are|yours|yourself|u)\b", re.IGNORECASE)
@@ -95,7 +98,7 @@ _NEW_WORDS = {"to", "now", "at", "is", "are", "be", "it's", "its", "reads", "of"
 def _role(clause: str, start: int) -> str:
     """How the three words before a value read it: negated, old ("from", "was") or new ("to", "now")."""
     words = [w.strip(",:()'\"").lower() for w in clause[max(0, start - 48):start].split()][-3:]
-    if NEGATOR.search(" ".join(words)):
+    if NEGATOR.search(" ".join(words)) and not BOUND.search(" ".join(words)):
         return "negated"
     for w in reversed(words):
         if w in _OLD_WORDS:
@@ -144,9 +147,9 @@ def pick(values: list[Value], anchor: int = 0) -> Value | None:
 
 
 def negated_near(clause: str, start: int) -> bool:
-    """A negator within the three words before ``start``."""
-    words = clause[max(0, start - 40):start].split()
-    return bool(NEGATOR.search(" ".join(words[-3:])))
+    """A negator within the three words before ``start`` (not a bound: "no more than 5%")."""
+    near = " ".join(clause[max(0, start - 40):start].split()[-3:])
+    return bool(NEGATOR.search(near)) and not BOUND.search(near)
 
 
 # -- nearest-prototype classification -----------------------------------------------------------
