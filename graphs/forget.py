@@ -232,6 +232,8 @@ def _apply(store: Any, man: dict[str, Any], report: ForgetReport) -> None:
     else:
         _apply_graph(store, man)
         failpoint("forget.graph")
+        store.compact_graph()  # DETACH DELETE frees pages but leaves their bytes in the file
+        failpoint("forget.compacted")
         report.parts_rewritten = _rewrite_parts(Path(store.root) / "messages", targets)
         store._messages = None
         store.set_records_table(None)

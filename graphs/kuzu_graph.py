@@ -66,6 +66,15 @@ REL_DDL: tuple[str, ...] = (
 )
 
 
+def rel_pairs() -> list[tuple[str, str, str]]:
+    """(relationship table, from node table, to node table) for every pair in :data:`REL_DDL`."""
+    out = []
+    for ddl in REL_DDL:
+        name = re.search(r"REL TABLE IF NOT EXISTS (\w+)\(", ddl).group(1)
+        out += [(name, a, b) for a, b in re.findall(r"FROM (\w+) TO (\w+)", ddl)]
+    return out
+
+
 def naive_utc(table: pa.Table) -> pa.Table:
     """Cast every tz-aware timestamp column to naive UTC microseconds (Kuzu's storage)."""
     cols = []
@@ -151,6 +160,21 @@ class KuzuGraph:
                 f"COPY {rel} FROM $data (from='{from_table}', to='{to_table}')", {"data": table}
             )
         return table.num_rows
+
+    def copy_into(self, dest: str | Path) -> dict[str, int]:
+        """Write every node and relationship of this graph into a NEW database at ``dest``
+        (a compacted copy: deleted rows leave nothing behind in it); returns rows per table."""
+        counts: dict[str, int] = {}
+        with KuzuGraph(dest) as new:
+            for name, schema, _ in NODE_TABLES:
+                cols = ", ".join(f"n.{f} AS {f}" for f in schema.names)
+                table = self.arrow(f"MATCH (n:{name}) RETURN {cols}")
+                counts[name] = new.copy_nodes(name, table.cast(naive_utc(schema.empty_table()).schema))
+            pks = {name: pk for name, _, pk in NODE_TABLES}
+            for rel, a, b in rel_pairs():
+                table = self.arrow(f"MATCH (x:{a})-[:{rel}]->(y:{b}) RETURN x.{pks[a]} AS f, y.{pks[b]} AS t")
+                counts[f"{rel}:{a}->{b}"] = new.copy_rels(rel, table, a, b)
+        return counts
 
     def count(self, table_name: str) -> int:
         return int(self.rows(f"MATCH (n:{table_name}) RETURN count(n) AS n")[0]["n"])

@@ -337,6 +337,30 @@ class GroupStore:
         self.index.rebuild(columns)
         return len(columns["doc_id"])
 
+    def compact_graph(self) -> dict[str, int] | None:
+        """Rewrite ``graph.kuzu`` as a fresh copy of what it holds (so deleted rows leave no
+        bytes behind), swapped in with one rename; ``None`` if there is no graph or its
+        write-ahead log was not empty on close (then the old file is kept)."""
+        path = self.root / "graph.kuzu"
+        if self.in_memory or not path.exists():
+            return None
+        tmp = self.root / "graph.kuzu.compact"
+        for stale in self.root.glob("graph.kuzu.compact*"):
+            stale.unlink()
+        counts = self.graph.copy_into(tmp)
+        failpoint("compact.copied")
+        self._graph.close()
+        self._graph = None
+        if any(p.stat().st_size for p in self.root.glob("graph.kuzu.wal*")) or any(self.root.glob("graph.kuzu.compact.wal*")):
+            for stale in self.root.glob("graph.kuzu.compact*"):
+                stale.unlink()
+            return None
+        tmp.replace(path)
+        for wal in self.root.glob("graph.kuzu.wal*"):
+            wal.unlink()
+        self._records = None
+        return counts
+
     # -- crash recovery -----------------------------------------------------------------
     def pending_batch(self) -> dict[str, Any] | None:
         """The manifest of a batch that has not finished (being written, or interrupted)."""

@@ -207,3 +207,25 @@ def test_killed_forget_is_finished_on_open(tmp_path):
     with Home(home).open("team", writable=True) as s:
         assert s.recovered["kind"] == "forget"
         assert "Dev" not in s.roster() and audit(s)["mismatched"] == 0
+
+
+@pytest.mark.parametrize("step", ["forget.graph", "compact.copied", "forget.compacted", "forget.index"])
+def test_forget_leaves_no_bytes_of_the_text_even_after_a_kill(tmp_path, step):
+    import os
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    cli(home, "ingest", str(BUNDLED_SAMPLE), "--format", "jsonl", "--group", "team")
+    group = home / "groups" / "team"
+    assert any(b"Vienna" in p.read_bytes() for p in group.rglob("*") if p.is_file())
+    env = {**os.environ, "SPEAKERFLOW_FAILPOINT": step}
+    code = "import sys; from speakerflow.cli import main; sys.exit(main())"
+    run = subprocess.run([sys.executable, "-c", code, "forget", "team", "--speaker", "Dev", "--home", str(home)],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == -9, run.stderr[-2000:]
+    with Home(home).open("team", writable=True) as s:
+        assert s.recovered["kind"] == "forget"
+        assert audit(s)["mismatched"] == 0 and s.graph.count("Message") == 26
+    leftovers = [p.name for p in group.rglob("*") if p.is_file() and b"vienna" in p.read_bytes().lower()]
+    assert leftovers == []
