@@ -8,6 +8,13 @@ item's score), so a per-person roll-up covers every member within a small budget
 other items follow by score. Items citing only messages already cited are kept in the
 context but add nothing new to the cited-id list.
 
+The cited ids (what evidence recall@B reads) are fused at the id level by default
+(``merge="ids"``): System 1's ids in order and the ids System 2's items cite (each record
+all its ``from_ids``, best-recalled first) are two reciprocal-rank lists, System 2 at a low
+weight. A record's messages that System 1 also found rise a little; the others come in at
+a bounded rate, so a record spanning many messages cannot push System 1's hits out of a
+small budget. Evidence items follow the place of the first id each brings in.
+
 The context text has two parts, as the answerer expects::
 
     [RAW EXCERPTS]
@@ -45,14 +52,21 @@ class ComposeConfig(OperatorConfig):
     """How the two tracks are ordered.
 
     ``merge``: ``score`` sorts every item by its score on the System 1 scale; ``rrf``
-    treats System 1 and System 2 as two ranked lists and interleaves them by reciprocal
-    rank (``s2_weight`` scales System 2's share). ``row_first``: each row's best item
-    first for roll-up projections.
+    treats System 1 and System 2 as two ranked lists of items and interleaves them by
+    reciprocal rank (``s2_weight`` scales System 2's share, ``rrf_k`` its constant);
+    ``ids`` (default) fuses at the level of cited message ids: System 1's ids in their
+    order and the ids System 2's items cite (items by score, each record's ids
+    best-recalled first) are two reciprocal-rank lists (``id_rrf_k``, ``id_s2_weight``),
+    so a record spanning many messages lifts the ones System 1 also found and adds the
+    others at a bounded rate instead of pushing System 1's hits out of the budget.
+    ``row_first``: each row's best item first for roll-up projections.
     """
 
-    merge: str = "score"
+    merge: str = "ids"
     rrf_k: float = 1.0
     s2_weight: float = 1.0
+    id_rrf_k: float = 5.0
+    id_s2_weight: float = 0.25
     row_first: bool = True
 
 
@@ -63,9 +77,14 @@ class Composed:
     evidence: list[EvidenceItem]
     context: str
     tokens: int
+    #: the cited message ids in composed order when the merge fuses ids (``merge="ids"``);
+    #: ``None``: the ids in evidence order
+    cited: list[str] | None = None
 
     def cited_ids(self, limit: int | None = None) -> list[str]:
         """Distinct message ids cited by the evidence, in composed order (first ``limit``)."""
+        if self.cited is not None:
+            return list(self.cited[:limit] if limit is not None else self.cited)
         out: list[str] = []
         seen: set[str] = set()
         for item in self.evidence:
@@ -115,6 +134,9 @@ def compose(view: GroupView, selected: list[Selected], s2_items: list[dict], pro
                 best[row] = i
         first = sorted(best.values(), key=lambda i: (-key[i], i))
     ranked = first + [i for i in order if i not in set(first)]
+    cited = None
+    if config.merge == "ids":
+        cited, ranked = _fuse_ids(pool, len(s1), ranked, first, config)
     empty = [it for it in s2_items if it["kind"] == "empty_row"]
     ranked += [len(pool) + j for j in range(len(empty))]
     items = pool + empty
@@ -125,7 +147,27 @@ def compose(view: GroupView, selected: list[Selected], s2_items: list[dict], pro
         for r, i in enumerate(ranked)
     ]
     context = render_context(s1, s2_items)
-    return Composed(evidence, context, count_tokens(context))
+    return Composed(evidence, context, count_tokens(context), cited)
+
+
+def _fuse_ids(pool: list[dict], n_s1: int, ranked: list[int], first: list[int],
+              config: ComposeConfig) -> tuple[list[str], list[int]]:
+    """Id-level fusion (``merge="ids"``): returns the cited ids in composed order and the
+    items reordered by the place of the first id each one brings in (ties keep ``ranked``)."""
+    s1_ids = list(dict.fromkeys(m for i in ranked if i < n_s1 for m in pool[i]["msg_ids"]))
+    s2_ids = list(dict.fromkeys(m for i in ranked if i >= n_s1 for m in pool[i]["msg_ids"]))
+    score: dict[str, float] = {}
+    for r, m in enumerate(s1_ids):
+        score[m] = 1.0 / (config.id_rrf_k + r + 1)
+    for r, m in enumerate(s2_ids):
+        score[m] = score.get(m, 0.0) + config.id_s2_weight / (config.id_rrf_k + r + 1)
+    front = list(dict.fromkeys(pool[i]["msg_ids"][0] for i in first if pool[i]["msg_ids"]))
+    rest = sorted((m for m in score if m not in set(front)), key=lambda m: -score[m])
+    cited = front + rest
+    place = {m: j for j, m in enumerate(cited)}
+    where = {i: min((place[m] for m in pool[i]["msg_ids"] if m in place), default=len(cited)) for i in ranked}
+    lead = set(first)
+    return cited, first + sorted((i for i in ranked if i not in lead), key=lambda i: (where[i], ranked.index(i)))
 
 
 def render_context(s1: list[dict], s2_items: list[dict]) -> str:
@@ -173,7 +215,7 @@ class Compose(Operator):
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         view = GroupView.of(ctx.store)
-        composed = [compose(view, selections(view, chosen), memory, projection, self.config)
+        composed: list[Composed] = [compose(view, selections(view, chosen), memory, projection, self.config)
                     for projection, chosen, memory in zip(projections(table), table["selected"].to_pylist(),
                                                           table["memory"].to_pylist(), strict=True)]
         self.stats.bump("context_tokens", sum(c.tokens for c in composed))

@@ -88,10 +88,12 @@ class QueryResult:
     answer_ms: float = 0.0
     model_tokens: int = 0
     stats: dict[str, float] = field(default_factory=dict)
+    #: the cited ids in composed order as Compose fused them (``None``: evidence order)
+    cited: list[str] | None = None
 
     def cited_ids(self, limit: int | None = None) -> list[str]:
         """Distinct message ids the evidence cites, in composed order."""
-        return Composed(self.evidence, self.context, self.tokens).cited_ids(limit)
+        return Composed(self.evidence, self.context, self.tokens, self.cited).cited_ids(limit)
 
     def to_dict(self) -> dict:
         return {"question": self.question, "answer": self.answer, "projection": self.projection.model_dump(),
@@ -223,7 +225,7 @@ def answer_question(store, question: str, config: QueryConfig | None = None, cha
     return QueryResult(question, out["answer"][0].as_py() if config.answer_question else "",
                        projections(out)[0], evidence_items(out)[0], out["context"][0].as_py(),
                        out["tokens"][0].as_py(), total_ms - answer_ms, answer_ms,
-                       sum(s.stats.tokens for s in pipeline.steps), extra)
+                       sum(s.stats.tokens for s in pipeline.steps), extra, out["cited_ids"][0].as_py())
 
 
 ANSWERS_SCHEMA = pa.schema([("question", pa.string()), ("answer", pa.string()), ("cited_ids", pa.list_(pa.string())),

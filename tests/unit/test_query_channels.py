@@ -53,3 +53,20 @@ def test_per_row_merge_puts_each_person_first_and_keeps_scores_ordered(store):  
     assert [s.score for s in merged] == sorted((s.score for s in merged), reverse=True)
     cited = answer_question(store, "What do Ben and Dev each prefer?", CFG).cited_ids(4)
     assert {"m1", "m3"} <= set(cited) or {"m1", "m6"} <= set(cited)
+
+
+def test_id_fusion_keeps_system1_hits_ahead_of_a_wide_record(store):  # noqa: F811
+    from speakerflow.ops.compose import ComposeConfig, compose
+
+    view = GroupView.of(store)
+    selected = [Selected(r, 1.0 - r / 10) for r in (0, 1, 2, 3, 4)]
+    wide = {"kind": "record", "row": "Ana", "text": "thread", "msg_ids": ["m7", "m6", "m5", "m2"], "score": 5.0,
+            "speaker": "Ana", "ts": None, "entry_id": "r9", "history": False, "source": "Ana", "owner": "Ana"}
+    proj = Projection(question="What about Ana?", issue="x", rows=["Ana"], tense="head")
+    by_score = compose(view, selected, [wide], proj, ComposeConfig(merge="score")).cited_ids(5)
+    assert by_score[:4] == ["m7", "m6", "m5", "m2"]  # the record's ids first: System 1 hits pushed out
+    fused = compose(view, selected, [wide], proj, ComposeConfig())
+    ids = fused.cited_ids()
+    assert ids[:2] == ["m0", "m2"]  # m2, found by both tracks, rises; S1's own order otherwise kept
+    assert set(ids[:5]) >= {"m0", "m1", "m2", "m3"} and set(ids) == {f"m{i}" for i in range(8)}
+    assert fused.evidence[0].msg_ids == ["m0"]
