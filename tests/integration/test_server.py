@@ -102,6 +102,11 @@ def test_errors_are_json_with_a_message(client):
     assert r.status_code == 422 and "question" in r.json()["message"]
     r = client.post("/v1/groups/gamma/ask", json={"question": "q?"}, headers=ADMIN)
     assert r.status_code == 404 and "no store" in r.json()["message"]
+    from speakerflow.graphs import Home
+
+    with Home(client.home).open("held", writable=True):  # another writer holds the group
+        r = client.post("/v1/groups/held/messages", json=ROWS[:1], headers=ADMIN)
+    assert r.status_code == 409 and "another process" in r.json()["message"]
     assert client.get("/openapi.json").json()["info"]["title"] == "speakerflow"
     assert client.get("/docs").status_code == 200
 
