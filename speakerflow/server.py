@@ -225,8 +225,9 @@ class WriteQueue:
     """Runs :meth:`Memory.write` (Writer + embeddings) after appends: at most one job per
     group at a time (appends while it runs make it run once more), groups in parallel on
     ``workers`` threads. A job starts ``coalesce`` seconds after it is queued, so a burst
-    of appends to a group is written (and embedded) in one run, and a group under a steady
-    stream of appends is not held by its Writer back to back."""
+    of appends to a group is written (and embedded) in one run; a rerun (appends arrived
+    while it ran) waits at least as long as the run took, so under a steady stream of
+    appends the Writer holds a group about half the time at most and reads get the rest."""
 
     def __init__(self, memory: Memory, workers: int = 2, coalesce: float = 1.0):
         self.memory = memory
@@ -241,11 +242,13 @@ class WriteQueue:
         return self._state.setdefault(group, {"state": "idle", "pending_messages": 0, "writes": 0, "again": False,
                                               "last_write": None, "last_write_at": None, "last_error": None})
 
-    def _schedule(self, group: str) -> None:
-        """Start the group's job after ``coalesce`` seconds (call with the lock held)."""
+    def _schedule(self, group: str, delay: float | None = None) -> None:
+        """Start the group's job after ``delay`` (default ``coalesce``) seconds (call with
+        the lock held)."""
         if self._closed:
             return
-        if self.coalesce <= 0:
+        delay = self.coalesce if delay is None else delay
+        if delay <= 0:
             self.pool.submit(self._run, group)
             return
 
@@ -256,7 +259,7 @@ class WriteQueue:
                     return
                 self.pool.submit(self._run, group)
 
-        timer = threading.Timer(self.coalesce, fire)
+        timer = threading.Timer(delay, fire)
         timer.daemon = True
         self._timers.add(timer)
         timer.start()
@@ -280,6 +283,7 @@ class WriteQueue:
             st = self._entry(group)
             st.update(state="running", again=False, pending_messages=0)
         report, error = None, None
+        started = time.monotonic()
         try:
             report = self.memory.write(group)
         except Exception as exc:  # noqa: BLE001 - reported on the status endpoint and the log
@@ -295,7 +299,8 @@ class WriteQueue:
                                     "seconds": round(report.seconds, 3)}
             if st["again"] and not self._closed:
                 st["state"] = "queued"
-                self._schedule(group)
+                # the Writer holds the group at most about half the time under a steady stream
+                self._schedule(group, max(self.coalesce, time.monotonic() - started) if self.coalesce > 0 else 0)
             else:
                 st["state"] = "idle"
             self._lock.notify_all()
