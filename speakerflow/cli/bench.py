@@ -42,6 +42,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     from .serve import add_bench
 
     add_bench(bsub)  # bench serve
+    from speakerflow.benchmarks.scale import add_bench as add_scale
+
+    add_scale(bsub)  # bench scale
 
 
 def run_harness(args: argparse.Namespace) -> int:

@@ -1,0 +1,568 @@
+"""How the system grows with the number of messages: ``speakerflow bench scale``.
+
+For each size (1k, 10k, 100k; 1M when asked) and each shape (one big group; many groups of
+1,000 messages) a fresh subprocess (so peak RSS is that size's own) generates a synthetic
+multi-party stream, ingests it into a home (Parquet + Kuzu + Tantivy, in batches like an
+incremental ingest), runs the rules Writer (on a bounded sample of the stream when the size
+is larger than ``writer_sample``: the report says so), times the rules query path
+(``answer_question`` with ``embedder="none"``: BM25, windows, session prior, System 2
+records, rules answerer), the dense channel where embeddings exist (question encode + top-k
+over the group's message embeddings: the ANN index of :mod:`speakerflow.graphs.ann` above
+its threshold, brute force below) and passive injection on the fact graph that the entity
+path builds from the same stream (on the same bounded sample).
+
+The stream: message texts are one to three sentences drawn from LoCoMo conversations when
+``../shared/data/locomo/locomo10.json`` exists (real lengths and wording; the bundled team
+chat otherwise), about 5 % are statements about assets and copy traders in the InKH
+harness's phrasings (so the entity path has facts to read), speakers follow a Zipf-like
+activity over the group's roster (30 people in the big group, 3-10 in a group of 1,000),
+sessions are 20-120 turns with hours to days between them, and a fifth of the messages
+reply to an earlier turn of their session. Everything is deterministic for a seed; the
+stream of ``n`` messages is a prefix of the stream of ``m > n`` messages.
+
+    speakerflow bench scale --messages 100000 --out report.json        # 1k, 10k, 100k
+    speakerflow bench scale --messages 1000000 --out report.json       # ... and 1M
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from speakerflow.schemas import MESSAGE_SCHEMA
+
+GROUP_SIZE = 1_000  # messages per group in the "many groups" shape
+LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
+NAMES = ("Ana Ben Caro Dev Eli Fay Gus Hana Ivo Jun Kai Lea Max Nia Oli Pia Quin Rae Sam Tia Uma Vic Wes "
+         "Xia Yan Zoe Abe Bea Cal Dan Eva Finn Gia Hal Isa Jay Kit Lou Mia Ned").split()
+_SENT = re.compile(r"(?<=[.!?])\s+")
+
+
+def _sentences(locomo: Path | None = LOCOMO) -> list[str]:
+    """The sentence pool: LoCoMo turns split into sentences, else the bundled team chat."""
+    texts: list[str] = []
+    if locomo is not None and Path(locomo).exists():
+        for conv in json.loads(Path(locomo).read_text()):
+            for key, turns in conv["conversation"].items():
+                if key.startswith("session_") and isinstance(turns, list):
+                    texts.extend(t.get("text", "") for t in turns)
+    else:
+        from speakerflow.settings import BUNDLED_SAMPLE
+
+        for line in Path(BUNDLED_SAMPLE).read_text().splitlines():
+            if line.strip():
+                texts.append(json.loads(line).get("text", ""))
+    out = sorted({s.strip() for t in texts for s in _SENT.split(t) if 3 <= len(s.split()) <= 60})
+    return out
+
+
+def _fact_templates() -> tuple[list[str], list[str], list[str], dict[str, list[str]]]:
+    from speakerflow.benchmarks.harness.generator import ASSETS, STATE, TRADERS, WORDS
+
+    templates = [t for rel in ("fee", "regime", "liquidity", "win_rate", "max_drawdown", "status")
+                 for t in STATE[rel].split("|")]
+    assets = [a for names in ASSETS.values() for a in names[:2]]
+    traders = [f"@{t}" for t in TRADERS]
+    return templates, assets, traders, WORDS
+
+
+def synthetic_stream(n: int, shape: str = "one", seed: int = 7, group: str = "big",
+                     locomo: Path | None = LOCOMO) -> pa.Table:
+    """``n`` messages of the shape ``one`` (one group ``group``) or ``many`` (groups
+    ``g000000``, ``g000001`` ... of :data:`GROUP_SIZE` messages each), deterministic."""
+    sents = _sentences(locomo)
+    templates, assets, traders, words = _fact_templates()
+    word_values = [w for ws in words.values() for w in ws]
+    text_rng = random.Random(seed)  # texts, sessions, times, replies
+    who_rng = random.Random(seed + 1)  # rosters and speakers
+    t = datetime(2025, 1, 1, tzinfo=UTC)
+    cols: dict[str, list] = {k: [] for k in ("msg_id", "group_id", "session_id", "turn", "ts", "speaker", "text",
+                                              "reply_to")}
+    roster: list[str] = []
+    weights: list[float] = []
+    session_left = turn = 0
+    session = -1
+    gid = group
+    session_start = 0
+    for i in range(n):
+        if shape == "many" and i % GROUP_SIZE == 0:
+            gid = f"g{i // GROUP_SIZE:06d}"
+            size = who_rng.randint(3, 10)
+            roster = who_rng.sample(NAMES, size)
+            session_left = 0
+        elif shape == "one" and i == 0:
+            roster = list(NAMES[:30])
+        if not weights or len(weights) != len(roster):
+            weights = [1.0 / (r + 1) ** 0.8 for r in range(len(roster))]
+        if session_left == 0:
+            session += 1
+            session_left = text_rng.randint(20, 120)
+            turn = 0
+            session_start = i
+            t += timedelta(hours=text_rng.randint(3, 72))
+        speaker = who_rng.choices(roster, weights)[0]
+        if text_rng.random() < 0.05:
+            tpl = text_rng.choice(templates)
+            text = tpl.format(a=text_rng.choice(assets), t=text_rng.choice(traders),
+                              v=f"{text_rng.randint(1, 60) / 10:.1f}%", w=text_rng.choice(word_values))
+        else:
+            k = text_rng.choices((1, 2, 3), (0.5, 0.35, 0.15))[0]
+            text = " ".join(text_rng.choice(sents) for _ in range(k))
+        reply = None
+        if turn > 0 and text_rng.random() < 0.2:
+            reply = cols["msg_id"][text_rng.randint(session_start, i - 1)]
+        cols["msg_id"].append(f"m{i:08d}")
+        cols["group_id"].append(gid)
+        cols["session_id"].append(f"s{session:07d}")
+        cols["turn"].append(turn)
+        cols["ts"].append(t)
+        cols["speaker"].append(speaker)
+        cols["text"].append(text)
+        cols["reply_to"].append(reply)
+        t += timedelta(seconds=text_rng.randint(5, 600))
+        turn += 1
+        session_left -= 1
+    table = pa.table(cols)
+    return table.select([c for c in MESSAGE_SCHEMA.names if c in table.column_names])
+
+
+# -- embeddings: MiniLM through a persistent text cache ------------------------------------------
+class CachedEmbedder:
+    """An embedder that looks texts up in a persistent cache (sha1 of the text -> vector)
+    before asking the model: a benchmark embeds a stream once and reuses it across runs.
+    Same ``name`` and ``dim`` as the model, so the group's own embedding files match."""
+
+    def __init__(self, inner, path: str | Path | None):
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
+        self.path = Path(path) if path else None
+        self.table: dict[bytes, np.ndarray] = {}
+        self.encoded = 0
+        if self.path is not None and self.path.exists():
+            with np.load(self.path, allow_pickle=False) as data:
+                self.table = dict(zip((k.tobytes() for k in data["keys"]), data["vecs"], strict=True))
+
+    @staticmethod
+    def key(text: str) -> bytes:
+        return hashlib.sha1(text.encode()).digest()
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        keys = [self.key(t) for t in texts]
+        miss = [i for i, k in enumerate(keys) if k not in self.table]
+        if miss:
+            vecs = self.inner.encode([texts[i] for i in miss])
+            self.encoded += len(miss)
+            for i, v in zip(miss, vecs, strict=True):
+                self.table[keys[i]] = np.asarray(v, dtype=np.float32)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self.table[k] for k in keys]).astype(np.float32)
+
+    def save(self) -> None:
+        if self.path is None or not self.table:
+            return
+        keys = list(self.table)
+        tmp = self.path.with_suffix(".tmp.npz")
+        np.savez(tmp, keys=np.frombuffer(b"".join(keys), dtype="S20"), vecs=np.stack([self.table[k] for k in keys]))
+        tmp.replace(self.path)
+
+
+def labelled(table: pa.Table) -> list[str]:
+    """``"speaker: text"`` per message: what the dense channel embeds."""
+    return [f"{s}: {t}" for s, t in zip(table["speaker"].to_pylist(), table["text"].to_pylist(), strict=True)]
+
+
+def embed_stream(n: int, cache: str | Path, seed: int = 7, chunk: int = 2_000, threads: int = 1) -> dict:
+    """Embed the labelled texts of the one-group stream of ``n`` messages into ``cache``
+    (resumable: texts already there are skipped; saved every ``chunk`` messages)."""
+    import torch
+
+    from speakerflow.ops.embed import MiniLMEmbedder
+
+    torch.set_num_threads(threads)
+    emb = CachedEmbedder(MiniLMEmbedder(small_batch=0), cache)
+    texts = labelled(synthetic_stream(n, "one", seed))
+    start = time.perf_counter()
+    for lo in range(0, n, chunk):
+        before = emb.encoded
+        emb.encode(texts[lo:lo + chunk])
+        if emb.encoded > before:
+            emb.save()
+            print(f"{lo + chunk}/{n} embedded ({emb.encoded / (time.perf_counter() - start):.1f}/s)", flush=True)
+    return {"messages": n, "encoded": emb.encoded, "seconds": round(time.perf_counter() - start, 1)}
+
+
+# -- one size, one shape (runs in its own process) ----------------------------------------------
+_WORD = re.compile(r"[A-Za-z][a-z]{3,}")
+_STOP = set("that this with have been what when where there their they them then than your from were will "
+            "would could should about just like really know think going also much very some into more "
+            "thats it's yeah thanks thank make made sure good great love things thing feel well".split())
+
+
+def _questions(table: pa.Table, count: int, seed: int) -> list[str]:
+    """Questions about random messages of ``table``: a speaker and two or three of its words."""
+    rng = random.Random(seed)
+    speakers, texts = table["speaker"].to_pylist(), table["text"].to_pylist()
+    out: list[str] = []
+    while len(out) < count:
+        i = rng.randrange(len(texts))
+        words = [w for w in _WORD.findall(texts[i]) if w.lower() not in _STOP]
+        if len(words) < 2:
+            continue
+        topic = " ".join(rng.sample(words, min(len(words), rng.randint(2, 3)))).lower()
+        shape = rng.choice(("What did {s} say about {t}?", "When did {s} mention {t}?", "Who talked about {t}?",
+                            "What does {s} think of {t}?"))
+        out.append(shape.format(s=speakers[i], t=topic))
+    return out
+
+
+def _pct(xs: list[float], q: float) -> float | None:
+    return round(float(np.percentile(xs, q)), 3) if xs else None
+
+
+def _folder_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _slices(n: int, size: int):
+    for lo in range(0, n, size):
+        yield lo, min(size, n - lo)
+
+
+def measure(n: int, shape: str, workdir: str | Path, seed: int = 7, batch: int = 10_000, writer_sample: int = 10_000,
+            entity_sample: int = 10_000, queries: int = 40, query_groups: int = 10, embed_cache: str | None = None,
+            dense_max: int = 0, injections: int = 100) -> dict[str, Any]:
+    """Measure one size and shape in this process (see the module doc); returns one report row."""
+    from speakerflow.graphs import Home
+    from speakerflow.graphs.records import RecordBuffer
+    from speakerflow.ops.base import Context
+    from speakerflow.pipelines.query_path import QueryConfig, answer_question
+    from speakerflow.pipelines.write_path import write_group, write_pipeline
+
+    row: dict[str, Any] = {"messages": n, "shape": shape, "seed": seed}
+    t0 = time.perf_counter()
+    table = synthetic_stream(n, shape, seed)
+    row["generate_s"] = round(time.perf_counter() - t0, 2)
+    home = Home(Path(workdir) / "home")
+    gids = table["group_id"].unique().to_pylist()
+    row["groups"] = len(gids)
+    # ingest: the big group in batches (an incremental ingest); a small group in one append each
+    t0 = time.perf_counter()
+    if shape == "one":
+        with home.open(gids[0], writable=True) as store:
+            for lo, size in _slices(n, batch):
+                store.append_messages(table.slice(lo, size))
+        row["ingest_batch"] = batch
+    else:
+        for lo, size in _slices(n, GROUP_SIZE):
+            part = table.slice(lo, size)
+            with home.open(part["group_id"][0].as_py(), writable=True) as store:
+                store.append_messages(part)
+        row["ingest_batch"] = GROUP_SIZE
+    ingest_s = time.perf_counter() - t0
+    row["ingest_s"] = round(ingest_s, 2)
+    row["ingest_messages_per_s"] = round(n / ingest_s, 1)
+    row["bytes_per_message"] = round(_folder_bytes(home.root) / n, 1)
+
+    # the rules Writer, on the last ``writer_sample`` messages (whole groups for ``many``)
+    sample = min(n, writer_sample)
+    row["writer_sample"] = sample
+    t0 = time.perf_counter()
+    records = 0
+    if shape == "one":
+        with home.open(gids[0], writable=True) as store:
+            msgs = store.messages()
+            buffer = RecordBuffer(store, flush_every=64)
+            written = write_pipeline()(msgs.slice(n - sample, sample), Context(store=buffer,
+                                                                                 backends={"writer": _rules_writer()}))
+            buffer.flush()
+            records = written.num_rows
+    else:
+        for gid in gids[-max(1, sample // GROUP_SIZE):]:
+            with home.open(gid, writable=True) as store:
+                records += write_group(store, "rules", progress=False).accepted
+    writer_s = time.perf_counter() - t0
+    row["writer_s"] = round(writer_s, 2)
+    row["writer_messages_per_s"] = round(sample / writer_s, 1)
+    row["writer_records"] = records
+
+    # the entity path (facts) on a bounded sample, then passive injection on that fact graph
+    row.update(_entities_and_injection(home, gids, shape, n, min(n, entity_sample), injections, seed))
+
+    # the rules query path, read-only stores like a server's
+    cfg = QueryConfig(embedder="none")
+    cold, warm = [], []
+    if shape == "one":
+        targets = gids[:1]
+        asked = [(gids[0], q) for q in _questions(table, queries, seed)]
+    else:  # questions about a group's own messages, spread over ``query_groups`` groups
+        targets = random.Random(seed).sample(gids, min(query_groups, len(gids)))
+        per = max(1, queries // len(targets))
+        asked = [(gid, q) for j, gid in enumerate(targets)
+                 for q in _questions(table.slice(gids.index(gid) * GROUP_SIZE, GROUP_SIZE), per, seed + j)]
+        asked = [asked[j * per + i] for i in range(per) for j in range(len(targets))]  # round robin
+    qs = [q for _, q in asked]
+    stores = {}
+    try:
+        for gid in targets:
+            t0 = time.perf_counter()
+            stores[gid] = store = home.open(gid)
+            answer_question(store, next(q for g, q in asked if g == gid), cfg)  # opens index and graph, builds the view
+            cold.append((time.perf_counter() - t0) * 1000)
+        for gid, q in asked:
+            t0 = time.perf_counter()
+            answer_question(stores[gid], q, cfg)
+            warm.append((time.perf_counter() - t0) * 1000)
+        row["query_cold_ms"] = _pct(cold, 50)
+        row["query_p50_ms"] = _pct(warm, 50)
+        row["query_p95_ms"] = _pct(warm, 95)
+        row["queries"] = len(warm)
+        row.update(_dense(stores[targets[0]], qs, embed_cache) if embed_cache and shape == "one" and n <= dense_max
+                   else {"dense_query_p50_ms": None, "dense_query_p95_ms": None})
+    finally:
+        for store in stores.values():
+            store.close()
+    row["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return row
+
+
+def _rules_writer():
+    from speakerflow.ops.writer.registry import make_writer
+
+    return make_writer("rules")
+
+
+def _entities_and_injection(home, gids: list[str], shape: str, n: int, sample: int, events: int,
+                            seed: int) -> dict[str, Any]:
+    """The entity path over ``sample`` messages, then ``events`` injections on that graph."""
+    from speakerflow.benchmarks.harness.generator import ASSETS, TRADERS
+    from speakerflow.ops.inject import InjectConfig, PassiveInjector
+    from speakerflow.ops.knowledge import load_knowledge
+    from speakerflow.pipelines.entity_path import build_entity_graph
+
+    gid = gids[0] if shape == "one" else gids[-1]
+    out: dict[str, Any] = {"entity_sample": sample if shape == "one" else min(n, GROUP_SIZE)}
+    with home.open(gid, writable=True) as store:
+        if shape == "one" and sample < n:  # mark the rest as processed: the path reads the sample only
+            rest = store.messages()["msg_id"].to_pylist()[: n - sample]
+            (Path(store.root) / "entity_path.json").write_text(json.dumps({"processed": rest}))
+        t0 = time.perf_counter()
+        done = build_entity_graph(store, "rules")
+        out["entity_s"] = round(time.perf_counter() - t0, 2)
+        out["facts"] = done["facts"]
+    with home.open(gid) as store:
+        fg, canon, det = load_knowledge(store, with_records=False)
+        inj = PassiveInjector(fg, canon, det, config=InjectConfig(record_use=False))
+        rng = random.Random(seed)
+        assets = [a for names in ASSETS.values() for a in names[:2]]
+        now = datetime(2030, 1, 1, tzinfo=UTC)
+        lat = []
+        for _ in range(events):
+            text = (f"Prepare an order to buy {rng.choice(assets)}; should I copy @{rng.choice(TRADERS)}? "
+                    "fees and drawdown and liquidity?")
+            lat.append(inj.inject(text, now, user=rng.choice(store.roster())).seconds * 1000)
+    out["injection_p50_ms"] = _pct(lat, 50)
+    out["injection_p95_ms"] = _pct(lat, 95)
+    return out
+
+
+def _dense(store, qs: list[str], embed_cache: str) -> dict[str, Any]:
+    """Dense channel per question: a fresh MiniLM encode of the question and the top-k over
+    the group's message embeddings (ANN index above its threshold), vs brute force."""
+    import torch
+
+    from speakerflow.graphs import ann
+    from speakerflow.ops.dense_index import ANN_K, dense_scores, group_index
+    from speakerflow.ops.embed import MiniLMEmbedder
+    from speakerflow.ops.recall import GroupView
+
+    torch.set_num_threads(1)
+    emb = CachedEmbedder(MiniLMEmbedder(), embed_cache)
+    view = GroupView.of(store)
+    t0 = time.perf_counter()
+    mat = view.dense_matrix(emb)
+    out: dict[str, Any] = {"embed_s": round(time.perf_counter() - t0, 2), "embedded_now": emb.encoded}
+    t0 = time.perf_counter()
+    index = group_index(view, emb)
+    out["ann_index"] = index is not None
+    out["ann_build_s"] = round(time.perf_counter() - t0, 2) if index is not None else None
+    emb.inner.encode(["warm up"])
+    dense, exact, hit = [], [], []
+    for q in qs:
+        t0 = time.perf_counter()
+        qvec = emb.inner.encode([q])[0]
+        scores = dense_scores(view, emb, qvec)
+        dense.append((time.perf_counter() - t0) * 1000)
+        t0 = time.perf_counter()
+        rows, sims = ann.top_k_exact(mat, qvec, 50)
+        exact.append((time.perf_counter() - t0) * 1000)
+        if index is not None:  # tie-aware recall of the top 50: ANN hits at least as close as the 50th
+            got = np.sort(scores[scores > 0])[::-1][:50]
+            hit.append(float(np.sum(got >= sims[-1] - 1e-6)) / len(sims))
+    emb.save()
+    out.update(dense_query_p50_ms=_pct(dense, 50), dense_query_p95_ms=_pct(dense, 95),
+               brute_top50_p50_ms=_pct(exact, 50), ann_k=ANN_K,
+               ann_recall_at_50=round(statistics.mean(hit), 4) if hit else None)
+    return out
+
+
+# -- the sweep --------------------------------------------------------------------------------
+def _child_main(argv: list[str]) -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--n", type=int, required=True)
+    p.add_argument("--shape", required=True)
+    p.add_argument("--workdir", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--opts", default="{}")
+    a = p.parse_args(argv)
+    row = measure(a.n, a.shape, a.workdir, **json.loads(a.opts))
+    Path(a.out).write_text(json.dumps(row))
+
+
+def run(messages: int = 100_000, out: str | Path | None = None, shapes: tuple[str, ...] = ("one", "many"),
+        sizes: list[int] | None = None, timeout_s: int = 3600, workdir: str | Path | None = None,
+        log=print, **opts: Any) -> dict[str, Any]:
+    """Measure every size of 1k, 10k, 100k, 1M up to ``messages`` (or ``sizes``) in both
+    shapes, each in a fresh subprocess; write ``out`` (JSON) and a log-log plot beside it."""
+    sizes = sizes or [s for s in (1_000, 10_000, 100_000, 1_000_000) if s <= messages] or [messages]
+    rows: list[dict[str, Any]] = []
+    for n in sizes:
+        for shape in shapes:
+            if shape == "many" and n <= GROUP_SIZE:
+                continue  # one group of 1,000 is the "one" shape
+            with tempfile.TemporaryDirectory(prefix="speakerflow-scale-", dir=workdir) as tmp:
+                res = Path(tmp) / "row.json"
+                cmd = [sys.executable, "-m", "speakerflow.benchmarks.scale", "--child", "--n", str(n), "--shape", shape,
+                       "--workdir", tmp, "--out", str(res), "--opts", json.dumps(opts)]
+                t0 = time.perf_counter()
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
+                                      env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
+                if proc.returncode != 0:
+                    raise RuntimeError(f"scale child {n} {shape} failed:\n{proc.stderr[-4000:]}")
+                row = json.loads(res.read_text())
+                row["child_wall_s"] = round(time.perf_counter() - t0, 1)
+            rows.append(row)
+            log(json.dumps(row))
+    report = {
+        "sizes": rows,
+        "machine": {"cpus": os.cpu_count(), "load_avg_at_end": [round(x, 2) for x in os.getloadavg()]},
+        "notes": [
+            "each size and shape ran in its own subprocess; peak_rss_mb is that process's maximum "
+            "resident set (the synthetic stream it generated included)",
+            "writer_messages_per_s is measured on writer_sample messages (the newest of the big group, or the "
+            "last whole groups of 1,000); where writer_sample < messages the Writer did not see the whole stream",
+            "query_*: answer_question with embedder='none' (BM25, window and session channels, System 2 records, "
+            "rules answerer) on read-only stores after one warm-up query per store (query_cold_ms)",
+            "dense_query_*: a fresh MiniLM encode of the question (1 thread) + the top-k dense channel "
+            "(ops/dense_index.py: the group's faiss HNSW index above its threshold, brute force below); "
+            "null where not run",
+            "injection_*: PassiveInjector on the fact graph the rules entity path built from entity_sample "
+            "messages of the same stream",
+        ],
+    }
+    if out:
+        out = Path(out)
+        out.write_text(json.dumps(report, indent=2) + "\n")
+        plot(report, out.with_suffix(".png"))
+    return report
+
+
+def plot(report: dict[str, Any], path: str | Path) -> Path | None:
+    """Log-log cost against size: one panel per cost, one line per shape."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:  # pragma: no cover - matplotlib is a core dependency
+        return None
+    panels = [("ingest µs / message", lambda r: 1e6 / r["ingest_messages_per_s"]),
+              ("rules Writer µs / message", lambda r: 1e6 / r["writer_messages_per_s"]),
+              ("bytes on disk / message", lambda r: r["bytes_per_message"]),
+              ("peak RSS (MB)", lambda r: r["peak_rss_mb"]),
+              ("rules query p50 / p95 (ms)", lambda r: r["query_p50_ms"]),
+              ("dense query p50 (ms)", lambda r: r.get("dense_query_p50_ms")),
+              ("injection p50 (ms)", lambda r: r.get("injection_p50_ms"))]
+    fig, axes = plt.subplots(2, 4, figsize=(16, 7))
+    for ax, (title, get) in zip(axes.flat, panels, strict=False):
+        for shape, style in (("one", "o-"), ("many", "s--")):
+            rows = [r for r in report["sizes"] if r.get("shape") == shape and get(r)]
+            if rows:
+                ax.plot([r["messages"] for r in rows], [get(r) for r in rows], style,
+                        label="one group" if shape == "one" else "groups of 1,000")
+            if title.startswith("rules query"):
+                rows = [r for r in report["sizes"] if r.get("shape") == shape and r.get("query_p95_ms")]
+                if rows:
+                    ax.plot([r["messages"] for r in rows], [r["query_p95_ms"] for r in rows], ":", alpha=0.6,
+                            label=f"p95 ({shape})")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("messages")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    axes.flat[-1].axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--child":
+        _child_main(argv[1:])
+        return
+    if argv and argv[0] == "embed":
+        p = argparse.ArgumentParser()
+        p.add_argument("--messages", type=int, default=100_000)
+        p.add_argument("--cache", required=True)
+        a = p.parse_args(argv[1:])
+        print(json.dumps(embed_stream(a.messages, a.cache)))
+        return
+    raise SystemExit("use: speakerflow bench scale --messages N --out report.json")
+
+
+if __name__ == "__main__":
+    main()
+
+
+def add_bench(bsub: argparse._SubParsersAction) -> None:
+    """``speakerflow bench scale`` (registered by ``speakerflow/cli/bench.py``)."""
+    p = bsub.add_parser("scale", help="cost against size (1k..1M messages): ingest, Writer, disk, RSS, query, "
+                                      "dense, injection; one big group and groups of 1,000")
+    p.add_argument("--messages", type=int, default=100_000, help="largest size: 1k, 10k, 100k, 1M up to it")
+    p.add_argument("--out", default=None, help="write the report JSON here (the log-log plot beside it, .png)")
+    p.add_argument("--shapes", default="one,many", help="one (one big group), many (groups of 1,000), or both")
+    p.add_argument("--writer-sample", type=int, default=10_000, help="messages the rules Writer runs on per size")
+    p.add_argument("--entity-sample", type=int, default=10_000, help="messages the entity path reads per size")
+    p.add_argument("--queries", type=int, default=40, help="timed questions per size and shape")
+    p.add_argument("--embed-cache", default=None,
+                   help="MiniLM vectors of the stream (built by python -m speakerflow.benchmarks.scale embed); "
+                        "enables the dense columns (big group only)")
+    p.add_argument("--dense-max", type=int, default=100_000, help="largest size with dense queries")
+    p.add_argument("--seed", type=int, default=7)
+    p.set_defaults(func=_run_cli)
+
+
+def _run_cli(args: argparse.Namespace) -> int:
+    report = run(args.messages, out=args.out, shapes=tuple(s for s in args.shapes.split(",") if s),
+                 writer_sample=args.writer_sample, entity_sample=args.entity_sample, queries=args.queries,
+                 embed_cache=args.embed_cache, dense_max=args.dense_max if args.embed_cache else 0, seed=args.seed,
+                 log=lambda line: print(line, file=sys.stderr, flush=True))
+    print(json.dumps(report, indent=2))
+    return 0
