@@ -27,12 +27,14 @@ INTENTS: tuple[str, ...] = ("market_analysis", "portfolio_review", "copy_trading
 RISK_CLASSES: tuple[str, ...] = ("low", "medium", "high")
 #: Cue words per intent (stems; matched at word starts).
 INTENT_CUES: dict[str, tuple[str, ...]] = {
-    "market_analysis": ("analy", "outlook", "trend", "regime", "market", "chart", "sentiment", "macro"),
+    "market_analysis": ("analy", "outlook", "trend", "regime", "market", "chart", "sentiment", "macro", "read on",
+                        "looking"),
     "portfolio_review": ("portfolio", "holding", "allocation", "rebalanc", "review", "exposure", "bag", "my book",
                          "my positions", "my account", "am i too", "my limits", "too exposed"),
     "copy_trading_evaluation": ("copy", "follow", "mirror", "trader", "signal provider", "win rate", "drawdown"),
     "trade_preparation": ("buy", "sell", "long", "short", "order", "entry", "place", "leverage", "execute", "size",
-                          "load up", "ape", "dca", "hedge", "clip", "open a", "go in", "scale in", "add to"),
+                          "load up", "ape", "dca", "hedge", "clip", "open a", "go in", "scale in", "add to", "afford",
+                          "stop loss", "set a stop"),
 }
 _INTENT_RX = {k: re.compile(r"\b(?:" + "|".join(re.escape(c) for c in cues) + ")") for k, cues in INTENT_CUES.items()}
 _INTENT_RX["trade_preparation"] = re.compile(_INTENT_RX["trade_preparation"].pattern + r"|\b\d+x\b")

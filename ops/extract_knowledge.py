@@ -30,6 +30,7 @@ from .lexicon import RELATION_BY_NAME, Relation
 from .reader import (
     ANAPHOR,
     CORRECTION,
+    DECOY,
     ENDING,
     FIRST_PERSON,
     HEDGE,
@@ -126,6 +127,13 @@ def _segment(clause: str, at: int) -> tuple[int, int]:
     starts = [0] + [m.end() for m in re.finditer(r",|—|–|\s-\s|\|", clause) if m.end() <= at]
     ends = [m.start() for m in re.finditer(r",|—|–|\s-\s|\|", clause) if m.start() >= at] + [len(clause)]
     return max(starts), min(ends)
+
+
+def _decoy(clause: str, v) -> bool:
+    """A percentage whose own segment names a return, yield, spread, discount, move... (:data:`DECOY`)."""
+    s0, s1 = _segment(clause, v.start)
+    near = clause[max(s0, v.start - 30):min(s1, v.end + 20)]
+    return bool(DECOY.search(near))
 
 
 def _segments(clause: str) -> list[tuple[int, int]]:
@@ -250,7 +258,8 @@ class KnowledgeExtractor:
                 self._last_obj[rel.name] = (subject, obj)
         # scalar relations: values found by kind, the relation by phrase, value word or prototype
         claims: dict[str, tuple[Relation, int, str | None]] = {}
-        pvals = [v for v in percents(clause) if v.role in ("new", "plain") and not clause[v.start] == "+"]
+        pvals = [v for v in percents(clause) if v.role in ("new", "plain") and not clause[v.start] == "+"
+                 and not _decoy(clause, v)]
         if pvals:  # ("+41%" is a move or a return, never a level)
             for rel, anchor, value in self._percent_relations(ev, clause, typed, pvals):
                 claims.setdefault(rel.name, (rel, anchor, value))
@@ -312,7 +321,11 @@ class KnowledgeExtractor:
             for v in pvals:
                 def dist(p, v=v):
                     return v.start - p[2] if p[2] <= v.start else p[1] - v.end + 8
-                rel, at, _ = min(found, key=dist)
+                seg = _segment(clause, v.start)
+                near = [p for p in found if seg[0] <= p[1] < seg[1]]  # "BTC up 3%, fees 0.1%": 3% has no phrase
+                if not near and len(pvals) > 1:
+                    continue
+                rel, at, _ = min(near or found, key=dist)
                 if all(r is not rel for r, _a, _v in out):
                     out.append((rel, at, v.value))
             return out

@@ -53,6 +53,12 @@ THRESHOLD = re.compile(r"\b(alerts? (?:fire|trigger|at|if|when|past|above|beyond
 #: a negator that bounds a value instead of denying it: "no more than 5%", "nothing bigger than 2%", "never above 3%"
 BOUND = re.compile(r"\b(?:more|bigger|larger|higher|greater|less|lower|smaller|above|over|below|under|beyond|past)\b",
                    re.IGNORECASE)
+#: what a percentage next to these words is (a return, a yield, a spread, a gas or withdrawal fee,
+#: a discount, a funding rate, dominance): never the level of a relation here
+DECOY = re.compile(r"\b(roi|return\w*|pnl|p&l|profit\w*|yield\w*|apy|apr|dominance|spreads?|gas|withdrawal\w*|network fee|"
+                   r"discount\w*|rebate\w*|funding(?! arb)|interest|inflation|unlock\w*|supply|odds|chance|probability|"
+                   r"volume|open interest|oi|price)\b",
+                   re.IGNORECASE)
 QUESTION = re.compile(r"\?\s*$")
 FIRST_PERSON = re.compile(r"\b(i|i'm|im|i am|i've|my|me|mine|myself)\b", re.IGNORECASE)
 SECOND_PERSON = re.compile(r"\b(you|your|you're|youre|you are|yours|yourself|u)\b", re.IGNORECASE)

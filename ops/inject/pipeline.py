@@ -97,7 +97,16 @@ class PassiveInjector:
             if eid and eid not in ents:
                 ents.append(eid)
         det.cued = det.intent != "other"
-        if not det.cued and self.intents is not None and ents:
+        if not det.cued and det.aspects:  # a question about one relation: the family its kind belongs to
+            kinds = {k for r in RELATIONS if r.name in det.aspects for k in r.kind}
+            if kinds <= {"track_record"}:
+                det.intent = "copy_trading_evaluation"
+            elif kinds <= {"owner_constraint"}:
+                det.intent = "portfolio_review"
+            elif not kinds & {"track_record", "owner_constraint"}:
+                det.intent = "market_analysis"
+            det.risk = "high" if det.risk == "high" else BASE_RISK.get(det.intent, det.risk)
+        if det.intent == "other" and self.intents is not None and ents:
             types = {e.split(":", 1)[0] for e in ents}
             labels = tuple(k for k, need in INTENT_SUBJECTS.items() if types & set(need))
             spans = [(m.start, m.end, m.etype) for m in det.mentions if not m.fuzzy]
