@@ -11,7 +11,9 @@ half way is finished by the next writable open (:meth:`GroupStore.recover` calls
   person (what they said), and records carrying a phrase (5 words) found only in
   forgotten messages (a quote); records with other evidence keep it, trimmed to what
   remains. Records other people's messages state about a forgotten person stay (they
-  rest on those people's messages, which stay too);
+  rest on those people's messages, which stay too). Remaining messages that lost a
+  record leave the writer watermark (``rederive``), so the Writer derives them again
+  (:func:`speakerflow.pipelines.forget.forget_group` does it at once);
   update chains are re-linked around deleted states;
 * facts likewise (evidence only forgotten, about a forgotten person's entity, or quoting
   forgotten text); facts a deleted fact had invalidated become current again;
@@ -60,6 +62,7 @@ class ForgetReport:
     facts_trimmed: int = 0
     entities_deleted: int = 0
     roster_removed: list[str] = field(default_factory=list)
+    rederive: int = 0
     parts_rewritten: int = 0
     embeddings_removed: int = 0
     log_lines_removed: int = 0
@@ -145,6 +148,9 @@ def plan_forget(store: Any, speaker: str | None = None, message_ids: list[str] |
             delete.add(r["entry_id"])
         elif hit:
             trim[r["entry_id"]] = [m for m in ev if m not in targets]
+    # messages that stay but lost a record (it quoted forgotten text, or its other evidence
+    # was forgotten): they leave the writer watermark so the Writer derives them again
+    rederive = sorted({m for rid in delete for m in (by_id[rid]["from_ids"] or []) if m not in targets})
     relink: dict[str, list[Any]] = {}
     for r in recs:
         if r["entry_id"] in delete:
@@ -190,7 +196,7 @@ def plan_forget(store: Any, speaker: str | None = None, message_ids: list[str] |
         "hide": sorted(targets | delete),
         "delete_records": sorted(delete), "trim_records": trim, "relink": relink,
         "delete_facts": sorted(del_facts), "trim_facts": trim_facts, "reset_facts": reset_facts,
-        "delete_entities": del_ents,
+        "delete_entities": del_ents, "rederive": [] if everything else rederive,
     }
 
 
@@ -202,7 +208,7 @@ def forget(store: Any, speaker: str | None = None, message_ids: list[str] | None
                           records_deleted=len(man["delete_records"]), records_trimmed=len(man["trim_records"]),
                           records_relinked=len(man["relink"]), facts_deleted=len(man["delete_facts"]),
                           facts_trimmed=len(man["trim_facts"]), entities_deleted=len(man["delete_entities"]),
-                          roster_removed=list(man["roster_remove"]))
+                          roster_removed=list(man["roster_remove"]), rederive=len(man["rederive"]))
     if dry_run or not man["msg_ids"] and not man["roster_remove"]:
         return report
     store._require_writable()
@@ -392,7 +398,7 @@ def _prune_meta(store: Any, man: dict[str, Any]) -> None:
     names = {n.lower() for n in man["person_names"]}
     meta["roster"] = [{**p, "aliases": [a for a in p.get("aliases", []) if a.lower() not in names]}
                       for p in meta["roster"] if p["name"] not in gone]
-    targets = set(man["msg_ids"])
+    targets = set(man["msg_ids"]) | set(man.get("rederive", []))
     if WRITTEN_KEY in meta:
         meta[WRITTEN_KEY] = [m for m in meta[WRITTEN_KEY] if m not in targets]
     store._save_meta()

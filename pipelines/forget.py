@@ -32,13 +32,23 @@ def default_wiki_dir(store: Any) -> Path | None:
 
 def forget_group(store: Any, speaker: str | None = None, message_ids: list[str] | None = None,
                  everything: bool = False, dry_run: bool = False,
-                 wiki_dirs: list[str | Path] = ()) -> ForgetReport:
-    """Forget in ``store`` (writable), then rebuild the wiki folders that exist.
+                 wiki_dirs: list[str | Path] = (), writer: Any = "rules") -> ForgetReport:
+    """Forget in ``store`` (writable), re-derive the remaining messages that lost a record
+    (with ``writer``; ``None``/``"none"`` leaves that to the next ingest), then rebuild
+    the wiki folders that exist.
 
-    Returns the :class:`~speakerflow.graphs.forget.ForgetReport`; its ``wiki_rebuilt``
-    attribute lists the folders rewritten.
+    Returns the :class:`~speakerflow.graphs.forget.ForgetReport`; ``records_rederived``
+    counts the records written again, ``wiki_rebuilt`` lists the folders rewritten.
     """
+    from speakerflow.graphs.records import WRITTEN_KEY
+
+    had_writer = bool(store.meta(WRITTEN_KEY, []))
     report = forget(store, speaker=speaker, message_ids=message_ids, everything=everything, dry_run=dry_run)
+    report.records_rederived = 0  # type: ignore[attr-defined]
+    if not dry_run and report.rederive and had_writer and writer not in (None, "none"):
+        from speakerflow.pipelines.write_path import write_group
+
+        report.records_rederived = write_group(store, writer, progress=False).accepted  # type: ignore[attr-defined]
     dirs = [Path(d) for d in wiki_dirs]
     auto = default_wiki_dir(store)
     if auto is not None and auto.exists() and auto not in dirs:

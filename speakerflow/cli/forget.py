@@ -22,6 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-run", action="store_true", help="print what would be removed; change nothing")
     p.add_argument("--wiki", action="append", default=[], metavar="DIR",
                    help="also rebuild the wiki pages in this folder (<home>/wiki/GROUP is rebuilt when present)")
+    p.add_argument("--writer", default="rules",
+                   help="Writer that re-derives remaining messages which lost a record (default rules; none: next ingest)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     add_home(p)
     p.set_defaults(func=run)
@@ -32,8 +34,9 @@ def run(args: argparse.Namespace) -> int:
 
     with home_of(args).open(args.group, writable=not args.dry_run) as store:
         report = forget_group(store, speaker=args.speaker, message_ids=args.message, everything=args.all,
-                              dry_run=args.dry_run, wiki_dirs=args.wiki)
-    out = {**report.as_dict(), "wiki_rebuilt": getattr(report, "wiki_rebuilt", [])}
+                              dry_run=args.dry_run, wiki_dirs=args.wiki, writer=args.writer)
+    out = {**report.as_dict(), "wiki_rebuilt": getattr(report, "wiki_rebuilt", []),
+           "records_rederived": getattr(report, "records_rederived", 0)}
     if args.json:
         print_json(out)
         return 0
@@ -43,5 +46,6 @@ def run(args: argparse.Namespace) -> int:
           f"{report.entities_deleted} entit(y/ies) deleted; roster -{len(report.roster_removed)}")
     if not args.dry_run:
         print(f"  {report.parts_rewritten} Parquet part(s) rewritten, {report.embeddings_removed} cached embedding(s) "
-              f"removed, {report.log_lines_removed} log line(s) dropped, wiki rebuilt: {out['wiki_rebuilt'] or 'none'}")
+              f"removed, {report.log_lines_removed} log line(s) dropped, {out['records_rederived']} record(s) "
+              f"re-derived, wiki rebuilt: {out['wiki_rebuilt'] or 'none'}")
     return 0
