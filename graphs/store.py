@@ -448,7 +448,11 @@ class GroupStore:
                 return RECORD_SCHEMA.empty_table()
             cols = ", ".join(f"r.{n} AS {n}" for n in RECORD_SCHEMA.names)
             raw = self.graph.arrow(f"MATCH (r:Record) RETURN {cols} ORDER BY r.write_order")
-            self._records = conform(_utc_columns(raw), RECORD_SCHEMA, f"group {self.group_id!r} records")
+            table = conform(_utc_columns(raw), RECORD_SCHEMA, f"group {self.group_id!r} records")
+            hidden = set() if self.writable else self._hidden_ids()
+            if hidden:  # a reader does not see the records of an unfinished batch
+                table = table.filter(pc.invert(pc.is_in(table["entry_id"], pa.array(sorted(hidden), pa.string()))))
+            self._records = table
         return self._records
 
     def set_records_table(self, table: pa.Table | None) -> None:

@@ -67,3 +67,13 @@ def test_reader_hides_a_pending_batch(tmp_path):
         assert s.recovered["action"] == "rolled forward"
     with Home(home).open("team") as reader:
         assert reader.messages().num_rows == 32 and reader.search("Vienna", 5)
+
+
+def test_reader_hides_records_of_an_unfinished_batch(tmp_path):
+    home = tmp_path / "home"
+    assert _ingest(home, "records.committed").returncode == -9  # in Kuzu, index and watermark not yet done
+    with Home(home).open("team") as reader:
+        assert reader.pending_batch()["kind"] == "records"
+        assert reader.records().num_rows == 0
+    with Home(home).open("team", writable=True) as s:
+        assert s.recovered["action"] == "rolled forward" and s.records().num_rows > 0
