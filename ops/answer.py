@@ -123,6 +123,8 @@ class AnswerConfig(OperatorConfig):
     record_bonus: float = 1.0
     annotate_dates: bool = True
     max_statement_words: int = 40
+    when_quote: bool = False
+    clause_words: int = 12
 
 
 # --- units -------------------------------------------------------------------------------------
@@ -168,6 +170,7 @@ class Unit:
     score: float = 0.0
     raw: float = 0.0  # the score before units without any match are set aside
     is_record: bool = False  # a record's own text (the Writer's statement), not a message
+    cites: tuple = ()  # a record's from_ids
     session: str | None = None
 
 
@@ -202,7 +205,8 @@ def _units(evidence: list[EvidenceItem], messages: Messages | None) -> list[Unit
                 u = units[key] = Unit(s, None if is_record else key_id if messages else
                                       item.msg_ids[0] if item.msg_ids else None,
                                       speaker, ts, item.rank, index=i, siblings=tuple(sents), terms=terms(s),
-                                      session=session, is_record=is_record)
+                                      session=session, is_record=is_record,
+                                      cites=tuple(item.msg_ids) if is_record else ())
             u.rank = min(u.rank, item.rank)
             if item.row:
                 u.rows.add(item.row)
@@ -277,8 +281,10 @@ def _dense(units: list[Unit], question: str, messages: Messages | None, embedder
 
 
 def _score(units: list[Unit], projection: Projection, qtype: str, dense: dict[str, float],
-           config: AnswerConfig, names: list[str]) -> set[str]:
-    """Score every unit in place; returns the question's stemmed content words."""
+           config: AnswerConfig, names: list[str]) -> tuple[set[str], set[str], dict]:
+    """Score every unit in place; returns the question's stemmed content words, the
+    matter's values (recurring capitalised words of the best units) and, per value, the
+    values said in the same sentence."""
     words = terms(projection.issue) or terms(projection.question)
     words |= {stem(w) for w in query_terms(projection.question) if w.lower() not in {n.lower() for n in names}} \
         if qtype in ("why", "when", "where", "who") else set()
@@ -294,7 +300,7 @@ def _score(units: list[Unit], projection: Projection, qtype: str, dense: dict[st
     # the matter's values: capitalised words of the best lexical units that recur in the evidence
     # (the cities, routes, names of things argued about), added at half weight
     first = sorted((u for u in units if not u.is_record and words & u.terms),
-                   key=lambda u: (-idf_sum(words & u.terms, df), u.rank))[:5]
+                   key=lambda u: (-idf_sum(words & u.terms, df), u.rank))[:8]
     lowered = {x.lower() for x in names} | _CALENDAR
     values = {stem(m.group(0)) for u in first if words & u.terms
               for m in _NAME_WORD.finditer(u.text) if m.start() > 0 and m.group(0).lower() not in lowered
@@ -302,8 +308,16 @@ def _score(units: list[Unit], projection: Projection, qtype: str, dense: dict[st
     vdf: Counter = Counter()
     for u in units:
         vdf.update(values & u.terms)
-    values = {v for v in values if vdf[v] >= 2}
-    df.update(vdf)
+    # alternatives are said side by side ("Lisbon ... Porto about 90"): a value that never
+    # shares a sentence with another value is a passing mention, not the matter
+    cooc: dict[str, set[str]] = {}
+    for u in units:
+        found = values & u.terms
+        for v in found:
+            cooc.setdefault(v, set()).update(found - {v})
+    values = {v for v in values if vdf[v] >= 2 and cooc.get(v)}
+    cooc = {v: c & values for v, c in cooc.items() if v in values}
+    df.update({v: vdf[v] for v in values})
     named = set() if projection.source or qtype == "per-person" else \
         {r for r in projection.rows if r not in ("ALL", "GROUP")}
     time_q = qtype == "when" or bool(_TIME_WORD_Q.search(projection.question))
@@ -340,7 +354,7 @@ def _score(units: list[Unit], projection: Projection, qtype: str, dense: dict[st
             s -= 0.25  # on a tie the person's own words win over the Writer's restatement
         u.raw = s
         u.score = s if (hit or dense.get(u.msg_id, 0.0) >= 0.45) else float("-inf")
-    return words | values
+    return words, values, cooc
 
 
 def _today():
@@ -410,6 +424,34 @@ def _with_reason(u: Unit) -> str:
     return " ".join(u.siblings[i] for i in parts)
 
 
+_CLAUSE = re.compile(r"\s*(?:[,;:()]|\s[-\u2013\u2014]\s|\u2014)\s*")
+
+
+def _clause(u: Unit, words: set[str], max_words: int) -> str:
+    """For a long sentence, the clause holding the most question words (with the clause after
+    it when it is too short to stand alone); short sentences are kept whole."""
+    text = _full(u)
+    if len(text.split()) <= max_words:
+        return text
+    parts = [p for p in _CLAUSE.split(text) if p.strip()]
+    if len(parts) < 2:
+        return text
+    hits = [len(words & terms(p)) for p in parts]
+    i = max(range(len(parts)), key=lambda k: (hits[k], -k))
+    if hits[i] == 0:
+        return text
+    pick = parts[i]
+    if len(pick.split()) < 4 and i + 1 < len(parts):
+        pick = f"{pick}, {parts[i + 1]}"
+    return pick
+
+
+def _statement(u: Unit, config: AnswerConfig) -> str:
+    """A person's statement: their whole message when it is short enough, else the sentence."""
+    whole = " ".join(u.siblings)
+    return whole if len(whole.split()) <= config.max_statement_words else _full(u)
+
+
 def _full(u: Unit, min_words: int = 5) -> str:
     """The unit's sentence, or its whole message when the sentence alone is too short to read."""
     if len(u.text.split()) >= min_words or len(u.siblings) < 2:
@@ -417,11 +459,19 @@ def _full(u: Unit, min_words: int = 5) -> str:
     return " ".join(u.siblings)
 
 
-def _latest_on_matter(cands: list[Unit], best: Unit, words: set[str], floor: float = 0.5) -> Unit:
-    """The latest of ``cands`` that shares a matched word with ``best`` and scores at least
-    ``floor`` of it (a later statement on the same matter supersedes an earlier one)."""
-    shared = words or best.terms
-    pool = [c for c in cands if c.score >= floor * best.score and (c.terms & shared) and c.ts is not None]
+def _latest_on_matter(cands: list[Unit], best: Unit, words: tuple, floor: float = 0.5,
+                      need_issue: bool = False) -> Unit:
+    """The latest of ``cands`` on the same matter as ``best`` scoring at least ``floor`` of it
+    (a later statement on the matter supersedes an earlier one). Same matter: a value of the
+    matter (a city, a route ...) when ``best`` names one, else a question word ``best`` holds;
+    ``need_issue``: also a question word ``best`` holds."""
+    issue, values, cooc = words
+    core = {w for w in issue if not _NOW.fullmatch(w)}  # "now", "still" say when, not what
+    mine = values & best.terms
+    # the alternatives of best's values: values said together with them somewhere in the evidence
+    shared = (mine | {v for v in values if cooc.get(v, set()) & mine}) or (issue & best.terms) or best.terms
+    pool = [c for c in cands if c.raw >= floor * best.raw and (c.terms & shared) and c.ts is not None
+            and (not need_issue or c.terms & core & best.terms)]
     if not pool or best.ts is None:
         return best
     latest = max(pool, key=lambda c: (c.ts, c.score))
@@ -443,7 +493,8 @@ def _change(units: list[Unit], ranked: list[Unit], projection: Projection, confi
                 if a.text != b.text:
                     return _change_line(a, b, config)
         if u.is_record and u.ts is not None:
-            chain = [v for v in ranked if v.is_record and v.rows == u.rows and v.ts is not None]
+            chain = [v for v in ranked if v.is_record and v.rows == u.rows and v.ts is not None
+                     and set(v.cites) & set(u.cites)]  # states of one matter: they rest on shared messages
             if len({v.ts for v in chain}) >= 2:
                 a, b = min(chain, key=lambda v: (v.ts, -v.score)), max(chain, key=lambda v: (v.ts, v.score))
                 if a.text != b.text:
@@ -483,10 +534,13 @@ def _person_lines(units: list[Unit], ranked: list[Unit], evidence: list[Evidence
                 + (config.type_bonus if u.session in top_sessions else 0.0)
         mine.sort(key=lambda u: (-u.score, u.rank))
         if mine:
-            best = _latest_on_matter(mine, mine[0], words) if projection.tense == "head" else mine[0]
-            whole = " ".join(best.siblings)
-            lines.append(_line(best, config, whole if len(whole.split()) <= config.max_statement_words
-                               else _full(best)))
+            best = _latest_on_matter(mine, mine[0], words, floor=0.3) if projection.tense == "head" else mine[0]
+            line = _line(best, config, _statement(best, config))
+            values = words[1]
+            if best.msg_id != mine[0].msg_id and (values & best.terms) != (values & mine[0].terms) \
+                    and values & mine[0].terms:  # the person's stance moved between values
+                line += f" (earlier, {_date(mine[0].ts)}: {_statement(mine[0], config)})"
+            lines.append(line)
         elif person in empty:
             lines.append(f"{person}: no record on this matter")
         else:
@@ -523,7 +577,9 @@ def answer_rules(projection: Projection, evidence: list[EvidenceItem], config: A
     if qtype == "when":
         spans = resolve(best.text, best.ts) if best.ts is not None else []
         spans = [s for s in spans if s.unit != "year" or len(spans) == 1]
-        date = describe(spans[0]) if spans else _date(best.ts)
+        date = describe(spans[0], anchored=True) if spans else _date(best.ts)
+        if not config.when_quote:
+            return date
         return f"{date} ({_who(best)}: {best.text})" if _who(best) else f"{date} ({best.text})"
     if qtype == "who":
         name = _named(best, projection, names)
@@ -532,7 +588,9 @@ def answer_rules(projection: Projection, evidence: list[EvidenceItem], config: A
         return f"{name} ({_line(best, config)})" if name else _line(best, config)
     if projection.tense == "head" and _NOW.search(projection.question):
         same = [u for u in ranked if u.speaker == best.speaker]
-        best = _latest_on_matter(same, best, words)
+        best = _latest_on_matter(same, best, words, need_issue=True)
+    if qtype == "what":
+        return _line(best, config, _clause(best, words[0] | words[1], config.clause_words))
     return _line(best, config)
 
 

@@ -411,8 +411,13 @@ def _d(d: date, year: bool = True) -> str:
     return f"{d.day} {MONTHS[d.month - 1].capitalize()}" + (f" {d.year}" if year else "")
 
 
-def describe(span: TimeSpan) -> str:
-    """The span for people (see the module doc)."""
+def describe(span: TimeSpan, anchored: bool = False) -> str:
+    """The span for people (see the module doc). ``anchored``: a week or weekend is also
+    said relative to the day it was mentioned, ``the week before 9 June 2023 (29 May-4 June
+    2023)``, as people retell it."""
+    if anchored and span.unit in ("week", "weekend") and span.ref is not None:
+        rel = "before" if span.end < span.ref else "after" if span.start > span.ref else "of"
+        return f"the {span.unit} {rel} {_d(span.ref)} ({describe(span)})"
     if span.approx and span.ref is not None and span.end < span.ref:
         m = re.match(rf"(?:{_VAGUE_RE} )?{_UNIT_RE} ago", span.text, re.I)
         if m:

@@ -2,7 +2,8 @@
 
 Ingests the bundled multi-party sample (four colleagues planning an offsite), runs the
 rules Writer (System 2 records with update chains), then answers a group decision, a
-per-person roll-up, a changed state and a cross-person view, each with its cited messages.
+per-person roll-up, a changed state, a cross-person view, a reason, a relative date
+resolved to the day meant and a current state, each with its cited messages.
 """
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ QUESTIONS = (
     ("a per-person roll-up", "What does each person prefer for the offsite city?"),
     ("a changed state", "How did the budget per person change?"),
     ("a cross-person view", "What does Ben think of Ana?"),
+    ("a reason", "Why does the budget go up to 700 euros?"),
+    ("a resolved date ('yesterday')", "When did Chloe book her flight to Porto?"),
+    ("a current state", "Where does Dev live now?"),
 )
 
 

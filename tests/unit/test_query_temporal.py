@@ -96,3 +96,5 @@ def test_describe():
     assert describe(resolve_first("12 to 14 May", FRI_MAR)) == "12-14 May 2026"
     assert "before 10 April 2026" in describe(resolve_first("a few days ago", FRI))
     assert isinstance(resolve_first("today", FRI), TimeSpan)
+    assert describe(resolve_first("last week", FRI), anchored=True) == "the week before 10 April 2026 (30 March-5 April 2026)"
+    assert describe(resolve_first("this weekend", FRI), anchored=True) == "the weekend after 10 April 2026 (11-12 April 2026)"
