@@ -96,14 +96,24 @@ class Value:
     relation: str | None = None  # for category words: the relation they belong to
 
 
-_OLD_WORDS = {"from", "was", "were", "previously", "formerly", "instead", "rather", "vs", "vs.", "versus", "than"}
+_OLD_WORDS = {"from", "was", "were", "previously", "formerly", "instead", "rather", "vs", "vs.", "versus"}
 _NEW_WORDS = {"to", "now", "at", "is", "are", "be", "it's", "its", "reads", "of", "sits", "stands", "under", "below",
               "over", "above", "into", "become", "becomes", "became", "turned", "went", "moved"}
 
 
+_BREAK = re.compile(r"[,;|—–(]|\s-\s")
+
+
+def _left(clause: str, start: int, width: int) -> str:
+    """Up to ``width`` characters before ``start``, not crossing a comma, dash or bracket."""
+    left = clause[max(0, start - width):start]
+    cuts = list(_BREAK.finditer(left))
+    return left[cuts[-1].end():] if cuts else left
+
+
 def _role(clause: str, start: int) -> str:
     """How the three words before a value read it: negated, old ("from", "was") or new ("to", "now")."""
-    words = [w.strip(",:()'\"").lower() for w in clause[max(0, start - 48):start].split()][-3:]
+    words = [w.strip(",:()'\"").lower() for w in _left(clause, start, 48).split()][-3:]
     if NEGATOR.search(" ".join(words)) and not BOUND.search(" ".join(words)):
         return "negated"
     for w in reversed(words):
@@ -154,7 +164,7 @@ def pick(values: list[Value], anchor: int = 0) -> Value | None:
 
 def negated_near(clause: str, start: int) -> bool:
     """A negator within the three words before ``start`` (not a bound: "no more than 5%")."""
-    near = " ".join(clause[max(0, start - 40):start].split()[-3:])
+    near = " ".join(_left(clause, start, 40).split()[-3:])
     return bool(NEGATOR.search(near)) and not BOUND.search(near)
 
 
