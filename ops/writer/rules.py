@@ -65,7 +65,7 @@ class RulesConfig(BaseModel):
     thread_similarity: float = Field(default=0.15, ge=0.0, le=1.0,
                                      description="IDF-weighted word similarity (with a shared rare word) that continues a thread")
     thread_clauses: int = Field(default=3, ge=1, description="statements a thread record keeps in its content (newest)")
-    max_cited: int = Field(default=3, ge=1, description="messages a record cites at most: the newest (a decision "
+    max_cited: int = Field(default=8, ge=1, description="messages a record cites at most: the newest (a decision "
                            "two more: its proposal and the newest); older ones stay cited by the chain's earlier records")
     decision_lookback: int = Field(default=10, ge=0, description="messages of the session before a decision searched for its discussion")
     norms: bool = Field(default=True, description="write recurring-activity norms (who keeps / misses them)")
