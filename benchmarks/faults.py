@@ -63,10 +63,13 @@ def prepare(out: Path, source: Path | None = None, fmt: str | None = None, entit
 
     from speakerflow.ops.loaders import load
 
-    if source is None:
-        source, fmt = _default_data(data)
-    loaded = load(source, fmt, group=None if fmt != "jsonl" else GROUP)
-    _, table = loaded[0]
+    if source is None and data == "events":
+        table, source, fmt = _events_table(), "benchmarks.harness.generator (seed 0, 3 rounds x 12 episodes)", "events"
+    else:
+        if source is None:
+            source, fmt = _default_data(data)
+        loaded = load(source, fmt, group=None if fmt != "jsonl" else GROUP)
+        _, table = loaded[0]
     table = table.set_column(table.schema.get_field_index("group_id"), "group_id", pa.array([GROUP] * table.num_rows))
     sessions = sorted(set(table["session_id"].to_pylist()), key=lambda s: (len(s), s))
     thirds = [sessions[i::3] for i in range(3)] if len(sessions) >= 3 else [sessions]
@@ -75,6 +78,21 @@ def prepare(out: Path, source: Path | None = None, fmt: str | None = None, entit
     (out / "plan.json").write_text(json.dumps({"source": str(source), "format": fmt, "batches": thirds,
                                                "entity_path": entity_path, "flush_every": flush_every}))
     return out
+
+
+def _events_table():
+    """Agent events from the InKH stream generator: entity-path input that yields facts."""
+    import pyarrow as pa
+
+    from speakerflow.benchmarks.harness.generator import Generator
+    from speakerflow.schemas import MESSAGE_SCHEMA
+
+    gen = Generator(0, rounds=3, episodes=12, group=GROUP)
+    rows = []
+    for rnd, batch in gen.stream():
+        for ep in batch:
+            rows += [{**e, "reply_to": None, "group_id": GROUP, "session_id": f"r{rnd}"} for e in ep.events]
+    return pa.Table.from_pylist(rows, schema=MESSAGE_SCHEMA)
 
 
 def worker(home: str, data: str) -> None:

@@ -30,8 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     fau.add_argument("--kills", type=int, default=100, help="kills: half at named step boundaries, half at random times")
     fau.add_argument("--seed", type=int, default=0)
     fau.add_argument("--jobs", type=int, default=2, help="kills run at a time (default 2)")
-    fau.add_argument("--data", default="socialmem", choices=["socialmem", "locomo", "sample"],
-                     help="real input: a SocialMemBench network (default) or the first LoCoMo conversation")
+    fau.add_argument("--data", default="socialmem", choices=["socialmem", "locomo", "sample", "events"],
+                     help="input: a SocialMemBench network (default), the first LoCoMo conversation, the bundled "
+                          "sample, or generated InKH agent events (exercises the entity path's facts)")
     fau.add_argument("--out", default=None, help="write the report JSON here")
     fau.set_defaults(func=run_faults)
     par = bsub.add_parser("paraphrase", help="InKH reader on the frozen paraphrase set: extraction P/R, request intent/needs")
