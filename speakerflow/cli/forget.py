@@ -16,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("forget", help="remove a speaker's / some messages / all messages from a group, everywhere")
     p.add_argument("group")
     which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--speaker", default=None, help="forget everything this person said (and records about them)")
+    which.add_argument("--speaker", default=None, help="forget everything this person said (and the records they are the source of)")
     which.add_argument("--message", nargs="+", default=None, metavar="ID", help="forget these message ids")
     which.add_argument("--all", action="store_true", help="forget every message of the group")
     p.add_argument("--dry-run", action="store_true", help="print what would be removed; change nothing")
