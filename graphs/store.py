@@ -11,6 +11,7 @@ import fcntl
 import json
 import os
 import re
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,7 +82,8 @@ def conform(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
 class GroupStore:
     """A group's store. Open it with :meth:`Home.open`; close it (or use ``with``)."""
 
-    def __init__(self, root: Path, group_id: str, writable: bool = True, in_memory: bool = False):
+    def __init__(self, root: Path, group_id: str, writable: bool = True, in_memory: bool = False,
+                 wait_s: float | None = None):
         self.group_id = check_group_id(group_id)
         self.root = Path(root)
         self.writable = writable
@@ -97,7 +99,7 @@ class GroupStore:
         if not in_memory:
             if writable:
                 self.root.mkdir(parents=True, exist_ok=True)
-                self._acquire_lock()
+                self._acquire_lock(wait_s)
             elif not self.root.exists():
                 raise StoreError(f"group {group_id!r} has no store under {self.root.parent}")
             meta = self.root / "group.json"
@@ -111,16 +113,28 @@ class GroupStore:
                     raise
 
     # -- lifecycle ----------------------------------------------------------------------
-    def _acquire_lock(self) -> None:
+    def _acquire_lock(self, wait_s: float | None = None) -> None:
+        """Take the group's writer lock, waiting up to ``wait_s`` seconds (default
+        ``$SPEAKERFLOW_LOCK_WAIT``, else 0: fail at once) for another writer to finish."""
+        if wait_s is None:
+            wait_s = float(os.environ.get("SPEAKERFLOW_LOCK_WAIT") or 0)
         fd = os.open(self.root / ".writer.lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise GroupBusyError(
-                f"group {self.group_id!r} is being written by another process; "
-                "groups are written by one process at a time (run different groups in parallel)"
-            ) from None
+        deadline = time.monotonic() + max(0.0, wait_s)
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() < deadline:
+                    time.sleep(0.05)
+                    continue
+                os.close(fd)
+                waited = f" (waited {wait_s:g} s)" if wait_s > 0 else ""
+                raise GroupBusyError(
+                    f"group {self.group_id!r} is being written by another process{waited}; "
+                    "groups are written by one process at a time (run different groups in parallel, "
+                    "or wait longer: SPEAKERFLOW_LOCK_WAIT=seconds)"
+                ) from None
         self._lock_fd = fd
 
     def close(self) -> None:
@@ -518,6 +532,8 @@ class Home:
     def group_path(self, group_id: str) -> Path:
         return self.root / "groups" / check_group_id(group_id)
 
-    def open(self, group_id: str, writable: bool = False) -> GroupStore:
-        """Open a group's store; ``writable=True`` takes the group's single-writer lock."""
-        return GroupStore(self.group_path(group_id), group_id, writable=writable)
+    def open(self, group_id: str, writable: bool = False, wait_s: float | None = None) -> GroupStore:
+        """Open a group's store; ``writable=True`` takes the group's single-writer lock,
+        waiting up to ``wait_s`` seconds for another writer (default ``$SPEAKERFLOW_LOCK_WAIT``
+        or 0) before :class:`GroupBusyError`."""
+        return GroupStore(self.group_path(group_id), group_id, writable=writable, wait_s=wait_s)

@@ -77,3 +77,29 @@ def test_reader_hides_records_of_an_unfinished_batch(tmp_path):
         assert reader.records().num_rows == 0
     with Home(home).open("team", writable=True) as s:
         assert s.recovered["action"] == "rolled forward" and s.records().num_rows > 0
+
+
+def _hold_lock(root, ready, release):
+    from speakerflow.graphs import Home
+
+    with Home(root).open("team", writable=True):
+        ready.set()
+        release.wait(120)
+
+
+def test_second_writer_waits_then_fails_clearly_or_gets_the_lock(tmp_path):
+    import multiprocessing as mp
+
+    from speakerflow.graphs import GroupBusyError
+
+    ctx = mp.get_context("spawn")
+    ready, release = ctx.Event(), ctx.Event()
+    holder = ctx.Process(target=_hold_lock, args=(str(tmp_path), ready, release))
+    holder.start()
+    assert ready.wait(120)
+    with pytest.raises(GroupBusyError, match=r"waited 0.3 s"):
+        Home(tmp_path).open("team", writable=True, wait_s=0.3)
+    release.set()  # the holder closes; a waiting writer then gets the lock
+    with Home(tmp_path).open("team", writable=True, wait_s=120) as s:
+        assert s.writable
+    holder.join(60)
