@@ -139,6 +139,8 @@ def stem(word: str) -> str:
             if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiouls":
                 w = w[:-1]  # running -> runn -> run
             break
+    if len(w) > 3 and w.endswith("e") and not w.endswith("ee"):
+        w = w[:-1]  # move, moved, moving -> mov
     return w
 
 
@@ -246,7 +248,9 @@ def question_type(projection: Projection) -> str:
         return "why"
     if _WHEN.search(q):
         return "when"
-    if _WHO.search(q) and not _EACH.search(q):
+    if _EACH.search(q) and not _CHANGE_Q.search(q):
+        return "per-person"
+    if _WHO.search(q):
         return "who"
     if _WHERE.search(q):
         return "where"
@@ -550,13 +554,15 @@ def _person_lines(units: list[Unit], ranked: list[Unit], evidence: list[Evidence
 
 
 def answer_rules(projection: Projection, evidence: list[EvidenceItem], config: AnswerConfig | None = None,
-                 view=None, embedder=None) -> str:
+                 view=None, embedder=None, roster: list[str] | None = None) -> str:
     """The extractive answer (see the module doc). ``view`` (a GroupView) lets records answer
-    with their messages' own words; ``embedder`` adds the question-message cosine."""
+    with their messages' own words; ``embedder`` adds the question-message cosine; ``roster``
+    names the people (default: the view's speakers, else those of the evidence)."""
     config = config or AnswerConfig()
     messages = Messages(view) if view is not None else None
-    names = messages.roster if messages else sorted({e.speaker for e in evidence if e.speaker}
-                                                     | {e.row for e in evidence if e.row not in (None, "GROUP")})
+    names = sorted(set(roster or []) | set(messages.roster if messages else [])
+                   | {e.speaker for e in evidence if e.speaker}
+                   | {e.row for e in evidence if e.row not in (None, "GROUP", "ALL")})
     units = _units(evidence, messages)
     if not units:
         return NO_INFO
