@@ -73,7 +73,7 @@ _WHY = re.compile(r"^\s*(why|how come)\b|\b(what|which) (was|is|were|are) the (m
 _WHO = re.compile(r"^\s*(who|whom|whose)\b|^\s*which (person|member|one|of (them|the \w+))\b", re.I)
 _WHERE = re.compile(r"^\s*where\b|\b(what|which) (place|city|country|town|venue|location|restaurant|street)\b|"
                     r"\bin which (city|place|country|town)\b", re.I)
-_CHANGE_Q = re.compile(r"\b(chang\w*|used to|no longer|any ?more|shift\w*|evolv\w*|switch\w*|became|become|"
+_CHANGE_Q = re.compile(r"\b(chang\w*|no longer|any ?more|shift\w*|evolv\w*|switch\w*|became|become|"
                        r"develop\w*|progress\w*)\b", re.I)
 _EACH = re.compile(r"\b(each|every(one|body)?|respective(ly)?|both)\b", re.I)
 _DECISION_Q = re.compile(r"\b(decid\w*|decision|agree\w*|settle\w*|vot\w+|chose|choose|chosen|consensus|rules?|"
@@ -118,7 +118,7 @@ class AnswerConfig(OperatorConfig):
     max_tokens: int = 200
     max_sentences_per_row: int = 1
     dense_weight: float = 4.0
-    question_penalty: float = 1.0
+    question_penalty: float = 2.0
     type_bonus: float = 1.5
     record_bonus: float = 1.0
     annotate_dates: bool = True
@@ -355,7 +355,8 @@ def _score(units: list[Unit], projection: Projection, qtype: str, dense: dict[st
         if qtype == "change" and u.record_span:
             s += config.record_bonus
         if u.is_record:
-            s -= 0.25  # on a tie the person's own words win over the Writer's restatement
+            # the person's own words win over the Writer's restatement when they are at hand
+            s -= 1.0 if u.cites and any(v.msg_id in u.cites for v in units if not v.is_record) else 0.25
         u.raw = s
         u.score = s if (hit or dense.get(u.msg_id, 0.0) >= 0.45) else float("-inf")
     return words, values, cooc
