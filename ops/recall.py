@@ -220,7 +220,7 @@ class RecallConfig(OperatorConfig):
     window_weight: float = 0.5
     dense_window: int = 1
     #: records channel: how many best-matching records rank their messages, and which layers
-    record_top: int = 20
+    record_top: int = 40
     record_layers: tuple[str, ...] = ("per_speaker_core", "per_speaker_profile", "group_interaction", "group_insight")
 
 
