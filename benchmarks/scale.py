@@ -154,7 +154,9 @@ class CachedEmbedder:
         self.encoded = 0
         if self.path is not None and self.path.exists():
             with np.load(self.path, allow_pickle=False) as data:
-                self.table = dict(zip((k.tobytes() for k in data["keys"]), data["vecs"], strict=True))
+                raw = data["keys"].tobytes()  # fixed 20-byte digests (an S20 item would drop trailing NULs)
+                keys = [raw[i:i + 20] for i in range(0, len(raw), 20)]
+                self.table = dict(zip(keys, data["vecs"], strict=True))
 
     @staticmethod
     def key(text: str) -> bytes:
@@ -173,7 +175,7 @@ class CachedEmbedder:
         return np.stack([self.table[k] for k in keys]).astype(np.float32)
 
     def save(self) -> None:
-        if self.path is None or not self.table:
+        if self.path is None or not self.encoded:
             return
         keys = list(self.table)
         tmp = self.path.with_suffix(".tmp.npz")
@@ -253,7 +255,7 @@ def measure(n: int, shape: str, workdir: str | Path, seed: int = 7, batch: int =
     from speakerflow.pipelines.query_path import QueryConfig, answer_question
     from speakerflow.pipelines.write_path import write_group, write_pipeline
 
-    row: dict[str, Any] = {"messages": n, "shape": shape, "seed": seed}
+    row: dict[str, Any] = {"messages": n, "shape": shape, "seed": seed, "load_avg_1m_at_start": round(os.getloadavg()[0], 2)}
     t0 = time.perf_counter()
     table = synthetic_stream(n, shape, seed)
     row["generate_s"] = round(time.perf_counter() - t0, 2)
@@ -401,12 +403,16 @@ def _dense(store, qs: list[str], embed_cache: str) -> dict[str, Any]:
     out["ann_index"] = index is not None
     out["ann_build_s"] = round(time.perf_counter() - t0, 2) if index is not None else None
     emb.inner.encode(["warm up"])
-    dense, exact, hit = [], [], []
+    dense, enc, search, exact, hit = [], [], [], [], []
     for q in qs:
         t0 = time.perf_counter()
         qvec = emb.inner.encode([q])[0]
+        t1 = time.perf_counter()
         scores = dense_scores(view, emb, qvec)
-        dense.append((time.perf_counter() - t0) * 1000)
+        t2 = time.perf_counter()
+        dense.append((t2 - t0) * 1000)
+        enc.append((t1 - t0) * 1000)
+        search.append((t2 - t1) * 1000)
         t0 = time.perf_counter()
         rows, sims = ann.top_k_exact(mat, qvec, 50)
         exact.append((time.perf_counter() - t0) * 1000)
@@ -415,6 +421,8 @@ def _dense(store, qs: list[str], embed_cache: str) -> dict[str, Any]:
             hit.append(float(np.sum(got >= sims[-1] - 1e-6)) / len(sims))
     emb.save()
     out.update(dense_query_p50_ms=_pct(dense, 50), dense_query_p95_ms=_pct(dense, 95),
+               dense_encode_p50_ms=_pct(enc, 50), dense_channel_p50_ms=_pct(search, 50),
+               dense_channel_p95_ms=_pct(search, 95),
                brute_top50_p50_ms=_pct(exact, 50), ann_k=ANN_K,
                ann_recall_at_50=round(statistics.mean(hit), 4) if hit else None)
     return out
@@ -435,9 +443,15 @@ def _child_main(argv: list[str]) -> None:
 
 def run(messages: int = 100_000, out: str | Path | None = None, shapes: tuple[str, ...] = ("one", "many"),
         sizes: list[int] | None = None, timeout_s: int = 3600, workdir: str | Path | None = None,
-        log=print, **opts: Any) -> dict[str, Any]:
+        log=print, keep: list[dict[str, Any]] | None = None, threads: int | None = 1, **opts: Any) -> dict[str, Any]:
     """Measure every size of 1k, 10k, 100k, 1M up to ``messages`` (or ``sizes``) in both
-    shapes, each in a fresh subprocess; write ``out`` (JSON) and a log-log plot beside it."""
+    shapes, each in a fresh subprocess; write ``out`` (JSON) and a log-log plot beside it.
+
+    ``threads``: OpenMP / BLAS threads of each child (1 by default: on a shared machine a
+    second spinning thread per matrix product costs more than it gives; ``None`` leaves them)."""
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    if threads:
+        env.update({k: str(threads) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")})
     sizes = sizes or [s for s in (1_000, 10_000, 100_000, 1_000_000) if s <= messages] or [messages]
     rows: list[dict[str, Any]] = []
     for n in sizes:
@@ -449,17 +463,20 @@ def run(messages: int = 100_000, out: str | Path | None = None, shapes: tuple[st
                 cmd = [sys.executable, "-m", "speakerflow.benchmarks.scale", "--child", "--n", str(n), "--shape", shape,
                        "--workdir", tmp, "--out", str(res), "--opts", json.dumps(opts)]
                 t0 = time.perf_counter()
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
-                                      env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
                 if proc.returncode != 0:
                     raise RuntimeError(f"scale child {n} {shape} failed:\n{proc.stderr[-4000:]}")
                 row = json.loads(res.read_text())
                 row["child_wall_s"] = round(time.perf_counter() - t0, 1)
             rows.append(row)
             log(json.dumps(row))
+    done = {(r["messages"], r["shape"]) for r in rows}
+    rows = sorted([r for r in keep or [] if (r["messages"], r["shape"]) not in done] + rows,
+                  key=lambda r: (r["messages"], r["shape"] != "one"))
     report = {
         "sizes": rows,
-        "machine": {"cpus": os.cpu_count(), "load_avg_at_end": [round(x, 2) for x in os.getloadavg()]},
+        "machine": {"cpus": os.cpu_count(), "threads_per_child": threads,
+                    "load_avg_at_end": [round(x, 2) for x in os.getloadavg()]},
         "notes": [
             "each size and shape ran in its own subprocess; peak_rss_mb is that process's maximum "
             "resident set (the synthetic stream it generated included)",
@@ -467,9 +484,9 @@ def run(messages: int = 100_000, out: str | Path | None = None, shapes: tuple[st
             "last whole groups of 1,000); where writer_sample < messages the Writer did not see the whole stream",
             "query_*: answer_question with embedder='none' (BM25, window and session channels, System 2 records, "
             "rules answerer) on read-only stores after one warm-up query per store (query_cold_ms)",
-            "dense_query_*: a fresh MiniLM encode of the question (1 thread) + the top-k dense channel "
-            "(ops/dense_index.py: the group's faiss HNSW index above its threshold, brute force below); "
-            "null where not run",
+            "dense_query_*: a fresh MiniLM encode of the question (1 thread) + the dense channel "
+            "(ops/dense_index.py: the group's faiss HNSW top-k above its threshold, brute force below); "
+            "dense_encode_* is the encode alone, dense_channel_* the channel alone; null where not run",
             "injection_*: PassiveInjector on the fact graph the rules entity path built from entity_sample "
             "messages of the same stream",
         ],
@@ -556,11 +573,18 @@ def add_bench(bsub: argparse._SubParsersAction) -> None:
                         "enables the dense columns (big group only)")
     p.add_argument("--dense-max", type=int, default=100_000, help="largest size with dense queries")
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--threads", type=int, default=1, help="OpenMP/BLAS threads per child (0: library default)")
+    p.add_argument("--sizes", default=None, help="comma-separated sizes to measure instead of 1k, 10k ... --messages")
+    p.add_argument("--append", action="store_true",
+                   help="keep the rows of an existing --out report for the sizes and shapes not measured now")
     p.set_defaults(func=_run_cli)
 
 
 def _run_cli(args: argparse.Namespace) -> int:
+    keep = json.loads(Path(args.out).read_text())["sizes"] if args.append and args.out and Path(args.out).exists() else []
     report = run(args.messages, out=args.out, shapes=tuple(s for s in args.shapes.split(",") if s),
+                 sizes=[int(x) for x in args.sizes.split(",")] if args.sizes else None, keep=keep,
+                 threads=args.threads or None,
                  writer_sample=args.writer_sample, entity_sample=args.entity_sample, queries=args.queries,
                  embed_cache=args.embed_cache, dense_max=args.dense_max if args.embed_cache else 0, seed=args.seed,
                  log=lambda line: print(line, file=sys.stderr, flush=True))
