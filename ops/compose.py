@@ -66,7 +66,7 @@ class ComposeConfig(OperatorConfig):
     rrf_k: float = 1.0
     s2_weight: float = 1.0
     id_rrf_k: float = 5.0
-    id_s2_weight: float = 0.25
+    id_s2_weight: float = 0.1
     row_first: bool = True
 
 

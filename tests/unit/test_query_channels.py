@@ -65,7 +65,7 @@ def test_id_fusion_keeps_system1_hits_ahead_of_a_wide_record(store):  # noqa: F8
     proj = Projection(question="What about Ana?", issue="x", rows=["Ana"], tense="head")
     by_score = compose(view, selected, [wide], proj, ComposeConfig(merge="score")).cited_ids(5)
     assert by_score[:4] == ["m7", "m6", "m5", "m2"]  # the record's ids first: System 1 hits pushed out
-    fused = compose(view, selected, [wide], proj, ComposeConfig())
+    fused = compose(view, selected, [wide], proj, ComposeConfig(id_s2_weight=0.25))
     ids = fused.cited_ids()
     assert ids[:2] == ["m0", "m2"]  # m2, found by both tracks, rises; S1's own order otherwise kept
     assert set(ids[:5]) >= {"m0", "m1", "m2", "m3"} and set(ids) == {f"m{i}" for i in range(8)}
