@@ -32,6 +32,7 @@ import pyarrow as pa
 from speakerflow.graphs import SearchFilter
 
 from .base import Context, Operator, OperatorConfig, put_columns
+from .dense_index import dense_scores, group_index
 from .embed import Embedder, cached_embeddings, encode_query
 from .query_tables import CANDIDATE, fused_array, schema_of, with_question_ids
 from .registry import register
@@ -246,7 +247,7 @@ def recall(view: GroupView, query: str, config: RecallConfig, embedder: Embedder
         qvec = encode_query(embedder, query) if any(
             weights.get(c, 0) > 0 for c in ("dense", "dense_window")) else None
         if weights.get("dense", 0) > 0:
-            channels["dense"] = np.clip(view.dense_matrix(embedder) @ qvec, 1e-6, None).astype(np.float64)
+            channels["dense"] = dense_scores(view, embedder, qvec)  # ANN index above a size threshold
         if weights.get("dense_window", 0) > 0:
             sims = np.clip(view.window_matrix(embedder, config.dense_window) @ qvec, 1e-6, None)
             channels["dense_window"] = window_max(view, sims.astype(np.float64), config.dense_window)
@@ -269,6 +270,7 @@ def warm_message_embeddings(store, embedder: Embedder | None, config: RecallConf
     view = GroupView.of(store)
     if len(view):
         view.dense_matrix(embedder)
+        group_index(view, embedder)  # builds / extends the group's ANN index above its threshold
         if config.weights.get("dense_window", 0) > 0:
             view.window_matrix(embedder, config.dense_window)
     return len(view)
