@@ -227,6 +227,11 @@ def _write_on_disk(store: Any, new: Sequence[KnowledgeItem], supersede: Sequence
         store.set_records_table(None)
 
 
+#: A RecordBuffer waits for the end of a session before an automatic flush, but flushes
+#: anyway after this many times ``flush_every`` segments (very long sessions).
+SESSION_FLUSH_CAP = 8
+
+
 class RecordBuffer:
     """Stage records of many segments in memory, then write them to the store in one batch.
 
@@ -240,7 +245,9 @@ class RecordBuffer:
     watermark only when the records written from them are flushed. With ``flush_every``
     set, the buffer flushes by itself after that many :func:`mark_written` calls (the
     Upsert operator makes one per batch, i.e. one per segment under
-    ``ForEach("segment_id", ...)``); call :meth:`flush` once more at the end.
+    ``ForEach("segment_id", ...)``), at the end of a session (so that a run resumed after
+    a crash cuts the same segments; at the latest after ``SESSION_FLUSH_CAP`` times as
+    many); call :meth:`flush` once more at the end.
     """
 
     in_memory = True
@@ -251,6 +258,11 @@ class RecordBuffer:
         self.store = store
         self.group_id = store.group_id
         self.flush_every = flush_every
+        msgs = store.messages()
+        self._session_of = dict(zip(msgs["msg_id"].to_pylist(), msgs["session_id"].to_pylist(), strict=True))
+        self._session_msgs: dict[str, list[str]] = {}
+        for mid, sid in self._session_of.items():
+            self._session_msgs.setdefault(sid, []).append(mid)
         self._load()
         self.index = _DiscardIndex()
 
@@ -271,8 +283,16 @@ class RecordBuffer:
         self._written.update(fresh)
         self._staged.extend(fresh)
         self._batches += 1
-        if self.flush_every is not None and self._batches >= self.flush_every:
+        if self.flush_every is not None and self._batches >= self.flush_every and (
+                self._session_complete(msg_ids) or self._batches >= SESSION_FLUSH_CAP * self.flush_every):
             self.flush()
+
+    def _session_complete(self, msg_ids: Sequence[str]) -> bool:
+        """True if the session of the last segment is now wholly in the watermark: a flush
+        there leaves a resume (after a crash) starting at a session start, so it cuts the
+        same segments, with the same ids, as an uninterrupted run."""
+        sid = self._session_of.get(msg_ids[-1]) if msg_ids else None
+        return sid is None or all(m in self._written for m in self._session_msgs.get(sid, ()))
 
     def records(self) -> pa.Table:
         return pa.Table.from_pylist(self._rows, schema=RECORD_SCHEMA)
