@@ -64,6 +64,8 @@ class RecordView:
     by_source: dict[str, list[int]] = field(default_factory=dict)
     terms: list[set[str]] = field(default_factory=list)
     idf: dict[str, float] = field(default_factory=dict)
+    #: per (embedder, layers, heads only, message count): record matrix and record -> message rows
+    channel_cache: dict = field(default_factory=dict)
 
     @classmethod
     def of(cls, store) -> RecordView:
@@ -247,19 +249,29 @@ def record_channel(view: GroupView, question: str, embedder: Embedder | None, la
     if embedder is None or not len(view):
         return out
     records = RecordView.of(view.store)
-    usable = [i for i, r in enumerate(records.rows) if r["layer"] in layers
-              and (not heads_only or (r.get("superseded_by") is None and r.get("invalid_at") is None))]
-    sims = _dense_sims(view.store, records, usable, question, embedder)
-    if not sims:
+    key = (embedder.name, tuple(layers), heads_only, len(view))
+    if key not in records.channel_cache:
+        usable = [i for i, r in enumerate(records.rows) if r["layer"] in layers
+                  and (not heads_only or (r.get("superseded_by") is None and r.get("invalid_at") is None))]
+        ids = [records.rows[i]["entry_id"] for i in usable]
+        texts = [f"{records.rows[i]['owner']}: {records.rows[i]['content']}" for i in usable]
+        mat = cached_embeddings(view.store, embedder, ids, texts, kind="records")
+        rec, rows = [], []  # (usable position, message row) pairs: what each record rests on
+        for j, i in enumerate(usable):
+            for mid in records.rows[i]["from_ids"]:
+                if mid in view.pos:
+                    rec.append(j)
+                    rows.append(view.pos[mid])
+        records.channel_cache[key] = (mat, np.asarray(rec, dtype=np.int64), np.asarray(rows, dtype=np.int64))
+    mat, rec, rows = records.channel_cache[key]
+    if not len(mat):
         return out
-    best = sorted(sims.items(), key=lambda t: -t[1])[:top]
-    for i, sim in best:
-        if sim <= 0:
-            continue
-        for mid in records.rows[i]["from_ids"]:
-            row = view.pos.get(mid)
-            if row is not None and sim > out[row]:
-                out[row] = sim
+    sims = mat @ encode_query(embedder, question)
+    chosen = np.zeros(len(sims), dtype=bool)
+    best = np.argsort(-sims, kind="stable")[:top]
+    chosen[best[sims[best] > 0]] = True
+    keep = chosen[rec]
+    np.maximum.at(out, rows[keep], sims[rec[keep]].astype(np.float64))
     return out
 
 
