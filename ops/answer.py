@@ -322,6 +322,8 @@ def _score(units: list[Unit], projection: Projection, qtype: str, dense: dict[st
     values = {v for v in values if vdf[v] >= 2 and cooc.get(v)}
     cooc = {v: c & values for v, c in cooc.items() if v in values}
     df.update({v: vdf[v] for v in values})
+    present = {u.msg_id for u in units if not u.is_record}
+    matched = {u.msg_id for u in units if not u.is_record and (words | values) & u.terms}
     named = set() if projection.source or qtype == "per-person" else \
         {r for r in projection.rows if r not in ("ALL", "GROUP")}
     time_q = qtype == "when" or bool(_TIME_WORD_Q.search(projection.question))
@@ -350,13 +352,14 @@ def _score(units: list[Unit], projection: Projection, qtype: str, dense: dict[st
             s += config.type_bonus  # "why did Dev ...": Dev's own words and records first
         if projection.source and u.speaker == projection.source:
             s += 1.0  # "what does A think of B": A's own words about B first
-        if u.history and projection.tense == "head" and qtype != "change":
-            s -= config.record_bonus
+        if u.history and projection.tense == "head" and qtype != "change" and u.record_span[-1] in matched:
+            s -= config.record_bonus  # superseded by a later message on the same matter
         if qtype == "change" and u.record_span:
             s += config.record_bonus
-        if u.is_record:
-            # the person's own words win over the Writer's restatement when they are at hand
-            s -= 1.0 if u.cites and any(v.msg_id in u.cites for v in units if not v.is_record) else 0.25
+        if u.is_record and qtype != "change" and set(u.cites) & present:
+            s = float("-inf")  # the person's own words are at hand: the Writer's restatement is not quoted
+        elif u.is_record:
+            s -= 0.25
         u.raw = s
         u.score = s if (hit or dense.get(u.msg_id, 0.0) >= 0.45) else float("-inf")
     return words, values, cooc
