@@ -428,6 +428,50 @@ def _dense(store, qs: list[str], embed_cache: str) -> dict[str, Any]:
     return out
 
 
+def ann_sweep(n: int, cache: str | Path, params: tuple[tuple[int, int], ...] = ((32, 100), (48, 200)),
+              efs: tuple[int, ...] = (128, 256, 512, 1024), seed: int = 7) -> list[dict[str, Any]]:
+    """Recall of the top 50 (tie-aware: hits at least as close as the exact 50th) and search
+    p50 of :class:`~speakerflow.graphs.ann.AnnIndex` against brute force over the stream's
+    ``n`` MiniLM vectors (from ``cache``), for 100 questions about the stream and 100 LoCoMo
+    questions, per (M, efConstruction) and efSearch. One thread."""
+    import faiss
+    import torch
+
+    from speakerflow.graphs.ann import AnnIndex, top_k_exact
+    from speakerflow.ops.embed import MiniLMEmbedder
+
+    torch.set_num_threads(1)
+    faiss.omp_set_num_threads(1)
+    table = synthetic_stream(n, "one", seed)
+    emb = CachedEmbedder(MiniLMEmbedder(), cache)
+    mat, ids = emb.encode(labelled(table)), table["msg_id"].to_pylist()
+    qs = _questions(table, 100, seed + 4)
+    if LOCOMO.exists():
+        qs += [q["question"] for c in json.loads(LOCOMO.read_text()) for q in c["qa"]][::15][:100]
+    qvecs = emb.inner.encode(qs)
+    exact = [top_k_exact(mat, q, 50)[1] for q in qvecs]
+    out = []
+    for m, efc in params:
+        t0 = time.perf_counter()
+        index = AnnIndex(mat.shape[1], m=m, ef_construction=efc)
+        index.sync(ids, mat, save=False)
+        build = time.perf_counter() - t0
+        for ef in efs:
+            index.ef_search = ef
+            hits, ms = [], []
+            for q, sims in zip(qvecs, exact, strict=True):
+                t0 = time.perf_counter()
+                _, got = index.search(q, 50)
+                ms.append((time.perf_counter() - t0) * 1000)
+                hits.append(float(np.sum(got >= sims[-1] - 1e-6)) / len(sims))
+            out.append({"messages": n, "M": m, "ef_construction": efc, "build_s": round(build, 1), "ef_search": ef,
+                        "recall_at_50": round(statistics.mean(hits), 4),
+                        "recall_at_50_stream_questions": round(statistics.mean(hits[:100]), 4),
+                        "recall_at_50_locomo_questions": round(statistics.mean(hits[100:]), 4) if len(hits) > 100 else None,
+                        "worst_question": round(min(hits), 3), "search_p50_ms": _pct(ms, 50)})
+    return out
+
+
 # -- the sweep --------------------------------------------------------------------------------
 def _child_main(argv: list[str]) -> None:
     p = argparse.ArgumentParser()
@@ -512,7 +556,7 @@ def plot(report: dict[str, Any], path: str | Path) -> Path | None:
               ("bytes on disk / message", lambda r: r["bytes_per_message"]),
               ("peak RSS (MB)", lambda r: r["peak_rss_mb"]),
               ("rules query p50 / p95 (ms)", lambda r: r["query_p50_ms"]),
-              ("dense query p50 (ms)", lambda r: r.get("dense_query_p50_ms")),
+              ("dense query p50 (ms): encode + channel", lambda r: r.get("dense_query_p50_ms")),
               ("injection p50 (ms)", lambda r: r.get("injection_p50_ms"))]
     fig, axes = plt.subplots(2, 4, figsize=(16, 7))
     for ax, (title, get) in zip(axes.flat, panels, strict=False):
@@ -521,6 +565,11 @@ def plot(report: dict[str, Any], path: str | Path) -> Path | None:
             if rows:
                 ax.plot([r["messages"] for r in rows], [get(r) for r in rows], style,
                         label="one group" if shape == "one" else "groups of 1,000")
+            if title.startswith("dense"):
+                for key, lab in (("dense_channel_p50_ms", "channel only"), ("brute_top50_p50_ms", "brute-force top-50")):
+                    rows = [r for r in report["sizes"] if r.get("shape") == shape and r.get(key)]
+                    if rows:
+                        ax.plot([r["messages"] for r in rows], [r[key] for r in rows], ":", marker=".", label=lab)
             if title.startswith("rules query"):
                 rows = [r for r in report["sizes"] if r.get("shape") == shape and r.get("query_p95_ms")]
                 if rows:
@@ -550,6 +599,14 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("--cache", required=True)
         a = p.parse_args(argv[1:])
         print(json.dumps(embed_stream(a.messages, a.cache)))
+        return
+    if argv and argv[0] == "ann":
+        p = argparse.ArgumentParser()
+        p.add_argument("--messages", type=int, default=100_000)
+        p.add_argument("--cache", required=True)
+        a = p.parse_args(argv[1:])
+        for row in ann_sweep(a.messages, a.cache):
+            print(json.dumps(row), flush=True)
         return
     raise SystemExit("use: speakerflow bench scale --messages N --out report.json")
 

@@ -53,8 +53,8 @@ class AnnIndex:
     """An HNSW index (``M`` links per node, ``ef_construction`` at build, ``ef_search`` at
     query time, at least ``k``) over id-labelled vectors, optionally persisted at ``path``."""
 
-    def __init__(self, dim: int, path: str | Path | None = None, m: int = 32, ef_construction: int = 100,
-                 ef_search: int = 128):
+    def __init__(self, dim: int, path: str | Path | None = None, m: int = 48, ef_construction: int = 200,
+                 ef_search: int = 512):
         self.dim, self.m, self.ef_construction, self.ef_search = dim, m, ef_construction, ef_search
         self.path = Path(path) if path is not None else None
         self.ids: list[str] = []
