@@ -630,6 +630,7 @@ def add_bench(bsub: argparse._SubParsersAction) -> None:
                         "enables the dense columns (big group only)")
     p.add_argument("--dense-max", type=int, default=100_000, help="largest size with dense queries")
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--ingest-batch", type=int, default=10_000, help="messages per append into the big group")
     p.add_argument("--threads", type=int, default=1, help="OpenMP/BLAS threads per child (0: library default)")
     p.add_argument("--sizes", default=None, help="comma-separated sizes to measure instead of 1k, 10k ... --messages")
     p.add_argument("--append", action="store_true",
@@ -641,7 +642,7 @@ def _run_cli(args: argparse.Namespace) -> int:
     keep = json.loads(Path(args.out).read_text())["sizes"] if args.append and args.out and Path(args.out).exists() else []
     report = run(args.messages, out=args.out, shapes=tuple(s for s in args.shapes.split(",") if s),
                  sizes=[int(x) for x in args.sizes.split(",")] if args.sizes else None, keep=keep,
-                 threads=args.threads or None,
+                 threads=args.threads or None, batch=args.ingest_batch,
                  writer_sample=args.writer_sample, entity_sample=args.entity_sample, queries=args.queries,
                  embed_cache=args.embed_cache, dense_max=args.dense_max if args.embed_cache else 0, seed=args.seed,
                  log=lambda line: print(line, file=sys.stderr, flush=True))
