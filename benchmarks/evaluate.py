@@ -215,10 +215,10 @@ def summarise(rows: list[dict], ks, splits: dict[str, tuple[str, ...]] | None = 
     """Means over questions: overall, ``by_category``, ``by_group`` and (when ``splits`` name
     groups present in ``rows``) per split, e.g. the LoCoMo dev and test halves."""
     lat = [r["latency_ms"] for r in rows] or [0.0]
-    groups = list(dict.fromkeys(r["group"] for r in rows))
+    groups = [g for g in dict.fromkeys(r.get("group") for r in rows) if g is not None]
     by_split = {}
     for name, members in (splits or {}).items():
-        part = [r for r in rows if r["group"] in members]
+        part = [r for r in rows if r.get("group") in members]
         if part:
             by_split[name] = {"groups": [g for g in members if g in groups], "questions": len(part),
                               "evidence_recall": _recall_means(part, ks), "by_category": _by_category(part, ks)}
@@ -226,8 +226,9 @@ def summarise(rows: list[dict], ks, splits: dict[str, tuple[str, ...]] | None = 
         "questions": len(rows),
         "evidence_recall": _recall_means(rows, ks),
         "by_category": _by_category(rows, ks),
-        "by_group": {g: {"questions": sum(r["group"] == g for r in rows),
-                         "evidence_recall": _recall_means([r for r in rows if r["group"] == g], ks)} for g in groups},
+        "by_group": {g: {"questions": sum(r.get("group") == g for r in rows),
+                         "evidence_recall": _recall_means([r for r in rows if r.get("group") == g], ks)}
+                     for g in groups},
         "splits": by_split,
         "token_f1": round(float(np.mean([r["token_f1"] for r in rows])), 4) if rows else 0.0,
         "latency_ms": {"p50": round(float(np.percentile(lat, 50)), 2), "p95": round(float(np.percentile(lat, 95)), 2)},

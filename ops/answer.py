@@ -84,9 +84,12 @@ _REASON = re.compile(r"\b(because|since|cause|'cause|due to|thanks to|so that|in
                      r"that is why|the reason|reasons?|as it|as they|as i|as we)\b|,\s*so\b", re.I)
 _SETTLE = re.compile(r"\b(settled|agreed|decided|decision|final|it is|it's|will be|let'?s go with|we'?ll go with|"
                      r"going with|confirmed|voted?|chose|official|deal|done)\b", re.I)
-_PLACE = re.compile(r"\b(in|at|to|from|near|on|into|around|outside) (the )?[A-Z][\w'-]+|"
-                    r"\b(place|city|town|country|venue|home|house|lane|street|road|park|restaurant|cafe|caf\u00e9|"
-                    r"hotel|office|beach|lake|village|layby|station|studio|shop|school|church|gym)\b")
+#: a location is said as a prepositional phrase ("in Porto", "at the park"); a bare place noun
+#: ("pick a venue") names the matter, not where it is
+_PLACE = re.compile(r"\b(in|at|to|from|near|into|around|outside|inside) "
+                    r"(?:(?:the|a|an|my|our|his|her|their|this|that) )?"
+                    r"(?:[A-Z][\w'-]+|(?:place|city|town|country|venue|home|house|lane|street|road|park|restaurant|"
+                    r"cafe|caf\u00e9|hotel|office|beach|lake|village|layby|station|studio|shop|school|church|gym)\b)")
 _RELATIVE = re.compile(r"\b(yesterday|today|tonight|tomorrow|ago|last|next|this|past|coming|weekend|day before|"
                        r"day after|following|previous|mon|tues?|wed|thu|thurs|fri|sat|sun)\w*\b|\bin \w+ "
                        r"(days?|weeks?|months?|years?)\b", re.I)

@@ -22,7 +22,7 @@ def test_dual_track_answers_on_tantivy_and_kuzu(home):
         cfg = QueryConfig(embedder="hashing")
         decision = answer_question(store, "Where did the group decide to hold the offsite?", cfg)
         assert "s2-t05" in decision.cited_ids(5) and "Porto" in decision.context
-        assert decision.answer.startswith("GROUP")  # a group record speaks for the group
+        assert "Porto" in decision.answer and "settled" in decision.answer  # the settling message answers
         rollup = answer_question(store, "What does each person prefer for the offsite city?", cfg)
         assert {e.row for e in rollup.evidence[:4]} == {"Ana", "Ben", "Chloe", "Dev"}
         assert any(e.kind == "record" for e in rollup.evidence)  # System 2 records from the rules Writer
