@@ -66,6 +66,44 @@ training_job = dg.define_asset_job(
 )
 
 
+class ForgetConfig(dg.Config):
+    """What ``forget_job`` removes from one group: exactly one of ``speaker``,
+    ``message_ids`` or ``all``; ``dry_run`` reports what would go and changes nothing."""
+
+    group: str
+    speaker: str | None = None
+    message_ids: list[str] = []
+    all: bool = False
+    dry_run: bool = False
+    writer: str = "rules"
+
+
+@dg.op(tags={C.STORE_WRITE_TAG: C.STORE_WRITE_VALUE})
+def forget_op(context: dg.OpExecutionContext, config: ForgetConfig, store: StoreResource) -> dict:
+    """:func:`speakerflow.pipelines.forget.forget_group` on ``config.group`` (writer lock held)."""
+    from speakerflow.pipelines.forget import forget_group
+
+    chosen = sum([bool(config.speaker), bool(config.message_ids), bool(config.all)])
+    if chosen != 1:
+        raise dg.Failure("forget_job: give exactly one of speaker, message_ids or all")
+    if config.group not in store.groups():
+        raise dg.Failure(f"forget_job: no group {config.group!r} in the store")
+    with store.open(config.group, write=True) as gs:
+        report = forget_group(gs, speaker=config.speaker or None, message_ids=list(config.message_ids) or None,
+                              everything=config.all, dry_run=config.dry_run, writer=config.writer)
+    out = {**report.as_dict(), "records_rederived": getattr(report, "records_rederived", 0),
+           "wiki_rebuilt": list(getattr(report, "wiki_rebuilt", []))}
+    # counts only: the audit line and the run metadata never carry the forgotten names or text
+    context.add_output_metadata({k: v for k, v in out.items()
+                                 if isinstance(v, int | bool) and not isinstance(v, list)})
+    return out
+
+
+@dg.job(description="Forget a speaker, some messages or a whole group (every copy, cascaded; see docs/reliability.md).")
+def forget_job():
+    forget_op()
+
+
 @dg.schedule(job=maintenance_job, cron_schedule=C.MAINTENANCE_CRON, execution_timezone="UTC",
              default_status=dg.DefaultScheduleStatus.STOPPED)
 def maintenance_schedule(context: dg.ScheduleEvaluationContext):
@@ -121,7 +159,7 @@ def inbox_sensor(context: dg.SensorEvaluationContext, store: StoreResource) -> d
     return inbox_requests(store, context.cursor, known, context.log)
 
 
-jobs = [ingest_job, knowledge_job, maintenance_job, evaluation_job, training_job]
+jobs = [ingest_job, knowledge_job, maintenance_job, evaluation_job, training_job, forget_job]
 schedules = [maintenance_schedule]
 sensors = [inbox_sensor]
 
