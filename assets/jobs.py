@@ -91,11 +91,12 @@ def forget_op(context: dg.OpExecutionContext, config: ForgetConfig, store: Store
     with store.open(config.group, write=True) as gs:
         report = forget_group(gs, speaker=config.speaker or None, message_ids=list(config.message_ids) or None,
                               everything=config.all, dry_run=config.dry_run, writer=config.writer)
-    out = {**report.as_dict(), "records_rederived": getattr(report, "records_rederived", 0),
-           "wiki_rebuilt": list(getattr(report, "wiki_rebuilt", []))}
-    # counts only: the audit line and the run metadata never carry the forgotten names or text
-    context.add_output_metadata({k: v for k, v in out.items()
-                                 if isinstance(v, int | bool) and not isinstance(v, list)})
+    # counts only: the output (pickled by the IO manager) and its metadata never carry the
+    # forgotten names or text
+    out = {**report.as_dict(), "roster_removed": len(report.roster_removed),
+           "records_rederived": getattr(report, "records_rederived", 0),
+           "wiki_rebuilt": len(getattr(report, "wiki_rebuilt", []))}
+    context.add_output_metadata({k: v for k, v in out.items() if isinstance(v, int | bool)})
     return out
 
 

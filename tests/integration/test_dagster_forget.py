@@ -64,7 +64,7 @@ def test_forget_job_dry_run_then_forget_a_speaker(home):
     result = _run(home, speaker="Dev")
     assert result.success
     out = result.output_for_node("forget_op")
-    assert out["messages"] == len(dev_msgs) and out["roster_removed"] == ["Dev"] and not out["dry_run"]
+    assert out["messages"] == len(dev_msgs) and out["roster_removed"] == 1 and "Dev" not in str(out) and not out["dry_run"]
     msgs1, recs1, roster1 = _state(home)
     assert "Dev" not in roster1 and not [m for m in msgs1 if m["speaker"] == "Dev"]
     assert len(msgs1) == len(msgs0) - len(dev_msgs)
