@@ -535,5 +535,8 @@ class Home:
     def open(self, group_id: str, writable: bool = False, wait_s: float | None = None) -> GroupStore:
         """Open a group's store; ``writable=True`` takes the group's single-writer lock,
         waiting up to ``wait_s`` seconds for another writer (default ``$SPEAKERFLOW_LOCK_WAIT``
-        or 0) before :class:`GroupBusyError`."""
+        or 0) before :class:`GroupBusyError`. A writable open also creates ``<home>/inbox``,
+        the folder the Dagster inbox sensor watches."""
+        if writable:
+            (self.root / "inbox").mkdir(parents=True, exist_ok=True)
         return GroupStore(self.group_path(group_id), group_id, writable=writable, wait_s=wait_s)

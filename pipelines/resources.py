@@ -50,8 +50,11 @@ class StoreResource(dg.ConfigurableResource):
         raise NotImplementedError
 
     def inbox(self) -> Path:
-        """The folder the inbox sensor watches (``<home>/inbox`` unless configured)."""
-        return self.root() / C.INBOX_DIRNAME
+        """The folder the inbox sensor watches (``<home>/inbox`` unless configured), created
+        so that a file can be dropped into it as soon as ``dagster dev`` runs."""
+        path = self.root() / C.INBOX_DIRNAME
+        path.mkdir(parents=True, exist_ok=True)
+        return path
 
     def subdir(self, name: str, *parts: str) -> Path:
         """``<home>/<name>/<parts...>``, created: where assets put wiki pages, reports, models."""
