@@ -515,6 +515,10 @@ def _utc_columns(table: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(cols, names=table.column_names)
 
 
+#: Subfolder of the store home watched by the Dagster inbox sensor (``<home>/inbox``).
+INBOX_DIRNAME = "inbox"
+
+
 class Home:
     """The folder that holds every group's store.
 
@@ -538,5 +542,5 @@ class Home:
         or 0) before :class:`GroupBusyError`. A writable open also creates ``<home>/inbox``,
         the folder the Dagster inbox sensor watches."""
         if writable:
-            (self.root / "inbox").mkdir(parents=True, exist_ok=True)
+            (self.root / INBOX_DIRNAME).mkdir(parents=True, exist_ok=True)
         return GroupStore(self.group_path(group_id), group_id, writable=writable, wait_s=wait_s)

@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from speakerflow.graphs.store import INBOX_DIRNAME  # noqa: F401 - one name for <home>/inbox
+
 #: Name of the dynamic partitions definition: one partition per group id.
 GROUPS_PARTITION = "groups"
-#: Subfolder of the store home watched by the inbox sensor (``<home>/inbox``).
-INBOX_DIRNAME = "inbox"
 #: Subfolder of the store home where the Parquet IO manager keeps asset tables.
 IO_DIRNAME = "dagster-io"
 #: Subfolder of the store home for wiki pages (``<home>/wiki/<group>/``).
