@@ -17,6 +17,7 @@ from speakerflow.pipelines.resources import StoreResource
 
 from .common import GROUPS
 from .inbox import groups_of, inbox_files
+from .partitions import missing_partitions
 
 #: The multiprocess executor with one store writer per run at a time.
 group_executor = dg.multiprocess_executor.configured(
@@ -119,12 +120,15 @@ def maintenance_schedule(context: dg.ScheduleEvaluationContext):
             for g in groups]
 
 
-def inbox_requests(store: StoreResource, cursor: str | None, known: set[str], log=None) -> dg.SensorResult:
+def inbox_requests(store: StoreResource, cursor: str | None, known: set[str], log=None,
+                   sync_store: bool = False) -> dg.SensorResult:
     """What the inbox sensor asks for: new partitions, one ingest run per (new file, group).
 
     ``cursor`` maps each file seen to its stamp (mtime and size), so a rewritten file is
     picked up again; a file that fails to load is logged and remembered, not retried
-    until it changes.
+    until it changes. With ``sync_store`` the store's groups that are not partitions yet
+    (ingested by the CLI or the API without ``DAGSTER_HOME``) are added as partitions too,
+    without a run: their data is already stored.
     """
     seen: dict[str, str] = json.loads(cursor) if cursor else {}
     requests: list[dg.RunRequest] = []
@@ -144,7 +148,10 @@ def inbox_requests(store: StoreResource, cursor: str | None, known: set[str], lo
                 run_key=f"{key}@{stamp}#{group}", partition_key=group,
                 run_config={"ops": {"raw_messages": {"config": {"path": key, "fmt": item.fmt}}}},
                 tags={"speakerflow/source": item.path.name}))
-    new_groups = sorted({r.partition_key for r in requests} - known)
+    wanted = {r.partition_key for r in requests}
+    if sync_store:
+        wanted |= set(store.groups())
+    new_groups = missing_partitions(wanted, known)
     return dg.SensorResult(
         run_requests=requests,
         dynamic_partitions_requests=[GROUPS.build_add_request(new_groups)] if new_groups else [],
@@ -155,9 +162,10 @@ def inbox_requests(store: StoreResource, cursor: str | None, known: set[str], lo
 @dg.sensor(job=ingest_job, minimum_interval_seconds=C.INBOX_SENSOR_INTERVAL_S,
            default_status=dg.DefaultSensorStatus.STOPPED)
 def inbox_sensor(context: dg.SensorEvaluationContext, store: StoreResource) -> dg.SensorResult:
-    """A new or changed message file in the inbox: add its groups as partitions and ingest them."""
+    """A new or changed message file in the inbox: add its groups as partitions and ingest
+    them; groups already in the store (CLI or API ingests) become partitions too."""
     known = set(context.instance.get_dynamic_partitions(GROUPS.name))
-    return inbox_requests(store, context.cursor, known, context.log)
+    return inbox_requests(store, context.cursor, known, context.log, sync_store=True)
 
 
 jobs = [ingest_job, knowledge_job, maintenance_job, evaluation_job, training_job, forget_job]

@@ -7,6 +7,7 @@ records from the messages not written before (``--writer none`` skips it).
 from __future__ import annotations
 
 import argparse
+import os
 import warnings
 
 from tqdm import tqdm
@@ -53,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
         total_skipped += result.skipped
     print(f"ingested {total_added} new message(s) into {len(loaded)} group(s) "
           f"({total_skipped} already stored) under {home.root}")
+    _register_partitions([gid for gid, _ in loaded])
     if backend is not None:
         written = sum(r.accepted for r in reports)
         print(f"writer {args.writer}: {written} derived record(s) ({sum(r.updates for r in reports)} updates), "
@@ -62,3 +64,23 @@ def run(args: argparse.Namespace) -> int:
             if r.rejected:
                 print(f"  {r.group_id}: {r.rejected} rejected, e.g. {r.rejects[0]['reason']}")
     return 0
+
+
+def _register_partitions(groups: list[str]) -> None:
+    """With ``DAGSTER_HOME`` set, the ingested groups become partitions of the Dagster
+    instance there, so the UI shows the groups the CLI wrote (docs/dagster.md)."""
+    if not os.environ.get("DAGSTER_HOME", "").strip():
+        return  # no instance to tell (and no Dagster import on the plain CLI path)
+    from speakerflow.assets.partitions import dagster_home, register_groups
+
+    if dagster_home() is None:
+        return
+    try:
+        new = register_groups(groups)
+    except Exception as exc:  # noqa: BLE001 - the ingest itself succeeded; say why the UI lags
+        print(f"note: could not add the groups as Dagster partitions in {dagster_home()}: {exc} "
+              "(the inbox sensor adds them on its next tick)")
+        return
+    if new:
+        print(f"dagster: added {len(new)} group(s) as partitions in {dagster_home()}: {', '.join(new[:10])}"
+              + (" ..." if len(new) > 10 else ""))
