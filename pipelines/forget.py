@@ -30,6 +30,34 @@ def default_wiki_dir(store: Any) -> Path | None:
     return None if store.in_memory else Path(store.root).parent.parent / WIKI_DIRNAME / store.group_id
 
 
+class AsOfWriter:
+    """A Writer backend that shows a segment only the heads of its own time.
+
+    Re-deriving after a forget writes *old* messages again (those that lost a record). The
+    Writer normally sees the current heads, so an old message's record would become the
+    newest state of a chain whose head rests on later messages (a May remark superseding
+    an October record). This wrapper hides the heads whose latest evidence
+    (``valid_at``) is after the segment's last message: what is re-derived continues only
+    the chains that existed at its time, or stands alone; later states stay the heads.
+    Validate still checks every action against the full segment.
+    """
+
+    def __init__(self, inner: Any):
+        if isinstance(inner, str):
+            from speakerflow.ops.writer.registry import make_writer
+
+            inner = make_writer(inner)
+        self.inner = inner
+        self.name = f"{getattr(inner, 'name', 'writer')}@as-of"
+
+    def propose(self, segment: Any) -> Any:
+        from dataclasses import replace
+
+        end = max(m["ts"] for m in segment.messages)
+        heads = tuple(h for h in segment.heads if h.get("valid_at") is None or h["valid_at"] <= end)
+        return self.inner.propose(replace(segment, heads=heads))
+
+
 def forget_group(store: Any, speaker: str | None = None, message_ids: list[str] | None = None,
                  everything: bool = False, dry_run: bool = False,
                  wiki_dirs: list[str | Path] = (), writer: Any = "rules") -> ForgetReport:
@@ -48,7 +76,8 @@ def forget_group(store: Any, speaker: str | None = None, message_ids: list[str] 
     if not dry_run and report.rederive and had_writer and writer not in (None, "none"):
         from speakerflow.pipelines.write_path import write_group
 
-        report.records_rederived = write_group(store, writer, progress=False).accepted  # type: ignore[attr-defined]
+        report.records_rederived = write_group(  # type: ignore[attr-defined]
+            store, AsOfWriter(writer), progress=False).accepted
     dirs = [Path(d) for d in wiki_dirs]
     auto = default_wiki_dir(store)
     if auto is not None and auto.exists() and auto not in dirs:
@@ -67,4 +96,4 @@ def forget_group(store: Any, speaker: str | None = None, message_ids: list[str] 
     return report
 
 
-__all__ = ["forget_group", "default_wiki_dir", "ForgetReport"]
+__all__ = ["forget_group", "default_wiki_dir", "ForgetReport", "AsOfWriter"]
