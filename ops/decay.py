@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
+from types import SimpleNamespace
 
+import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
 from speakerflow.graphs.maturity import (  # moved to graphs (the fact graph replays it); re-exported
@@ -27,7 +29,10 @@ from speakerflow.graphs.maturity import (  # moved to graphs (the fact graph rep
 from speakerflow.graphs.maturity import MaturityConfig as MaturityConfig
 from speakerflow.graphs.maturity import next_maturity as next_maturity
 
+from .base import Context, Operator, OperatorConfig, put_columns
+from .group_state import knowledge_of, now_of
 from .lexicon import RELATION_BY_NAME
+from .registry import register
 
 MATURITY_RANK = {"deprecated": 0, "candidate": 1, "verified": 2, "proven": 3}
 DAY = 86400.0
@@ -88,3 +93,69 @@ def effective_confidence(item, now: datetime, current_regime: str | None = None,
         fresh = time_decay(item, now, cfg)
     dist = regime_distance(item.regime_tag, current_regime)
     return item.confidence * fresh * (math.exp(-cfg.gamma * dist) if dist else 1.0)
+
+
+#: The fact columns :class:`Decay` reads.
+FACT_COLUMNS = ("edge_id", "subject_id", "relation", "confidence", "valid_at", "last_validated", "regime_tag",
+                "invalid_at", "maturity", "reuse_count", "validations", "utility")
+
+
+class DecayOpConfig(OperatorConfig):
+    """``gamma`` and ``default_half_life_days`` as in :class:`DecayConfig`; ``at``: the time the
+    decay is taken at (default ``ctx.clock()``, else now); ``apply``: write the recomputed
+    maturity of changed facts to the group's graph (default: report only)."""
+
+    gamma: float = 0.5
+    default_half_life_days: float = 30.0
+    at: datetime | None = None
+    apply: bool = False
+
+
+@register
+class Decay(Operator):
+    """Facts -> the same rows plus ``decay`` (d_t), ``effective_confidence`` (c_eff) and
+    ``maturity`` after one step of Psi.
+
+    d_t and c_eff are taken at ``config.at`` (else ``ctx.clock()``, else now); the current
+    regime of a fact's subject comes from the group's graph
+    (:func:`~speakerflow.ops.group_state.knowledge_of`). With ``apply`` the facts whose
+    maturity moved are written back (stat ``maturity_changes`` counts them either way).
+    """
+
+    name = "decay"
+    consumes = FACT_COLUMNS
+    produces = pa.schema([("edge_id", pa.string()), ("decay", pa.float64()), ("effective_confidence", pa.float64()),
+                          ("maturity", pa.string())])
+    passthrough = True
+    Config = DecayOpConfig
+
+    def run(self, table: pa.Table, ctx: Context) -> pa.Table:
+        cfg = self.config
+        dcfg = DecayConfig(gamma=cfg.gamma, default_half_life_days=cfg.default_half_life_days)
+        now = cfg.at or now_of(ctx)
+        fg = knowledge_of(ctx)[0]
+        regimes: dict[str, str | None] = {}
+        decays, ceffs, mats = [], [], []
+        changed = 0
+        for r in table.select(list(FACT_COLUMNS)).to_pylist():
+            item = SimpleNamespace(**r)
+            if item.subject_id not in regimes:
+                regimes[item.subject_id] = fg.regime(item.subject_id, now)
+            reg = regimes[item.subject_id]
+            fresh = time_decay(item, now, dcfg)
+            dist = regime_distance(item.regime_tag, reg)
+            decays.append(fresh * (math.exp(-dcfg.gamma * dist) if dist else 1.0))
+            ceffs.append(effective_confidence(item, now, reg, dcfg, fresh=fresh))
+            mu = next_maturity(item.maturity, item.reuse_count or 0, item.validations or 0, item.utility or 0.0,
+                               invalidated=item.invalid_at is not None and item.invalid_at <= now)
+            mats.append(mu)
+            if mu != item.maturity:
+                changed += 1
+                if cfg.apply and item.edge_id in fg.items:
+                    fg.items[item.edge_id].maturity = mu
+                    fg.items[item.edge_id].updated_at = now
+                    fg.touch(item.edge_id)
+        self.stats.bump("maturity_changes", changed)
+        if cfg.apply and changed:
+            fg.flush()
+        return put_columns(table, {"decay": decays, "effective_confidence": ceffs, "maturity": mats}, self.produces)

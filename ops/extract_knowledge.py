@@ -26,6 +26,7 @@ from .backends.json_repair import repair_json
 from .base import Context, Operator, OperatorConfig
 from .canonicalize import Canonicalizer
 from .detect import Detection, Detector, Mention
+from .group_state import knowledge_of
 from .lexicon import RELATION_BY_NAME, Relation
 from .reader import (
     ANAPHOR,
@@ -487,8 +488,12 @@ class ExtractKnowledgeConfig(OperatorConfig):
 class ExtractKnowledge(Operator):
     """Message table -> candidate facts (one row each), via a :class:`KnowledgeExtractor`.
 
-    The canonicaliser in ``ctx.state["canonicalizer"]`` is used (and created there if
-    missing), so a pipeline run shares one alias table; model rejects go to
+    Rows are read in table order (the reader keeps discourse state: give them in time
+    order). The alias table and detector are the group's
+    (:func:`~speakerflow.ops.group_state.knowledge_of`: ``ctx.store``'s, loaded once per
+    run; without a store the canonicaliser in ``ctx.state["canonicalizer"]``), so a
+    pipeline run shares one alias table. A reply's addressee comes from an ``addressee``
+    column, else from ``reply_to`` within the table. Model rejects go to
     ``ctx.state["rejects"]``.
     """
 
@@ -498,14 +503,18 @@ class ExtractKnowledge(Operator):
     Config = ExtractKnowledgeConfig
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
-        canon = ctx.state.setdefault("canonicalizer", Canonicalizer())
+        _, canon, detector = knowledge_of(ctx)
         backend = ctx.backends.get("extract", self.config.backend)
-        ex = KnowledgeExtractor(canon, Detector(canon.lexicon, canon.alias_table), backend)
-        cols = [c for c in ("msg_id", "text", "speaker", "ts", "source_type", "trust_tier") if c in table.column_names]
+        ex = KnowledgeExtractor(canon, detector, backend)
+        optional = ("source_type", "trust_tier", "reply_to", "addressee")
+        cols = [c for c in ("msg_id", "text", "speaker", "ts", *optional) if c in table.column_names]
         rows = []
-        for r in table.select(cols).to_pylist():
+        given = table.select(cols).to_pylist()
+        speaker_of = {r["msg_id"]: r["speaker"] for r in given} if "reply_to" in cols else {}
+        for r in given:
+            addressee = r["addressee"] if "addressee" in cols else speaker_of.get(r.get("reply_to") or "")
             ev = Event(r["msg_id"], r["text"] or "", r["speaker"], r["ts"], r.get("source_type") or "message",
-                       r.get("trust_tier") or 1)
+                       r.get("trust_tier") or 1, addressee=addressee)
             for c in ex.extract(ev):
                 rows.append({**c.__dict__, "evidence_ids": list(c.evidence_ids)})
         self.stats.model_calls += ex.model_calls

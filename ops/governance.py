@@ -15,9 +15,12 @@ True
 """
 from __future__ import annotations
 
+import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
+from .base import Context, Operator, OperatorConfig, put_columns
 from .decay import MATURITY_RANK
+from .registry import register
 
 SHARED_SCOPES = frozenset({"shared", "group"})
 
@@ -66,3 +69,52 @@ class Governance:
             self.refused["confidence"] += 1
             return False
         return True
+
+
+class GovernConfig(OperatorConfig):
+    """``epsilon`` and ``theta`` as in :class:`GovernanceConfig`; ``risk`` and ``user``: the
+    action's risk class and the asker when the table has no ``risk`` / ``user`` column;
+    ``drop``: keep only the allowed rows (default: mark them)."""
+
+    epsilon: float = 0.3
+    theta: dict[str, str] = {"low": "candidate", "medium": "candidate", "high": "verified"}
+    risk: str = "low"
+    user: str | None = None
+    drop: bool = False
+
+
+@register
+class Govern(Operator):
+    """Facts with ``effective_confidence`` (``Decay``'s output) -> the same rows plus ``allowed``
+    (the Allow predicate) and ``refused`` (``scope`` / ``maturity`` / ``confidence``, null when
+    allowed).
+
+    A row's risk class is its ``risk`` column (``Detect`` writes one) else ``config.risk``; its
+    asker the ``user`` column else ``config.user``. Stats count refusals by reason.
+    """
+
+    name = "govern"
+    consumes = ("effective_confidence", "maturity", "scope")
+    produces = pa.schema([("allowed", pa.bool_()), ("refused", pa.string())])
+    passthrough = True
+    Config = GovernConfig
+
+    def run(self, table: pa.Table, ctx: Context) -> pa.Table:
+        cfg = self.config
+        gov = Governance(GovernanceConfig(epsilon=cfg.epsilon, theta=cfg.theta))
+        n = table.num_rows
+        risks = table["risk"].to_pylist() if "risk" in table.column_names else [cfg.risk] * n
+        users = table["user"].to_pylist() if "user" in table.column_names else [cfg.user] * n
+        allowed, refused = [], []
+        for c_eff, mu, scope, risk, user in zip(table["effective_confidence"].to_pylist(), table["maturity"].to_pylist(),
+                                                table["scope"].to_pylist(), risks, users, strict=True):
+            before = dict(gov.refused)
+            ok = gov.allow(c_eff, mu, scope or "shared", risk or cfg.risk, user)
+            allowed.append(ok)
+            refused.append(None if ok else next(k for k, v in gov.refused.items() if v != before[k]))
+        for reason, count in gov.refused.items():
+            self.stats.bump(f"refused_{reason}", count)
+        out = put_columns(table, {"allowed": allowed, "refused": refused}, self.produces)
+        if cfg.drop:
+            out = out.filter(pa.array(allowed, pa.bool_()))
+        return out

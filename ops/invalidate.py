@@ -1,4 +1,8 @@
-"""Upsert with slot-scoped contradiction detection and write-time invalidation.
+"""Invalidate: the fact write (``upsert_facts``) with slot-scoped contradiction detection
+and write-time invalidation, as a function and as the :class:`Invalidate` operator.
+
+``upsert_facts`` writes facts into a group's fact graph; ``speakerflow.ops.upsert.Upsert``
+writes SpeakerMem records. The two names no longer overlap.
 
 For each candidate fact, only the facts of the **same slot** are examined: (subject,
 relation) for single-valued relations, (subject, relation, object) for entity-valued ones,
@@ -15,16 +19,28 @@ A first-tier source (trust tier 1) counts as one validation, so its facts start 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
+from typing import Any
 
+import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
 from speakerflow.graphs.facts import VALUE_PREFIX, FactGraph, FactItem, edge_id_for
+from speakerflow.schemas import EDGE_SCHEMA
 
+from .base import Context, Operator, OperatorConfig
 from .decay import next_maturity
-from .extract_knowledge import Candidate
+from .extract_knowledge import CANDIDATE_SCHEMA, Candidate
+from .group_state import knowledge_of, now_of
 from .lexicon import RELATION_BY_NAME
+from .registry import register
+
+#: What :class:`Invalidate` produces: the facts a call added or changed (validated,
+#: invalidated), as :data:`~speakerflow.schemas.EDGE_SCHEMA` rows plus ``superseded_by``.
+FACT_SCHEMA = EDGE_SCHEMA.append(pa.field("superseded_by", pa.string()))
 
 
 class UpsertConfig(BaseModel):
@@ -37,13 +53,17 @@ class UpsertConfig(BaseModel):
 
 @dataclass
 class UpsertResult:
+    """Counts of one :func:`upsert_facts` call; ``touched``: ids of the facts it added or changed."""
+
     added: int = 0
     validated: int = 0
     invalidated: int = 0
     kept_conflicts: int = 0
+    touched: list[str] = field(default_factory=list, repr=False)
 
     def as_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
+        return {"added": self.added, "validated": self.validated, "invalidated": self.invalidated,
+                "kept_conflicts": self.kept_conflicts}
 
 
 def object_of(c: Candidate) -> str:
@@ -57,7 +77,8 @@ def current_regime(fg: FactGraph, entity_id: str) -> str | None:
     return fg.regime(entity_id)
 
 
-def upsert(fg: FactGraph, candidates: list[Candidate], now: datetime, cfg: UpsertConfig | None = None) -> UpsertResult:
+def upsert_facts(fg: FactGraph, candidates: list[Candidate], now: datetime,
+                 cfg: UpsertConfig | None = None) -> UpsertResult:
     """Apply ``candidates`` to ``fg`` (cache now; Kuzu on ``fg.flush()``).
 
     * ``assert``: a value already current from a source of the same standing (first-hand:
@@ -96,11 +117,13 @@ def upsert(fg: FactGraph, candidates: list[Candidate], now: datetime, cfg: Upser
         if peers:
             _validate(fg, peers[-1], c, now)
             res.validated += 1
+            res.touched.append(peers[-1].edge_id)
             continue
         item = _new_item(fg, c, obj, now)
         if not fg.add(item):
             continue
         res.added += 1
+        res.touched.append(item.edge_id)
         for old in valid:
             gamma = c.confidence if c.valid_at >= old.valid_at else 0.0
             if old.object_id == obj and old.trust_tier >= 3 and not rumour:
@@ -109,6 +132,7 @@ def upsert(fg: FactGraph, candidates: list[Candidate], now: datetime, cfg: Upser
                 old.maturity = "deprecated"
                 fg.invalidate(old.edge_id, at=c.valid_at, by=item.edge_id, now=now)
                 res.invalidated += 1
+                res.touched.append(old.edge_id)
             else:
                 res.kept_conflicts += 1
     return res
@@ -125,6 +149,7 @@ def _end(fg: FactGraph, c: Candidate, now: datetime, cfg: UpsertConfig, res: Ups
             old.maturity = "deprecated"
             fg.invalidate(old.edge_id, at=c.valid_at, by=None, now=now)
             res.invalidated += 1
+            res.touched.append(old.edge_id)
         else:
             res.kept_conflicts += 1
 
@@ -162,6 +187,7 @@ def _correct(fg: FactGraph, c: Candidate, now: datetime, cfg: UpsertConfig, res:
     wrong.maturity = "deprecated"
     fg.invalidate(wrong.edge_id, at=wrong.valid_at, by=item.edge_id, now=now)
     res.invalidated += 1
+    res.touched += [item.edge_id, wrong.edge_id]
     return True
 
 
@@ -188,3 +214,78 @@ def _new_item(fg: FactGraph, c: Candidate, obj: str, now: datetime) -> FactItem:
         description=c.description, evidence_ids=list(c.evidence_ids), valid_at=c.valid_at, updated_at=now,
         created_at=now, confidence=c.confidence, maturity=next_maturity("candidate", 0, validations, 0.0),
         regime_tag=regime, scope=c.scope, validations=validations, last_validated=c.valid_at, trust_tier=c.trust_tier)
+
+
+def candidates_from(table: pa.Table) -> list[Candidate]:
+    """The :class:`Candidate` of each row of a :data:`CANDIDATE_SCHEMA` table, in row order."""
+    names = [f.name for f in CANDIDATE_SCHEMA]
+    cols = [n for n in names if n in table.column_names]
+    out = []
+    for r in table.select(cols).to_pylist():
+        r["evidence_ids"] = tuple(r["evidence_ids"] or ())
+        out.append(Candidate(**{k: v for k, v in r.items() if v is not None or k == "replaces"}))
+    return out
+
+
+def facts_table(fg: FactGraph, edge_ids: list[str]) -> pa.Table:
+    """The facts ``edge_ids`` (first occurrence order, each once) as a :data:`FACT_SCHEMA` table."""
+    rows = []
+    for e in dict.fromkeys(edge_ids):
+        item = fg.items.get(e)
+        if item is not None:
+            rows.append({**item.row(), "superseded_by": item.superseded_by})
+    return pa.Table.from_pylist(rows, schema=FACT_SCHEMA)
+
+
+class InvalidateConfig(OperatorConfig):
+    """``invalidation``: write-time invalidation (False: the KH-NoInv ablation); ``delta``: the
+    Gamma threshold; ``flush``: write the graph (facts, entities) to the store after the call;
+    ``merge_log``: append the alias merges of the run to ``<group>/merge_log.jsonl``."""
+
+    invalidation: bool = True
+    delta: float = 0.55
+    flush: bool = True
+    merge_log: bool = True
+
+
+@register
+class Invalidate(Operator):
+    """Candidate facts -> the upserted facts, with write-time invalidations applied.
+
+    Each candidate row (``ExtractKnowledge``'s output, in row order) goes through
+    :func:`upsert_facts` on the group's fact graph (:func:`~speakerflow.ops.group_state.knowledge_of`:
+    ``ctx.store``'s graph, loaded once per run). The output holds every fact the call added,
+    validated or invalidated (``invalid_at``, ``expired_at``, ``superseded_by`` set on the
+    invalidated ones). Stats: ``added``, ``validated``, ``invalidated``, ``kept_conflicts``,
+    ``writes`` (graph writes flushed). ``now`` is ``ctx.clock()`` when set.
+    """
+
+    name = "invalidate"
+    consumes = tuple(f.name for f in CANDIDATE_SCHEMA if f.name not in ("op", "replaces", "speaker", "trust_tier"))
+    produces = FACT_SCHEMA
+    Config = InvalidateConfig
+
+    def run(self, table: pa.Table, ctx: Context) -> pa.Table:
+        fg, canon, _ = knowledge_of(ctx)
+        cfg = UpsertConfig(invalidation=self.config.invalidation, delta=self.config.delta)
+        res = upsert_facts(fg, candidates_from(table), now_of(ctx), cfg)
+        for k, v in res.as_dict().items():
+            self.stats.bump(k, v)
+        out = facts_table(fg, res.touched)
+        if self.config.flush:
+            fg.put_entities(canon.to_records())
+            self.stats.bump("writes", fg.pending())
+            fg.flush()
+            self._log_merges(ctx, canon.merge_log)
+        return out
+
+    def _log_merges(self, ctx: Context, merge_log: list[dict[str, Any]]) -> None:
+        """Append the merges not yet logged in this run (``ctx.state["merges_logged"]`` counts them)."""
+        store = ctx.store
+        done = ctx.state.get("merges_logged", 0)
+        if not self.config.merge_log or store is None or store.in_memory or done >= len(merge_log):
+            return
+        with open(Path(store.root) / "merge_log.jsonl", "a") as fh:
+            for m in merge_log[done:]:
+                fh.write(json.dumps(m) + "\n")
+        ctx.state["merges_logged"] = len(merge_log)

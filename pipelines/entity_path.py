@@ -1,23 +1,40 @@
-"""The entity path of a group: Detect -> Canonicalize -> extract -> upsert -> invalidate.
+"""The entity path of a group: ``ExtractKnowledge >> Invalidate >> Decay`` over its new rows.
 
 :func:`build_entity_graph` reads the group's System 1 rows (messages and events) that no
-earlier run processed, extracts candidate facts, upserts them with slot-scoped write-time
-invalidation into the group's Kuzu graph, and appends alias merges to
-``<group>/merge_log.jsonl``. Reruns are idempotent (processed ids are kept in
-``<group>/entity_path.json``).
+earlier run processed, in time order, and runs :func:`entity_pipeline` over them: the
+operators extract candidate facts (``ExtractKnowledge``), upsert them with slot-scoped
+write-time invalidation into the group's Kuzu graph and append alias merges to
+``<group>/merge_log.jsonl`` (``Invalidate``), and take each written fact's effective
+confidence and maturity (``Decay``, read-only). Reruns are idempotent (processed ids are
+kept in ``<group>/entity_path.json``).
+
+A user composes the same stages with the annotating ones in front,
+``Detect() >> Canonicalize() >> ExtractKnowledge() >> Invalidate() >> Decay()``, and gets the
+same graph (``tests/integration/test_inkh_operators.py``).
 """
 from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from speakerflow.ops.extract_knowledge import Event, KnowledgeExtractor
-from speakerflow.ops.invalidate import UpsertConfig, upsert
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from speakerflow.ops.base import Context
+from speakerflow.ops.decay import Decay
+from speakerflow.ops.extract_knowledge import ExtractKnowledge
+from speakerflow.ops.group_state import KNOWLEDGE
+from speakerflow.ops.invalidate import Invalidate
 from speakerflow.ops.knowledge import load_knowledge as load_knowledge  # moved to ops; re-exported
+from speakerflow.ops.pipeline import Pipeline
+
+#: The message columns the entity path reads (``addressee`` is derived from ``reply_to``).
+EVENT_COLUMNS = ["msg_id", "text", "speaker", "ts", "source_type", "trust_tier", "reply_to"]
 
 
-def _backend(backend):
+def _backend(backend: Any) -> Any:
     if backend == "rules" or not isinstance(backend, str):
         return backend
     from speakerflow.ops.backends.factory import make_backend  # helper B's factory
@@ -25,7 +42,27 @@ def _backend(backend):
     return make_backend(backend)
 
 
-def build_entity_graph(store, backend="rules", invalidation: bool = True) -> dict:
+def entity_pipeline(invalidation: bool = True) -> Pipeline:
+    """``ExtractKnowledge >> Invalidate >> Decay``: the operators of the entity path."""
+    return ExtractKnowledge() >> Invalidate(invalidation=invalidation) >> Decay()
+
+
+def new_events(store: Any, done: set[str] | frozenset[str] = frozenset()) -> pa.Table:
+    """The group's rows not in ``done``, in time order, with the ``addressee`` of each reply
+    (the speaker of the message it replies to, found among all the group's messages)."""
+    msgs = store.messages().select(EVENT_COLUMNS)
+    msgs = msgs.take(pc.sort_indices(msgs, [("ts", "ascending")]))  # stable: ties keep their order
+    speaker_of = dict(zip(msgs["msg_id"].to_pylist(), msgs["speaker"].to_pylist(), strict=True))
+    addressee = [speaker_of.get(r) if r else None for r in msgs["reply_to"].to_pylist()]
+    msgs = msgs.append_column("addressee", pa.array(addressee, pa.string()))
+    if done:
+        keep = pa.array([m not in done for m in msgs["msg_id"].to_pylist()], pa.bool_())
+        msgs = msgs.filter(keep)
+    return msgs
+
+
+def build_entity_graph(store: Any, backend: Any = "rules", invalidation: bool = True,
+                       now: datetime | None = None) -> dict[str, Any]:
     """Extract knowledge from the group's unprocessed rows into its graph; returns counts.
 
     Parameters
@@ -36,38 +73,25 @@ def build_entity_graph(store, backend="rules", invalidation: bool = True) -> dic
         ``"rules"``, a backend kind for ``make_backend`` or a ChatBackend instance.
     invalidation
         Write-time invalidation (False reproduces the KH-NoInv ablation).
+    now
+        The write time of new facts (default: the wall clock).
     """
-    fg, canon, det = load_knowledge(store, with_records=False)
+    knowledge = load_knowledge(store, with_records=False)
+    fg, canon, _ = knowledge
     state_path = None if store.in_memory else Path(store.root) / "entity_path.json"
     done = set(json.loads(state_path.read_text())["processed"]) if state_path and state_path.exists() else set()
-    ex = KnowledgeExtractor(canon, det, _backend(backend))
-    cfg = UpsertConfig(invalidation=invalidation)
-    totals = {"events": 0, "candidates": 0, "added": 0, "validated": 0, "invalidated": 0, "kept_conflicts": 0}
-    now = datetime.now(UTC)
-    msgs = store.messages()
-    cols = ["msg_id", "text", "speaker", "ts", "source_type", "trust_tier", "reply_to"]
-    rows = sorted(msgs.select(cols).to_pylist(), key=lambda r: r["ts"])  # the reader keeps discourse state: time order
-    speaker_of = {r["msg_id"]: r["speaker"] for r in rows}
-    for r in rows:
-        if r["msg_id"] in done:
-            continue
-        ev = Event(r["msg_id"], r["text"] or "", r["speaker"], r["ts"], r["source_type"] or "message", r["trust_tier"] or 1,
-                   addressee=speaker_of.get(r["reply_to"]) if r["reply_to"] else None)
-        cands = ex.extract(ev)
-        res = upsert(fg, cands, now, cfg)
-        totals["events"] += 1
-        totals["candidates"] += len(cands)
-        for k, v in res.as_dict().items():
-            totals[k] += v
-        done.add(r["msg_id"])
-    fg.put_entities(canon.to_records())
-    totals["writes"] = fg.pending()
-    fg.flush()
+    when = now or datetime.now(UTC)
+    ctx = Context(store=store, backends={"extract": _backend(backend)}, clock=lambda: when,
+                  state={KNOWLEDGE: knowledge, "canonicalizer": canon})
+    events = new_events(store, done)
+    pipe = entity_pipeline(invalidation)
+    pipe(events, ctx)
+    ex, inv = pipe.steps[0].stats, pipe.steps[1].stats
+    totals: dict[str, Any] = {"events": events.num_rows, "candidates": ex.rows_out}
+    totals.update({k: int(inv.extra.get(k, 0)) for k in ("added", "validated", "invalidated", "kept_conflicts")})
+    totals["writes"] = int(inv.extra.get("writes", 0))
     totals.update(entities=len(fg.entities), facts=len(fg.items), merges=len(canon.merge_log),
-                  rejects=len(ex.rejects), model_calls=ex.model_calls, tokens=ex.tokens)
+                  rejects=ex.rejects, model_calls=ex.model_calls, tokens=ex.tokens)
     if state_path is not None:
-        with open(Path(store.root) / "merge_log.jsonl", "a") as fh:
-            for m in canon.merge_log:
-                fh.write(json.dumps(m) + "\n")
-        state_path.write_text(json.dumps({"processed": sorted(done)}))
+        state_path.write_text(json.dumps({"processed": sorted(done | set(events["msg_id"].to_pylist()))}))
     return totals

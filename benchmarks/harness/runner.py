@@ -21,7 +21,7 @@ from speakerflow.ops.canonicalize import Canonicalizer
 from speakerflow.ops.detect import Detector
 from speakerflow.ops.extract_knowledge import Event, KnowledgeExtractor
 from speakerflow.ops.inject import count_tokens
-from speakerflow.ops.invalidate import UpsertConfig, upsert
+from speakerflow.ops.invalidate import UpsertConfig, upsert_facts
 from speakerflow.ops.lexicon import norm
 from speakerflow.ops.maintenance import recompute
 from speakerflow.schemas import MESSAGE_SCHEMA
@@ -76,7 +76,7 @@ def run_seed(seed: int, rounds: int = 4, episodes: int = 80, holdout: float = 0.
                         cands += extractor.extract(Event(e["msg_id"], e["text"], e["speaker"], e["ts"],
                                                          e["source_type"], e["trust_tier"]))
                     for k, fg in facts.items():
-                        upsert(fg, cands, ep.events[-1]["ts"], UpsertConfig(invalidation=(k == "InKH")))
+                        upsert_facts(fg, cands, ep.events[-1]["ts"], UpsertConfig(invalidation=(k == "InKH")))
                 end = batch[-1].events[-1]["ts"]
                 for k, fg in facts.items():
                     recompute(fg, end)

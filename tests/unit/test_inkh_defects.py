@@ -9,7 +9,7 @@ from speakerflow.ops.canonicalize import Canonicalizer
 from speakerflow.ops.detect import Detector
 from speakerflow.ops.extract_knowledge import Event, KnowledgeExtractor
 from speakerflow.ops.inject import InjectConfig, PassiveInjector
-from speakerflow.ops.invalidate import upsert
+from speakerflow.ops.invalidate import upsert_facts
 from speakerflow.ops.people import PersonResolver
 
 T0 = datetime(2026, 4, 6, 8, 0, tzinfo=UTC)
@@ -32,7 +32,7 @@ class Desk:
         self.t += timedelta(minutes=minutes)
         ev = Event(f"d{self.n:03d}", text, speaker, self.t, stype, tier, addressee=to)
         cands = self.x.extract(ev)
-        upsert(self.fg, cands, self.t)
+        upsert_facts(self.fg, cands, self.t)
         return ev.msg_id
 
     def facts(self, subject, relation):

@@ -8,7 +8,7 @@ from speakerflow.ops.canonicalize import Canonicalizer
 from speakerflow.ops.extract_knowledge import Candidate
 from speakerflow.ops.governance import Governance, GovernanceConfig
 from speakerflow.ops.inject import InjectConfig, PassiveInjector
-from speakerflow.ops.invalidate import upsert
+from speakerflow.ops.invalidate import upsert_facts
 
 T = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -39,7 +39,7 @@ def _graph():
         Candidate("person:ana", "risk_preference", "aggressive", "p", ("m3",), 0.9, "user:ana", T, 1),
         Candidate("person:ben", "risk_preference", "conservative", "p", ("m4",), 0.9, "user:ben", T, 1),
     ]
-    upsert(fg, cands, T)
+    upsert_facts(fg, cands, T)
     return PassiveInjector(fg, c, config=InjectConfig(record_use=False))
 
 
