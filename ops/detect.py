@@ -61,6 +61,16 @@ _NOT_HANDLES = frozenset({"trade", "trades", "trading", "this", "that", "them", 
 WORDS = re.compile(r"[A-Za-z0-9@_$'-]+")
 
 
+def _blank(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each span replaced by spaces (offsets kept)."""
+    if not spans:
+        return text
+    chars = list(text)
+    for s, e in spans:
+        chars[s:e] = " " * (e - s)
+    return "".join(chars)
+
+
 @dataclass(frozen=True)
 class Mention:
     """A surface string found in text, with its entity type and character span.
@@ -158,11 +168,22 @@ class Detector:
         for m in CAPWORD.finditer(text):
             add(Mention(m.group(), "unknown", m.start(), m.end(), None, fuzzy=True))
         found.sort(key=lambda m: m.start)
-        intent = self.intent_of(text)
+        # words inside entity names say nothing about the request ("@trend_owl" is no regime
+        # question, "dca_dad" no DCA order): cues and aspects are read with the names blanked
+        plain = _blank(text, [(m.start, m.end) for m in found if not m.fuzzy])
+        aspects = set()
+        spans = []
+        for name, rx in self._aspects:
+            for m in rx.finditer(plain):
+                aspects.add(name)
+                spans.append((m.start(), m.end()))
+        # a relation phrase is what is asked, not which task: a cue inside one ("size" in "max
+        # size", "drawdown") does not count (a question about one relation is decided by its
+        # kind); a cue around one does ("my book")
+        intent = self.intent_of(plain, spans)
         risk = BASE_RISK[intent]
         if ESCALATE.search(text):
             risk = "high"
-        aspects = {name for name, rx in self._aspects if rx.search(text)}
         return Detection(found, intent, risk, aspects)
 
     def _ngrams(self, text: str, add) -> None:
@@ -183,10 +204,12 @@ class Detector:
                     add(Mention(text[s:e], eid.split(":", 1)[0], s, e, eid))
 
     @staticmethod
-    def intent_of(text: str) -> str:
-        """The intent with the most cue words in ``text`` (ties: the later, more action-like one)."""
+    def intent_of(text: str, inside: list[tuple[int, int]] = ()) -> str:
+        """The intent with the most cue words in ``text`` (ties: the later, more action-like one);
+        a cue lying wholly inside one of the ``inside`` spans (relation phrases) does not count."""
         low = text.lower()
-        scores = {k: len(rx.findall(low)) for k, rx in _INTENT_RX.items()}
+        scores = {k: sum(1 for m in rx.finditer(low) if not any(s <= m.start() and m.end() <= e for s, e in inside))
+                  for k, rx in _INTENT_RX.items()}
         best = max(scores.items(), key=lambda kv: (kv[1], INTENTS.index(kv[0])))
         return best[0] if best[1] > 0 else "other"
 

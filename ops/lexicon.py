@@ -173,6 +173,40 @@ INTENT_DESCRIPTIONS: dict[str, tuple[str, ...]] = {
     "trade_preparation": ("asking to open, size or execute a buy or sell order",
                           "put on a position in the coin, buy it, load up, go long or short with leverage"),
 }
+#: Short requests of each task family (and of none: ``other``), written for the classifier as
+#: exemplars, entities already masked to their type ("the coin", "the trader"): a request no
+#: cue word decides is read by its nearest exemplars (k-NN), not by one averaged description.
+#: Written by hand for the reader; no line of the paraphrase set or of the benchmark generator.
+INTENT_EXAMPLES: dict[str, tuple[str, ...]] = {
+    "market_analysis": ("what's happening with the coin", "how does the coin look right now",
+                        "is the coin going up or down", "the coin's outlook for the week",
+                        "any risks around the coin i should know about", "how liquid is the coin's market",
+                        "what fee does the coin charge", "your take on the coin", "quick summary of the coin market",
+                        "where is the coin heading", "is the coin still trending", "anything bad going on with the coin",
+                        "how is the coin's order book", "overview of the coin", "brief me on the coin",
+                        "what's the situation with the coin", "update on the coin please"),
+    "portfolio_review": ("how is my portfolio doing", "go over my positions", "am i taking too much risk",
+                         "how exposed am i right now", "what are my limits", "am i too heavy in the coin",
+                         "check my allocation", "what risk setting am i on", "how much room do i have under my limit",
+                         "is my account set up ok for this market", "is my position in the coin too big",
+                         "how am i doing overall"),
+    "copy_trading_evaluation": ("should i copy the trader", "is the trader worth following",
+                                "how good is the trader's track record", "show me the trader's performance",
+                                "can i still copy the trader or is the trader paused", "put money into copying the trader",
+                                "stop following the trader", "which strategy does the trader use",
+                                "is the trader too risky to follow", "the trader or the trader, who is better",
+                                "how has the trader been doing lately", "the trader's results"),
+    "trade_preparation": ("buy some of the coin for me", "i want to get into the coin here", "add to my coin position",
+                          "sell the coin", "close my position in the coin", "take profit on the coin",
+                          "go long the coin with leverage", "short the coin", "how much of the coin can i buy",
+                          "is this a good entry for the coin", "enter the coin at this price", "swap the coin into the coin",
+                          "cut my loss on the coin", "put n% of my account into the coin",
+                          "accumulate the coin on weakness", "get out of the coin", "i'm thinking of buying the coin",
+                          "time to get in on the coin?"),
+    "other": ("thanks", "hello", "good morning", "ok cool", "export my trade history", "set a reminder for later",
+              "who is around today", "haha", "what time is it", "never mind", "sounds good", "can you help me",
+              "send me the file", "lol", "nice one", "be right back"),
+}
 #: Which entity types a request must name for each task family (a copy decision names a
 #: trader; a market read or a trade names an asset; a portfolio review may name either).
 INTENT_SUBJECTS: dict[str, tuple[str, ...]] = {

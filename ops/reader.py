@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .lexicon import CATEGORIES, INTENT_DESCRIPTIONS, RELATIONS, Relation
+from .lexicon import CATEGORIES, INTENT_DESCRIPTIONS, INTENT_EXAMPLES, RELATIONS, Relation
 
 CLAUSE = re.compile(r"(?<=[.!?])\s+|;\s*|\n+|,?\s+\bbut\b\s+|,?\s+\bwhile\b\s+|,?\s+\bwhereas\b\s+|\s+-{1,2}\s+")
 PERCENT = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?\s*(?:%|percent\b|pct\b)", re.IGNORECASE)
@@ -66,7 +66,9 @@ THIRD_PERSON = re.compile(r"\b(he|she|he's|she's|his|her|hes|shes)\b", re.IGNORE
 PRONOUN = re.compile(r"\b(she|he|they|her|his|their|them|it|its|that one)\b", re.IGNORECASE)
 #: Calibrated on the paraphrase dev split (tests/data/inkh_paraphrase/*_dev.jsonl); see docs/harness.md.
 RELATION_THRESHOLD = 0.25
-INTENT_THRESHOLD = 0.22
+INTENT_THRESHOLD = 0.05
+#: neighbours per label of the intent classifier (:class:`ExemplarClassifier`)
+INTENT_K = 2
 VALUE_THRESHOLD = 0.35
 VALUE_MARGIN = 0.15
 #: The market regimes described in plain words (prototypes for a clause with no regime word).
@@ -245,6 +247,44 @@ class PrototypeClassifier:
         return lab, sc[lab]
 
 
+class ExemplarClassifier(PrototypeClassifier):
+    """k nearest exemplars per label: a label's score is the mean cosine similarity of the text
+    to that label's ``k`` most similar exemplars (a label with many ways of being said is not
+    averaged into one blurred centroid). Vectors are centred on the mean exemplar before the
+    cosine, so what every exemplar shares (the masked "the coin", a question's shape) does not
+    decide the label. Same interface as :class:`PrototypeClassifier`."""
+
+    def __init__(self, exemplars: dict[str, tuple[str, ...]], embedder=None, k: int = 3, memo: int = 50_000):
+        super().__init__(exemplars, embedder, memo)
+        self.k = k
+        self._rows: dict[str, np.ndarray] = {}
+
+    def _protos(self) -> np.ndarray:
+        if self._matrix is None:
+            texts, owner = [], []
+            for label in self._labels:
+                texts += list(self.prototypes[label])
+                owner += [label] * len(self.prototypes[label])
+            vecs = self.embedder.encode(texts).astype(np.float32)
+            self._mean = vecs.mean(axis=0)
+            vecs = vecs - self._mean
+            self._matrix = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9)
+            self._rows = {lab: np.array([i for i, o in enumerate(owner) if o == lab]) for lab in self._labels}
+        return self._matrix
+
+    def scores(self, text: str, labels: tuple[str, ...] | None = None) -> dict[str, float]:
+        matrix = self._protos()
+        v = self.vectors([text])[0] - self._mean
+        sims = matrix @ (v / max(float(np.linalg.norm(v)), 1e-9))
+        out = {}
+        for lab in self._labels:
+            if labels is not None and lab not in labels:
+                continue
+            row = np.sort(sims[self._rows[lab]])[::-1][: self.k]
+            out[lab] = float(row.mean())
+        return out
+
+
 #: What a percentage in a clause usually is when it is none of the relations: a price move,
 #: a profit or loss, a share of something. A clause nearer to this than to any candidate
 #: relation asserts nothing.
@@ -286,10 +326,18 @@ def regime_classifier(embedder=None) -> PrototypeClassifier:
     return _SHARED["regimes"]
 
 
-def intent_classifier(embedder=None) -> PrototypeClassifier:
-    """The process-wide intent classifier (descriptions of :data:`~.lexicon.INTENT_DESCRIPTIONS`)."""
+def intent_exemplars() -> dict[str, tuple[str, ...]]:
+    """Each task family's descriptions and example requests (:data:`~.lexicon.INTENT_EXAMPLES`),
+    plus ``other`` (chatter, requests for no knowledge)."""
+    out = {k: tuple(INTENT_DESCRIPTIONS.get(k, ())) + tuple(INTENT_EXAMPLES.get(k, ()))
+           for k in (*INTENT_DESCRIPTIONS, *INTENT_EXAMPLES)}
+    return {k: v for k, v in out.items() if v}
+
+
+def intent_classifier(embedder=None, k: int = INTENT_K) -> PrototypeClassifier:
+    """The process-wide intent classifier: k nearest exemplars (:func:`intent_exemplars`)."""
     if embedder is not None:
-        return PrototypeClassifier(dict(INTENT_DESCRIPTIONS), embedder)
+        return ExemplarClassifier(intent_exemplars(), embedder, k)
     if "intents" not in _SHARED:
-        _SHARED["intents"] = PrototypeClassifier(dict(INTENT_DESCRIPTIONS))
+        _SHARED["intents"] = ExemplarClassifier(intent_exemplars(), k=k)
     return _SHARED["intents"]

@@ -97,24 +97,41 @@ class PassiveInjector:
             if eid and eid not in ents:
                 ents.append(eid)
         det.cued = det.intent != "other"
-        if not det.cued and det.aspects:  # a question about one relation: the family its kind belongs to
+        types = {e.split(":", 1)[0] for e in ents}
+        allowed = tuple(k for k, need in INTENT_SUBJECTS.items() if types & set(need))
+        if det.cued and allowed and det.intent not in allowed:
+            # the cue word contradicts what the request names (a copy cue naming only a coin):
+            # the classifier decides among the families the named entity types allow
+            det.cued = False
+            self._classify(det, text, allowed, keep=True)
+        elif not det.cued and det.aspects:  # a question about one relation: the family its kind belongs to
             kinds = {k for r in RELATIONS if r.name in det.aspects for k in r.kind}
             if kinds <= {"track_record"}:
                 det.intent = "copy_trading_evaluation"
-            elif kinds <= {"owner_constraint"}:
+            elif kinds <= {"owner_constraint"} and not types & {"asset", "trader"}:
                 det.intent = "portfolio_review"
             elif not kinds & {"track_record", "owner_constraint"}:
                 det.intent = "market_analysis"
             det.risk = "high" if det.risk == "high" else BASE_RISK.get(det.intent, det.risk)
-        if det.intent == "other" and self.intents is not None and ents:
-            types = {e.split(":", 1)[0] for e in ents}
-            labels = tuple(k for k, need in INTENT_SUBJECTS.items() if types & set(need))
-            spans = [(m.start, m.end, m.etype) for m in det.mentions if not m.fuzzy]
-            label, sim = self.intents.best(mask(text, spans), labels)
-            if label is not None and sim >= INTENT_THRESHOLD:
-                det.intent = label
-                det.risk = "high" if det.risk == "high" else BASE_RISK.get(label, det.risk)
+        if det.intent == "other" and not det.cued:
+            # nearest exemplars among the families the named entity types allow; naming
+            # nothing, any family or none ("other": chatter, "thanks")
+            self._classify(det, text, allowed if ents else (*INTENT_SUBJECTS, "other"))
         return det, ents
+
+    def _classify(self, det: Detection, text: str, labels: tuple[str, ...], keep: bool = False) -> None:
+        """Set ``det.intent`` to the nearest intent among ``labels`` (at or above the threshold);
+        ``keep``: leave the intent as it is when nothing reaches the threshold."""
+        if self.intents is None or not labels:
+            return
+        spans = [(m.start, m.end, m.etype) for m in det.mentions if not m.fuzzy]
+        label, sim = self.intents.best(mask(text, spans), labels)
+        if label is not None and sim >= INTENT_THRESHOLD:
+            det.intent = label
+        elif not keep:
+            return
+        if det.intent in BASE_RISK:
+            det.risk = "high" if det.risk == "high" else BASE_RISK[det.intent]
 
     def request_needs(self, det: Detection, ents: list[str], user: str | None) -> set[tuple[str, str]]:
         """The (subject, relation) pairs this injector treats as asked for: the relations the
