@@ -16,13 +16,17 @@ from datetime import UTC, datetime
 from itertools import combinations
 from pathlib import Path
 
+import pyarrow as pa
 from rapidfuzz import fuzz
 
 from speakerflow.graphs.facts import FactGraph
 
+from .base import Context, Operator, OperatorConfig
 from .decay import effective_confidence, next_maturity
 from .governance import GovernanceConfig
+from .group_state import KNOWLEDGE, KNOWLEDGE_RECORDS, now_of
 from .knowledge import load_knowledge
+from .registry import register
 
 PROBES = {"hub": 30, "link": 20, "quality": 15, "stale": 15, "merge": 10, "split": 10}
 
@@ -137,3 +141,53 @@ def tick(store, now: datetime | None = None, seed: int = 0) -> dict:
     return {"probe": probe, "probes_run": ["stale_sweep", probe, "recompute"], "fixes_applied": fixes,
             "queued_for_review": len(queue), "review_items": queue, "recomputed": changed,
             "log_lines": [json.dumps(x, default=str) for x in lines]}
+
+
+class MaintainConfig(OperatorConfig):
+    """``seed``: probe sampling of the first tick; ``ticks``: how many ticks (seeds ``seed``,
+    ``seed + 1`` ...); ``at``: the tick time (default ``ctx.clock()``, else now)."""
+
+    seed: int = 0
+    ticks: int = 1
+    at: datetime | None = None
+
+
+#: One row per review item a tick queued, or one summary row when it queued none.
+MAINTAIN_SCHEMA = pa.schema([
+    ("tick", pa.int64()), ("probe", pa.string()), ("fixes_applied", pa.int64()), ("recomputed", pa.int64()),
+    ("queued_for_review", pa.int64()), ("review_kind", pa.string()), ("review_item", pa.string()),
+])
+
+
+@register
+class Maintain(Operator):
+    """Any table (a trigger, e.g. the facts a run wrote) -> the maintenance report: ``ticks``
+    runs of :func:`tick` on ``ctx.store`` (staleness sweep, one sampled probe, the Psi
+    recompute; fixes applied, high-impact changes queued in ``review_queue.jsonl``), one row
+    per queued review item (or one summary row). The run's cached knowledge is dropped
+    afterwards, so later operators read the maintained graph. Stats: ``fixes``, ``queued``,
+    ``recomputed``."""
+
+    name = "maintain"
+    consumes = ()
+    produces = MAINTAIN_SCHEMA
+    Config = MaintainConfig
+
+    def run(self, table: pa.Table, ctx: Context) -> pa.Table:
+        if ctx.store is None:
+            raise ValueError("Maintain needs ctx.store (a writable group store)")
+        now = self.config.at or now_of(ctx)
+        rows = []
+        for i in range(self.config.ticks):
+            rep = tick(ctx.store, now=now, seed=self.config.seed + i)
+            base = {"tick": i, "probe": rep["probe"], "fixes_applied": rep["fixes_applied"],
+                    "recomputed": rep["recomputed"], "queued_for_review": rep["queued_for_review"]}
+            items = rep["review_items"] or [None]
+            rows += [{**base, "review_kind": q["kind"] if q else None,
+                      "review_item": json.dumps(q, default=str) if q else None} for q in items]
+            self.stats.bump("fixes", rep["fixes_applied"])
+            self.stats.bump("queued", rep["queued_for_review"])
+            self.stats.bump("recomputed", rep["recomputed"])
+        for key in (KNOWLEDGE, KNOWLEDGE_RECORDS):
+            ctx.state.pop(key, None)
+        return pa.Table.from_pylist(rows, schema=MAINTAIN_SCHEMA)

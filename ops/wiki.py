@@ -11,9 +11,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow as pa
+
 from speakerflow.graphs.facts import FactGraph, FactItem
 
+from .base import Context, Operator, OperatorConfig
 from .knowledge import load_knowledge
+from .registry import register
 
 
 def _fmt(t) -> str:
@@ -85,3 +89,33 @@ def write_wiki(store, out_dir) -> list[Path]:
     p = out / "index.md"
     p.write_text("\n".join(index) + "\n")
     return [p, *paths]
+
+
+class WikiConfig(OperatorConfig):
+    """``out_dir``: where the pages go (default ``<group>/wiki`` in the store's folder)."""
+
+    out_dir: str | None = None
+
+
+@register
+class Wiki(Operator):
+    """Any table (a trigger, e.g. the facts a run wrote) -> the group's wiki, rebuilt from its
+    graph by :func:`write_wiki`: one row per page written (``page``: ``index`` or the entity's
+    page name such as ``asset--BTC``; ``path``). Stats: ``pages``."""
+
+    name = "wiki"
+    consumes = ()
+    produces = pa.schema([("page", pa.string()), ("path", pa.string())])
+    Config = WikiConfig
+
+    def run(self, table: pa.Table, ctx: Context) -> pa.Table:
+        store = ctx.store
+        if store is None:
+            raise ValueError("Wiki needs ctx.store (a group store)")
+        if self.config.out_dir is None and store.in_memory:
+            raise ValueError("Wiki: an in-memory store has no folder; set out_dir")
+        out = Path(self.config.out_dir) if self.config.out_dir else Path(store.root) / "wiki"
+        paths = write_wiki(store, out)
+        self.stats.bump("pages", len(paths))
+        pages = ["index" if p.name == "index.md" else p.stem for p in paths]
+        return pa.table({"page": pages, "path": [str(p) for p in paths]}, schema=self.produces)
