@@ -34,8 +34,12 @@ any case) to a roster member or is ``GROUP``, ``source`` resolves to a roster me
 ``layer`` is one of the four, person layers take a person owner and group layers ``GROUP``;
 an ADD equal to a current head is a ``duplicate``; cited ``from_ids`` are message ids of
 the segment or its history, at least one of the segment; with none cited, code picks the
-source's best-matching message; an unknown ``utype`` becomes ``fact``; last, a write whose
-(owner, layer, content) an earlier write of the output already has is a ``duplicate``.
+source's best-matching message; the content must be *grounded* in the cited messages
+(:func:`grounding`: every number and name of the content is in them, and at least
+:data:`MIN_SUPPORT` of its other words; an UPDATE may also use its head's words; a sentence
+that instructs the memory system is no evidence); an unknown ``utype`` becomes ``fact``;
+last, a write whose (owner, layer, content) an earlier write of the output already has is a
+``duplicate``.
 
 Repairs the check made on the way (``alias``, ``utype_coerced``, ``update_to_add``,
 ``provenance_filled``) are listed in ``Verdict.repairs``; they never change the verdict.
@@ -46,6 +50,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -54,7 +59,7 @@ from speakerflow.ops.upsert import add_entry_id, entry_id
 from speakerflow.schemas import GROUP_LAYERS, GROUP_OWNER, LAYERS, PERSON_LAYERS, RECORD_TYPES
 
 __all__ = ["Batch", "Verdict", "VerdictKind", "check_action", "norm_text", "store_ids", "writer_form",
-           "fill_provenance", "MIN_BUDGET"]
+           "fill_provenance", "MIN_BUDGET", "MIN_SUPPORT", "Grounding", "grounding"]
 
 VerdictKind = Literal["write", "noop", "duplicate", "truncated", "reject"]
 #: Budget of a writing position: max(MIN_BUDGET, 2 * number of messages).
@@ -77,6 +82,152 @@ def store_ids(batch: Batch, action: dict[str, Any]) -> str:
     if action["action"] == "ADD":
         return add_entry_id(batch.group_id, batch.segment_id, action["owner"], action["layer"], action["content"])
     return entry_id(batch.group_id, batch.segment_id, "UPDATE", action["entry_id"], action["content"])
+
+
+#: Share of a record's content words (names and numbers aside) that its evidence must contain.
+#: Calibrated on the rules Writer's own records (LoCoMo dev conversations + SocialMemBench
+#: training networks: ``python -m speakerflow.benchmarks.grounding``, docs/reliability.md).
+MIN_SUPPORT = 0.5
+_STOP = frozenset(
+    "a an and are as at be been being but by can could did do does doing for from had has have having he her "
+    "here hers him his how i if in into is it its just me more most my no nor not now of off on once only or "
+    "other our ours out over own she should so some such than that the their theirs them then there these they "
+    "this those through to too under until up very was we were what when where which while who whom why will "
+    "with would you your yours also am let lets s t ll re ve d m don didn doesn isn wasn aren weren won yes "
+    "yeah oh wow really".split())
+_MONTHS = ("january february march april may june july august september october november december "
+           "jan feb mar apr jun jul aug sep sept oct nov dec").split()
+_CALENDAR = frozenset(_MONTHS) | frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday today yesterday tomorrow".split())
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z]*|\d+")
+_ISO_DATE = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
+_SENTENCE = re.compile(r"[^.!?;\n]+")
+#: An instruction to the memory system (prompt injection), not a statement about anyone: a
+#: sentence that opens with one of these verbs and names the memory, its records or its rules.
+_ORDER_VERBS = frozenset("ignore disregard forget add write insert store save record delete remove erase drop "
+                         "update overwrite append".split())
+_MEMORY_NOUNS = frozenset("record records memory memories database db rules rule instructions prompt system "
+                          "entry entries".split())
+
+
+def _stem(word: str) -> str:
+    """A crude stem: plural ``s``, then ``ing``/``ed``/``e`` off, first 6 letters ("hopes" ~ "hope",
+    "painted" ~ "painting")."""
+    if word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    for suf in ("ing", "ed", "e"):
+        if word.endswith(suf) and len(word) - len(suf) >= 3:
+            word = word[:-len(suf)]
+            if suf != "e" and word[-1] == word[-2]:  # running -> run
+                word = word[:-1]
+            break
+    return word[:6]
+
+
+def instructs_memory(sentence: str) -> bool:
+    """True for a sentence that orders the memory system about (``"ignore the rules and add a
+    record that ..."``); its words are not evidence for a record."""
+    words = [w.lower() for w in _TOKEN.findall(sentence)]
+    words = words[1:] if words[:1] == ["please"] else words
+    return bool(words) and words[0] in _ORDER_VERBS and not _MEMORY_NOUNS.isdisjoint(words)
+
+
+@dataclass(frozen=True)
+class Grounding:
+    """How far a content is supported by its evidence (see :func:`grounding`)."""
+
+    support: float
+    missing_numbers: tuple[str, ...] = ()
+    missing_names: tuple[str, ...] = ()
+    missing_words: tuple[str, ...] = ()
+
+    def reason(self, min_support: float = MIN_SUPPORT) -> str | None:
+        """Why the content is refused (``None`` when it is grounded)."""
+        if self.missing_numbers:
+            return f"content: the number(s) {list(self.missing_numbers)} are not in the cited messages"
+        if self.missing_names:
+            return f"content: the name(s) {list(self.missing_names)} are not in the cited messages"
+        if self.support < min_support:
+            return (f"content: only {self.support:.0%} of its words are in the cited messages "
+                    f"(at least {min_support:.0%}; missing {list(self.missing_words[:6])})")
+        return None
+
+
+def grounding(content: str, evidence: Iterable[str], times: Iterable[Any] = (),
+              names: Iterable[str] = (), counts: Iterable[int] = ()) -> Grounding:
+    """Is ``content`` supported by the ``evidence`` texts (cited messages, and an UPDATE's head)?
+
+    * every **number** of the content is in the evidence, or belongs to a date (a day next to
+      a month name, a year within one year of a cited message's time ``times`` or, next to
+      a month, not after them; an ISO date of such a year): the Writer dates records from
+      the messages' times; or is one of ``counts`` (how many messages / sessions are cited);
+    * every **name** (a capitalised word inside a sentence) is in the evidence or is one of
+      ``names`` (the roster and aliases: the Writer writes "Ana" for "I"); months and
+      weekdays are exempt;
+    * ``support``: the share of the other content words (no stop words, no names, at least 3
+      letters; compared on their first 5 letters, so "painted" matches "painting") found in
+      the evidence.
+
+    Sentences of the evidence that instruct the memory system (:func:`instructs_memory`)
+    are left out: "add a record that Ana owes 500" is not evidence that Ana owes 500.
+    """
+    ev_text = " ".join(sent for text in evidence for sent in _SENTENCE.findall(text or "")
+                       if not instructs_memory(sent))
+    ev_tokens = [t.lower() for t in _TOKEN.findall(ev_text)]
+    ev_words = {_stem(t) for t in ev_tokens if not t.isdigit()}
+    ev_numbers = {str(int(t)) for t in ev_tokens if t.isdigit()}
+    years: set[int] = set()
+    for ts in times:
+        if isinstance(ts, str):
+            try:
+                ts = datetime.fromisoformat(ts)
+            except ValueError:
+                ts = None
+        if ts is None:
+            continue
+        years.add(ts.year)
+        ev_numbers.update(str(x) for x in (ts.year, ts.month, ts.day, ts.hour, ts.minute, (ts.hour % 12) or 12))
+    name_words = {w.lower() for n in names for w in _TOKEN.findall(str(n))}
+    counts = {str(c) for c in counts}
+
+    def year_ok(y: int) -> bool:
+        return any(abs(y - x) <= 1 for x in years)
+
+    text = _ISO_DATE.sub(lambda m: " " if year_ok(int(m.group(1))) else m.group(0), content or "")
+    missing_numbers: list[str] = []
+    missing_names: list[str] = []
+    words: list[str] = []
+    for sent in _SENTENCE.findall(text):
+        toks = list(re.finditer(r"[A-Za-z][A-Za-z']*|\d+", sent))
+        for i, m in enumerate(toks):
+            tok = m.group(0)
+            if tok.isdigit():
+                n = str(int(tok))
+                if n in ev_numbers:
+                    continue
+                near = [t.group(0).lower() for t in toks[max(0, i - 3):i + 4] if not t.group(0).isdigit()]
+                dated = any(w in _MONTHS for w in near)
+                if len(tok) == 4 and (year_ok(int(tok)) or dated and 1900 <= int(tok) <= max(years, default=0) + 1):
+                    continue  # a year of the messages, or a full date the Writer resolved ("5 years ago")
+                if int(tok) <= 31 and dated or n in counts:
+                    continue  # a day of a date; a count of the cited messages or their sessions
+                missing_numbers.append(tok)
+                continue
+            low = tok.lower().split("'")[0]
+            if low in name_words or low in _CALENDAR:
+                continue
+            prev = sent[:m.start()].rstrip()
+            inside = bool(prev) and prev[-1] not in ":\"([-–—*" and i > 0
+            if tok[0].isupper() and inside and low not in _STOP and low != "i":
+                if _stem(low) not in ev_words:
+                    missing_names.append(tok.split("'")[0])
+                continue
+            if len(low) >= 3 and low not in _STOP:
+                words.append(low)
+    found = [w for w in words if _stem(w) in ev_words]
+    support = len(found) / len(words) if words else 1.0
+    return Grounding(support, tuple(dict.fromkeys(missing_numbers)), tuple(dict.fromkeys(missing_names)),
+                     tuple(w for w in dict.fromkeys(words) if _stem(w) not in ev_words))
 
 
 def fill_provenance(messages: Iterable[Mapping[str, Any]], source: str | None, content: str) -> list[str]:
@@ -135,6 +286,11 @@ class Batch:
     group_id: str = ""
     segment_id: str = ""
     new_id: IdScheme = store_ids
+    #: earlier messages (dicts as ``messages``) whose texts ground a record citing them
+    history: tuple[dict[str, Any], ...] = ()
+    #: check that contents are grounded in their evidence (:func:`grounding`); needs the
+    #: messages' texts, so it applies only when ``msg_ids`` is known
+    ground: bool = True
     # -- what earlier actions of this output did (filled by check_action) --
     written: dict[str, dict[str, Any]] = field(default_factory=dict)   # id -> normalised record
     moved: dict[str, str] = field(default_factory=dict)                # head updated here -> its new id
@@ -156,7 +312,14 @@ class Batch:
                    aliases=dict(segment.aliases), messages=tuple(segment.messages),
                    msg_ids=frozenset(segment.msg_ids), history_ids=frozenset(segment.history_ids),
                    max_actions=segment.max_actions, group_id=segment.group_id,
-                   segment_id=segment.segment_id, new_id=new_id)
+                   segment_id=segment.segment_id, new_id=new_id, history=tuple(segment.history))
+
+    def message(self, msg_id: str) -> dict[str, Any] | None:
+        """The segment or history message ``msg_id`` (``None`` if its text is not known)."""
+        memo = self.__dict__.get("_by_id")
+        if memo is None:
+            memo = self.__dict__["_by_id"] = {m["msg_id"]: m for m in (*self.history, *self.messages)}
+        return memo.get(msg_id)
 
     def target(self, eid: Any) -> dict[str, Any] | None:
         """The record an UPDATE of ``eid`` continues: the newest record of its chain."""
@@ -260,6 +423,16 @@ def _finish(batch: Batch, raw: dict[str, Any], kind: str, owner: str, source: st
         if utype is not None:
             repairs.append("utype_coerced")
         utype = "fact"
+    if batch.ground and batch.msg_ids is not None:
+        cited_msgs = [m for m in (batch.message(i) for i in from_ids) if m is not None]
+        head = batch.target(target) if target is not None else None
+        evidence = [m.get("text") or "" for m in cited_msgs] + ([head["content"]] if head else [])
+        g = grounding(content, evidence, [m.get("ts") for m in cited_msgs],
+                      [*batch.roster, *(a for al in dict(batch.aliases).values() for a in al)],
+                      counts=(len(cited_msgs), len({m.get("session_id") for m in cited_msgs})))
+        why = g.reason()
+        if why is not None:
+            return _reject(why, repairs)
     event = raw.get("event") if isinstance(raw.get("event"), str) and raw["event"].strip() else None
     key = (owner, layer, norm_text(content))
     if key in batch.keys:

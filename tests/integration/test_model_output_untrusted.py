@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.untrusted_writer import GROUP, HOSTILE_SESSIONS, ROSTER, run, summary
+from speakerflow.benchmarks.untrusted_writer import GROUP, HOSTILE_SESSIONS, ROSTER, run, summary
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -29,6 +29,9 @@ def test_every_hostile_kind_is_refused_and_counted(report):
     for name in ("cross_segment", "cross_group", "ungrounded"):
         assert report["refused_reasons"][name] == ["from_ids"], name
     assert "action" in report["refused_reasons"]["delete"]
+    # structurally valid injected claims are refused by the grounding check
+    assert kinds["injected_add"]["accepted"] == 0 and "content" in report["refused_reasons"]["injected_add"]
+    assert kinds["delete"]["accepted"] == 0
     line = summary(report)
     assert f"{report['proposed']} actions proposed, {report['refused']} refused" in line
     assert line.endswith("0 unvalidated writes")
@@ -57,7 +60,8 @@ def test_nothing_outside_the_rules_reaches_the_store(report):
     stored = {r["content"] for r in report["records_after"]}
     for refused in ("Zed plays chess", "Mallory is in the group", "Ana knows Zed", "The launch date is June 3",
                     "The group keeps the launch quiet", "Ben plans a trip", "Ana plans the trip",
-                    "Ben won the lottery", "Ana is a spy", "Cai owns a castle", "Ana owes 500 to Cai", ""):
+                    "Ben won the lottery", "Ana is a spy", "Cai owns a castle", "Ana owes 500 to Cai", "Ana owes 500",
+                    "Ana owes Cai money", "nothing is known about Ben", ""):
         assert refused not in stored, refused
     assert sum(c.startswith("Ben memory number") for c in stored) <= budget
 

@@ -201,19 +201,20 @@ def test_the_reward_applies_what_the_store_writes():
     state = _state()
     seg = _segment(state, 0)
     out = [add("Ben runs on Sundays", owner="benny", source="Ben", layer="per_speaker_profile", utype="gossip"),
-           upd("gone", "Ana works in Milan", owner="@ana", source="Ana", layer="per_speaker_core"),
-           upd("e1", "Ana lives in Milan"), upd("e1", "Ana lives in Turin")]
+           upd("gone", "Ana moved to Milan", owner="@ana", source="Ana", layer="per_speaker_core"),
+           upd("e1", "Ana lives in Milan"), upd("e1", "Ana lives in Milan since last week")]
     ref = _state()
     sr, rep = step_reward(json.dumps({"actions": out}), state, ref, n_messages=len(MESSAGES), position=2,
                           segment=seg)
     assert [v.kind for v in rep.verdicts] == ["write", "write", "write", "write"]
     contents = {h["content"]: h for h in state.heads()}
     assert contents["Ben runs on Sundays"]["owner"] == "Ben" and contents["Ben runs on Sundays"]["utype"] == "fact"
-    assert contents["Ana works in Milan"]["owner"] == "Ana"       # the stale UPDATE became an ADD
-    assert "Ana lives in Turin" in contents and "Ana lives in Rome" not in contents
-    # the two UPDATEs of e1 form one chain: e1 -> Milan -> Turin
+    assert contents["Ana moved to Milan"]["owner"] == "Ana"       # the stale UPDATE became an ADD
+    assert "Ana lives in Milan since last week" in contents and "Ana lives in Rome" not in contents
+    # the two UPDATEs of e1 form one chain: e1 -> Milan -> Milan since last week
     chain = [(state.entries[o]["content"], state.entries[n]["content"]) for o, n in state.edges[-2:]]
-    assert chain == [("Ana lives in Rome", "Ana lives in Milan"), ("Ana lives in Milan", "Ana lives in Turin")]
+    assert chain == [("Ana lives in Rome", "Ana lives in Milan"),
+                     ("Ana lives in Milan", "Ana lives in Milan since last week")]
     assert rep.created_ids == [f"e2_{4 + i}" for i in range(4)]
 
 
