@@ -4,17 +4,30 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTHON ?= python3
 
-.PHONY: demo test test-deps lint install clean
+.PHONY: demo test test-deps lint install lock clean
 
+# requirements/lock.txt pins every package, transitive ones included, with hashes (pip
+# checks them: --require-hashes); it is generated from requirements/lock.in by `make lock`.
 $(STAMP): pyproject.toml setup.py requirements/lock.txt requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0   # the CPU wheel first; an unpinned torch pulls CUDA
-	$(BIN)/pip install -q -c requirements/constraints.txt -r requirements/lock.txt
+	$(BIN)/pip install -q --require-hashes -c requirements/constraints.txt -r requirements/lock.txt
 	$(BIN)/pip install -q --no-deps -e .
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# Refresh requirements/lock.txt after editing requirements/lock.in (or to take new releases:
+# UPGRADE=--upgrade). Needs the network; torch's CPU wheel is found in TORCH_WHEELS.
+TORCH_WHEELS ?= /opt/wheels
+UPGRADE ?=
+lock: $(STAMP)
+	$(BIN)/pip install -q uv
+	$(BIN)/uv pip compile requirements/lock.in -c requirements/constraints.txt $(UPGRADE) \
+	  --generate-hashes --find-links $(TORCH_WHEELS) --python $(BIN)/python \
+	  --python-platform x86_64-manylinux_2_28 --custom-compile-command "make lock" \
+	  -o requirements/lock.txt
 
 demo: $(STAMP)
 	$(BIN)/speakerflow demo
