@@ -89,7 +89,8 @@ def _summary(values: list[float]) -> dict[str, Any]:
 class Server:
     """``speakerflow serve`` in a subprocess on 127.0.0.1 (stopped on exit)."""
 
-    def __init__(self, home: Path, keys: dict[str, list[str]], embedder: str, start_timeout: float = 300.0):
+    def __init__(self, home: Path, keys: dict[str, list[str]], embedder: str, start_timeout: float = 300.0,
+                 reads: str = "snapshot"):
         self.home = home
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -99,7 +100,7 @@ class Server:
         self._log_fh = self.log.open("w")
         self.proc = subprocess.Popen(
             [sys.executable, "-c", _SERVE, "serve", "--home", str(home / "store"), "--host", "127.0.0.1",
-             "--port", str(self.port), "--embedder", embedder, "--log-level", "warning"],
+             "--port", str(self.port), "--embedder", embedder, "--log-level", "warning", "--reads", reads],
             stdout=self._log_fh, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + start_timeout
         while time.monotonic() < deadline:
@@ -250,8 +251,9 @@ async def _load(url: str, clients: int, seconds: float, groups: list[str], keys:
 
 
 def run(clients: int = 32, seconds: float = 60.0, groups: int = 8, ingest_share: float = 0.1,
-        embedder: str = "minilm", progress: bool = True, seed: int = 0) -> dict[str, Any]:
-    """Start a server, load it, stop it; returns the report (see the module docstring)."""
+        embedder: str = "minilm", progress: bool = True, seed: int = 0, reads: str = "snapshot") -> dict[str, Any]:
+    """Start a server, load it, stop it; returns the report (see the module docstring).
+    ``reads``: the server's read path (``serve --reads``: ``snapshot`` or ``locked``)."""
     if clients < 1 or groups < 1 or seconds <= 0 or not 0 <= ingest_share <= 1:
         raise ValueError("clients and groups >= 1, seconds > 0, 0 <= ingest_share <= 1")
     names = [f"bench-{i}" for i in range(groups)]
@@ -259,19 +261,22 @@ def run(clients: int = 32, seconds: float = 60.0, groups: int = 8, ingest_share:
     by_group = {groups_[0]: {"Authorization": f"Bearer {k}"} for k, groups_ in api_keys.items()}
     with tempfile.TemporaryDirectory(prefix="speakerflow-bench-serve-") as tmp:
         t0 = time.perf_counter()
-        with Server(Path(tmp), api_keys, embedder) as server:
+        with Server(Path(tmp), api_keys, embedder, reads=reads) as server:
             start_s = time.perf_counter() - t0
             if progress:
                 print(f"server up on {server.url} in {start_s:.1f}s; seeding {groups} group(s), then "
                       f"{clients} client(s) for {seconds:g}s", file=sys.stderr, flush=True)
+            load_before = os.getloadavg()[0]
             res = asyncio.run(_load(server.url, clients, seconds, names, by_group, ingest_share, seed, progress))
+            load_after = os.getloadavg()[0]
             rss, peak = server.rss_mb()
             alive = server.proc.poll() is None
     write_errors = [f"{g}: {w['last_error']}" for g, w in res["writes"].items() if w["last_error"]]
     requests = res["counts"]["requests"]
     return {
         "benchmark": "serve", "clients": clients, "seconds": seconds, "groups": groups, "ingest_share": ingest_share,
-        "embedder": embedder, "cpus": os.cpu_count(), "server_start_s": round(start_s, 2),
+        "embedder": embedder, "reads": reads, "cpus": os.cpu_count(), "server_start_s": round(start_s, 2),
+        "load_avg_1m": [round(load_before, 1), round(load_after, 1)],
         "elapsed_s": res["elapsed_s"], "requests": requests,
         "requests_per_s": round(requests / res["elapsed_s"], 1) if res["elapsed_s"] else None,
         "errors": len(res["errors"]) + len(write_errors) + (0 if alive else 1),
@@ -293,7 +298,8 @@ def format_report(report: dict[str, Any]) -> str:
     a, i, s = report["ask"], report["ingest"], report["ask_one_client"]
     lines = [
         f"bench serve: {report['clients']} clients, {report['groups']} groups, {report['elapsed_s']}s, "
-        f"embedder {report['embedder']}, {report['cpus']} CPU(s)",
+        f"embedder {report['embedder']}, reads {report.get('reads', 'locked')}, {report['cpus']} CPU(s), "
+        f"load average {report.get('load_avg_1m')}",
         f"  requests     {report['requests']} ({report['requests_per_s']}/s), errors {report['errors']}",
         f"  ask          {a['count']}: p50 {a['p50_ms']} ms, p95 {a['p95_ms']} ms, p99 {a['p99_ms']} ms "
         f"(in server p50 {a['server_p50_ms']} ms, of it waiting for the group p50 {a['group_wait_p50_ms']} ms; "

@@ -12,9 +12,11 @@ Python object, with the embedder and every group's store opened once.
 
 Every group is opened on first use and kept open (writable: the group's single-writer
 lock is held until :meth:`Memory.close`), so the message table, the BM25 index, the
-Kuzu graph, the embedding caches and the model stay warm between calls. Calls on one
+Kuzu graph, the embedding caches and the model stay warm between calls. Writes to one
 group are serialised by a per-group lock; different groups may be used from different
-threads at once. The functions below the class work on one open
+threads at once. ``ask`` and ``search`` read a :class:`ReadSnapshot` (the group as of its
+last complete write, with every cache the query path needs built) without taking the
+group's lock, so they never wait for a write. The functions below the class work on one open
 :class:`~speakerflow.graphs.GroupStore` and are what the CLI calls too.
 """
 from __future__ import annotations
@@ -36,7 +38,7 @@ from speakerflow.graphs.records import chains
 from speakerflow.graphs.store import check_group_id
 from speakerflow.schemas import KnowledgeItem, Message
 
-__all__ = ["AddResult", "GroupNotFoundError", "Memory", "SearchHit", "UnknownSpeakerError",
+__all__ = ["AddResult", "GroupNotFoundError", "Memory", "ReadSnapshot", "SearchHit", "UnknownSpeakerError",
            "inject_context", "memory_chains", "messages_table", "parse_event", "search_messages"]
 
 
@@ -177,6 +179,66 @@ def inject_context(knowledge: tuple, event: dict | str, user: str | None = None,
     return inj.inject(text, now, user or source)
 
 
+# -- read snapshots ----------------------------------------------------------------------
+class ReadSnapshot:
+    """A group as of one moment (its last complete write), for reads that run while the
+    group is being written.
+
+    It holds the message and record tables, roster and aliases of that moment and copies of
+    the store's embedding caches; its own caches (the group view, the record view, rows by
+    id) live on it, and it writes nothing (``in_memory``: embeddings a read would compute
+    stay on the snapshot). BM25 goes to a separate read-only Tantivy reader of the group's
+    index: documents added after the snapshot are dropped from the hits (the search asks
+    for as many more hits as the index has gained, so the top ``k`` are those of the
+    snapshot). The query path (:func:`~speakerflow.pipelines.query_path.answer_question`)
+    and :func:`search_messages` run on it as on a store.
+    """
+
+    in_memory = True  # caches stay on this object; nothing is written to the group folder
+    writable = False
+
+    def __init__(self, store: GroupStore, version: int, reader: Any):
+        self.group_id = store.group_id
+        self.root = store.root
+        self.version = version
+        self._messages = store.messages()
+        self._records = store.records()
+        self._roster = store.roster()
+        self._aliases = store.aliases()
+        self._meta = json.loads(json.dumps(store._meta))
+        memo = getattr(store, "_embedding_memo", None) or {}
+        self._embedding_memo = {k: dict(v) for k, v in memo.items()}  # the Writer keeps adding to the store's
+        self._reader = reader
+        reader.index.reload()
+        self._docs = reader.count()
+        self._ids = set(self._messages["msg_id"].to_pylist()) | set(self._records["entry_id"].to_pylist())
+
+    def messages(self) -> pa.Table:
+        return self._messages
+
+    def records(self) -> pa.Table:
+        return self._records
+
+    def roster(self) -> list[str]:
+        return list(self._roster)
+
+    def aliases(self) -> dict[str, list[str]]:
+        return {k: list(v) for k, v in self._aliases.items()}
+
+    def meta(self, key: str, default: Any = None) -> Any:
+        return self._meta.get(key, default)
+
+    def search(self, query: str, k: int = 10, flt: SearchFilter | None = None) -> list:
+        gained = max(0, self._reader.count() - self._docs)
+        hits = self._reader.search(query, k + gained, flt)
+        return [h for h in hits if h.doc_id in self._ids][:k]
+
+    def stats(self) -> dict[str, int]:
+        msgs = self._messages
+        return {"messages": msgs.num_rows, "speakers": len(self._roster),
+                "sessions": len(set(msgs["session_id"].to_pylist())), "records": self._records.num_rows}
+
+
 # -- the object --------------------------------------------------------------------------
 @dataclass
 class _Group:
@@ -187,6 +249,10 @@ class _Group:
     closed: bool = False
     used: float = 0.0
     users: int = 0
+    version: int = 0  # bumped by every change through this Memory
+    snapshot: ReadSnapshot | None = None
+    reader: Any = None  # a read-only Tantivy reader of the group's index (for snapshots)
+    write_pending: bool = False  # a write is queued: reads may use the last snapshot meanwhile
 
 
 class Memory:
@@ -207,11 +273,14 @@ class Memory:
     max_open
         Groups kept open at most; past it the least recently used idle group is closed
         (and reopened, cold, when it is used again).
+    snapshot_reads
+        ``ask``/``search`` read the group's :class:`ReadSnapshot` without its lock (default);
+        ``False``: they take the group's lock and read the store (waiting for writes).
     """
 
     def __init__(self, home: str | Path | None = None, embedder: str = "minilm", writer: str = "rules",
                  read_only: bool = False, backend: str = "rules", chat: Any = None, window: int = 25,
-                 max_open: int = 64):
+                 max_open: int = 64, snapshot_reads: bool = True):
         from speakerflow.pipelines.query_path import QueryConfig
         from speakerflow.settings import home_root
 
@@ -226,6 +295,7 @@ class Memory:
         self._writer = None
         self._closed = False
         self.max_open = max_open
+        self.snapshot_reads = snapshot_reads
 
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
@@ -298,7 +368,10 @@ class Memory:
     def use(self, group: str, create: bool = False) -> Iterator[GroupStore]:
         """The group's open store, with the group's lock held (for your own operators)."""
         with self._held(group, create) as g:
-            yield g.store
+            try:
+                yield g.store
+            finally:
+                g.version += 1  # it may have been changed: the next read takes a new snapshot
 
     @property
     def embedder(self):
@@ -308,12 +381,19 @@ class Memory:
         return embedder_for(self.config)
 
     # -- writes -------------------------------------------------------------------------
-    def append(self, group: str, messages: Iterable[dict] | str | Path) -> AddResult:
+    def append(self, group: str, messages: Iterable[dict] | str | Path, pending_write: bool = False) -> AddResult:
         """Append messages to the verbatim track only (idempotent by ``msg_id``); run
-        :meth:`write` afterwards for derived records and embeddings."""
+        :meth:`write` afterwards for derived records and embeddings.
+
+        ``pending_write=True`` says a :meth:`write` of the group is queued (the server's
+        background queue): until it has run, reads keep using the group's last complete
+        snapshot instead of taking a new one that waits for the group."""
         table = messages_table(group, messages)  # validated before the group is opened
         with self._held(group, create=True) as g:
             res = g.store.append_messages(table)
+            if res.added:
+                g.version += 1
+                g.write_pending = g.write_pending or pending_write
         return AddResult(group, res.added, res.skipped, list(res.new_speakers))
 
     def write(self, group: str, warm: bool = True):
@@ -322,10 +402,14 @@ class Memory:
         from speakerflow.pipelines.write_path import write_group
 
         with self._held(group) as g:
-            report = write_group(g.store, self._writer_backend(), window=self.window, progress=False)
-            g.knowledge = None
-            if warm:
-                self._warm(g.store)
+            try:
+                report = write_group(g.store, self._writer_backend(), window=self.window, progress=False)
+                g.knowledge = None
+                g.version += 1
+                if warm:
+                    self._publish(g)
+            finally:
+                g.write_pending = False
         return report
 
     def _writer_backend(self):
@@ -340,13 +424,51 @@ class Memory:
                 self._writer = make_writer(self.writer)
             return self._writer
 
-    def _warm(self, store: GroupStore) -> None:
+    def _warm(self, store: GroupStore | ReadSnapshot) -> None:
         from speakerflow.pipelines.query_path import answer_question
 
         # one query fills every per-store cache the query path keeps (message and record
         # embeddings of the new rows, the group view, the record view); its answer is dropped
         answer_question(store, "what was said?", self.config.model_copy(update={"backend": "rules"}))
         message_rows(store)
+
+    def _publish(self, g: _Group) -> ReadSnapshot | None:
+        """Take the group's read snapshot now (group lock held): the store's caches are
+        warmed first (embeddings of new rows computed and saved), then the snapshot's own.
+        ``None`` (reads take the group's lock instead) for a read-only Memory, which cannot
+        know when another process writes, and for a group past the ANN threshold, whose
+        shared index is extended in place by writes."""
+        from speakerflow.graphs import ann
+        from speakerflow.graphs.text_index import TantivyIndex
+
+        store = g.store
+        self._warm(store)
+        if not self.snapshot_reads or self.read_only or store.in_memory \
+                or store.messages().num_rows >= ann.THRESHOLD:
+            g.snapshot = None
+            return None
+        if g.reader is None:
+            g.reader = TantivyIndex(store.root / "index", writable=False)
+        snap = ReadSnapshot(store, g.version, g.reader)
+        self._warm(snap)
+        g.snapshot = snap
+        return snap
+
+    def snapshot(self, group: str) -> ReadSnapshot | None:
+        """The snapshot reads of ``group`` use now: the last one taken, while it is current
+        or a write of the group is pending; otherwise a new one (waiting for the group's
+        lock). ``None`` where reads take the lock instead (see :meth:`_publish`)."""
+        if not self.snapshot_reads or self.read_only:
+            return None
+        g = self._group(group)
+        snap = g.snapshot
+        if snap is not None and (snap.version == g.version or g.write_pending):
+            return snap
+        with self._held(group) as g:
+            snap = g.snapshot
+            if snap is None or (snap.version != g.version and not g.write_pending):
+                snap = self._publish(g)
+            return snap
 
     def add(self, group: str, messages: Iterable[dict] | str | Path, write: bool = True) -> AddResult:
         """Append messages (dicts in the JSONL message format, docs/formats.md) and, unless
@@ -369,21 +491,34 @@ class Memory:
         from speakerflow.pipelines.query_path import answer_question
 
         start = time.perf_counter()
-        with self._held(group) as g:
+        snap = self.snapshot(group)
+        if snap is not None:  # no lock: the snapshot is not changed by writes
             waited = (time.perf_counter() - start) * 1000
-            result = answer_question(g.store, question, self.config, chat=self.chat)
-            rows = message_rows(g.store)
-        result.stats["group_wait_ms"] = waited  # time spent waiting for the group (writes, other calls)
+            result = answer_question(snap, question, self.config, chat=self.chat)
+            rows = message_rows(snap)
+        else:
+            with self._held(group) as g:
+                waited = (time.perf_counter() - start) * 1000
+                result = answer_question(g.store, question, self.config, chat=self.chat)
+                rows = message_rows(g.store)
+        result.stats["group_wait_ms"] = waited  # time spent waiting for the group (a snapshot, writes)
         return result, [Message(**rows[m]) for m in result.cited_ids() if m in rows]
 
     def cited_messages(self, group: str, result) -> list[Message]:
         """The messages ``result`` cites, in composed order."""
-        with self._held(group) as g:
-            rows = message_rows(g.store)
+        snap = self.snapshot(group)
+        if snap is not None:
+            rows = message_rows(snap)
+        else:
+            with self._held(group) as g:
+                rows = message_rows(g.store)
         return [Message(**rows[m]) for m in result.cited_ids() if m in rows]
 
     def search(self, group: str, q: str, speaker: str | None = None, k: int = 10) -> list[SearchHit]:
-        """BM25 search over the group's messages."""
+        """BM25 search over the group's messages (of its read snapshot, like :meth:`ask`)."""
+        snap = self.snapshot(group)
+        if snap is not None:
+            return search_messages(snap, q, speaker, k)
         with self._held(group) as g:
             return search_messages(g.store, q, speaker, k)
 
@@ -421,9 +556,13 @@ class Memory:
         with self._held(group) as g:
             if speaker is not None:
                 check_speaker(g.store, speaker)
+            if not dry_run:
+                g.snapshot = None  # a read from now on waits for the forget, then takes a new snapshot
             report = forget_group(g.store, speaker=speaker, message_ids=message_ids, everything=everything,
                                   dry_run=dry_run)
             if not dry_run and not self.read_only:
+                g.snapshot, g.reader = None, None  # no read may hold what was forgotten
+                g.version += 1
                 g.store.close()
                 g.store = self.home.open(group, writable=True)
                 g.knowledge = None

@@ -481,8 +481,10 @@ def create_app(memory: Memory, access: Access, max_body: int = DEFAULT_MAX_BODY,
         see ``/status``."""
         if len(messages) > max_messages:
             raise HTTPException(413, f"{len(messages)} messages in one request; at most {max_messages}")
-        result = memory.append(group, messages)
-        state = queue.submit(group, result.ingested) if result.ingested and memory.writer != "none" else "skipped"
+        queued = memory.writer != "none"
+        # reads keep answering from the group's last complete snapshot until the queued write lands
+        result = memory.append(group, messages, pending_write=queued)
+        state = queue.submit(group, result.ingested) if result.ingested and queued else "skipped"
         return IngestOut(ingested=result.ingested, already_stored=result.already_stored,
                          new_speakers=result.new_speakers, write=state)
 
@@ -540,14 +542,16 @@ def create_app(memory: Memory, access: Access, max_body: int = DEFAULT_MAX_BODY,
 
 def serve(home: str | None, host: str = "127.0.0.1", port: int = 8750, no_auth: bool = False,
           embedder: str = "minilm", writer: str = "rules", max_body: int = DEFAULT_MAX_BODY,
-          writers: int = 2, log_level: str = "info", torch_threads: int | None = 1, max_open: int = 64) -> None:
+          writers: int = 2, log_level: str = "info", torch_threads: int | None = 1, max_open: int = 64,
+          reads: Literal["snapshot", "locked"] = "snapshot") -> None:
     """Run the server until interrupted (one process: it holds every group's writer lock)."""
     import uvicorn
 
     if no_auth and not is_loopback(host):
         raise ConfigError(f"--no-auth is only allowed on a loopback host (127.0.0.1, ::1, localhost), not {host!r}")
     access = Access.from_env(open_access=no_auth)
-    memory = Memory(home=home, embedder=embedder, writer=writer, max_open=max_open)
+    memory = Memory(home=home, embedder=embedder, writer=writer, max_open=max_open,
+                    snapshot_reads=reads == "snapshot")
     app = create_app(memory, access, max_body=max_body, writers=writers, torch_threads=torch_threads, host=host)
     print(f"speakerflow serve: home {memory.home.root}, http://{host}:{port} (docs at /docs), "
           f"{'no auth (loopback)' if no_auth else f'{len(access.keys)} key(s)'}", flush=True)

@@ -28,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="groups kept open and warm at most (least recently used idle ones are closed; default 64)")
     p.add_argument("--torch-threads", type=int, default=1,
                    help="intra-op threads of the embedder (default 1: requests run side by side; 0 = torch's default)")
+    p.add_argument("--reads", default="snapshot", choices=["snapshot", "locked"],
+                   help="snapshot (default): ask/search read the group's last complete write without waiting "
+                        "for writes; locked: they wait for the group's lock (the old path, for comparison)")
     p.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"],
                    help="uvicorn log level (default warning)")
     _memory_options(p)
@@ -46,6 +49,8 @@ def add_bench(bsub: argparse._SubParsersAction) -> None:
     b.add_argument("--groups", type=int, default=8, help="groups the clients spread over (default 8)")
     b.add_argument("--ingest-share", type=float, default=0.1, help="share of requests that ingest (default 0.1)")
     b.add_argument("--embedder", default="minilm", choices=["minilm", "hashing", "none"], help="server embedder")
+    b.add_argument("--reads", default="snapshot", choices=["snapshot", "locked"],
+                   help="the server's read path (serve --reads; default snapshot)")
     b.add_argument("--out", default=None, help="write the report JSON here")
     b.add_argument("--json", action="store_true", help="print the report as JSON")
     b.set_defaults(func=run_bench)
@@ -57,7 +62,8 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         serve(args.home, host=args.host, port=args.port, no_auth=args.no_auth, embedder=args.embedder,
               writer=args.writer, max_body=int(args.max_body_mb * 1024 * 1024), writers=args.writers,
-              log_level=args.log_level, torch_threads=args.torch_threads or None, max_open=args.max_open_groups)
+              log_level=args.log_level, torch_threads=args.torch_threads or None, max_open=args.max_open_groups,
+              reads=args.reads)
     except ConfigError as exc:
         raise CliError(str(exc)) from None
     return 0
@@ -74,7 +80,7 @@ def run_bench(args: argparse.Namespace) -> int:
     from speakerflow.benchmarks.serve import format_report, run
 
     report = run(clients=args.clients, seconds=args.seconds, groups=args.groups,
-                 ingest_share=args.ingest_share, embedder=args.embedder, progress=not args.json)
+                 ingest_share=args.ingest_share, embedder=args.embedder, progress=not args.json, reads=args.reads)
     text = json.dumps(report, indent=2)
     if args.out:
         Path(args.out).write_text(text + "\n")

@@ -93,3 +93,50 @@ def test_least_recently_used_groups_are_closed(tmp_path):
             assert mem.search("g0", "offsite") is not None and store._lock_fd is not None
         assert mem.ask("g2", "Where will the offsite be?").cited_ids() is not None
         assert len(mem._groups) == 2
+
+
+def test_reads_use_a_snapshot_and_never_wait_for_a_write(tmp_path):
+    """ask/search answer from the last complete write while the group's lock is held (a
+    write running); an append with a write pending stays out of reads until the write
+    lands; a plain append is read at once; forget drops the snapshot."""
+    import threading
+    import time
+
+    new = {"msg_id": "late-1", "ts": "2026-03-20T10:00:00Z", "speaker": "Ana",
+           "text": "Zanzibar replaces Porto as the offsite venue."}
+    with Memory(home=tmp_path, embedder="hashing") as mem:
+        mem.add("team", ROWS)
+        before = mem.ask("team", "Where will the offsite be?")
+        held, release = threading.Event(), threading.Event()
+
+        def writer_holding_the_group():
+            with mem.use("team"):
+                held.set()
+                release.wait(30)
+
+        t = threading.Thread(target=writer_holding_the_group)
+        t.start()
+        assert held.wait(10)
+        try:
+            start = time.perf_counter()
+            during = mem.ask("team", "Where will the offsite be?")
+            hits = mem.search("team", "offsite")
+            took = time.perf_counter() - start
+        finally:
+            release.set()
+            t.join()
+        assert took < 5 and during.stats["group_wait_ms"] < 1000
+        assert during.cited_ids() == before.cited_ids() and hits
+
+        # a queued write: the appended message is not read until the write has run
+        assert mem.append("team", [new], pending_write=True).ingested == 1
+        assert not mem.search("team", "zanzibar")
+        mem.write("team")
+        assert [h.msg_id for h in mem.search("team", "zanzibar")] == ["late-1"]
+
+        # without a pending write a read takes a new snapshot at once
+        mem.append("team", [{**new, "msg_id": "late-2", "text": "Quokkas at the venue."}])
+        assert [h.msg_id for h in mem.search("team", "quokkas")] == ["late-2"]
+
+        mem.forget("team", message_ids=["late-1", "late-2"])
+        assert not mem.search("team", "zanzibar") and not mem.search("team", "quokkas")
