@@ -423,6 +423,10 @@ def _finish(batch: Batch, raw: dict[str, Any], kind: str, owner: str, source: st
         if utype is not None:
             repairs.append("utype_coerced")
         utype = "fact"
+    event = raw.get("event") if isinstance(raw.get("event"), str) and raw["event"].strip() else None
+    key = (owner, layer, norm_text(content))
+    if key in batch.keys:
+        return Verdict("duplicate", reason="duplicate of an earlier action in this batch", repairs=tuple(repairs))
     if batch.ground and batch.msg_ids is not None:
         cited_msgs = [m for m in (batch.message(i) for i in from_ids) if m is not None]
         head = batch.target(target) if target is not None else None
@@ -433,10 +437,6 @@ def _finish(batch: Batch, raw: dict[str, Any], kind: str, owner: str, source: st
         why = g.reason()
         if why is not None:
             return _reject(why, repairs)
-    event = raw.get("event") if isinstance(raw.get("event"), str) and raw["event"].strip() else None
-    key = (owner, layer, norm_text(content))
-    if key in batch.keys:
-        return Verdict("duplicate", reason="duplicate of an earlier action in this batch", repairs=tuple(repairs))
     action = {"action": kind, "segment_id": batch.segment_id, "layer": layer, "owner": owner, "source": source,
               "utype": utype, "content": content, "event": event, "entry_id": target, "from_ids": from_ids}
     new = batch.new_id(batch, action)
