@@ -1,7 +1,10 @@
 """A chat backend for any OpenAI-compatible ``/v1/chat/completions`` endpoint.
 
 Works with api.openai.com and with local servers (vLLM, llama.cpp, Ollama, LM Studio,
-SGLang) that speak the same protocol. Only the standard library is used (``urllib``).
+SGLang) that speak the same protocol. The HTTP client, its connection pool and its retries
+are the official ``openai`` SDK's; this module builds the request body (so any
+server-specific field can be sent), reads the reply and maps failures to
+:mod:`.errors`.
 
 Settings come from :class:`OpenAIConfig`, falling back to the environment:
 
@@ -12,19 +15,15 @@ Settings come from :class:`OpenAIConfig`, falling back to the environment:
   required for api.openai.com, optional for other hosts (no ``Authorization`` header is
   sent without one).
 
-Retryable failures (HTTP 408/429/5xx, timeouts, refused or dropped connections) are
-retried ``max_retries`` times with exponential backoff (``backoff_s * 2**attempt``, capped
-at ``backoff_max_s``; a ``Retry-After`` header is honoured within the same cap).
+Retryable failures (the SDK's: HTTP 408/409/429/5xx, timeouts, refused or dropped
+connections) are retried ``max_retries`` times by the SDK; the wait before retry ``n`` is
+``backoff_s * 2**n`` capped at ``backoff_max_s``, or the server's ``Retry-After`` within
+the same cap.
 """
 from __future__ import annotations
 
-import http.client
 import json
 import os
-import socket
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -42,7 +41,7 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 BASE_URL_ENV = ("SPEAKERFLOW_OPENAI_BASE_URL", "OPENAI_BASE_URL")
 MODEL_ENV = ("SPEAKERFLOW_OPENAI_MODEL", "OPENAI_MODEL")
 API_KEY_ENV = ("SPEAKERFLOW_OPENAI_API_KEY", "OPENAI_API_KEY")
-RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+RETRY_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))  # what the SDK retries
 CONFIG_STATUS = {401: "the API key was refused", 403: "the API key may not use this model",
                  404: "the URL or model name is wrong"}
 
@@ -113,6 +112,7 @@ class OpenAIChat:
             raise BackendConfigError("openai backend: api.openai.com needs a key; set "
                                      "$SPEAKERFLOW_OPENAI_API_KEY (or $OPENAI_API_KEY)")
         self.retries = 0
+        self._sdk = None
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAIChat(base_url={self.base_url!r}, model={self.model!r})"
@@ -160,46 +160,54 @@ class OpenAIChat:
                 pass  # an HTTP date: fall back to the exponential schedule
         return min(cap, self.config.backoff_s * (2 ** attempt))
 
+    def _client(self):
+        """The SDK client (built once): its pool, timeout and retries; our backoff schedule."""
+        if self._sdk is None:
+            import openai
+
+            backend = self
+
+            class Client(openai.OpenAI):
+                def _calculate_retry_timeout(self, remaining_retries, options, response_headers=None):
+                    attempt = options.get_max_retries(self.max_retries) - remaining_retries
+                    backend.retries += 1
+                    headers = response_headers or {}
+                    return backend._delay(attempt, headers.get("retry-after"))
+
+            self._sdk = Client(api_key=self._key or "no-key", base_url=self.base_url,
+                               timeout=self.config.timeout_s, max_retries=self.config.max_retries)
+        return self._sdk
+
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        import httpx2
+        import openai
+
         url = self.base_url + path
-        data = json.dumps(body).encode("utf-8")
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self._key:
-            headers["Authorization"] = f"Bearer {self._key}"
-        last = ""
-        for attempt in range(self.config.max_retries + 1):
-            retry_after = None
-            request = urllib.request.Request(url, data=data, headers=headers, method="POST")
+        headers: dict[str, Any] = {"Accept": "application/json"}
+        if not self._key:
+            headers["Authorization"] = openai.Omit()  # a local server without keys: send none
+        tries = self.config.max_retries + 1
+        try:
+            resp = self._client().post(path, cast_to=httpx2.Response, body=body, options={"headers": headers})
+        except openai.APIStatusError as exc:
+            status, detail = exc.status_code, exc.response.text[:300]
+            if status in CONFIG_STATUS:
+                raise BackendConfigError(
+                    f"openai backend: {url} -> HTTP {status}: {CONFIG_STATUS[status]} "
+                    f"(model {self.model!r}): {detail}") from None
+            if status not in RETRY_STATUS:
+                raise BackendRequestError(f"openai backend: {url} -> HTTP {status}: {detail}") from None
+            last = f"HTTP {status}: {detail}"
+        except openai.APITimeoutError:
+            last = f"timed out after {self.config.timeout_s:g} s"
+        except openai.APIConnectionError as exc:
+            last = f"connection failed: {exc.__cause__ or exc}"
+        else:
             try:
-                with urllib.request.urlopen(request, timeout=self.config.timeout_s) as resp:
-                    raw = resp.read()
-                try:
-                    return json.loads(raw)
-                except (json.JSONDecodeError, UnicodeDecodeError):
-                    raise BackendResponseError(
-                        f"openai backend: {url} answered with non-JSON: {raw[:200]!r}") from None
-            except urllib.error.HTTPError as exc:
-                detail = exc.read()[:300].decode("utf-8", "replace")
-                if exc.code in CONFIG_STATUS:
-                    raise BackendConfigError(
-                        f"openai backend: {url} -> HTTP {exc.code}: {CONFIG_STATUS[exc.code]} "
-                        f"(model {self.model!r}): {detail}") from None
-                if exc.code not in RETRY_STATUS:
-                    raise BackendRequestError(
-                        f"openai backend: {url} -> HTTP {exc.code}: {detail}") from None
-                last = f"HTTP {exc.code}: {detail}"
-                retry_after = exc.headers.get("Retry-After") if exc.headers else None
-            except TimeoutError as exc:
-                last = f"timed out after {self.config.timeout_s:g} s ({exc})"
-            except (urllib.error.URLError, ConnectionError, http.client.HTTPException) as exc:
-                reason = getattr(exc, "reason", exc)
-                if isinstance(reason, TimeoutError | socket.timeout):
-                    last = f"timed out after {self.config.timeout_s:g} s"
-                else:
-                    last = f"connection failed: {reason}"
-            if attempt < self.config.max_retries:
-                self.retries += 1
-                time.sleep(self._delay(attempt, retry_after))
+                return resp.json()
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                raise BackendResponseError(
+                    f"openai backend: {url} answered with non-JSON: {resp.content[:200]!r}") from None
         raise BackendUnavailableError(
-            f"openai backend: {url} failed {self.config.max_retries + 1} time(s); last error: "
-            f"{last}. Is the server up? (base URL from base_url / $SPEAKERFLOW_OPENAI_BASE_URL)")
+            f"openai backend: {url} failed {tries} time(s); last error: {last}. Is the server up? "
+            "(base URL from base_url / $SPEAKERFLOW_OPENAI_BASE_URL)")

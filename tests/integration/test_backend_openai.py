@@ -105,7 +105,7 @@ def test_completion_with_usage_and_key_from_the_environment(server, monkeypatch)
     assert (result.prompt_tokens, result.completion_tokens, result.tokens) == (9, 3, 12)
     request = server.requests[0]
     assert request["path"] == "/v1/chat/completions"
-    assert request["headers"]["Authorization"] == "Bearer sk-local-test"
+    assert {k.lower(): v for k, v in request["headers"].items()}["authorization"] == "Bearer sk-local-test"
     assert request["body"] == {"model": "tiny-chat", "messages": HELLO, "max_tokens": 16,
                                "temperature": 0.2}
 
@@ -113,7 +113,7 @@ def test_completion_with_usage_and_key_from_the_environment(server, monkeypatch)
 def test_no_key_means_no_authorization_header_and_usage_is_estimated(server):
     server.reply(body=completion("x" * 40))
     result = _backend(server, json_mode=True, seed=7).chat(HELLO)
-    assert "Authorization" not in server.requests[0]["headers"]
+    assert "authorization" not in {k.lower() for k in server.requests[0]["headers"]}
     assert server.requests[0]["body"]["response_format"] == {"type": "json_object"}
     assert server.requests[0]["body"]["seed"] == 7
     assert result.completion_tokens == 10 and result.prompt_tokens >= 1

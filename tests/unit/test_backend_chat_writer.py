@@ -78,7 +78,7 @@ def test_chat_writer_parses_repaired_json_and_counts_tokens():
     assert out.actions == [{"action": "UPDATE", "entry_id": "r_dev_city",
                             "content": "lives in Vienna", "from_ids": ["m2"]}]
     assert out.model_calls == 1 and out.tokens > 0 and out.raw_text == reply
-    assert writer.repairs == {"think_block": 1, "code_fence": 1, "trailing_commas": 1}
+    assert writer.repairs == {"think_block": 1, "code_fence": 1, "syntax": 1}  # trailing comma (json-repair)
     assert chat.calls[0] == build_writer_messages(_segment(heads=(HEAD,)))
 
 

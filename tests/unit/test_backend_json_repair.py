@@ -3,12 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from speakerflow.ops.backends.json_repair import (
-    close_truncated,
-    drop_trailing_commas,
-    repair_json,
-    single_to_double_quotes,
-)
+from speakerflow.ops.backends.json_repair import close_truncated, repair_json
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -22,8 +17,9 @@ NOOP = {"actions": [{"action": "NOOP"}]}
         ('```\n{"actions": [{"action": "NOOP"}]}\n```', "code_fence"),
         ('<think>which {layer}?</think>\n{"actions": [{"action": "NOOP"}]}', "think_block"),
         ('Here is the memory update:\n{"actions": [{"action": "NOOP"}]}', "leading_prose"),
-        ('{"actions": [{"action": "NOOP"},],}', "trailing_commas"),
-        ("{'actions': [{'action': 'NOOP'}]}", "single_quotes"),
+        ('{"actions": [{"action": "NOOP"},],}', "syntax"),  # trailing commas (json-repair)
+        ("{'actions': [{'action': 'NOOP'}]}", "syntax"),  # single quotes (json-repair)
+        ('{"actions": [{"action": "NOOP"}] "note": 1', "truncated"),
         ('{"actions": [{"action": "NOOP"}]} Hope this helps!', "trailing_prose"),
         ('{"actions": [{"action": "NOOP"}, {"action": "ADD", "cont', "truncated"),
     ],
@@ -42,15 +38,29 @@ def test_clean_json_needs_no_repair():
 
 def test_commas_and_quotes_inside_strings_are_untouched():
     text = '{"content": "budget: 600, then 700,]", "who": "it\'s Ana\'s"}'
-    assert drop_trailing_commas(text) == text
-    assert repair_json(text).value == {"content": "budget: 600, then 700,]", "who": "it's Ana's"}
+    result = repair_json(text)
+    assert result.repairs == ()
+    assert result.value == {"content": "budget: 600, then 700,]", "who": "it's Ana's"}
 
 
-def test_single_quotes_keep_apostrophes_and_escape_double_quotes():
-    fixed = single_to_double_quotes("{'content': 'Ana's \"plan\"', 'ok': True}")
-    assert fixed == '{"content": "Ana\'s \\"plan\\"", "ok": True}'
+def test_single_quotes_keep_apostrophes_and_double_quotes():
+    fixed = repair_json("{'content': 'Ana's \"plan\"', 'ok': True}")
+    assert fixed.value == {"content": 'Ana\'s "plan"', "ok": True} and "syntax" in fixed.repairs
     assert repair_json("{'content': 'True story', 'ok': True}").value == {
         "content": "True story", "ok": True}
+
+
+def test_python_literals_and_a_missing_comma_are_repaired():
+    assert repair_json('{"a": True, "b": None, "c": False}').value == {"a": True, "b": None, "c": False}
+    result = repair_json('{"a": "x" "b": 1}')  # a missing comma between complete members
+    assert result.value == {"a": "x", "b": 1} and result.repairs == ("syntax",)
+
+
+def test_a_truncated_string_is_never_closed_into_content():
+    """json-repair alone would close the cut string; here only complete elements are kept."""
+    text = '{"actions": [{"action": "NOOP"}, {"action": "ADD", "content": "the offsite is in Por'
+    result = repair_json(text)
+    assert result.value == NOOP and "truncated" in result.repairs
 
 
 def test_truncation_keeps_only_complete_elements():
@@ -66,7 +76,6 @@ def test_truncation_keeps_only_complete_elements():
         (None, "empty"),
         ("I could not find anything to record.", "no JSON"),
         ("<think>still thinking about {it", "no JSON"),
-        ('{"a": "x" "b": 1}', "unrepairable JSON"),
         ("[1, 2", "unrepairable JSON"),
     ],
 )
