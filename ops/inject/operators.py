@@ -340,7 +340,7 @@ class Inject(Operator):
                 ctx.state.setdefault(k, v)
         for step in steps:
             for stat, v in step.stats.as_metadata().items():
-                if stat not in ("calls", "rows_in", "rows_out"):
+                if stat not in ("calls", "rows_in", "rows_out") and (v or stat in step.stats.extra):
                     self.stats.bump(f"{step.op_name}/{stat}", v)
         ctx_rows = sorted(out.to_pylist(), key=lambda r: r["event"])
         cols = {name: [r[name] for r in ctx_rows] for name in self.produces.names}

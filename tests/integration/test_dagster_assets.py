@@ -224,3 +224,47 @@ def test_inbox_sensor_request_runs_ingest_job(env):
         assert run.success
         with env["resources"]["store"].open(group) as store:
             assert store.messages().num_rows > 0 and store.records().num_rows > 0
+
+
+def test_inkh_pipeline_example_from_the_docs(env, tmp_path):
+    """docs/custom-pipelines.md: my events >> Detect >> Canonicalize >> ExtractKnowledge >>
+    Invalidate >> Decay >> Govern as six assets writes the graph build_entity_graph writes."""
+    import speakerflow
+    from speakerflow.assets.knowledge_example import EVENTS_DIRNAME, my_knowledge
+    from speakerflow.graphs import Home
+    from speakerflow.graphs.facts import FactGraph
+    from speakerflow.ops.loaders import load
+    from speakerflow.pipelines.entity_path import build_entity_graph
+
+    sample = Path(speakerflow.__file__).parent / "data" / "sample_events.jsonl"
+    (env["home"] / EVENTS_DIRNAME).mkdir()
+    shutil.copy(sample, env["home"] / EVENTS_DIRNAME / "desk.jsonl")
+    env["instance"].add_dynamic_partitions("groups", ["desk"])
+    result = dg.materialize([my_knowledge], partition_key="desk", instance=env["instance"], resources=env["resources"])
+    assert result.success
+    mats = {m.asset_key.to_user_string(): {k: v.value for k, v in m.metadata.items()}
+            for m in result.asset_materializations_for_node("my_knowledge_pipeline")}
+    assert list(mats) == [f"my_knowledge/{s}" for s in
+                          ("detect", "canonicalize", "extract_knowledge", "invalidate", "decay", "govern")]
+    assert mats["my_knowledge/detect"]["rows_in"] == 8 and mats["my_knowledge/detect"]["mentions"] > 0
+    inv = mats["my_knowledge/invalidate"]
+    assert inv["added"] > 5 and inv["invalidated"] >= 1 and inv["writes"] > 0
+    assert mats["my_knowledge/decay"]["rows_out"] == inv["rows_out"]
+    gov = mats["my_knowledge/govern"]
+    assert gov["refused_maturity"] + gov["refused_confidence"] + gov["refused_scope"] > 0  # high risk refuses some
+
+    reference = Home(tmp_path / "ref").open("desk", writable=True)
+    reference.append_messages(load(sample, "events", group="desk")[0][1])
+    build_entity_graph(reference)
+    with env["resources"]["store"].open("desk") as store:
+        mine = FactGraph(store.graph, "desk").load(with_records=False)
+    ref = FactGraph(reference.graph, "desk").load(with_records=False)
+    keys = ("subject_id", "relation", "object_id", "invalid_at", "maturity", "confidence", "evidence_ids")
+    assert {e: tuple(getattr(k, a) for a in keys) for e, k in mine.items.items()} == \
+        {e: tuple(getattr(k, a) for a in keys) for e, k in ref.items.items()}
+    reference.close()
+
+    again = dg.materialize([my_knowledge], partition_key="desk", instance=env["instance"], resources=env["resources"])
+    meta = {m.asset_key.to_user_string(): {k: v.value for k, v in m.metadata.items()}
+            for m in again.asset_materializations_for_node("my_knowledge_pipeline")}["my_knowledge/invalidate"]
+    assert meta["added"] == 0 and meta["invalidated"] == 0  # a rerun adds nothing (fact ids are content ids)
