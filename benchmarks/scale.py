@@ -629,7 +629,7 @@ def add_bench(bsub: argparse._SubParsersAction) -> None:
                    help="MiniLM vectors of the stream (built by python -m speakerflow.benchmarks.scale embed); "
                         "enables the dense columns (big group only)")
     p.add_argument("--dense-max", type=int, default=100_000, help="largest size with dense queries")
-    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--seed", type=int, default=7, help="seed of the synthetic stream (default 7)")
     p.add_argument("--ingest-batch", type=int, default=10_000, help="messages per append into the big group")
     p.add_argument("--threads", type=int, default=1, help="OpenMP/BLAS threads per child (0: library default)")
     p.add_argument("--sizes", default=None, help="comma-separated sizes to measure instead of 1k, 10k ... --messages")

@@ -409,6 +409,10 @@ class GroupStore:
             from .forget import recover_forget
 
             done = recover_forget(self, man)
+        elif kind == "facts":
+            from .facts import recover_facts
+
+            done = recover_facts(self, man)
         else:
             raise StoreError(f"group {self.group_id!r}: unknown batch kind {kind!r} in {batch.MANIFEST}")
         batch.end(self.root)
@@ -494,6 +498,15 @@ class GroupStore:
         if not hidden:
             return self.index.search(query, k, flt)
         return [h for h in self.index.search(query, k + len(hidden), flt) if h.doc_id not in hidden][:k]
+
+    def search_keys(self, query: str, k: int = 10, flt: SearchFilter | None = None
+                    ) -> tuple[list[int], list[float]] | None:
+        """:meth:`search` as (:func:`~speakerflow.graphs.text_index.doc_key` of each hit,
+        scores), without fetching each hit's stored id; ``None`` when the index has no keys
+        or a reader must hide a batch still being written (then use :meth:`search`)."""
+        if not self.writable and self._hidden_ids():
+            return None
+        return self.index.search_keys(query, k, flt)
 
     def stats(self) -> dict[str, int]:
         """Counts of messages, speakers, sessions and records."""

@@ -10,15 +10,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="run a benchmark")
     bsub = p.add_subparsers(dest="bench", required=True, metavar="BENCH")
     ing = bsub.add_parser("ingest", help="System 1 ingest throughput vs a Tantivy-only ingest")
-    ing.add_argument("--messages", type=int, default=100_000)
-    ing.add_argument("--speakers", type=int, default=8)
+    ing.add_argument("--messages", type=int, default=100_000, help="synthetic messages to ingest (default 100000)")
+    ing.add_argument("--speakers", type=int, default=8, help="speakers in the synthetic group (default 8)")
     ing.add_argument("--out", default=None, help="write the report JSON here")
     ing.set_defaults(func=run_ingest)
     har = bsub.add_parser("harness", help="InKH Stage A benchmark: six baselines on real components")
-    har.add_argument("--seeds", type=int, default=24)
-    har.add_argument("--rounds", type=int, default=4)
-    har.add_argument("--episodes", type=int, default=80)
-    har.add_argument("--workers", type=int, default=2)
+    har.add_argument("--seeds", type=int, default=24, help="generated worlds (seeds) to run (default 24)")
+    har.add_argument("--rounds", type=int, default=4, help="rounds per world (default 4)")
+    har.add_argument("--episodes", type=int, default=80, help="episodes per round (default 80)")
+    har.add_argument("--workers", type=int, default=2, help="worlds run in parallel processes (default 2)")
     har.add_argument("--injection-edges", type=int, default=100_000, help="graph size of the injection benchmark (0: skip)")
     har.add_argument("--holdout", type=float, default=0.0, help="share of statements in held-out phrasings (robustness)")
     har.add_argument("--out", default=None, help="write the report JSON here (plots next to it)")
@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     har.set_defaults(func=run_harness)
     fau = bsub.add_parser("faults", help="SIGKILL writer processes (ingest + Writer + entity path), check recovery")
     fau.add_argument("--kills", type=int, default=100, help="kills: half at named step boundaries, half at random times")
-    fau.add_argument("--seed", type=int, default=0)
+    fau.add_argument("--seed", type=int, default=0, help="seed of the kill schedule (default 0)")
     fau.add_argument("--jobs", type=int, default=2, help="kills run at a time (default 2)")
     fau.add_argument("--data", default="socialmem", choices=["socialmem", "locomo", "sample", "events"],
                      help="input: a SocialMemBench network (default), the first LoCoMo conversation, the bundled "
@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     fau.add_argument("--out", default=None, help="write the report JSON here")
     fau.set_defaults(func=run_faults)
     par = bsub.add_parser("paraphrase", help="InKH reader on the frozen paraphrase set: extraction P/R, request intent/needs")
-    par.add_argument("--split", choices=["dev", "test", "both"], default="both")
+    par.add_argument("--split", choices=["dev", "test", "both"], default="both", help="which half of the frozen set (default both)")
     par.add_argument("--errors", action="store_true", help="list every statement/request scored wrong")
     par.add_argument("--out", default=None, help="write the report JSON here")
     par.set_defaults(func=run_paraphrase)
@@ -46,6 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     from speakerflow.benchmarks.scale import add_bench as add_scale
 
     add_scale(bsub)  # bench scale
+    from speakerflow.benchmarks.backfill import add_bench as add_backfill
+
+    add_backfill(bsub)  # bench backfill
 
 
 def run_harness(args: argparse.Namespace) -> int:

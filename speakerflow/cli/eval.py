@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="evidence-recall evaluation on LoCoMo / SocialMemBench (or: eval writer DATA)")
     p.add_argument("data", help="a file or a folder of network files (or the word 'writer')")
     p.add_argument("writer_data", nargs="?", default=None, help=argparse.SUPPRESS)
-    p.add_argument("--format", choices=["locomo", "socialmem"], default=None)
+    p.add_argument("--format", choices=["locomo", "socialmem"], default=None, help="input format of DATA (required unless DATA is 'writer')")
     p.add_argument("--system", default="speakerflow", help="speakerflow|bm25|bm25-plain|dense|hybrid, or a comma-separated list")
     p.add_argument("--ablate", default=None, help="s1|s2|s2-group|s2-person, or a comma-separated list")
     p.add_argument("--k", type=int, nargs="+", default=[5, 10, 20], help="recall budgets (default 5 10 20)")

@@ -22,7 +22,8 @@ from .common import add_home, home_of
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ingest", help="ingest messages or events into per-group stores")
     p.add_argument("path", help="a file, or a folder of files")
-    p.add_argument("--format", required=True, choices=["jsonl", "locomo", "socialmem", "events"])
+    p.add_argument("--format", required=True, choices=["jsonl", "locomo", "socialmem", "events"],
+                   help="input format (docs/formats.md)")
     p.add_argument("--group", default=None, help="group id (JSONL without group_id; or override)")
     p.add_argument("--writer", default="rules", choices=list(WRITER_KINDS),
                    help="Writer backend for derived records (default: rules, offline; none: verbatim only)")

@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--teacher", default=None, help="teacher folder (default: 'teacher' beside DATA)")
         q.add_argument("--heldout-fraction", type=float, default=0.2,
                        help="share of networks held out, whole networks only (default 0.2)")
-        q.add_argument("--seed", type=int, default=0)
+        q.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
         q.add_argument("--min-teacher-overlap", type=float, default=0.5,
                        help="refuse teacher files whose content shares fewer tokens with the chat "
                             "(e.g. memory written in another language); 0 keeps all (default 0.5)")
@@ -42,9 +42,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--out", required=True, help="folder for the fine-tuned model")
     s.add_argument("--backend", default=None, help="Writer backend as teacher instead of the teacher files")
     s.add_argument("--steps", type=int, default=-1, help="optimizer steps (-1: use --epochs)")
-    s.add_argument("--epochs", type=float, default=10.0)
-    s.add_argument("--lr", type=float, default=1e-5)
-    s.add_argument("--batch-size", type=int, default=1)
+    s.add_argument("--epochs", type=float, default=10.0, help="SFT epochs (default 10)")
+    s.add_argument("--lr", type=float, default=1e-5, help="learning rate (default 1e-5)")
+    s.add_argument("--batch-size", type=int, default=1, help="examples per device batch (default 1)")
     s.add_argument("--max-length", type=int, default=8192, help="drop pairs longer than this (tokens)")
     s.set_defaults(func=run_sft)
 
@@ -55,8 +55,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--out", required=True, help="folder for the trained policy")
     g.add_argument("--steps", type=int, default=30, help="rollout rounds = policy updates (paper: 30)")
     g.add_argument("--group-size", type=int, default=8, help="G trajectories per network (paper: 8)")
-    g.add_argument("--lr", type=float, default=1e-6)
-    g.add_argument("--max-new-tokens", type=int, default=2048)
+    g.add_argument("--lr", type=float, default=1e-6, help="learning rate (default 1e-6)")
+    g.add_argument("--max-new-tokens", type=int, default=2048, help="longest completion sampled per prompt (default 2048)")
     g.add_argument("--positions", type=int, default=None, help="cap writing positions per network")
     g.add_argument("--networks", default=None, help="comma-separated network ids to train on")
     g.add_argument("--qa-gain", choices=("token_f1", "none"), default="token_f1",

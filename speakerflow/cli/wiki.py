@@ -8,7 +8,7 @@ from .common import add_home, home_of
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("wiki", help="write Markdown audit pages (entities, people, group)")
-    p.add_argument("group")
+    p.add_argument("group", help="group id")
     p.add_argument("--out", required=True, help="folder for the pages")
     add_home(p)
     p.set_defaults(func=run)
