@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from .base import Context, Operator, OperatorConfig, put_columns
-from .lexicon import VOCAB_ALIASES, Lexicon, norm
+from .lexicon import CATEGORIES, VOCAB_ALIASES, Lexicon, norm
 from .registry import register
 
 INTENTS: tuple[str, ...] = ("market_analysis", "portfolio_review", "copy_trading_evaluation", "trade_preparation", "other")
@@ -51,13 +51,18 @@ CAPWORD = re.compile(r"\b[A-Z][a-z]{3,}\b")
 SNAKE = re.compile(r"(?<![@\w])(?:[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+|[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+)\b")
 #: "gridqueen's win rate", "meanrevmike's drawdown": a possessive before a trader statistic
 POSSESSIVE_HANDLE = re.compile(r"\b([A-Za-z][A-Za-z0-9]{3,30})['\u2019]s\s+(?:\w+\s+){0,2}?(?:win\s*rate|wr|drawdown|dd|mdd|"
-                               r"status|strategy|copiers|followers|signals|bot|track record|stats)\b", re.IGNORECASE)
+                               r"status|strategy|copiers|followers|signals|bot|track record|stats|hit|win|wins|record|"
+                               r"results|numbers|performance|profile|equity)\b", re.IGNORECASE)
 LEAD_HANDLE = re.compile(r"^([a-z][a-z0-9_]{4,30})\s*(?:—|–|\||:)\s")
 ROLE_HANDLE = re.compile(r"\b(?:provider|trader|copy(?:ing)?|follow(?:ing)?|mirror(?:ing)?)\s+@?([A-Za-z][A-Za-z0-9_]{3,30})\b",
                          re.IGNORECASE)
 _NOT_HANDLES = frozenset({"trade", "trades", "trading", "this", "that", "them", "him", "her", "someone", "anyone", "stats",
                           "status", "signals", "with", "the", "their", "into", "from", "more", "less", "again", "him,",
-                          "today", "everyone", "market", "desk", "week", "month", "year", "what", "who", "where", "there", "here", "it", "he", "she", "one"})
+                          "today", "everyone", "market", "desk", "week", "month", "year", "what", "who", "where", "there", "here", "it", "he", "she", "one",
+                          "open", "opened", "closed", "reopened", "back", "off", "now", "still", "was",
+                          "has", "will", "been", "is", "are", "his", "hers"})
+#: words that are values ("copying suspended", "copy trading paused"): never a handle
+_VALUE_WORDS = frozenset(w.lower() for vals in CATEGORIES.values() for words in vals.values() for w in words)
 WORDS = re.compile(r"[A-Za-z0-9@_$'-]+")
 
 
@@ -145,7 +150,7 @@ class Detector:
                 g = m.group(1) if rx is not SNAKE else m.group()
                 s0 = m.start(1) if rx is not SNAKE else m.start()
                 key = norm(g)
-                if g.lower() in _NOT_HANDLES or self._vocab.get(key) or key in self._vocab_alias:
+                if g.lower() in _NOT_HANDLES or g.lower() in _VALUE_WORDS or self._vocab.get(key) or key in self._vocab_alias:
                     continue
                 hit = self.known.get(key)
                 if hit and hit[1] != "trader":
