@@ -14,6 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+import pyarrow as pa
+
 #: Filterable fields (exact match, raw tokenizer).
 FILTER_FIELDS = ("doc_id", "kind", "group_id", "speaker", "owner", "layer", "session_id")
 _WORD = re.compile(r"[A-Za-z0-9]+")
@@ -145,6 +147,42 @@ class TantivyIndex:
                 fields = {k: v for k, v in zip(names, values, strict=True) if v is not None}
                 fields.setdefault("text", "")
                 writer.add_document(Document(**fields))
+            writer.commit()
+        except BaseException:
+            writer.rollback()
+            raise
+        writer.wait_merging_threads()
+        self._writer = None
+        self.index.reload()
+
+    def add_table(self, table: pa.Table) -> None:
+        """:meth:`add_columns` for an Arrow table with one column per field: the documents go
+        to Tantivy as JSON lines that polars writes column-wise (``ts`` as RFC 3339 UTC),
+        one ``add_json`` call each, instead of a Python dict and ``Document`` per row. A table
+        with nulls takes :meth:`add_columns` (a null field is left out of its document)."""
+        names = [k for k in (*FILTER_FIELDS, "text", "ts") if k in table.column_names]
+        if not names or not table.num_rows:
+            return
+        if any(table[k].null_count for k in names):
+            self.add_columns(table.select(names).to_pydict())
+            return
+        import polars as pl
+
+        frame = pl.from_arrow(table.select(names))
+        if "ts" in names:
+            ts = pl.col("ts")
+            ts = ts.dt.convert_time_zone("UTC") if frame.schema["ts"].time_zone else ts.dt.replace_time_zone("UTC")
+            frame = frame.with_columns(ts.dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"))
+        if self.keyed and "doc_id" in names:
+            frame = frame.with_columns(pl.Series(KEY_FIELD, [doc_key(d) for d in frame["doc_id"].to_list()],
+                                                 dtype=pl.Int64))
+        lines = frame.write_ndjson().split("\n")  # JSON escapes newlines inside strings
+        writer = self._writer_or_open()
+        try:
+            add = writer.add_json
+            for line in lines:
+                if line:
+                    add(line)
             writer.commit()
         except BaseException:
             writer.rollback()
@@ -305,6 +343,9 @@ class InMemoryIndex:
 
     def replace_columns(self, columns: dict[str, list[Any]]) -> None:
         self.add_columns(columns, replace=True)
+
+    def add_table(self, table: pa.Table) -> None:
+        self.add_columns(table.to_pydict())
 
     def rebuild(self, columns: dict[str, list[Any]]) -> None:
         self.delete(list(self.docs))
