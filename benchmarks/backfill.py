@@ -92,12 +92,18 @@ def store_summary(home: Path, groups: list[str]) -> dict[str, dict[str, int]]:
 
 
 # -- the sequential CLI loop ---------------------------------------------------------------------
-def run_cli(src: Path, home: Path, groups: list[str], log: Callable[[str], None]) -> dict[str, Any]:
+def run_cli(src: Path, home: Path, groups: list[str], log: Callable[[str], None],
+            timeout_s: float = float("inf")) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}  # plain CLI: no Dagster instance
     per: list[float] = []
     failures = []
+    timed_out = False
     start = time.perf_counter()
     for i, g in enumerate(groups):
+        if time.perf_counter() - start > timeout_s:
+            log(f"cli: timeout: {i}/{len(groups)} groups in {timeout_s:.0f}s")
+            timed_out = True
+            break
         t0 = time.perf_counter()
         proc = subprocess.run([str(BIN / "speakerflow"), "ingest", str(src / f"{g}.jsonl"), "--format", "jsonl",
                                "--writer", "rules", "--home", str(home)], env=env, capture_output=True, text=True)
@@ -107,8 +113,8 @@ def run_cli(src: Path, home: Path, groups: list[str], log: Callable[[str], None]
         if (i + 1) % 10 == 0 or i + 1 == len(groups):
             log(f"cli: {i + 1}/{len(groups)} groups, {time.perf_counter() - start:.0f}s")
     wall = time.perf_counter() - start
-    return {"wall_s": round(wall, 2), "runs": len(groups), "failed": len(failures),
-            "runs_per_minute": round(len(groups) / wall * 60, 2),
+    return {"wall_s": round(wall, 2), "runs": len(per), "failed": len(failures), "timed_out": timed_out,
+            "runs_per_minute": round(len(per) / wall * 60, 2),
             "run_s_p50": _pct(per, 0.5), "run_s_p95": _pct(per, 0.95), "failures": failures[:5]}
 
 
@@ -297,7 +303,7 @@ def run(partitions: int = 200, messages: int = 50, modes: tuple[str, ...] = MODE
             load0 = os.getloadavg()[0]
             if mode == "cli":
                 homes[mode] = mwork / "home"
-                res = run_cli(src, homes[mode], groups, log)
+                res = run_cli(src, homes[mode], groups, log, timeout_s)
             else:
                 res = run_dagster(mode, src, mwork, groups, concurrency, celery_workers, log, timeout_s)
                 homes[mode] = Path(res.pop("home"))

@@ -635,6 +635,7 @@ def add_bench(bsub: argparse._SubParsersAction) -> None:
     p.add_argument("--sizes", default=None, help="comma-separated sizes to measure instead of 1k, 10k ... --messages")
     p.add_argument("--append", action="store_true",
                    help="keep the rows of an existing --out report for the sizes and shapes not measured now")
+    p.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
     p.set_defaults(func=_run_cli)
 
 
@@ -646,5 +647,15 @@ def _run_cli(args: argparse.Namespace) -> int:
                  writer_sample=args.writer_sample, entity_sample=args.entity_sample, queries=args.queries,
                  embed_cache=args.embed_cache, dense_max=args.dense_max if args.embed_cache else 0, seed=args.seed,
                  log=lambda line: print(line, file=sys.stderr, flush=True))
-    print(json.dumps(report, indent=2))
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    cols = ["shape", "messages", "groups", "ingest_messages_per_s", "writer_messages_per_s", "bytes_per_message",
+            "peak_rss_mb", "query_p50_ms", "query_p95_ms", "dense_query_p50_ms"]
+    rows = [[str(r.get(c, "-")) for c in cols] for r in report.get("sizes", [])]
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
+    for line in [cols, *rows]:
+        print("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip())
+    if args.out:
+        print(f"wrote {args.out}")
     return 0

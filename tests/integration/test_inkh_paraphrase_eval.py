@@ -27,6 +27,6 @@ def test_paraphrase_scores_on_the_test_split_hold_the_measured_floors():
 
 def test_cli_reports_dev_and_test_side_by_side(capsys, tmp_path):
     out = tmp_path / "para.json"
-    assert main(["bench", "paraphrase", "--split", "dev", "--out", str(out)]) == 0
+    assert main(["bench", "paraphrase", "--split", "dev", "--out", str(out), "--json"]) == 0
     text = capsys.readouterr().out
     assert '"dev"' in text and out.exists() and '"precision"' in out.read_text()
