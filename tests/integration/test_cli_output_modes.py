@@ -82,3 +82,17 @@ def test_eval_outputs_go_next_to_out(tmp_path, capsys, monkeypatch):
     assert "recall@10" in header and "token_f1" in header  # the summary table
     assert sorted(p.name for p in out.parent.iterdir()) == ["r.json", "r.md", "r.png"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "reports"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["search", "team", "Porto", "--speaker", "Zed"],
+    ["memory", "team", "--owner", "Zed"],
+    ["forget", "team", "--speaker", "Zed", "--dry-run"],
+])
+def test_unknown_speaker_lists_the_roster(tmp_path, capsys, argv):
+    home = ["--home", str(tmp_path / "home")]
+    assert main(["ingest", str(BUNDLED_SAMPLE), "--format", "jsonl", "--group", "team", "--writer", "none", *home]) == 0
+    capsys.readouterr()
+    assert main([*argv, *home]) == 2
+    err = capsys.readouterr().err
+    assert "Zed" in err and all(name in err for name in ("Ana", "Ben", "Chloe", "Dev")), err
