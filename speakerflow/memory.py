@@ -383,11 +383,13 @@ class Memory:
     snapshot_reads
         ``ask``/``search`` read the group's :class:`ReadSnapshot` without its lock (default);
         ``False``: they take the group's lock and read the store (waiting for writes).
+    batch_queries
+        Encode the questions of concurrent asks together (:class:`BatchingEmbedder`, default).
     """
 
     def __init__(self, home: str | Path | None = None, embedder: str = "minilm", writer: str = "rules",
                  read_only: bool = False, backend: str = "rules", chat: Any = None, window: int = 25,
-                 max_open: int = 64, snapshot_reads: bool = True):
+                 max_open: int = 64, snapshot_reads: bool = True, batch_queries: bool = True):
         from speakerflow.pipelines.query_path import QueryConfig
         from speakerflow.settings import home_root
 
@@ -403,6 +405,7 @@ class Memory:
         self._closed = False
         self.max_open = max_open
         self.snapshot_reads = snapshot_reads
+        self.batch_queries = batch_queries
 
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
@@ -483,7 +486,11 @@ class Memory:
     @property
     def embedder(self):
         """The dense embedder (loaded once per process, shared by every group; concurrent
-        one-text calls batched, see :class:`BatchingEmbedder`)."""
+        one-text calls batched unless ``batch_queries=False``, see :class:`BatchingEmbedder`)."""
+        if not self.batch_queries:
+            from speakerflow.pipelines.query_path import embedder_for
+
+            return embedder_for(self.config)
         return batching_embedder(self.config)
 
     # -- writes -------------------------------------------------------------------------
