@@ -21,8 +21,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from .scale import _questions, _slices, synthetic_stream
+from .scale import _slices, questions_with_sources, synthetic_stream
 
 
 def _build(home, table, n: int, writer_sample: int) -> None:
@@ -63,8 +65,20 @@ def run(n: int, home_dir: str | Path, cap: int | None = None, questions: int = 4
     answers: dict[str, list] = {}
     try:
         with home.open("big") as store:
-            qs = _questions(store.messages(), questions, seed)
-            report["messages"] = store.messages().num_rows
+            msgs = store.messages()
+            asked = questions_with_sources(msgs, questions, seed)
+            qs = [q for q, _ in asked]
+            # the source message of a question, and every message with its speaker and text (the
+            # stream repeats sentences, so a copy answers as well as the source)
+            sources = [msgs["msg_id"][i].as_py() for _, i in asked]
+            same = pc.and_(pc.is_in(msgs["text"], pa.array([msgs["text"][i].as_py() for _, i in asked])),
+                           pc.is_in(msgs["speaker"], pa.array([msgs["speaker"][i].as_py() for _, i in asked])))
+            copies: dict[tuple, set] = {}
+            for mid, sp, tx in zip(*(msgs.filter(same)[c].to_pylist() for c in ("msg_id", "speaker", "text")),
+                                   strict=True):
+                copies.setdefault((sp, tx), set()).add(mid)
+            gold = [copies[(msgs["speaker"][i].as_py(), msgs["text"][i].as_py())] for _, i in asked]
+            report["messages"] = msgs.num_rows
             for label in ("exact", "bounded") * rounds:
                 os.environ["SPEAKERFLOW_BOUNDED_RECALL_ABOVE"] = str(10**12) if label == "exact" else "0"
                 answer_question(store, qs[0], cfg)  # warm-up (view, index, per-view indexes)
@@ -83,6 +97,10 @@ def run(n: int, home_dir: str | Path, cap: int | None = None, questions: int = 4
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+    for label in ("exact", "bounded"):
+        cited = [c for c, _ in answers[label]]
+        report[f"{label}_source_in_cited10"] = sum(src in c for src, c in zip(sources, cited, strict=True))
+        report[f"{label}_copy_in_cited10"] = sum(bool(g & set(c)) for g, c in zip(gold, cited, strict=True))
     a, b = answers["exact"], answers["bounded"]
     report["identical_cited10_and_answer"] = sum(x == y for x, y in zip(a, b, strict=True))
     report["same_answer"] = sum(x[1] == y[1] for x, y in zip(a, b, strict=True))

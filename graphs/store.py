@@ -325,11 +325,14 @@ class GroupStore:
 
     def _add_speakers(self, names: list[str]) -> None:
         known = set(self.roster())
+        added = False
         for name in names:
             if name not in known:
                 known.add(name)
                 self._meta["roster"].append({"name": name, "aliases": []})
-        self._save_meta()
+                added = True
+        if added or not (self.root / "group.json").exists():  # group.json (and its watermark) only rewritten on change
+            self._save_meta()
 
     @staticmethod
     def _index_columns(new: pa.Table) -> dict[str, list]:
@@ -572,7 +575,7 @@ class GroupStore:
         return {
             "messages": msgs.num_rows,
             "speakers": len(self.roster()),
-            "sessions": len(set(msgs["session_id"].to_pylist())),
+            "sessions": pc.count_distinct(msgs["session_id"]).as_py(),
             "records": self.records().num_rows,
         }
 
