@@ -32,6 +32,7 @@ import os
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -224,12 +225,13 @@ def run_dagster(mode: str, src: Path, work: Path, groups: list[str], concurrency
                 engine = instance.all_logs(runs[0].run_id, of_type=dg.DagsterEventType.ENGINE_EVENT)
                 on_worker = sum("in celery worker" in (e.dagster_event.message or "") for e in engine)
             partitions = {r.tags.get("dagster/partition") for r in runs}
+            breakdown = step_breakdown(instance, [r.run_id for r in runs[:40]])
         wall = end_wall - start_wall
         out = {"wall_s": round(wall, 2), "runs": len(runs), "failed": len(failed),
                "runs_per_minute": round(len(runs) / wall * 60, 2), "submit_s": round(submitted, 2),
                "run_s_p50": _pct(durations, 0.5), "run_s_p95": _pct(durations, 0.95),
                "partitions_covered": len(partitions & set(groups)), "concurrency": concurrency,
-               "timed_out": timed_out,
+               "timed_out": timed_out, "median_seconds_by_part": breakdown,
                "home": str(home)}
         if mode == "celery":
             out["celery_workers"] = celery_workers
@@ -238,6 +240,36 @@ def run_dagster(mode: str, src: Path, work: Path, groups: list[str], concurrency
     finally:
         for p in reversed(procs):
             _stop(p)
+
+
+def step_breakdown(instance: Any, run_ids: list[str]) -> dict[str, Any]:
+    """Where a run's time goes, from its event log (median seconds over ``run_ids``):
+    ``launch`` (run process start to PIPELINE_START), per step ``<step>.start`` (worker
+    process start, or the Celery hand-off, to STEP_START) and ``<step>.run`` (STEP_START to
+    STEP_SUCCESS)."""
+    import dagster as dg
+
+    parts: dict[str, list[float]] = {}
+    for run_id in run_ids:
+        first: dict[str, float] = {}
+        for rec in instance.all_logs(run_id):
+            ev = rec.dagster_event
+            if ev is None:
+                continue
+            kind, step = ev.event_type, ev.step_key
+            if kind == dg.DagsterEventType.RUN_STARTING:
+                first["starting"] = rec.timestamp
+            elif kind == dg.DagsterEventType.RUN_START and "starting" in first:
+                parts.setdefault("launch", []).append(rec.timestamp - first["starting"])
+            elif step and kind in (dg.DagsterEventType.STEP_WORKER_STARTING, dg.DagsterEventType.ENGINE_EVENT):
+                first.setdefault(f"{step}.submit", rec.timestamp)
+            elif step and kind == dg.DagsterEventType.STEP_START:
+                first[f"{step}.start"] = rec.timestamp
+                if f"{step}.submit" in first:
+                    parts.setdefault(f"{step}.start", []).append(rec.timestamp - first[f"{step}.submit"])
+            elif step and kind == dg.DagsterEventType.STEP_SUCCESS and f"{step}.start" in first:
+                parts.setdefault(f"{step}.run", []).append(rec.timestamp - first[f"{step}.start"])
+    return {k: round(statistics.median(v), 2) for k, v in parts.items()}
 
 
 def _start_celery(work: Path, env: dict[str, str], workers: int, procs: list[subprocess.Popen],
