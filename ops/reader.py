@@ -149,6 +149,7 @@ def percents(clause: str) -> list[Value]:
     return out
 
 
+_PASSIVE = re.compile(r"\b(?:was|were)\s+(?:\w+ly\s+)?$", re.IGNORECASE)
 _CAT_RX = [(rel, val, re.compile(r"\b" + re.escape(w) + r"\b", re.IGNORECASE))
            for rel, vals in CATEGORIES.items() for val, words in vals.items() for w in words]
 
@@ -162,7 +163,10 @@ def categories(clause: str, relation: str | None = None) -> list[Value]:
         for m in rx.finditer(clause):
             if any(m.start() < v.end and v.start < m.end() for v in out):
                 continue
-            out.append(Value(val, m.start(), m.end(), _role(clause, m.start()), rel))
+            role = _role(clause, m.start())
+            if role == "old" and _PASSIVE.search(_left(clause, m.start(), 16)) and re.match(r"\w+ed\b", m.group()):
+                role = "new"  # passive voice: "copying was switched off", "the trader was paused"
+            out.append(Value(val, m.start(), m.end(), role, rel))
     return sorted(out, key=lambda v: v.start)
 
 
