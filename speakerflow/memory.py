@@ -196,7 +196,10 @@ class _Slot:
     __slots__ = ("done", "error", "lead", "text", "vec")
 
     def __init__(self, text: str):
-        self.text, self.vec, self.error, self.lead = text, None, None, False
+        self.text = text
+        self.vec: Any = None
+        self.error: BaseException | None = None
+        self.lead = False
         self.done = threading.Event()
 
 

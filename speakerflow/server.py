@@ -459,10 +459,10 @@ def create_app(memory: Memory, access: Access, max_body: int = DEFAULT_MAX_BODY,
             return JSONResponse(_error(status, kind, message), status_code=status)
         return reply
 
-    for exc_type, status, kind in ((GroupNotFoundError, 404, "not_found"), (GroupBusyError, 409, "busy"),
-                                   (PermissionError, 409, "read_only"), (ValueError, 400, "bad_request"),
-                                   (Exception, 500, "internal")):
-        app.add_exception_handler(exc_type, handler(status, kind))
+    for exc_type, code, kind in ((GroupNotFoundError, 404, "not_found"), (GroupBusyError, 409, "busy"),
+                                 (PermissionError, 409, "read_only"), (ValueError, 400, "bad_request"),
+                                 (Exception, 500, "internal")):
+        app.add_exception_handler(exc_type, handler(code, kind))
     app.add_middleware(Guard, access=access, max_body=max_body)
     if mcp_server is not None:
         app.router.routes.extend(mcp_routes)
@@ -489,7 +489,7 @@ def create_app(memory: Memory, access: Access, max_body: int = DEFAULT_MAX_BODY,
         queued = memory.writer != "none"
         # reads keep answering from the group's last complete snapshot until the queued write lands
         result = memory.append(group, messages, pending_write=queued)
-        state = queue.submit(group, result.ingested) if result.ingested and queued else "skipped"
+        state: Any = queue.submit(group, result.ingested) if result.ingested and queued else "skipped"
         return IngestOut(ingested=result.ingested, already_stored=result.already_stored,
                          new_speakers=result.new_speakers, write=state)
 
