@@ -78,8 +78,8 @@ class RulesConfig(BaseModel):
                            "decision); other continuations become this session's own record citing the earlier "
                            "messages. 'continue': every continuation is an UPDATE (the thread is one chain)")
     consensus_record: bool = Field(default=True, description="write agreement with a group proposal as a separate "
-                                   "'Consensus: ...' record; else the proposal itself becomes the group's decision, "
-                                   "citing the agreeing messages")
+                                   "record ('Ben, Chloe with Ana (date): ...'); else the proposal itself becomes "
+                                   "the group's decision, citing the agreeing messages")
     merge_words: int = Field(default=22, ge=0, description="words a record merged from one segment's statements "
                              "may reach; a statement that would make it longer starts its own record")
     questions: bool = Field(default=True, description="record substantive questions as 'asked: ...' observations")
@@ -217,6 +217,9 @@ class RulesWriter:
                         slot.family = key.partition(":")[0]
                         slot.entry_id = entry_id(segment.group_id, segment.segment_id, "UPDATE", slot.entry_id, content)
                         continue
+                if any(sl.owner == act["owner"] and sl.layer == act["layer"] and sl.content == act["content"]
+                       for sl in slots):
+                    continue  # said before in the same words: that record stands
                 act["event"] = matter_key(fam, topics)
                 actions.append(act)
                 eid = add_entry_id(segment.group_id, segment.segment_id, act["owner"], act["layer"], act["content"])
@@ -235,8 +238,8 @@ class RulesWriter:
                 into.update(utype="decision", layer="group_interaction")
                 continue
             proposal = by_id[target_id]
-            content = (f"Consensus: {', '.join(names)} agreed with {proposal['speaker']} "
-                       f"({_day(proposal['ts'])}): {act['content']}")
+            # in the cited messages' words (Validate refuses content they do not support)
+            content = f"{', '.join(names)} with {proposal['speaker']} ({_day(proposal['ts'])}): {act['content']}"
             actions.append({"action": "ADD", "owner": GROUP_OWNER, "source": names[0], "layer": "group_insight",
                             "utype": "stance", "content": content, "event": matter_key("consensus", topics),
                             "from_ids": [target_id, *agreeing]})
