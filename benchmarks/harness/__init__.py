@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
 import sys
 import time
 from collections import defaultdict
@@ -73,7 +74,9 @@ def run(seeds: int = 24, out=None, rounds: int = 4, episodes: int = 80, workers:
     rows: list[dict] = []
     bar = tqdm(total=seeds, desc="harness seeds", unit="seed", file=sys.stderr, disable=not progress)
     if workers > 1 and seeds > 1:
-        with ProcessPoolExecutor(workers) as ex:
+        # spawn, not fork: a forked worker deadlocks in a thread pool (polars, torch) the parent
+        # has already started
+        with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as ex:
             for part in ex.map(run_seed, ids, [rounds] * seeds, [episodes] * seeds, [holdout] * seeds):
                 rows += part
                 bar.update(1)
