@@ -143,7 +143,8 @@ def _sample_rows() -> list[dict]:
     return rows
 
 
-async def _wait_written(client: httpx.AsyncClient, groups: list[str], keys: dict[str, str], timeout: float) -> None:
+async def _wait_written(client: httpx.AsyncClient, groups: list[str], keys: dict[str, dict[str, str]],
+                        timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         states = []
@@ -175,7 +176,7 @@ async def _load(url: str, clients: int, seconds: float, groups: list[str], keys:
         for g in groups:  # one warm ask per group
             (await client.post(f"/v1/groups/{g}/ask", json={"question": QUESTIONS[0]}, headers=keys[g])).raise_for_status()
 
-        solo = {"ask_ms": [], "server_ms": [], "query_ms": []}
+        solo: dict[str, list[float]] = {"ask_ms": [], "server_ms": [], "query_ms": []}
         rng = random.Random(rng_seed)
         solo_deadline = time.perf_counter() + min(10.0, seconds)
         for n in range(solo_asks):  # one client, one ask at a time: the warm latency without queueing

@@ -89,7 +89,7 @@ class GroupStore:
         self.writable = writable
         self.in_memory = in_memory
         self._lock_fd: int | None = None
-        self._graph = None
+        self._graph: Any = None
         self._index = InMemoryIndex() if in_memory else None
         self._messages: pa.Table | None = MESSAGE_SCHEMA.empty_table() if in_memory else None
         self._records: pa.Table | None = RECORD_SCHEMA.empty_table() if in_memory else None
@@ -252,13 +252,13 @@ class GroupStore:
             else:
                 repeats.append(i)
         if repeats:  # a repeat is skipped only if it is the same message, never silently replaced
-            known = dict(zip(stored["msg_id"].to_pylist(), stored["text"].to_pylist(), strict=True))
+            stored_text = dict(zip(stored["msg_id"].to_pylist(), stored["text"].to_pylist(), strict=True))
             texts = table["text"].to_pylist()
             first: dict[str, str] = {}
             for i in keep:
                 first.setdefault(ids[i], texts[i])
             for i in repeats:
-                old = known.get(ids[i], first.get(ids[i]))
+                old = stored_text.get(ids[i], first.get(ids[i]))
                 if old != texts[i]:
                     raise StoreError(f"{where}: row {i}: field 'msg_id' {ids[i]!r} is already stored with "
                                      "different text; messages are immutable (nothing was written)")
@@ -329,7 +329,10 @@ class GroupStore:
                 self.index.delete(columns["doc_id"])
             tmp.unlink(missing_ok=True)
             batch.end(self.root)
-            raise graph_error or index_error
+            if graph_error is not None:
+                raise graph_error
+            assert index_error is not None  # one of the two failed
+            raise index_error
         failpoint("messages.indexed")
         tmp.replace(final)
         self._messages = None

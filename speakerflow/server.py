@@ -264,7 +264,7 @@ class WriteQueue:
         self._timers.add(timer)
         timer.start()
 
-    def submit(self, group: str, new_messages: int) -> str:
+    def submit(self, group: str, new_messages: int) -> Literal["queued", "running"]:
         """Queue a write of ``group``; returns the state it is now in (queued/running)."""
         with self._lock:
             st = self._entry(group)
@@ -454,10 +454,10 @@ def create_app(memory: Memory, access: Access, max_body: int = DEFAULT_MAX_BODY,
             return JSONResponse(_error(status, kind, message), status_code=status)
         return reply
 
-    for exc_type, status, kind in ((GroupNotFoundError, 404, "not_found"), (GroupBusyError, 409, "busy"),
-                                   (PermissionError, 409, "read_only"), (ValueError, 400, "bad_request"),
-                                   (Exception, 500, "internal")):
-        app.add_exception_handler(exc_type, handler(status, kind))
+    for exc_type, code, kind in ((GroupNotFoundError, 404, "not_found"), (GroupBusyError, 409, "busy"),
+                                 (PermissionError, 409, "read_only"), (ValueError, 400, "bad_request"),
+                                 (Exception, 500, "internal")):
+        app.add_exception_handler(exc_type, handler(code, kind))
     app.add_middleware(Guard, access=access, max_body=max_body)
     if mcp_server is not None:
         app.router.routes.extend(mcp_routes)

@@ -21,7 +21,9 @@ def plot(report: dict, names, out_dir: Path) -> list[Path]:
     ax.set_title("Quality-latency frontier")
     ax.grid(True)
     p1 = out_dir / "frontier.png"
-    fig.tight_layout(), fig.savefig(p1, dpi=110), plt.close(fig)
+    fig.tight_layout()
+    fig.savefig(p1, dpi=110)
+    plt.close(fig)
     fig, ax = plt.subplots(figsize=(6, 4))
     for i, n in enumerate(names):  # distinct markers/widths: several baselines share the zero line
         rounds = sorted(report[n]["per_round"], key=int)
@@ -33,5 +35,7 @@ def plot(report: dict, names, out_dir: Path) -> list[Path]:
     ax.legend(fontsize=8)
     ax.grid(True)
     p2 = out_dir / "stale_by_round.png"
-    fig.tight_layout(), fig.savefig(p2, dpi=110), plt.close(fig)
+    fig.tight_layout()
+    fig.savefig(p2, dpi=110)
+    plt.close(fig)
     return [p1, p2]
