@@ -20,12 +20,14 @@ install: $(STAMP)
 
 # Refresh requirements/lock.txt after editing requirements/lock.in (or to take new releases:
 # UPGRADE=--upgrade). Needs the network; torch's CPU wheel is found in TORCH_WHEELS.
+# uv lives in its own small venv (build/ is gitignored), so refreshing needs no installed project.
 TORCH_WHEELS ?= /opt/wheels
 UPGRADE ?=
-lock: $(STAMP)
-	$(BIN)/pip install -q uv
-	$(BIN)/uv pip compile requirements/lock.in -c requirements/constraints.txt $(UPGRADE) \
-	  --generate-hashes --find-links $(TORCH_WHEELS) --python $(BIN)/python \
+UV_VENV ?= build/uv-venv
+lock:
+	test -x $(UV_VENV)/bin/uv || { $(PYTHON) -m venv $(UV_VENV) && $(UV_VENV)/bin/pip install -q uv; }
+	$(UV_VENV)/bin/uv pip compile requirements/lock.in -c requirements/constraints.txt $(UPGRADE) \
+	  --generate-hashes --find-links $(TORCH_WHEELS) --python-version 3.11 \
 	  --python-platform x86_64-manylinux_2_28 --custom-compile-command "make lock" \
 	  -o requirements/lock.txt
 

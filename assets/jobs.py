@@ -20,10 +20,14 @@ from .common import GROUPS
 from .inbox import groups_of, inbox_files
 from .partitions import missing_partitions
 
-#: The multiprocess executor with one store writer per run at a time.
+#: The multiprocess executor with one store writer per run at a time; steps start from a
+#: forkserver that preloads the job's module (``speakerflow.assets.definitions``).
 group_executor = dg.multiprocess_executor.configured(
     {
         "max_concurrent": C.MAX_CONCURRENT_STEPS,
+        # steps fork from a server that imported the definitions once per run, instead of
+        # each spawned step importing Dagster, Kuzu, Tantivy ... again (bench backfill)
+        "start_method": {"forkserver": {}},
         "tag_concurrency_limits": [{"key": C.STORE_WRITE_TAG, "value": C.STORE_WRITE_VALUE, "limit": 1}],
     },
     name="group_multiprocess",

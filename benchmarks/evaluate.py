@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 from speakerflow.graphs import Home, InMemoryIndex
 from speakerflow.ops.answer import answer_rules
@@ -102,11 +104,12 @@ def _baseline(store, question: str, system: str, depth: int, config: QueryConfig
     return answer_rules(projection, evidence), [e.msg_ids[0] for e in evidence], count_tokens(context)
 
 
-def _prepare(data: QAData, home: Home, system: str, config: QueryConfig) -> dict[str, float]:
+def _prepare(data: QAData, home: Home, system: str, config: QueryConfig, progress: bool = False) -> dict[str, float]:
     """Ingest, write (speakerflow) and cache embeddings; returns seconds per step."""
     seconds = {"ingest": 0.0, "write": 0.0, "embed": 0.0}
     embedder = embedder_for(config) if system not in LEXICAL else None
-    for gid, table in data.groups:
+    for gid, table in tqdm(data.groups, desc=f"{system}: prepare", unit="group", file=sys.stderr,
+                           disable=not progress):
         t0 = time.perf_counter()
         with home.open(gid, writable=True) as store:
             store.append_messages(table)
@@ -129,7 +132,7 @@ def _prepare(data: QAData, home: Home, system: str, config: QueryConfig) -> dict
 
 def run_eval(data, fmt: str, system: str = "speakerflow", ablate: str | None = None, k=(5, 10, 20),
              out=None, home=None, embedder: str = "minilm", limit: int | None = None,
-             config: QueryConfig | None = None, groups=None) -> dict:
+             config: QueryConfig | None = None, groups=None, progress: bool = False) -> dict:
     """Evaluate one system on a QA set (see the module doc); returns the report dict.
 
     Parameters
@@ -141,6 +144,7 @@ def run_eval(data, fmt: str, system: str = "speakerflow", ablate: str | None = N
         summary) and ``<out>.png`` (recall@k curve).
     home : store home to ingest into (default: a temporary folder, removed afterwards).
     limit : evaluate only the first ``limit`` questions (smoke runs).
+    progress : tqdm bars on stderr (groups prepared, questions answered).
     groups : only these groups (a comma list or a list of ids; ``dev``/``test`` expand to the
         LoCoMo halves of :data:`~speakerflow.benchmarks.qa_data.LOCOMO_SPLITS`).
     config : query settings for ``speakerflow`` (default :class:`QueryConfig()`; the
@@ -161,9 +165,9 @@ def run_eval(data, fmt: str, system: str = "speakerflow", ablate: str | None = N
     config = base.model_copy(update={"embedder": embedder if system not in LEXICAL else "none", "ablate": ablate,
                                      "select": base.select.model_copy(update={"top_k": max(max(ks), 10)})})
     try:
-        seconds = _prepare(qa, home_obj, system, config)
+        seconds = _prepare(qa, home_obj, system, config, progress)
         clear_query_memo(embedder_for(config))  # every run encodes its questions itself
-        rows = _answer_all(home_obj, questions, system, config, ks)
+        rows = _answer_all(home_obj, questions, system, config, ks, progress)
     finally:
         if tmp is not None:
             tmp.cleanup()
@@ -176,14 +180,16 @@ def run_eval(data, fmt: str, system: str = "speakerflow", ablate: str | None = N
     return report
 
 
-def _answer_all(home: Home, questions, system: str, config: QueryConfig, ks) -> list[dict]:
+def _answer_all(home: Home, questions, system: str, config: QueryConfig, ks, progress: bool = False) -> list[dict]:
     rows = []
     by_group: dict[str, list] = {}
     for q in questions:
         by_group.setdefault(q.group, []).append(q)
+    bar = tqdm(total=len(questions), desc=f"{system}: questions", unit="q", file=sys.stderr, disable=not progress)
     for gid, qs in by_group.items():
         with home.open(gid) as store:
             for q in qs:
+                bar.update(1)
                 t0 = time.perf_counter()
                 if system == "speakerflow":
                     res = answer_question(store, q.question, config)
@@ -196,6 +202,7 @@ def _answer_all(home: Home, questions, system: str, config: QueryConfig, ks) -> 
                              "token_f1": token_f1(answer, q.answer), "latency_ms": round(latency, 3),
                              "context_tokens": tokens, "answer": answer, "cited": cited[: max(ks)],
                              "gold": list(q.evidence)})
+    bar.close()
     return rows
 
 

@@ -1,19 +1,14 @@
-"""What the rules query path costs in a big group with its per-question full scans removed.
+"""The rules query path in a big group: the exact path against the bounded path.
 
-An experiment for the query path's owners, not a code path: it monkeypatches, in this
-process only, the functions of ``ops/recall.py`` and ``ops/resolve.py`` that walk every
-message of the group per question, and times both versions alternately on the same store
-(two rounds each), with the same questions, counting how many answers and top-10 cited ids
-stay identical:
+Times, in one process, on the same store and questions, the exact recall (every message
+scored per question) and the bounded recall of large groups
+(:mod:`speakerflow.ops.recall_bounded`: BM25 top ``cap``, window and session channels over
+the candidates' neighbourhoods, ranks over positive scores only, Resolve's fallback from a
+per-speaker index), alternating (``rounds`` each), and counts how many answers and top-10
+cited ids stay identical. The path is chosen through ``$SPEAKERFLOW_BOUNDED_RECALL_ABOVE``
+(set per round in this process only).
 
-- exact rewrites (same results): ``_fallback`` reads a per-speaker row index cached on the
-  view instead of comparing every message's speaker; ``rank_of`` ranks only the non-zero
-  entries (zero scores get nothing from the fusion anyway); ``session_scores`` takes maxima
-  over the non-zero entries only;
-- optionally (``cap``): BM25 asks Tantivy for at most ``cap`` candidates instead of one per
-  message of the group (changes results in groups larger than ``cap``).
-
-    python -m speakerflow.benchmarks.query_scans --messages 100000 --home /tmp/q100k [--cap 1000]
+    python -m speakerflow.benchmarks.query_scans --messages 100000 --home /tmp/q100k [--cap 2000]
 
 The home is built on first use (the one-group stream of :mod:`.scale`, ingested in batches
 of 10,000, the rules Writer over the newest 2,000 messages) and reused afterwards.
@@ -26,8 +21,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from .scale import _questions, _slices, synthetic_stream
+from .scale import _slices, questions_with_sources, synthetic_stream
 
 
 def _build(home, table, n: int, writer_sample: int) -> None:
@@ -47,84 +44,64 @@ def _build(home, table, n: int, writer_sample: int) -> None:
 
 
 def run(n: int, home_dir: str | Path, cap: int | None = None, questions: int = 40, writer_sample: int = 2_000,
-        seed: int = 7) -> dict:
-    import speakerflow.ops.recall as recall_mod
-    import speakerflow.ops.resolve as resolve_mod
-    from speakerflow.graphs import Home, SearchFilter
+        seed: int = 7, rounds: int = 2) -> dict:
+    """Time the exact path and the bounded path (:mod:`speakerflow.ops.recall_bounded`) on
+    the same store and questions, ``rounds`` times each, alternating; count agreements."""
+    import os
+
+    from speakerflow.graphs import Home
+    from speakerflow.ops.recall_bounded import bm25_cap
     from speakerflow.pipelines.query_path import QueryConfig, answer_question
 
-    table = synthetic_stream(n, "one", seed)
     home = Home(Path(home_dir))
     if not home.group_path("big").exists():
-        _build(home, table, n, writer_sample)
-    qs = _questions(table, questions, seed)
+        _build(home, synthetic_stream(n, "one", seed), n, writer_sample)
     cfg = QueryConfig(embedder="none")
-    orig = (recall_mod.bm25_scores, recall_mod.rank_of, recall_mod.session_scores, resolve_mod._fallback)
-
-    def rows_of(view, person):
-        index = view.__dict__.get("_speaker_rows")
-        if index is None:
-            speakers = np.asarray(view.speakers, dtype=object)
-            order = np.argsort(speakers, kind="stable")
-            names, starts = np.unique(speakers[order], return_index=True)
-            ends = list(starts[1:]) + [len(order)]
-            index = view._speaker_rows = {str(k): np.sort(order[a:b]) for k, a, b in zip(names, starts, ends, strict=True)}
-        return index.get(person, np.zeros(0, dtype=np.int64))
-
-    def bm25_scores(view, query, speaker=None):
-        out = np.zeros(len(view), dtype=np.float64)
-        if not len(view):
-            return out
-        limit = len(view) if cap is None else min(len(view), cap)
-        for hit in view.store.search(query, limit, SearchFilter(kind="message", speaker=speaker)):
-            row = view.pos.get(hit.doc_id)
-            if row is not None:
-                out[row] = hit.score
-        return out
-
-    def rank_of(scores):
-        ranks = np.full(len(scores), float(len(scores)))
-        nz = np.flatnonzero(scores > 0)
-        ranks[nz[np.lexsort((nz, -scores[nz]))]] = np.arange(1, len(nz) + 1)
-        return ranks
-
-    def session_scores(view, base):
-        best = np.zeros(int(view.session_of.max()) + 1 if len(view) else 0)
-        nz = np.flatnonzero(base > 0)
-        np.maximum.at(best, view.session_of[nz], base[nz])
-        return best[view.session_of]
-
-    def fallback(view, fused, row, k):
-        if row == resolve_mod.GROUP_OWNER or k <= 0 or not len(fused):
-            return []
-        mine = rows_of(view, row)
-        order = mine[np.argsort(-fused[mine], kind="stable")[:k]]
-        return [resolve_mod._item("excerpt", row, view.texts[r], [view.ids[r]], float(fused[r]), speaker=row,
-                                  ts=view.ts[r]) for r in order if fused[r] > 0]
-
-    def use(patched: bool) -> None:
-        new = (bm25_scores, rank_of, session_scores, fallback) if patched else orig
-        recall_mod.bm25_scores, recall_mod.rank_of, recall_mod.session_scores, resolve_mod._fallback = new
-
-    report: dict = {"messages": n, "bm25_cap": cap, "questions": len(qs)}
+    saved = {k: os.environ.get(k) for k in ("SPEAKERFLOW_BOUNDED_RECALL_ABOVE", "SPEAKERFLOW_BM25_CAP")}
+    if cap is not None:
+        os.environ["SPEAKERFLOW_BM25_CAP"] = str(cap)
+    report: dict = {"messages": n, "bm25_cap": bm25_cap(), "questions": questions,
+                    "load_avg_1m_at_start": round(os.getloadavg()[0], 2)}
     answers: dict[str, list] = {}
     try:
-        for label, patched in (("as_committed", False), ("scans_removed", True)) * 2:
-            use(patched)
-            ms, out = [], []
-            with home.open("big") as store:
-                answer_question(store, qs[0], cfg)
+        with home.open("big") as store:
+            msgs = store.messages()
+            asked = questions_with_sources(msgs, questions, seed)
+            qs = [q for q, _ in asked]
+            # the source message of a question, and every message with its speaker and text (the
+            # stream repeats sentences, so a copy answers as well as the source)
+            sources = [msgs["msg_id"][i].as_py() for _, i in asked]
+            same = pc.and_(pc.is_in(msgs["text"], pa.array([msgs["text"][i].as_py() for _, i in asked])),
+                           pc.is_in(msgs["speaker"], pa.array([msgs["speaker"][i].as_py() for _, i in asked])))
+            copies: dict[tuple, set] = {}
+            for mid, sp, tx in zip(*(msgs.filter(same)[c].to_pylist() for c in ("msg_id", "speaker", "text")),
+                                   strict=True):
+                copies.setdefault((sp, tx), set()).add(mid)
+            gold = [copies[(msgs["speaker"][i].as_py(), msgs["text"][i].as_py())] for _, i in asked]
+            report["messages"] = msgs.num_rows
+            for label in ("exact", "bounded") * rounds:
+                os.environ["SPEAKERFLOW_BOUNDED_RECALL_ABOVE"] = str(10**12) if label == "exact" else "0"
+                answer_question(store, qs[0], cfg)  # warm-up (view, index, per-view indexes)
+                ms, out = [], []
                 for q in qs:
                     t0 = time.perf_counter()
                     res = answer_question(store, q, cfg)
                     ms.append((time.perf_counter() - t0) * 1000)
                     out.append((res.cited_ids(10), res.answer))
-            answers[label] = out
-            report.setdefault(label, []).append({"p50_ms": round(float(np.percentile(ms, 50)), 1),
-                                                 "p95_ms": round(float(np.percentile(ms, 95)), 1)})
+                answers[label] = out
+                report.setdefault(label, []).append({"p50_ms": round(float(np.percentile(ms, 50)), 1),
+                                                     "p95_ms": round(float(np.percentile(ms, 95)), 1)})
     finally:
-        use(False)
-    a, b = answers["as_committed"], answers["scans_removed"]
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    for label in ("exact", "bounded"):
+        cited = [c for c, _ in answers[label]]
+        report[f"{label}_source_in_cited10"] = sum(src in c for src, c in zip(sources, cited, strict=True))
+        report[f"{label}_copy_in_cited10"] = sum(bool(g & set(c)) for g, c in zip(gold, cited, strict=True))
+    a, b = answers["exact"], answers["bounded"]
     report["identical_cited10_and_answer"] = sum(x == y for x, y in zip(a, b, strict=True))
     report["same_answer"] = sum(x[1] == y[1] for x, y in zip(a, b, strict=True))
     report["mean_overlap_cited10"] = round(float(np.mean([len(set(x[0]) & set(y[0])) / max(1, len(x[0]))
@@ -136,10 +113,12 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--messages", type=int, default=100_000)
     p.add_argument("--home", required=True, help="folder of the experiment's home (built on first use)")
-    p.add_argument("--cap", type=int, default=None, help="BM25 candidates at most (default: unbounded, exact)")
+    p.add_argument("--cap", type=int, default=None, help="BM25 candidates of the bounded path (default: "
+                   "$SPEAKERFLOW_BM25_CAP or the module's BM25_CAP)")
     p.add_argument("--questions", type=int, default=40)
+    p.add_argument("--rounds", type=int, default=2)
     a = p.parse_args(argv)
-    print(json.dumps(run(a.messages, a.home, a.cap, a.questions)))
+    print(json.dumps(run(a.messages, a.home, a.cap, a.questions, rounds=a.rounds)))
 
 
 if __name__ == "__main__":

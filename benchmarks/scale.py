@@ -217,9 +217,15 @@ _STOP = set("that this with have been what when where there their they them then
 
 def _questions(table: pa.Table, count: int, seed: int) -> list[str]:
     """Questions about random messages of ``table``: a speaker and two or three of its words."""
+    return [q for q, _ in questions_with_sources(table, count, seed)]
+
+
+def questions_with_sources(table: pa.Table, count: int, seed: int) -> list[tuple[str, int]]:
+    """:func:`_questions` with the row of ``table`` each question was made from (its source
+    message: a label for a retrieval check in a group too large to label by hand)."""
     rng = random.Random(seed)
     speakers, texts = table["speaker"].to_pylist(), table["text"].to_pylist()
-    out: list[str] = []
+    out: list[tuple[str, int]] = []
     while len(out) < count:
         i = rng.randrange(len(texts))
         words = [w for w in _WORD.findall(texts[i]) if w.lower() not in _STOP]
@@ -228,7 +234,7 @@ def _questions(table: pa.Table, count: int, seed: int) -> list[str]:
         topic = " ".join(rng.sample(words, min(len(words), rng.randint(2, 3)))).lower()
         shape = rng.choice(("What did {s} say about {t}?", "When did {s} mention {t}?", "Who talked about {t}?",
                             "What does {s} think of {t}?"))
-        out.append(shape.format(s=speakers[i], t=topic))
+        out.append((shape.format(s=speakers[i], t=topic), i))
     return out
 
 
@@ -247,7 +253,7 @@ def _slices(n: int, size: int):
 
 def measure(n: int, shape: str, workdir: str | Path, seed: int = 7, batch: int = 10_000, writer_sample: int = 10_000,
             entity_sample: int = 10_000, queries: int = 40, query_groups: int = 10, embed_cache: str | None = None,
-            dense_max: int = 0, injections: int = 100) -> dict[str, Any]:
+            dense_max: int = 0, injections: int = 100, exact_queries: int = 20) -> dict[str, Any]:
     """Measure one size and shape in this process (see the module doc); returns one report row."""
     from speakerflow.graphs import Home
     from speakerflow.graphs.records import RecordBuffer
@@ -333,13 +339,88 @@ def measure(n: int, shape: str, workdir: str | Path, seed: int = 7, batch: int =
         row["query_p50_ms"] = _pct(warm, 50)
         row["query_p95_ms"] = _pct(warm, 95)
         row["queries"] = len(warm)
+        if shape == "one" and exact_queries:
+            row.update(_exact_against_bounded(stores[targets[0]], qs[:exact_queries], cfg))
         row.update(_dense(stores[targets[0]], qs, embed_cache) if embed_cache and shape == "one" and n <= dense_max
                    else {"dense_query_p50_ms": None, "dense_query_p95_ms": None})
     finally:
         for store in stores.values():
             store.close()
+    if shape == "one":
+        with home.open(gids[0]) as store:
+            row["hot_paths"] = _hot_paths(store, table, batch)
     row["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return row
+
+
+def _exact_against_bounded(store, qs: list[str], cfg) -> dict[str, Any]:
+    """The rules query path as before (every message scored per question) against the
+    bounded path, on the same store and questions in this process: latency and agreement.
+    Below the bounded path's size threshold both are the exact path (identical by design)."""
+    from speakerflow.ops.recall_bounded import bm25_cap, bounded_above
+    from speakerflow.pipelines.query_path import answer_question
+
+    saved = os.environ.get("SPEAKERFLOW_BOUNDED_RECALL_ABOVE")
+    out: dict[str, Any] = {"bounded_above": bounded_above(), "bm25_cap": bm25_cap(), "exact_queries": len(qs)}
+    res: dict[str, list] = {}
+    try:
+        for label, above in (("exact", str(10**12)), ("bounded", saved or "")):
+            os.environ["SPEAKERFLOW_BOUNDED_RECALL_ABOVE"] = above
+            answer_question(store, qs[0], cfg)  # warm-up
+            ms, got = [], []
+            for q in qs:
+                t0 = time.perf_counter()
+                r = answer_question(store, q, cfg)
+                ms.append((time.perf_counter() - t0) * 1000)
+                got.append((r.cited_ids(10), r.answer))
+            res[label] = got
+            out[f"query_{label}_p50_ms"], out[f"query_{label}_p95_ms"] = _pct(ms, 50), _pct(ms, 95)
+    finally:
+        if saved is None:
+            os.environ.pop("SPEAKERFLOW_BOUNDED_RECALL_ABOVE", None)
+        else:
+            os.environ["SPEAKERFLOW_BOUNDED_RECALL_ABOVE"] = saved
+    pairs = list(zip(res["exact"], res["bounded"], strict=True))
+    out["same_cited10_and_answer"] = sum(a == b for a, b in pairs)
+    out["same_answer"] = sum(a[1] == b[1] for a, b in pairs)
+    out["mean_overlap_cited10"] = round(float(np.mean([len(set(a[0]) & set(b[0])) / max(1, len(a[0]))
+                                                       for a, b in pairs])), 3)
+    return out
+
+
+def _hot_paths(store, table: pa.Table, batch: int) -> dict[str, Any]:
+    """The row-at-a-time code the store used before (issue 15, item 4) against the columnar
+    code now, in this process on this store: dedup of one batch of ids against every stored
+    id, and the text index written for one batch. Milliseconds; nothing is written to the store."""
+    import pyarrow.compute as pc
+
+    from speakerflow.graphs.store import GroupStore
+    from speakerflow.graphs.text_index import TantivyIndex
+
+    n = min(batch, table.num_rows)
+    probe = table.slice(table.num_rows - n, n)  # half stored ids, half new ones
+    ids = pc.if_else(pa.array(np.arange(n) % 2 == 0), probe["msg_id"],
+                     pc.binary_join_element_wise("new-", probe["msg_id"], ""))
+    out: dict[str, Any] = {"batch": n, "stored": store._msg_ids().__len__()}
+    t0 = time.perf_counter()  # before: re-read and re-sort the group, every stored id into a set, a loop
+    store._messages = None
+    seen = set(store.messages()["msg_id"].to_pylist())
+    keep = [i for i, m in enumerate(ids.to_pylist()) if m not in seen and not seen.add(m)]
+    out["dedup_rows_ms"] = round((time.perf_counter() - t0) * 1000, 1)
+    store._messages = None
+    store._msg_ids()  # what an open writer keeps from its previous append
+    t0 = time.perf_counter()
+    fresh, _ = store._new_rows(ids)
+    out["dedup_columns_ms"] = round((time.perf_counter() - t0) * 1000, 1)
+    assert list(fresh) == keep, "dedup paths disagree"
+    with tempfile.TemporaryDirectory(prefix="speakerflow-hot-") as tmp:
+        t0 = time.perf_counter()
+        TantivyIndex(Path(tmp) / "rows").add_columns(GroupStore._index_columns(probe))
+        out["index_rows_ms"] = round((time.perf_counter() - t0) * 1000, 1)
+        t0 = time.perf_counter()
+        TantivyIndex(Path(tmp) / "arrow").add_table(GroupStore._index_table(probe))
+        out["index_arrow_ms"] = round((time.perf_counter() - t0) * 1000, 1)
+    return out
 
 
 def _rules_writer():
@@ -629,12 +710,15 @@ def add_bench(bsub: argparse._SubParsersAction) -> None:
                    help="MiniLM vectors of the stream (built by python -m speakerflow.benchmarks.scale embed); "
                         "enables the dense columns (big group only)")
     p.add_argument("--dense-max", type=int, default=100_000, help="largest size with dense queries")
-    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--seed", type=int, default=7, help="seed of the synthetic stream (default 7)")
     p.add_argument("--ingest-batch", type=int, default=10_000, help="messages per append into the big group")
+    p.add_argument("--exact-queries", type=int, default=20,
+                   help="questions timed on both the exact and the bounded query path, big group only (0: skip)")
     p.add_argument("--threads", type=int, default=1, help="OpenMP/BLAS threads per child (0: library default)")
     p.add_argument("--sizes", default=None, help="comma-separated sizes to measure instead of 1k, 10k ... --messages")
     p.add_argument("--append", action="store_true",
                    help="keep the rows of an existing --out report for the sizes and shapes not measured now")
+    p.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
     p.set_defaults(func=_run_cli)
 
 
@@ -645,6 +729,17 @@ def _run_cli(args: argparse.Namespace) -> int:
                  threads=args.threads or None, batch=args.ingest_batch,
                  writer_sample=args.writer_sample, entity_sample=args.entity_sample, queries=args.queries,
                  embed_cache=args.embed_cache, dense_max=args.dense_max if args.embed_cache else 0, seed=args.seed,
+                 exact_queries=args.exact_queries,
                  log=lambda line: print(line, file=sys.stderr, flush=True))
-    print(json.dumps(report, indent=2))
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    cols = ["shape", "messages", "groups", "ingest_messages_per_s", "writer_messages_per_s", "bytes_per_message",
+            "peak_rss_mb", "query_p50_ms", "query_p95_ms", "dense_query_p50_ms"]
+    rows = [[str(r.get(c, "-")) for c in cols] for r in report.get("sizes", [])]
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
+    for line in [cols, *rows]:
+        print("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip())
+    if args.out:
+        print(f"wrote {args.out}")
     return 0

@@ -90,7 +90,7 @@ class Server:
     """``speakerflow serve`` in a subprocess on 127.0.0.1 (stopped on exit)."""
 
     def __init__(self, home: Path, keys: dict[str, list[str]], embedder: str, start_timeout: float = 300.0,
-                 reads: str = "snapshot"):
+                 reads: str = "snapshot", batch_queries: bool = True):
         self.home = home
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -100,7 +100,8 @@ class Server:
         self._log_fh = self.log.open("w")
         self.proc = subprocess.Popen(
             [sys.executable, "-c", _SERVE, "serve", "--home", str(home / "store"), "--host", "127.0.0.1",
-             "--port", str(self.port), "--embedder", embedder, "--log-level", "warning", "--reads", reads],
+             "--port", str(self.port), "--embedder", embedder, "--log-level", "warning", "--reads", reads,
+             *([] if batch_queries else ["--no-query-batching"])],
             stdout=self._log_fh, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + start_timeout
         while time.monotonic() < deadline:
@@ -114,6 +115,14 @@ class Server:
             time.sleep(0.2)
         self.stop()
         raise RuntimeError(f"server did not answer /healthz within {start_timeout:.0f}s")
+
+    def cpu_s(self) -> float | None:
+        """CPU seconds (user + system) the server process has used so far."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def rss_mb(self) -> tuple[float | None, float | None]:
         now, peak = _proc_kib(self.proc.pid, "VmRSS"), _proc_kib(self.proc.pid, "VmHWM")
@@ -159,7 +168,8 @@ async def _wait_written(client: httpx.AsyncClient, groups: list[str], keys: dict
 
 
 async def _load(url: str, clients: int, seconds: float, groups: list[str], keys: dict[str, dict[str, str]],
-                ingest_share: float, rng_seed: int, progress: bool, solo_asks: int = 100) -> dict[str, Any]:
+                ingest_share: float, rng_seed: int, progress: bool, solo_asks: int = 100,
+                cpu_probe=lambda: None) -> dict[str, Any]:
     ask_ms: list[float] = []
     ask_query_ms: list[float] = []
     ask_server_ms: list[float] = []
@@ -194,6 +204,7 @@ async def _load(url: str, clients: int, seconds: float, groups: list[str], keys:
 
         start = time.perf_counter()
         deadline = start + seconds
+        cpu_start, own_start = cpu_probe(), time.process_time()
 
         async def worker(i: int) -> None:
             rng = random.Random(rng_seed * 1000 + i)
@@ -239,6 +250,9 @@ async def _load(url: str, clients: int, seconds: float, groups: list[str], keys:
         tasks = [worker(i) for i in range(clients)] + ([ticker()] if progress else [])
         await asyncio.gather(*tasks)
         elapsed = time.perf_counter() - start
+        cpu_end, own_end = cpu_probe(), time.process_time()
+        cpu = {"server_cpu_s": round(cpu_end - cpu_start, 1) if cpu_start is not None and cpu_end is not None else None,
+               "client_cpu_s": round(own_end - own_start, 1)}
         await _wait_written(client, groups, keys, timeout=600)
         writes = {}
         for g in groups:
@@ -248,13 +262,16 @@ async def _load(url: str, clients: int, seconds: float, groups: list[str], keys:
     return {"elapsed_s": round(elapsed, 2), "ask_ms": ask_ms, "ask_query_ms": ask_query_ms,
             "ask_server_ms": ask_server_ms, "ask_wait_ms": ask_wait_ms, "ingest_ms": ingest_ms,
             "errors": errors, "counts": counts,
-            "writes": writes, "solo": solo}
+            "writes": writes, "solo": solo, "cpu": cpu}
 
 
 def run(clients: int = 32, seconds: float = 60.0, groups: int = 8, ingest_share: float = 0.1,
-        embedder: str = "minilm", progress: bool = True, seed: int = 0, reads: str = "snapshot") -> dict[str, Any]:
+        embedder: str = "minilm", progress: bool = True, seed: int = 0, reads: str = "snapshot",
+        batch_queries: bool = True) -> dict[str, Any]:
     """Start a server, load it, stop it; returns the report (see the module docstring).
-    ``reads``: the server's read path (``serve --reads``: ``snapshot`` or ``locked``)."""
+    ``reads``: the server's read path (``serve --reads``: ``snapshot`` or ``locked``);
+    ``batch_queries=False``: ``serve --no-query-batching``. ``reads="locked",
+    batch_queries=False`` is the server as it was before both (the baseline)."""
     if clients < 1 or groups < 1 or seconds <= 0 or not 0 <= ingest_share <= 1:
         raise ValueError("clients and groups >= 1, seconds > 0, 0 <= ingest_share <= 1")
     names = [f"bench-{i}" for i in range(groups)]
@@ -262,13 +279,14 @@ def run(clients: int = 32, seconds: float = 60.0, groups: int = 8, ingest_share:
     by_group = {groups_[0]: {"Authorization": f"Bearer {k}"} for k, groups_ in api_keys.items()}
     with tempfile.TemporaryDirectory(prefix="speakerflow-bench-serve-") as tmp:
         t0 = time.perf_counter()
-        with Server(Path(tmp), api_keys, embedder, reads=reads) as server:
+        with Server(Path(tmp), api_keys, embedder, reads=reads, batch_queries=batch_queries) as server:
             start_s = time.perf_counter() - t0
             if progress:
                 print(f"server up on {server.url} in {start_s:.1f}s; seeding {groups} group(s), then "
                       f"{clients} client(s) for {seconds:g}s", file=sys.stderr, flush=True)
             load_before = os.getloadavg()[0]
-            res = asyncio.run(_load(server.url, clients, seconds, names, by_group, ingest_share, seed, progress))
+            res = asyncio.run(_load(server.url, clients, seconds, names, by_group, ingest_share, seed, progress,
+                                    cpu_probe=server.cpu_s))
             load_after = os.getloadavg()[0]
             rss, peak = server.rss_mb()
             alive = server.proc.poll() is None
@@ -276,8 +294,10 @@ def run(clients: int = 32, seconds: float = 60.0, groups: int = 8, ingest_share:
     requests = res["counts"]["requests"]
     return {
         "benchmark": "serve", "clients": clients, "seconds": seconds, "groups": groups, "ingest_share": ingest_share,
-        "embedder": embedder, "reads": reads, "cpus": os.cpu_count(), "server_start_s": round(start_s, 2),
+        "embedder": embedder, "reads": reads, "query_batching": batch_queries, "cpus": os.cpu_count(), "server_start_s": round(start_s, 2),
         "load_avg_1m": [round(load_before, 1), round(load_after, 1)],
+        # CPU seconds used during the concurrent phase: by the server process, by the clients
+        **res["cpu"],
         "elapsed_s": res["elapsed_s"], "requests": requests,
         "requests_per_s": round(requests / res["elapsed_s"], 1) if res["elapsed_s"] else None,
         "errors": len(res["errors"]) + len(write_errors) + (0 if alive else 1),
@@ -299,7 +319,8 @@ def format_report(report: dict[str, Any]) -> str:
     a, i, s = report["ask"], report["ingest"], report["ask_one_client"]
     lines = [
         f"bench serve: {report['clients']} clients, {report['groups']} groups, {report['elapsed_s']}s, "
-        f"embedder {report['embedder']}, reads {report.get('reads', 'locked')}, {report['cpus']} CPU(s), "
+        f"embedder {report['embedder']}, reads {report.get('reads', 'locked')}, query batching "
+        f"{report.get('query_batching', False)}, {report['cpus']} CPU(s), "
         f"load average {report.get('load_avg_1m')}",
         f"  requests     {report['requests']} ({report['requests_per_s']}/s), errors {report['errors']}",
         f"  ask          {a['count']}: p50 {a['p50_ms']} ms, p95 {a['p95_ms']} ms, p99 {a['p99_ms']} ms "
@@ -309,7 +330,8 @@ def format_report(report: dict[str, Any]) -> str:
         f"  ask, 1 client {s['count']} before the load: p50 {s['p50_ms']} ms, p95 {s['p95_ms']} ms "
         f"(in server p50 {s['server_p50_ms']} ms; query path p50 {s['query_path_p50_ms']} ms)",
         f"  ingest       {i['count']} requests, {i['messages']} messages: p50 {i['p50_ms']} ms, p95 {i['p95_ms']} ms",
-        f"  server RSS   {report['server_rss_mb']} MiB (peak {report['server_peak_rss_mb']} MiB)",
+        f"  server RSS   {report['server_rss_mb']} MiB (peak {report['server_peak_rss_mb']} MiB); CPU seconds "
+        f"used meanwhile: server {report.get('server_cpu_s')}, clients {report.get('client_cpu_s')}",
     ]
     lines += [f"  error: {e}" for e in report["error_samples"]]
     return "\n".join(lines)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -111,6 +112,36 @@ class GroupStore:
                 except BaseException:
                     self.close()
                     raise
+
+    @property
+    def _messages(self) -> pa.Table | None:
+        """The cached messages table (``None``: read the Parquet parts on next use)."""
+        return self.__dict__.get("_messages_table")
+
+    @_messages.setter
+    def _messages(self, table: pa.Table | None) -> None:
+        # any change of the cached table (an append, a forget) also drops the id column cache
+        self.__dict__["_messages_table"] = table
+        self.__dict__["_stored_ids"] = None
+
+    def _msg_ids(self) -> pa.ChunkedArray:
+        """Every stored message id (a column, any order): the messages table's when it is
+        loaded, else the ``msg_id`` column of the Parquet parts, read once and then extended
+        by each append (an append does not read or sort the whole group)."""
+        if self._messages is not None:
+            return self._messages["msg_id"]
+        ids = self.__dict__.get("_stored_ids")
+        if ids is None:
+            parts = sorted((self.root / "messages").glob("part-*.parquet"))
+            man = None if self.writable else self.pending_batch()
+            if man and man.get("kind") == "messages":
+                parts = [p for p in parts if p.name != man["part"]]
+            chunks = [c for p in parts for c in pq.read_table(p, columns=["msg_id"])["msg_id"].chunks]
+            ids = pa.chunked_array(chunks, pa.string())
+            if man and man.get("hide"):
+                ids = ids.filter(pc.invert(pc.is_in(ids, pa.array(man["hide"], pa.string()))))
+            self.__dict__["_stored_ids"] = ids
+        return ids
 
     # -- lifecycle ----------------------------------------------------------------------
     def _acquire_lock(self, wait_s: float | None = None) -> None:
@@ -240,47 +271,68 @@ class GroupStore:
             row = pc.index(bad, True).as_py()
             raise StoreError(f"{where}: row {row}: field 'group_id' is {table['group_id'][row].as_py()!r}; "
                              "a group's store only takes its own messages")
-        ids = table["msg_id"].to_pylist()
-        stored = self.messages()
-        seen = set(stored["msg_id"].to_pylist())
-        keep = []
-        repeats = []
-        for i, mid in enumerate(ids):
-            if mid not in seen:
-                seen.add(mid)
-                keep.append(i)
-            else:
-                repeats.append(i)
-        if repeats:  # a repeat is skipped only if it is the same message, never silently replaced
-            stored_text = dict(zip(stored["msg_id"].to_pylist(), stored["text"].to_pylist(), strict=True))
-            texts = table["text"].to_pylist()
-            first: dict[str, str] = {}
-            for i in keep:
-                first.setdefault(ids[i], texts[i])
-            for i in repeats:
-                old = stored_text.get(ids[i], first.get(ids[i]))
-                if old != texts[i]:
-                    raise StoreError(f"{where}: row {i}: field 'msg_id' {ids[i]!r} is already stored with "
-                                     "different text; messages are immutable (nothing was written)")
-        result = IngestResult(self.group_id, added=len(keep), skipped=len(ids) - len(keep))
-        if not keep:
+        keep, repeats = self._new_rows(table["msg_id"])
+        if len(repeats):  # a repeat is skipped only if it is the same message, never silently replaced
+            self._check_repeats(table, keep, repeats, where)
+        result = IngestResult(self.group_id, added=len(keep), skipped=table.num_rows - len(keep))
+        if not len(keep):
             return result
-        new = table.take(pa.array(keep)) if len(keep) < len(ids) else table
+        new = table.take(pa.array(keep)) if len(keep) < table.num_rows else table
         known = set(self.roster())
-        for name in new["speaker"].to_pylist():
-            if name not in known:
-                known.add(name)
-                result.new_speakers.append(name)
+        result.new_speakers = [s for s in pc.unique(new["speaker"]).to_pylist() if s not in known]
+        before = self._msg_ids()
         self._write_messages(new)
+        if not self.in_memory:  # the id column grows by the batch; nothing is re-read
+            self.__dict__["_stored_ids"] = pa.chunked_array([*before.chunks, *new["msg_id"].chunks], pa.string())
         return result
+
+    def _new_rows(self, ids: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows of a batch to write (first time an id is seen: neither stored nor earlier in
+        the batch) and rows to skip, found column-wise: the stored ids are probed against a
+        hash of the batch's (``pc.is_in``), not loaded into a Python set."""
+        stored = self._msg_ids()
+        batch_ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
+        hits = stored.filter(pc.is_in(stored, value_set=batch_ids)) if len(stored) else stored
+        old = pc.is_in(batch_ids, value_set=hits.combine_chunks()).to_numpy(zero_copy_only=False) if len(hits) \
+            else np.zeros(len(batch_ids), dtype=bool)
+        first = np.ones(len(batch_ids), dtype=bool)
+        distinct = pc.unique(batch_ids)
+        if len(distinct) < len(batch_ids):  # repeats inside the batch: only the first occurrence counts
+            code = pc.index_in(batch_ids, value_set=distinct).to_numpy()
+            at = np.full(len(distinct), len(batch_ids))
+            np.minimum.at(at, code, np.arange(len(batch_ids)))
+            first[:] = False
+            first[at] = True
+        fresh = first & ~old
+        return np.flatnonzero(fresh), np.flatnonzero(~fresh)
+
+    def _check_repeats(self, table: pa.Table, keep: np.ndarray, repeats: np.ndarray, where: str) -> None:
+        """Raise :class:`StoreError` when a repeated id comes with another text than the
+        stored one (or than its first occurrence in the batch)."""
+        ids, texts = table["msg_id"].to_pylist(), table["text"].to_pylist()
+        wanted = pa.array(sorted({ids[i] for i in repeats}), pa.string())
+        stored = self.messages()
+        have = stored.filter(pc.is_in(stored["msg_id"], value_set=wanted))
+        known = dict(zip(have["msg_id"].to_pylist(), have["text"].to_pylist(), strict=True))
+        first: dict[str, str] = {}
+        for i in keep:
+            first.setdefault(ids[i], texts[i])
+        for i in repeats:
+            old = known.get(ids[i], first.get(ids[i]))
+            if old != texts[i]:
+                raise StoreError(f"{where}: row {i}: field 'msg_id' {ids[i]!r} is already stored with "
+                                 "different text; messages are immutable (nothing was written)")
 
     def _add_speakers(self, names: list[str]) -> None:
         known = set(self.roster())
+        added = False
         for name in names:
             if name not in known:
                 known.add(name)
                 self._meta["roster"].append({"name": name, "aliases": []})
-        self._save_meta()
+                added = True
+        if added or not (self.root / "group.json").exists():  # group.json (and its watermark) only rewritten on change
+            self._save_meta()
 
     @staticmethod
     def _index_columns(new: pa.Table) -> dict[str, list]:
@@ -296,13 +348,21 @@ class GroupStore:
         nums = [int(p.stem.split("-")[1]) for p in folder.glob("part-*.parquet") if p.stem.split("-")[1].isdigit()]
         return f"part-{(max(nums) + 1) if nums else 0:06d}.parquet"
 
+    @staticmethod
+    def _index_table(new: pa.Table) -> pa.Table:
+        """The text index's fields of messages as Arrow columns (see :meth:`_index_columns`)."""
+        return pa.table({"doc_id": new["msg_id"], "kind": pa.repeat("message", new.num_rows).cast(pa.string()),
+                         "group_id": new["group_id"], "speaker": new["speaker"], "session_id": new["session_id"],
+                         "text": new["text"], "ts": new["ts"]})
+
     def _write_messages(self, new: pa.Table) -> None:
-        columns = self._index_columns(new)
+        speakers = pc.unique(new["speaker"]).to_pylist()  # in order of first appearance
         if self.in_memory:
+            columns = self._index_columns(new)
             self.index.add([dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)])
             self._messages = pa.concat_tables([self._messages, new]).sort_by(
                 [("ts", "ascending"), ("session_id", "ascending"), ("turn", "ascending")])
-            self._add_speakers(new["speaker"].to_pylist())
+            self._add_speakers(speakers)
             return
         folder = self.root / "messages"
         folder.mkdir(exist_ok=True)
@@ -317,16 +377,17 @@ class GroupStore:
         with ThreadPoolExecutor(max_workers=1) as pool:
             copied = pool.submit(graph.copy_nodes, "Message", new)
             try:
-                self.index.add_columns(columns)  # rolls itself back on error
+                self.index.add_table(self._index_table(new))  # rolls itself back on error
                 index_error = None
             except BaseException as exc:  # noqa: BLE001 - re-raised below after undoing the graph
                 index_error = exc
             graph_error = copied.exception()
         if graph_error is not None or index_error is not None:
+            ids = new["msg_id"].to_pylist()
             if graph_error is None:
-                graph.execute("MATCH (m:Message) WHERE m.msg_id IN $ids DETACH DELETE m", {"ids": columns["doc_id"]})
+                graph.execute("MATCH (m:Message) WHERE m.msg_id IN $ids DETACH DELETE m", {"ids": ids})
             if index_error is None:
-                self.index.delete(columns["doc_id"])
+                self.index.delete(ids)
             tmp.unlink(missing_ok=True)
             batch.end(self.root)
             if graph_error is not None:
@@ -337,7 +398,7 @@ class GroupStore:
         tmp.replace(final)
         self._messages = None
         failpoint("messages.renamed")
-        self._add_speakers(new["speaker"].to_pylist())
+        self._add_speakers(speakers)
         failpoint("messages.roster")
         batch.end(self.root)
         failpoint("messages.done")
@@ -412,6 +473,10 @@ class GroupStore:
             from .forget import recover_forget
 
             done = recover_forget(self, man)
+        elif kind == "facts":
+            from .facts import recover_facts
+
+            done = recover_facts(self, man)
         else:
             raise StoreError(f"group {self.group_id!r}: unknown batch kind {kind!r} in {batch.MANIFEST}")
         batch.end(self.root)
@@ -435,7 +500,7 @@ class GroupStore:
         self.index.replace_columns(self._index_columns(new))
         if tmp.exists():
             tmp.replace(final)
-        self._add_speakers(new["speaker"].to_pylist())
+        self._add_speakers(pc.unique(new["speaker"]).to_pylist())
         return {"action": "rolled forward", "rows": len(ids), "graph_rows_added": len(missing)}
 
     def _hidden_ids(self) -> set[str]:
@@ -498,13 +563,22 @@ class GroupStore:
             return self.index.search(query, k, flt)
         return [h for h in self.index.search(query, k + len(hidden), flt) if h.doc_id not in hidden][:k]
 
+    def search_keys(self, query: str, k: int = 10, flt: SearchFilter | None = None
+                    ) -> tuple[list[int], list[float]] | None:
+        """:meth:`search` as (:func:`~speakerflow.graphs.text_index.doc_key` of each hit,
+        scores), without fetching each hit's stored id; ``None`` when the index has no keys
+        or a reader must hide a batch still being written (then use :meth:`search`)."""
+        if not self.writable and self._hidden_ids():
+            return None
+        return self.index.search_keys(query, k, flt)
+
     def stats(self) -> dict[str, int]:
         """Counts of messages, speakers, sessions and records."""
         msgs = self.messages()
         return {
             "messages": msgs.num_rows,
             "speakers": len(self.roster()),
-            "sessions": len(set(msgs["session_id"].to_pylist())),
+            "sessions": pc.count_distinct(msgs["session_id"]).as_py(),
             "records": self.records().num_rows,
         }
 

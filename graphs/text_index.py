@@ -5,6 +5,7 @@ pure-Python BM25 with the same interface, for fast unit tests.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections import Counter, defaultdict
@@ -12,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
+
+import pyarrow as pa
 
 #: Filterable fields (exact match, raw tokenizer).
 FILTER_FIELDS = ("doc_id", "kind", "group_id", "speaker", "owner", "layer", "session_id")
@@ -21,6 +24,16 @@ STOPWORDS = frozenset(
     "into is it its me my of on or our she so that the their them they this to was we were what when "
     "where which who whom why will with you your".split()
 )
+
+
+#: i64 fast field holding :func:`doc_key` of the document id (indexes created since it exists)
+KEY_FIELD = "doc_key"
+
+
+def doc_key(doc_id: str) -> int:
+    """A 63-bit key of a document id (blake2b): what the index keeps as a fast field, so a
+    search can return ids of many hits without fetching each stored document."""
+    return int.from_bytes(hashlib.blake2b(doc_id.encode(), digest_size=8).digest(), "little") >> 1  # fits an i64
 
 
 def query_terms(text: str) -> list[str]:
@@ -71,16 +84,35 @@ class TantivyIndex:
         self._t = tantivy
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
-        builder = tantivy.SchemaBuilder()
+        #: whether documents carry :data:`KEY_FIELD` (an index made before it existed does not)
+        self.keyed = True
+        self.schema = self._schema(keyed=True)
+        try:
+            self.index = tantivy.Index(self.schema, path=str(self.path), reuse=True)
+        except ValueError as exc:
+            if "schema does not match" not in str(exc):
+                raise
+            self.keyed = False
+            self.schema = self._schema(keyed=False)
+            self.index = tantivy.Index(self.schema, path=str(self.path), reuse=True)
+        self._heap = heap_mb * 1024 * 1024
+        self._writer = None
+        self.writable = writable
+
+    def _schema(self, keyed: bool):
+        builder = self._t.SchemaBuilder()
         for name in FILTER_FIELDS:
             builder.add_text_field(name, stored=name == "doc_id", fast=True, tokenizer_name="raw")
         builder.add_text_field("text", stored=False, tokenizer_name="en_stem")
         builder.add_date_field("ts", indexed=True, fast=True)
-        self.schema = builder.build()
-        self.index = tantivy.Index(self.schema, path=str(self.path), reuse=True)
-        self._heap = heap_mb * 1024 * 1024
-        self._writer = None
-        self.writable = writable
+        if keyed:
+            builder.add_integer_field(KEY_FIELD, stored=False, indexed=False, fast=True)
+        return builder.build()
+
+    def _with_keys(self, columns: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        if not self.keyed or "doc_id" not in columns:
+            return columns
+        return {**columns, KEY_FIELD: [doc_key(d) for d in columns["doc_id"]]}
 
     def _writer_or_open(self):
         if not self.writable:
@@ -101,7 +133,8 @@ class TantivyIndex:
         ingest path's hot loop. ``replace=True`` first deletes documents with the same
         ``doc_id`` in the same commit (idempotent: redoing a batch leaves one copy).
         """
-        names = [k for k in (*FILTER_FIELDS, "text", "ts") if k in columns]
+        columns = self._with_keys(columns)
+        names = [k for k in (*FILTER_FIELDS, "text", "ts", KEY_FIELD) if k in columns]
         if not names or not columns[names[0]]:
             return
         writer = self._writer_or_open()
@@ -122,13 +155,50 @@ class TantivyIndex:
         self._writer = None
         self.index.reload()
 
+    def add_table(self, table: pa.Table) -> None:
+        """:meth:`add_columns` for an Arrow table with one column per field: the documents go
+        to Tantivy as JSON lines that polars writes column-wise (``ts`` as RFC 3339 UTC),
+        one ``add_json`` call each, instead of a Python dict and ``Document`` per row. A table
+        with nulls takes :meth:`add_columns` (a null field is left out of its document)."""
+        names = [k for k in (*FILTER_FIELDS, "text", "ts") if k in table.column_names]
+        if not names or not table.num_rows:
+            return
+        if any(table[k].null_count for k in names):
+            self.add_columns(table.select(names).to_pydict())
+            return
+        import polars as pl
+
+        frame = pl.from_arrow(table.select(names))
+        if "ts" in names:
+            ts = pl.col("ts")
+            ts = ts.dt.convert_time_zone("UTC") if frame.schema["ts"].time_zone else ts.dt.replace_time_zone("UTC")
+            frame = frame.with_columns(ts.dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"))
+        if self.keyed and "doc_id" in names:
+            frame = frame.with_columns(pl.Series(KEY_FIELD, [doc_key(d) for d in frame["doc_id"].to_list()],
+                                                 dtype=pl.Int64))
+        lines = frame.write_ndjson().split("\n")  # JSON escapes newlines inside strings
+        writer = self._writer_or_open()
+        try:
+            add = writer.add_json
+            for line in lines:
+                if line:
+                    add(line)
+            writer.commit()
+        except BaseException:
+            writer.rollback()
+            raise
+        writer.wait_merging_threads()
+        self._writer = None
+        self.index.reload()
+
     def rebuild(self, columns: dict[str, list[Any]]) -> None:
         """Replace every document with ``columns`` in one commit and delete the old segment
         files (nothing of a removed document stays on disk; used by forget)."""
         writer = self._writer_or_open()
         try:
             writer.delete_all_documents()
-            names = [k for k in (*FILTER_FIELDS, "text", "ts") if k in columns]
+            columns = self._with_keys(columns)
+            names = [k for k in (*FILTER_FIELDS, "text", "ts", KEY_FIELD) if k in columns]
             for values in zip(*(columns[k] for k in names), strict=True) if names else ():
                 fields = {k: v for k, v in zip(names, values, strict=True) if v is not None}
                 fields.setdefault("text", "")
@@ -168,9 +238,30 @@ class TantivyIndex:
         self.index.reload()
 
     def search(self, query: str, k: int = 10, flt: SearchFilter | None = None) -> list[Hit]:
+        found = self._search(query, k, flt)
+        if found is None:
+            return []
+        searcher, hits = found
+        return [Hit(searcher.doc(addr)["doc_id"][0], float(score)) for score, addr in hits]
+
+    def search_keys(self, query: str, k: int = 10, flt: SearchFilter | None = None) -> tuple[list[int], list[float]] | None:
+        """:meth:`search` as (:func:`doc_key` of each hit, scores), best first, read from the
+        key fast field instead of each stored document; ``None`` for an index without keys."""
+        if not self.keyed:
+            return None
+        found = self._search(query, k, flt)
+        if found is None:
+            return [], []
+        searcher, hits = found
+        keys = searcher.fast_field_values(KEY_FIELD, [addr for _, addr in hits])
+        if any(key is None for key in keys):  # a segment written without keys: read the ids
+            return [doc_key(searcher.doc(addr)["doc_id"][0]) for _, addr in hits], [float(s) for s, _ in hits]
+        return keys, [float(s) for s, _ in hits]
+
+    def _search(self, query: str, k: int, flt: SearchFilter | None):
         terms = query_terms(query)
         if not terms or k <= 0:
-            return []
+            return None
         Query, Occur = self._t.Query, self._t.Occur
         # terms are plain lower-case words, so the parser sees no operators
         text_q = self.index.parse_query(" ".join(terms), ["text"])
@@ -189,7 +280,7 @@ class TantivyIndex:
             )
         searcher = self.index.searcher()
         result = searcher.search(Query.boolean_query(clauses), limit=k, count=False)
-        return [Hit(searcher.doc(addr)["doc_id"][0], float(score)) for score, addr in result.hits]
+        return searcher, result.hits
 
     def count(self) -> int:
         return self.index.searcher().num_docs
@@ -242,12 +333,19 @@ class InMemoryIndex:
     def count(self) -> int:
         return len(self.docs)
 
+    def search_keys(self, query: str, k: int = 10, flt: SearchFilter | None = None) -> tuple[list[int], list[float]]:
+        hits = self.search(query, k, flt)
+        return [doc_key(h.doc_id) for h in hits], [h.score for h in hits]
+
     def add_columns(self, columns: dict[str, list[Any]], replace: bool = False) -> None:
         names = list(columns)
         self.add([dict(zip(names, row, strict=True)) for row in zip(*columns.values(), strict=True)])
 
     def replace_columns(self, columns: dict[str, list[Any]]) -> None:
         self.add_columns(columns, replace=True)
+
+    def add_table(self, table: pa.Table) -> None:
+        self.add_columns(table.to_pydict())
 
     def rebuild(self, columns: dict[str, list[Any]]) -> None:
         self.delete(list(self.docs))

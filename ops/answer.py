@@ -129,6 +129,7 @@ class AnswerConfig(OperatorConfig):
     max_statement_words: int = 40
     when_quote: bool = False
     clause_words: int = 12
+    context_weight: float = 0.5
 
 
 # --- units -------------------------------------------------------------------------------------
@@ -178,6 +179,9 @@ class Unit:
     is_record: bool = False  # a record's own text (the Writer's statement), not a message
     cites: tuple = ()  # a record's from_ids
     session: str | None = None
+    records: set = field(default_factory=set)  # keys of the records citing this message
+    settles: bool = False  # the message that settled a GROUP record (its source's latest cited message)
+    context: float = 0.0  # the best question match among the records citing it (set by _score)
 
 
 class Messages:
@@ -185,7 +189,9 @@ class Messages:
 
     def __init__(self, view):
         self.view = view
-        self.roster = sorted(set(view.speakers))
+        from .recall_bounded import speaker_index
+
+        self.roster = list(speaker_index(view).names)  # sorted(set(view.speakers)), cached per view
 
     def get(self, msg_id: str):
         row = self.view.pos.get(msg_id)
@@ -201,7 +207,8 @@ class Messages:
 def _units(evidence: list[EvidenceItem], messages: Messages | None) -> list[Unit]:
     units: dict[tuple, Unit] = {}
 
-    def add(key_id, text, speaker, ts, item: EvidenceItem, via_record, history, span, is_record=False):
+    def add(key_id, text, speaker, ts, item: EvidenceItem, via_record, history, span, is_record=False,
+            record_key=None, settles=False):
         sents = _split(text) or [text]
         session = messages.session(key_id) if messages and not is_record else None
         for i, s in enumerate(sents):
@@ -220,6 +227,9 @@ def _units(evidence: list[EvidenceItem], messages: Messages | None) -> list[Unit
             u.history |= history
             if span and len(span) > len(u.record_span):
                 u.record_span = span
+            if record_key is not None:
+                u.records.add(record_key)
+            u.settles |= settles
 
     for item in evidence:
         if item.kind == "empty_row" or not item.text:
@@ -229,12 +239,16 @@ def _units(evidence: list[EvidenceItem], messages: Messages | None) -> list[Unit
             found = [(mid, m) for mid, m in found if m is not None]
             found.sort(key=lambda f: (f[1][1] is None, f[1][1]))
             span = tuple(mid for mid, _ in found) if len({m[2] for _, m in found}) > 1 else ()
+            # a GROUP record was settled by its source's latest message among those it cites
+            settling = next((mid for mid, m in reversed(found) if m[0] == item.speaker), None) \
+                if item.row == "GROUP" else None
             for j, (mid, (speaker, ts, text)) in enumerate(found):
-                add(mid, text, speaker, ts, item, True, bool(span) and j < len(found) - 1, span)
+                add(mid, text, speaker, ts, item, True, bool(span) and j < len(found) - 1, span,
+                    record_key=item.entry_id or item.text, settles=mid == settling)
         if item.kind == "record":
             # the record's own statement of the state: what an UPDATE chain changes
             add(item.entry_id or item.text, item.text, item.row if item.row not in (None, "GROUP") else item.speaker,
-                item.ts, item, True, False, (), is_record=True)
+                item.ts, item, True, False, (), is_record=True, record_key=item.entry_id or item.text)
         else:
             mid = item.msg_ids[0] if item.msg_ids else item.text
             add(mid, item.text, item.speaker, item.ts, item, False, False, ())
@@ -332,10 +346,22 @@ def _score(units: list[Unit], projection: Projection, qtype: str, dense: dict[st
         {r for r in projection.rows if r not in ("ALL", "GROUP")}
     time_q = qtype == "when" or bool(_TIME_WORD_Q.search(projection.question))
     decision_q = qtype == "decision" or bool(_DECISION_Q.search(projection.question))
+    # System 2 ties messages to one matter: a message cited by a record is on the matter of the
+    # record's best-matching message or statement ("Leon didn't come again" under the drinks record)
+    best_of: dict = {}
+    for u in units:
+        lx = idf_sum(words & u.terms, df)
+        for key in u.records:
+            best_of[key] = max(best_of.get(key, 0.0), lx)
+    for u in units:
+        u.context = max((best_of[k] for k in u.records), default=0.0)
     for u in units:
         hit = words & u.terms
         lex = idf_sum(hit, df) + 0.5 * idf_sum(values & u.terms, df)
         hit = hit or (values & u.terms)
+        if not u.is_record and u.context > lex:
+            lex += config.context_weight * (u.context - lex)
+            hit = hit or u.context > 0
         s = lex + config.dense_weight * max(0.0, dense.get(u.msg_id or "", 0.0)) + 1.0 / (1 + u.rank)
         if u.text.rstrip().endswith("?"):
             s -= config.question_penalty * (0.3 if qtype == "per-person" else 1.0)
@@ -350,6 +376,8 @@ def _score(units: list[Unit], projection: Projection, qtype: str, dense: dict[st
                 s += config.type_bonus
             if "GROUP" in u.rows:
                 s += config.record_bonus
+            if u.settles:
+                s += config.record_bonus  # the message that settled it, not the discussion before
         if qtype == "who" and _named(u, projection, names):
             s += 0.5
         if named and (u.speaker in named or named & u.rows):

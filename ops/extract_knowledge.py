@@ -173,6 +173,7 @@ class KnowledgeExtractor:
         self._recent: dict[str, str] = {}
         self._last_obj: dict[str, tuple[str, str]] = {}
         self._said: dict[str, list[Candidate]] = {}
+        self._inferred: set[str] = set()  # events with a regime read by the classifier (no regime word)
 
     def extract(self, event: Event, detection: Detection | None = None) -> list[Candidate]:
         """Candidate facts in ``event`` (detected entities are canonicalised on the way)."""
@@ -211,6 +212,11 @@ class KnowledgeExtractor:
                 if st in SUBJECT_TYPES:
                     local[st] = c.subject_id
                     self._recent[st] = c.subject_id
+        if ev.msg_id in self._inferred:  # a regime word elsewhere in the event beats a regime read without one
+            self._inferred.discard(ev.msg_id)
+            worded = {c.subject_id for c in out if c.relation == "regime" and c.op == "assert" and categories(c.description, "regime")}
+            out = [c for c in out if not (c.relation == "regime" and c.subject_id in worded
+                                          and not categories(c.description, "regime"))]
         seen: set[tuple] = set()
         kept = []
         for c in out:
@@ -290,7 +296,9 @@ class KnowledgeExtractor:
             if ended and rel.name == "status":
                 continue  # "she stopped running the basis trade" ended a strategy, not the trader
             claims[rel.name] = (rel, ph.start() if ph else v.start, None)
-        if "regime" not in claims and self.values is not None and any(t == "asset" for _m, _e, t in typed):
+        if "regime" not in claims and self.values is not None and any(t == "asset" for _m, _e, t in typed) \
+                and not categories(clause, "regime"):
+            # no regime word in the clause (a regime word, asserted, negated or ended, is read as such)
             for s0, s1 in _segments(clause):  # each comma-separated stretch on its own ("..., and the trend's still up")
                 piece = [(m.start - s0, m.end - s0, t) for m, _e, t in typed if s0 <= m.start < s1]
                 masked = mask(clause[s0:s1], piece)
@@ -301,6 +309,7 @@ class KnowledgeExtractor:
                 if best != "_none" and sc[best] >= self.value_threshold and sc[best] - sc["_none"] >= VALUE_MARGIN:
                     anchor = next(m.start for m, _e, t in typed if t == "asset")
                     claims["regime"] = (RELATION_BY_NAME["regime"], anchor, best)
+                    self._inferred.add(ev.msg_id)
                     break
         for rel, anchor, fixed in claims.values():
             if rel.name in STATS and THRESHOLD.search(clause):
@@ -311,6 +320,8 @@ class KnowledgeExtractor:
             read = fixed or read_value(rel, clause, anchor)
             if read is None:
                 continue
+            if rel.name == "max_drawdown" and read.startswith("-"):
+                read = read[1:]  # a drawdown is a magnitude: "-18.4%" is 18.4%
             out.append(self._candidate(ev, subject, rel, read, clause))
         return out
 
@@ -326,19 +337,33 @@ class KnowledgeExtractor:
                     found.append((rel, ph.start(), ph.end()))
         if found:
             out: list[tuple[Relation, int, str]] = []
+            loose = []
             for v in pvals:
                 def dist(p, v=v):
                     return v.start - p[2] if p[2] <= v.start else p[1] - v.end + 8
                 seg = _segment(clause, v.start)
                 near = [p for p in found if seg[0] <= p[1] < seg[1]]  # "BTC up 3%, fees 0.1%": 3% has no phrase
                 if not near and len(pvals) > 1:
+                    loose.append(v)
                     continue
                 rel, at, _ = min(near or found, key=dist)
                 if all(r is not rel for r, _a, _v in out):
                     out.append((rel, at, v.value))
+            # a percentage with no phrase of its own ("55% wins, max DD 27%"): its segment by prototype
+            for v in loose:
+                hit = self._segment_relation(ev, clause, typed, v, {r.name for r, _a, _v in out})
+                if hit is not None:
+                    out.append(hit)
             return out
         if self.classifier is None:
             return []
+        if len(pvals) > 1:  # several percentages, no phrase: each segment on its own
+            out = []
+            for v in pvals:
+                hit = self._segment_relation(ev, clause, typed, v, {r.name for r, _a, _v in out})
+                if hit is not None:
+                    out.append(hit)
+            return out
         types = {t for _m, _e, t in typed}
         if ev.source_type in ("user_turn", "message") and (FIRST_PERSON.search(clause) or SECOND_PERSON.search(clause)):
             types.add("person")
@@ -353,6 +378,28 @@ class KnowledgeExtractor:
         if best not in labels or scores[best] < self.threshold:
             return []
         return [(RELATION_BY_NAME[best], pvals[0].start, pvals[0].value)]
+
+    def _segment_relation(self, ev, clause, typed, v, taken: set[str]) -> tuple[Relation, int, str] | None:
+        """The percent relation of the segment holding ``v`` by nearest prototype, the clause's
+        subject type put before it when the segment names none ("the trader: n% profitable")."""
+        if self.classifier is None:
+            return None
+        s0, s1 = _segment(clause, v.start)
+        types = {t for _m, _e, t in typed}
+        labels = tuple(r.name for r in RELATION_BY_NAME.values()
+                       if r.value == "percent" and r.subject in types and r.name not in taken)
+        if not labels:
+            return None
+        piece = [(m.start - s0, m.end - s0, t) for m, _e, t in typed if s0 <= m.start < s1]
+        text = mask(clause[s0:s1], piece)
+        subjects = [t for t in SUBJECT_TYPES if t in types]
+        if not piece and len(subjects) == 1:
+            text = f"{'the coin' if subjects[0] == 'asset' else 'the ' + subjects[0]}: {text}"
+        scores = self.classifier.scores(text)
+        best = max(scores, key=scores.get)
+        if best not in labels or scores[best] < self.threshold:
+            return None
+        return RELATION_BY_NAME[best], v.start, v.value
 
     def _correction(self, ev: Event, clause: str, found: list[Candidate], cue: bool = False) -> Candidate | None:
         """"typo above, it's 0.04% not 0.4%": the value replaces one the same speaker just stated."""

@@ -77,8 +77,10 @@ CATEGORIES: dict[str, dict[str, tuple[str, ...]]] = {
         "thin": ("thin", "thinner", "shallow", "illiquid", "dried up"),
     },
     "status": {
-        "active": ("active", "trading normally", "live", "resumed", "back online", "reactivated", "copyable"),
-        "paused": ("paused", "stopped", "halted", "suspended", "inactive", "frozen", "offline", "disabled"),
+        "active": ("active", "trading normally", "live", "resumed", "back online", "reactivated", "copyable", "reopened",
+                   "re-enabled", "reinstated", "switched on", "turned on", "back on"),
+        "paused": ("paused", "stopped", "halted", "suspended", "inactive", "frozen", "offline", "disabled", "switched off",
+                   "turned off", "deactivated", "on hold"),
     },
     "risk_preference": {
         "conservative": ("conservative", "cautious", "low-risk", "low risk", "risk-averse", "defensive"),
@@ -132,7 +134,8 @@ RELATIONS: tuple[Relation, ...] = (
     Relation("win_rate", "trader", ("win rate", "hit rate", "success rate", "winrate", "wr", "win %", "win pct"), "percent",
              half_life_days=30,
              description=("the share of the trader's trades that end in profit",
-                          "how often the trader's positions close as winners, in percent"),
+                          "how often the trader's positions close as winners, in percent",
+                          "the fraction of the trader's trades that hit their target and close in profit"),
              kind=("track_record",)),
     Relation("max_drawdown", "trader", ("max drawdown", "maximum drawdown", "worst drawdown", "drawdown", "mdd", "max dd", "dd"),
              "percent",

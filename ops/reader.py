@@ -40,7 +40,8 @@ HEDGE = re.compile(r"\b(rumou?r\w*|maybe|might|unconfirmed|unverified|heard|alle
                    r"chatter|claims?|apparently|reportedly|could be|trust me)\b", re.IGNORECASE)
 ENDING = re.compile(r"\b(behind us|dropped|drop(?:ping)? the|no longer|stopped|quit|gone|is over|resolved|cleared|"
                     r"ended|abandon\w*|ditch\w*|off the table|not an issue|no more|put to bed|went away|lifted|"
-                    r"wound down|retired|gave up|give up|walked away from|shelved|done with|moved on from)\b",
+                    r"wound down|retired|gave up|give up|walked away from|shelved|done with|moved on from|sorted|fixed|"
+                    r"(?:is|are) (?:done|finished)|are over)\b",
                     re.IGNORECASE)
 ANAPHOR = re.compile(r"\b(?:that|this|the)\s+(exposure|risk|concern|worry|scare|issue|threat|strategy|trade|setup|approach|play)\b",
                      re.IGNORECASE)
@@ -55,7 +56,7 @@ BOUND = re.compile(r"\b(?:more|bigger|larger|higher|greater|less|lower|smaller|a
                    re.IGNORECASE)
 #: what a percentage next to these words is (a return, a yield, a spread, a gas or withdrawal fee,
 #: a discount, a funding rate, dominance): never the level of a relation here
-DECOY = re.compile(r"\b(roi|return\w*|pnl|p&l|profit\w*|yield\w*|apy|apr|dominance|spreads?|gas|withdrawal\w*|network fee|"
+DECOY = re.compile(r"\b(roi|return\w*|pnl|p&l|profits?\b|yield\w*|apy|apr|dominance|spreads?|gas|withdrawal\w*|network fee|"
                    r"discount\w*|rebate\w*|funding(?! arb)|interest|inflation|unlock\w*|supply|odds|chance|probability|"
                    r"volume|open interest|oi|price)\b",
                    re.IGNORECASE)
@@ -69,17 +70,30 @@ RELATION_THRESHOLD = 0.25
 INTENT_THRESHOLD = 0.05
 #: neighbours per label of the intent classifier (:class:`ExemplarClassifier`)
 INTENT_K = 2
-VALUE_THRESHOLD = 0.35
+VALUE_THRESHOLD = 0.0
 VALUE_MARGIN = 0.15
-#: The market regimes described in plain words (prototypes for a clause with no regime word).
+#: The market regimes described in plain words, several ways each, and what a clause naming
+#: a coin without a regime often is instead (``_none``: one day's move, a price, news, fees):
+#: exemplars of a clause with no regime word (:func:`regime_classifier`, k nearest, centred).
 REGIME_PROTOTYPES: dict[str, tuple[str, ...]] = {
-    "bullish": ("the coin keeps rising, buyers are in control, higher highs", "the coin's trend is up"),
-    "bearish": ("the coin keeps falling, sellers are in control, lower lows", "the coin's trend is down, it is bleeding"),
-    "ranging": ("the coin trades sideways in a range with no direction, chopping between two levels",),
-    "volatile": ("the coin swings wildly up and down, big moves both ways every day",),
-    "_none": ("something happened to the coin today", "a one-day price drop or jump of the coin",
-              "news about the coin", "the coin's order book, fees or liquidity"),
+    "bullish": ("the coin keeps rising", "the coin is trending up", "buyers are in control of the coin",
+                "the coin makes higher highs and higher lows", "dips in the coin get bought", "the coin rallies again",
+                "the coin is grinding higher", "the coin broke out to the upside", "a strong uptrend on the coin"),
+    "bearish": ("the coin keeps falling", "the coin is trending down", "sellers are in control of the coin",
+                "the coin makes lower highs and lower lows", "the coin is bleeding", "the coin slides again",
+                "rallies in the coin get sold", "the coin broke down", "the coin is in a downtrend"),
+    "ranging": ("the coin is stuck in a range", "the coin moves sideways", "the coin is going nowhere",
+                "the coin chops between two levels", "the coin has been flat for weeks", "a tight range on the coin",
+                "no direction in the coin"),
+    "volatile": ("the coin swings wildly both ways", "huge candles on the coin in both directions",
+                 "the coin is extremely volatile", "the coin whipsaws every day", "the coin's volatility is insane"),
+    "_none": ("the coin's price is n", "the coin is up n% today", "the coin is down n% on the day", "news about the coin",
+              "the coin's fee is n%", "the coin's order book is deep", "inflows into the coin's funds",
+              "a partnership announced for the coin", "the coin's funding rate", "holders of the coin",
+              "an upgrade of the coin's network", "an exploit on the coin", "the coin at nk", "nothing to do in the coin"),
 }
+#: neighbours per label of the regime classifier
+REGIME_K = 2
 
 
 def clauses(text: str) -> list[str]:
@@ -135,6 +149,7 @@ def percents(clause: str) -> list[Value]:
     return out
 
 
+_PASSIVE = re.compile(r"\b(?:was|were)\s+(?:\w+ly\s+)?$", re.IGNORECASE)
 _CAT_RX = [(rel, val, re.compile(r"\b" + re.escape(w) + r"\b", re.IGNORECASE))
            for rel, vals in CATEGORIES.items() for val, words in vals.items() for w in words]
 
@@ -148,7 +163,10 @@ def categories(clause: str, relation: str | None = None) -> list[Value]:
         for m in rx.finditer(clause):
             if any(m.start() < v.end and v.start < m.end() for v in out):
                 continue
-            out.append(Value(val, m.start(), m.end(), _role(clause, m.start()), rel))
+            role = _role(clause, m.start())
+            if role == "old" and _PASSIVE.search(_left(clause, m.start(), 16)) and re.match(r"\w+ed\b", m.group()):
+                role = "new"  # passive voice: "copying was switched off", "the trader was paused"
+            out.append(Value(val, m.start(), m.end(), role, rel))
     return sorted(out, key=lambda v: v.start)
 
 
@@ -318,11 +336,11 @@ def relation_classifier(embedder=None) -> PrototypeClassifier:
 
 
 def regime_classifier(embedder=None) -> PrototypeClassifier:
-    """The process-wide regime-value classifier (:data:`REGIME_PROTOTYPES`)."""
+    """The process-wide regime-value classifier: k nearest of :data:`REGIME_PROTOTYPES` (centred)."""
     if embedder is not None:
-        return PrototypeClassifier(dict(REGIME_PROTOTYPES), embedder)
+        return ExemplarClassifier(dict(REGIME_PROTOTYPES), embedder, REGIME_K)
     if "regimes" not in _SHARED:
-        _SHARED["regimes"] = PrototypeClassifier(dict(REGIME_PROTOTYPES))
+        _SHARED["regimes"] = ExemplarClassifier(dict(REGIME_PROTOTYPES), k=REGIME_K)
     return _SHARED["regimes"]
 
 

@@ -236,7 +236,15 @@ class RecallResult:
 
 
 def recall(view: GroupView, query: str, config: RecallConfig, embedder: Embedder | None = None) -> RecallResult:
-    """Score every message of the group for ``query`` and return the fused pool."""
+    """Score every message of the group for ``query`` and return the fused pool.
+
+    Groups above :func:`~speakerflow.ops.recall_bounded.bounded_above` messages take the
+    bounded path (:func:`~speakerflow.ops.recall_bounded.recall_bounded`: BM25 top-k, every
+    channel over candidate rows); smaller groups are scored here, exactly."""
+    from .recall_bounded import is_large, recall_bounded
+
+    if is_large(view):
+        return recall_bounded(view, query, config, embedder)
     base = bm25_scores(view, query)
     channels = {"bm25": base}
     weights = dict(config.weights)

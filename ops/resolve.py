@@ -231,6 +231,11 @@ def _fallback(view: GroupView, fused: np.ndarray, row: str, k: int) -> list[dict
     """The person's own best-recalled messages (verbatim fallback for an empty row)."""
     if row == GROUP_OWNER or k <= 0 or not len(fused):
         return []
+    from .recall_bounded import fallback_rows, is_large
+
+    if is_large(view):  # the same rows, without a pass over every message per person
+        return [_item("excerpt", row, view.texts[r], [view.ids[r]], float(fused[r]), speaker=row, ts=view.ts[r])
+                for r in fallback_rows(view, fused, row, k)]
     mine = np.array([s == row for s in view.speakers])
     scores = np.where(mine, fused, 0.0)
     order = np.argsort(-scores, kind="stable")[:k]

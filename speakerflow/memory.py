@@ -179,6 +179,113 @@ def inject_context(knowledge: tuple, event: dict | str, user: str | None = None,
     return inj.inject(text, now, user or source)
 
 
+# -- one model call for the questions of concurrent asks ---------------------------------
+class _Memo(dict):
+    """The query-vector memo of :func:`~speakerflow.ops.embed.encode_query`, safe when
+    several threads evict at once (a missing key pops as ``None``; iteration works on a
+    copy of the keys)."""
+
+    def pop(self, key, *default):
+        return super().pop(key, None)
+
+    def __iter__(self):
+        return iter(tuple(dict.keys(self)))
+
+
+class _Slot:
+    __slots__ = ("done", "error", "lead", "text", "vec")
+
+    def __init__(self, text: str):
+        self.text, self.vec, self.error, self.lead = text, None, None, False
+        self.done = threading.Event()
+
+
+class BatchingEmbedder:
+    """The process embedder with the one-text calls of concurrent threads (the question
+    and issue vectors of asks running side by side) encoded together in one model call.
+
+    MiniLM on one thread costs about 12 ms CPU for one short question and about 3 ms per
+    question in a batch of 8 (measured here), most of a single call being per-call
+    overhead. No timer: a call finding the model idle runs at once (alone, as before);
+    calls arriving while it runs wait and go together in the next batch, run by the first
+    of them. Calls with several texts (ingest-time embeddings) go straight through. Vectors
+    differ from one-text calls by float rounding only (max 2e-7 measured)."""
+
+    def __init__(self, inner: Any, max_batch: int = 64):
+        self.inner = inner
+        self.name = inner.name
+        self.dim = inner.dim
+        self.max_batch = max_batch
+        self._lock = threading.Lock()
+        self._pending: list[_Slot] = []
+        self._busy = False
+        self.calls = 0  # model calls made for one-text requests (and the requests, below)
+        self.requests = 0
+        self._query_memo = _Memo()
+
+    def encode(self, texts: list[str]):
+        if len(texts) != 1:
+            return self.inner.encode(texts)
+        slot = _Slot(texts[0])
+        with self._lock:
+            self.requests += 1
+            self._pending.append(slot)
+            slot.lead = not self._busy
+            self._busy = True
+        while not slot.lead:
+            slot.done.wait()
+            if slot.vec is not None or slot.error is not None:
+                break
+            slot.done.clear()  # promoted: run the next batch (it starts with this call)
+        if slot.lead:
+            self._run_batch()
+        if slot.error is not None:
+            raise slot.error
+        return slot.vec[None, :]
+
+    def _run_batch(self) -> None:
+        with self._lock:
+            batch, self._pending = self._pending[:self.max_batch], self._pending[self.max_batch:]
+            self.calls += 1
+        texts = list(dict.fromkeys(s.text for s in batch))
+        try:
+            vecs = self.inner.encode(texts)
+            by_text = {t: vecs[i] for i, t in enumerate(texts)}
+            for s in batch:
+                s.vec = by_text[s.text]
+        except BaseException as exc:  # noqa: BLE001 - every waiting call gets the error
+            for s in batch:
+                s.error = exc
+        with self._lock:
+            nxt = self._pending[0] if self._pending else None
+            if nxt is None:
+                self._busy = False
+            else:
+                nxt.lead = True
+        for s in batch:
+            s.done.set()
+        if nxt is not None:
+            nxt.done.set()
+
+
+_BATCHING_LOCK = threading.Lock()
+
+
+def batching_embedder(config) -> BatchingEmbedder | None:
+    """The process embedder for ``config``, wrapped once in :class:`BatchingEmbedder` and
+    put back where the query path finds it (so every ask of this process shares it)."""
+    from speakerflow.pipelines import query_path
+
+    emb = query_path.embedder_for(config)
+    if emb is None or isinstance(emb, BatchingEmbedder):
+        return emb
+    with _BATCHING_LOCK:
+        emb = query_path._EMBEDDERS.get(config.embedder)
+        if emb is not None and not isinstance(emb, BatchingEmbedder):
+            emb = query_path._EMBEDDERS[config.embedder] = BatchingEmbedder(emb)
+        return emb
+
+
 # -- read snapshots ----------------------------------------------------------------------
 class ReadSnapshot:
     """A group as of one moment (its last complete write), for reads that run while the
@@ -276,11 +383,13 @@ class Memory:
     snapshot_reads
         ``ask``/``search`` read the group's :class:`ReadSnapshot` without its lock (default);
         ``False``: they take the group's lock and read the store (waiting for writes).
+    batch_queries
+        Encode the questions of concurrent asks together (:class:`BatchingEmbedder`, default).
     """
 
     def __init__(self, home: str | Path | None = None, embedder: str = "minilm", writer: str = "rules",
                  read_only: bool = False, backend: str = "rules", chat: Any = None, window: int = 25,
-                 max_open: int = 64, snapshot_reads: bool = True):
+                 max_open: int = 64, snapshot_reads: bool = True, batch_queries: bool = True):
         from speakerflow.pipelines.query_path import QueryConfig
         from speakerflow.settings import home_root
 
@@ -296,6 +405,7 @@ class Memory:
         self._closed = False
         self.max_open = max_open
         self.snapshot_reads = snapshot_reads
+        self.batch_queries = batch_queries
 
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
@@ -375,10 +485,13 @@ class Memory:
 
     @property
     def embedder(self):
-        """The dense embedder (loaded once per process, shared by every group)."""
-        from speakerflow.pipelines.query_path import embedder_for
+        """The dense embedder (loaded once per process, shared by every group; concurrent
+        one-text calls batched unless ``batch_queries=False``, see :class:`BatchingEmbedder`)."""
+        if not self.batch_queries:
+            from speakerflow.pipelines.query_path import embedder_for
 
-        return embedder_for(self.config)
+            return embedder_for(self.config)
+        return batching_embedder(self.config)
 
     # -- writes -------------------------------------------------------------------------
     def append(self, group: str, messages: Iterable[dict] | str | Path, pending_write: bool = False) -> AddResult:
@@ -491,6 +604,7 @@ class Memory:
         from speakerflow.pipelines.query_path import answer_question
 
         start = time.perf_counter()
+        self.embedder  # noqa: B018 - the batching embedder is in place before the query path asks for it
         snap = self.snapshot(group)
         if snap is not None:  # no lock: the snapshot is not changed by writes
             waited = (time.perf_counter() - start) * 1000

@@ -543,7 +543,7 @@ def create_app(memory: Memory, access: Access, max_body: int = DEFAULT_MAX_BODY,
 def serve(home: str | None, host: str = "127.0.0.1", port: int = 8750, no_auth: bool = False,
           embedder: str = "minilm", writer: str = "rules", max_body: int = DEFAULT_MAX_BODY,
           writers: int = 2, log_level: str = "info", torch_threads: int | None = 1, max_open: int = 64,
-          reads: Literal["snapshot", "locked"] = "snapshot") -> None:
+          reads: Literal["snapshot", "locked"] = "snapshot", batch_queries: bool = True) -> None:
     """Run the server until interrupted (one process: it holds every group's writer lock)."""
     import uvicorn
 
@@ -551,7 +551,7 @@ def serve(home: str | None, host: str = "127.0.0.1", port: int = 8750, no_auth: 
         raise ConfigError(f"--no-auth is only allowed on a loopback host (127.0.0.1, ::1, localhost), not {host!r}")
     access = Access.from_env(open_access=no_auth)
     memory = Memory(home=home, embedder=embedder, writer=writer, max_open=max_open,
-                    snapshot_reads=reads == "snapshot")
+                    snapshot_reads=reads == "snapshot", batch_queries=batch_queries)
     app = create_app(memory, access, max_body=max_body, writers=writers, torch_threads=torch_threads, host=host)
     print(f"speakerflow serve: home {memory.home.root}, http://{host}:{port} (docs at /docs), "
           f"{'no auth (loopback)' if no_auth else f'{len(access.keys)} key(s)'}", flush=True)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm import tqdm
 
 from .baselines import NAMES
 from .runner import run_seed
@@ -59,21 +61,28 @@ def headline(report: dict) -> dict:
 
 
 def run(seeds: int = 24, out=None, rounds: int = 4, episodes: int = 80, workers: int = 2,
-        injection_edges: int = 100_000, holdout: float = 0.0) -> dict:
+        injection_edges: int = 100_000, holdout: float = 0.0, progress: bool = False) -> dict:
     """Run Stage A (``seeds`` x ``rounds`` x ``episodes``) and the injection benchmark; write JSON + PNGs.
+
+    The PNGs go next to ``out``, named after it (``<stem>_frontier.png``,
+    ``<stem>_stale_by_round.png``). ``progress`` shows a tqdm bar over seeds on stderr.
 
     ``holdout`` is the share of statements phrased with held-out templates (0: the standard suite).
     """
     start = time.perf_counter()
     ids = list(range(seeds))
     rows: list[dict] = []
+    bar = tqdm(total=seeds, desc="harness seeds", unit="seed", file=sys.stderr, disable=not progress)
     if workers > 1 and seeds > 1:
         with ProcessPoolExecutor(workers) as ex:
             for part in ex.map(run_seed, ids, [rounds] * seeds, [episodes] * seeds, [holdout] * seeds):
                 rows += part
+                bar.update(1)
     else:
         for s in ids:
             rows += run_seed(s, rounds, episodes, holdout)
+            bar.update(1)
+    bar.close()
     report = aggregate(rows, ids)
     inv = [r for r in rows if r["baseline"] == "_inventory"]
     report["inventory"] = {k: round(float(np.mean([r[k] for r in inv])), 2) for k in inv[0] if k not in ("seed", "baseline")}
@@ -90,6 +99,6 @@ def run(seeds: int = 24, out=None, rounds: int = 4, episodes: int = 80, workers:
         out.parent.mkdir(parents=True, exist_ok=True)
         from .plots import plot
 
-        report["meta"]["plots"] = [str(p) for p in plot(report, NAMES, out.parent)]
+        report["meta"]["plots"] = [str(p) for p in plot(report, NAMES, out.parent, prefix=f"{out.stem}_")]
         out.write_text(json.dumps(report, indent=2, default=str) + "\n")
     return report

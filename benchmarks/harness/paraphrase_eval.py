@@ -12,7 +12,7 @@ labelled intent, and the ``(subject, relation)`` needs the injector treats as as
 (:meth:`PassiveInjector.request_needs`; ``self`` = the asker) against the labelled needs
 (recall, precision, and the share of requests whose needs are all covered).
 
-Only the ``*_dev`` files may be used for tuning; ``*_test`` is for reporting.
+Only the ``*_dev`` and ``*_dev2`` files may be used for tuning; ``*_test`` is for reporting.
 """
 from __future__ import annotations
 
@@ -113,9 +113,12 @@ def score_requests(rows: list[dict], intents="default") -> dict:
 
 def run(data: Path | str = DATA, splits=("dev", "test"), classifier="default", intents="default",
         with_errors: bool = False) -> dict:
-    """Scores per split: ``{"dev": {"statements": ..., "requests": ...}, "test": {...}}``."""
+    """Scores per split: ``{"dev": {"statements": ..., "requests": ...}, "dev2": {...}, "test": {...}}``
+    (``"dev"`` brings the second dev split ``dev2`` with it when its files are there)."""
     data = Path(data)
     out = {}
+    splits = tuple(s for sp in splits for s in ((sp, "dev2") if sp == "dev" and "dev2" not in splits
+                                                  and (data / "requests_dev2.jsonl").exists() else (sp,)))
     for split in splits:
         st = score_statements(_load(data / f"statements_{split}.jsonl"), classifier)
         rq = score_requests(_load(data / f"requests_{split}.jsonl"), intents)

@@ -4,7 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def plot(report: dict, names, out_dir: Path) -> list[Path]:
+def plot(report: dict, names, out_dir: Path, prefix: str = "") -> list[Path]:
+    """Two PNGs in ``out_dir``, named ``<prefix>frontier.png`` and ``<prefix>stale_by_round.png``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -20,7 +21,7 @@ def plot(report: dict, names, out_dir: Path) -> list[Path]:
     ax.set_ylabel("quality (simulator-defined)")
     ax.set_title("Quality-latency frontier")
     ax.grid(True)
-    p1 = out_dir / "frontier.png"
+    p1 = out_dir / f"{prefix}frontier.png"
     fig.tight_layout()
     fig.savefig(p1, dpi=110)
     plt.close(fig)
@@ -34,7 +35,7 @@ def plot(report: dict, names, out_dir: Path) -> list[Path]:
     ax.set_xticks([1, 2, 3, 4])
     ax.legend(fontsize=8)
     ax.grid(True)
-    p2 = out_dir / "stale_by_round.png"
+    p2 = out_dir / f"{prefix}stale_by_round.png"
     fig.tight_layout()
     fig.savefig(p2, dpi=110)
     plt.close(fig)

@@ -87,6 +87,16 @@ class PassiveInjector:
         #: nearest-prototype intent classifier for requests no cue word decides (None: cue words only)
         self.intents = intent_classifier() if intents == "default" else intents
 
+    def warm(self) -> float:
+        """Load the intent classifier now (MiniLM and its exemplar vectors), so that the first
+        request no cue word decides does not pay the model load; seconds spent (0 if warm or
+        no classifier). A server calls this at start; one-shot ``inject`` may skip it."""
+        if self.intents is None:
+            return 0.0
+        t0 = time.perf_counter()
+        self.intents.best("warm up", None)
+        return time.perf_counter() - t0
+
     def read_request(self, text: str) -> tuple[Detection, list[str]]:
         """Detect the request (entities resolved, in order); when no cue word gives its intent, the
         nearest intent description does (MiniLM, memoised per masked text: a repeated request

@@ -6,7 +6,9 @@
 // 1. opens the asset lineage graph around --graph-asset, waits for every --expect name,
 //    screenshots it (DIR/asset-graph.png);
 // 2. opens --materialize's asset page, clicks "Materialize", waits (bounded) until the
-//    asset has a materialisation, screenshots the page (DIR/materialized.png).
+//    asset has a materialisation, screenshots the page (DIR/materialized.png);
+// 3. with --partitions-asset A --expect-partitions p,q: opens A's Partitions tab, waits for
+//    every partition key, screenshots it (DIR/partitions.png).
 // Prints one JSON line: {graph_names_found, graph_text, run_id, materialized, ...}.
 // Every wait is bounded; exit code 0 = all steps done, 1 = a step failed (JSON says which).
 import { chromium } from 'playwright-core';
@@ -25,6 +27,8 @@ const graphAsset = arg('graph-asset', 'derived_memory');
 const materialize = arg('materialize', 'group_catalog');
 const expect = (arg('expect', '') || '').split(',').filter(Boolean);
 const timeoutMs = Number(arg('timeout-ms', '90000'));
+const partitionsAsset = arg('partitions-asset', '');
+const expectPartitions = (arg('expect-partitions', '') || '').split(',').filter(Boolean);
 const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
 mkdirSync(out, { recursive: true });
 
@@ -91,6 +95,23 @@ try {
   report.asset_text = (await page.innerText('body')).slice(0, 4000);
   await page.screenshot({ path: join(out, 'materialized.png') });
   report.steps.push('materialized');
+
+  // 3. the partitions an asset page lists (groups ingested by the CLI, the sensor ...)
+  if (partitionsAsset) {
+    report.partitions_found = [];
+    await page.goto(`${url}/assets/${partitionsAsset}?view=partitions`, { waitUntil: 'domcontentloaded' });
+    await dismissWelcome();
+    for (const key of expectPartitions) {
+      try {
+        await page.getByText(key, { exact: true }).first().waitFor({ timeout: timeoutMs / 3 });
+        report.partitions_found.push(key);
+      } catch { /* reported as missing */ }
+    }
+    report.partitions_text = (await page.innerText('body')).slice(0, 4000);
+    await page.screenshot({ path: join(out, 'partitions.png') });
+    report.steps.push('partitions');
+    if (report.partitions_found.length !== expectPartitions.length) ok = false;
+  }
 } catch (err) {
   ok = false;
   report.error = String(err).slice(0, 1000);

@@ -30,8 +30,8 @@ def query_setup(args: argparse.Namespace):
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ask", help="answer a question from a group's memory, citing messages")
-    p.add_argument("group")
-    p.add_argument("question")
+    p.add_argument("group", help="group id (see speakerflow stats)")
+    p.add_argument("question", help="the question, in quotes")
     p.add_argument("--json", action="store_true", help="print JSON (answer, projection, evidence)")
     add_query_options(p)
     add_home(p)

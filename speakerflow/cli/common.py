@@ -21,3 +21,59 @@ def home_of(args: argparse.Namespace) -> Home:
 def print_json(obj: Any) -> None:
     json.dump(obj, sys.stdout, indent=2, default=str, ensure_ascii=False)
     sys.stdout.write("\n")
+
+
+def add_json(parser: argparse.ArgumentParser, what: str = "the report") -> None:
+    parser.add_argument("--json", action="store_true", help=f"print {what} as JSON instead of text")
+
+
+def table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
+    """A plain-text table (left-aligned columns, a header line) of ``rows``."""
+    if not rows:
+        return "(no rows)"
+    columns = columns or list(rows[0])
+
+    def cell(v: Any) -> str:
+        if isinstance(v, float):
+            return f"{v:.4g}"
+        return "-" if v is None else str(v)
+
+    body = [[str(c) for c in columns]] + [[cell(r.get(c)) for c in columns] for r in rows]
+    widths = [max(len(line[i]) for line in body) for i in range(len(columns))]
+    return "\n".join("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip() for line in body)
+
+
+def print_text(report: Any, prefix: str = "", depth: int = 0, max_items: int = 12) -> None:
+    """A nested report as indented ``key: value`` lines: the human-readable default of the
+    commands whose ``--json`` prints the report itself (long lists are cut to ``max_items``)."""
+    if isinstance(report, dict):
+        for k, v in report.items():
+            if isinstance(v, dict | list) and v and depth < 4:
+                flat = isinstance(v, dict) and all(isinstance(b, int | float | str | bool) or b is None
+                                                   for b in v.values())
+                if flat and len(v) <= 16:
+                    print(f"{prefix}{k}: " + ", ".join(f"{a} {b}" for a, b in v.items()))
+                else:
+                    print(f"{prefix}{k}:")
+                    print_text(v, prefix + "  ", depth + 1, max_items)
+            else:
+                print(f"{prefix}{k}: {v}")
+    elif isinstance(report, list):
+        for item in report[:max_items]:
+            if isinstance(item, dict | list):
+                print(f"{prefix}-")
+                print_text(item, prefix + "  ", depth + 1, max_items)
+            else:
+                print(f"{prefix}- {item}")
+        if len(report) > max_items:
+            print(f"{prefix}... {len(report) - max_items} more")
+    else:
+        print(f"{prefix}{report}")
+
+
+def emit(report: Any, as_json: bool) -> None:
+    """``--json``: the report as JSON; else :func:`print_text`."""
+    if as_json:
+        print_json(report)
+    else:
+        print_text(report)

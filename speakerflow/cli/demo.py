@@ -13,7 +13,7 @@ from speakerflow.ops.loaders import load
 from speakerflow.settings import BUNDLED_SAMPLE
 
 from .ask import add_query_options, print_result, query_setup
-from .common import add_home, home_of
+from .common import add_home, add_json, home_of, print_json
 
 GROUP = "sample-team"
 QUESTIONS = (
@@ -30,6 +30,7 @@ QUESTIONS = (
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="ingest the bundled sample conversation, write memory, answer questions")
     add_query_options(p)
+    add_json(p, "the answers (question, answer, cited ids)")
     add_home(p)
     p.set_defaults(func=run)
 
@@ -41,16 +42,24 @@ def run(args: argparse.Namespace) -> int:
     config, chat = query_setup(args)
     home = home_of(args)
     [(gid, table)] = load(BUNDLED_SAMPLE, "jsonl", group=GROUP)
+    answers = []
     with home.open(gid, writable=True) as store:
         result = store.append_messages(table)
-        print(f"ingested {result.added} new message(s) ({result.skipped} already stored) into "
-              f"group '{gid}' under {home.root}; roster: {', '.join(store.roster())}")
         report = write_group(store, "rules", progress=False)
-        print(f"rules Writer: {report.summary()}\n")
+        if not args.json:
+            print(f"ingested {result.added} new message(s) ({result.skipped} already stored) into "
+                  f"group '{gid}' under {home.root}; roster: {', '.join(store.roster())}")
+            print(f"rules Writer: {report.summary()}\n")
         by_id = {r["msg_id"]: r for r in store.messages().to_pylist()}
         for kind, question in QUESTIONS:
             res = answer_question(store, question, config, chat=chat)
+            if args.json:
+                answers.append({"kind": kind, "question": question, "answer": res.answer, "cited_ids": res.cited_ids()})
+                continue
             print(f"Q ({kind}): {question}")
             print_result(res, by_id)
             print()
+    if args.json:
+        print_json({"group": gid, "home": str(home.root), "ingested": result.added, "writer": report.summary(),
+                    "answers": answers})
     return 0

@@ -18,14 +18,14 @@ import json
 from pathlib import Path
 
 from . import CliError
-from .common import print_json
+from .common import print_json, print_text, table
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="evidence-recall evaluation on LoCoMo / SocialMemBench (or: eval writer DATA)")
     p.add_argument("data", help="a file or a folder of network files (or the word 'writer')")
     p.add_argument("writer_data", nargs="?", default=None, help=argparse.SUPPRESS)
-    p.add_argument("--format", choices=["locomo", "socialmem"], default=None)
+    p.add_argument("--format", choices=["locomo", "socialmem"], default=None, help="input format of DATA (required unless DATA is 'writer')")
     p.add_argument("--system", default="speakerflow", help="speakerflow|bm25|bm25-plain|dense|hybrid, or a comma-separated list")
     p.add_argument("--ablate", default=None, help="s1|s2|s2-group|s2-person, or a comma-separated list")
     p.add_argument("--k", type=int, nargs="+", default=[5, 10, 20], help="recall budgets (default 5 10 20)")
@@ -56,24 +56,42 @@ def run(args: argparse.Namespace) -> int:
     for system, ablate in plan:
         try:
             report = run_eval(args.data, args.format, system, ablate=ablate, k=tuple(args.k), home=args.home,
-                              embedder=args.embedder, limit=args.limit, groups=args.groups)
+                              embedder=args.embedder, limit=args.limit, groups=args.groups, progress=not args.json)
         except ValueError as exc:
             raise CliError(str(exc)) from None
         reports.append(report)
+        if args.json:
+            continue
         rec = ", ".join(f"@{b} {v:.3f}" for b, v in report["evidence_recall"].items())
         print(f"{system}{' -' + ablate if ablate else ''}: {report['questions']} questions; evidence recall {rec}; "
               f"token-F1 {report['token_f1']:.3f}; latency p50 {report['latency_ms']['p50']:.1f} ms, "
-              f"p95 {report['latency_ms']['p95']:.1f} ms; context {report['context_tokens']['mean']:.0f} tokens")
+              f"p95 {report['latency_ms']['p95']:.1f} ms; context {report['context_tokens']['mean']:.0f} tokens",
+              flush=True)
         for name, sp in report.get("splits", {}).items():
             cats = ", ".join(f"{c} {v['evidence_recall'].get('10', 0):.3f}" for c, v in sp["by_category"].items())
             print(f"  {name} half ({sp['questions']} q): " + ", ".join(
-                f"@{b} {v:.3f}" for b, v in sp["evidence_recall"].items()) + f"; @10 by category: {cats}")
-    if args.out:
-        paths = write_outputs(reports[0] if len(reports) == 1 else reports, args.out)
-        print("wrote " + ", ".join(str(p) for p in paths.values()))
+                f"@{b} {v:.3f}" for b, v in sp["evidence_recall"].items()) + f"; @10 by category: {cats}", flush=True)
+    paths = write_outputs(reports[0] if len(reports) == 1 else reports, args.out) if args.out else {}
     if args.json:
         print_json([{k: v for k, v in r.items() if k != "per_question"} for r in reports])
+        return 0
+    print()
+    print(summary_table(reports))
+    if paths:
+        print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0
+
+
+def summary_table(reports: list[dict]) -> str:
+    """One line per system run: questions, evidence recall at each budget, token-F1, latency, context."""
+    rows = []
+    for r in reports:
+        row = {"system": r["system"] + (f" -{r['ablate']}" if r.get("ablate") else ""), "questions": r["questions"]}
+        row.update({f"recall@{b}": round(v, 3) for b, v in r["evidence_recall"].items()})
+        row.update({"token_f1": round(r["token_f1"], 3), "p50_ms": round(r["latency_ms"]["p50"], 1),
+                    "p95_ms": round(r["latency_ms"]["p95"], 1), "context_tokens": round(r["context_tokens"]["mean"])})
+        rows.append(row)
+    return table(rows)
 
 
 def run_writer(args: argparse.Namespace) -> int:
@@ -84,5 +102,8 @@ def run_writer(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise CliError(f"Writer evaluation is not available ({exc}); it lives in speakerflow.training.writer_eval") from None
     report = writer_eval(args.writer_data, args.backend, args.out)
-    print(json.dumps(report, indent=1, default=str)[:4000])
+    if args.json:
+        print(json.dumps(report, indent=1, default=str))
+        return 0
+    print_text(report)
     return 0

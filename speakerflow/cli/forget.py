@@ -14,7 +14,7 @@ from .common import add_home, home_of, print_json
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("forget", help="remove a speaker's / some messages / all messages from a group, everywhere")
-    p.add_argument("group")
+    p.add_argument("group", help="group id")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--speaker", default=None, help="forget everything this person said (and the records they are the source of)")
     which.add_argument("--message", nargs="+", default=None, metavar="ID", help="forget these message ids")

@@ -16,13 +16,14 @@ from speakerflow.ops.loaders import FORMATS, load
 from speakerflow.ops.writer.registry import WRITER_KINDS, make_writer
 from speakerflow.pipelines.write_path import write_group
 
-from .common import add_home, home_of
+from .common import add_home, add_json, home_of, print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ingest", help="ingest messages or events into per-group stores")
     p.add_argument("path", help="a file, or a folder of files")
-    p.add_argument("--format", required=True, choices=["jsonl", "locomo", "socialmem", "events"])
+    p.add_argument("--format", required=True, choices=["jsonl", "locomo", "socialmem", "events"],
+                   help="input format (docs/formats.md)")
     p.add_argument("--group", default=None, help="group id (JSONL without group_id; or override)")
     p.add_argument("--writer", default="rules", choices=list(WRITER_KINDS),
                    help="Writer backend for derived records (default: rules, offline; none: verbatim only)")
@@ -30,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--base-url", default=None, help="openai writer: base URL of an OpenAI-compatible endpoint")
     p.add_argument("--device", default=None, choices=["auto", "cpu", "cuda"], help="transformers/onnx writer: device")
     p.add_argument("--window", type=int, default=25, help="messages per Writer segment (default 25)")
+    add_json(p, "the ingest summary")
     add_home(p)
     p.set_defaults(func=run)
 
@@ -39,8 +41,10 @@ def run(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         loaded = load(args.path, args.format, group=args.group)  # everything validated before any write
-    for w in caught:
-        print(f"note: {w.message}")
+    notes = [str(w.message) for w in caught]
+    if not args.json:
+        for note in notes:
+            print(f"note: {note}")
     home = home_of(args)
     backend = make_writer(args.writer, model=args.model, base_url=args.base_url, device=args.device)
     total_added = total_skipped = 0
@@ -49,12 +53,25 @@ def run(args: argparse.Namespace) -> int:
         with home.open(gid, writable=True) as store:
             result = store.append_messages(table)
             if backend is not None:
-                reports.append(write_group(store, backend, window=args.window, progress=len(loaded) < 2))
+                reports.append(write_group(store, backend, window=args.window,
+                                           progress=len(loaded) < 2 and not args.json))
         total_added += result.added
         total_skipped += result.skipped
+    partitions, partition_note = _register_partitions([gid for gid, _ in loaded])
+    if args.json:
+        print_json({"home": str(home.root), "groups": [gid for gid, _ in loaded], "ingested": total_added,
+                    "already_stored": total_skipped, "notes": notes,
+                    "writer": None if backend is None else {
+                        "kind": args.writer, "accepted": sum(r.accepted for r in reports),
+                        "updates": sum(r.updates for r in reports), "rejected": sum(r.rejected for r in reports),
+                        "model_calls": sum(r.model_calls for r in reports), "tokens": sum(r.tokens for r in reports),
+                        "seconds": round(sum(r.seconds for r in reports), 2)},
+                    "dagster_partitions_added": partitions, "dagster_note": partition_note})
+        return 0
     print(f"ingested {total_added} new message(s) into {len(loaded)} group(s) "
           f"({total_skipped} already stored) under {home.root}")
-    _register_partitions([gid for gid, _ in loaded])
+    if partition_note:
+        print(partition_note)
     if backend is not None:
         written = sum(r.accepted for r in reports)
         print(f"writer {args.writer}: {written} derived record(s) ({sum(r.updates for r in reports)} updates), "
@@ -66,21 +83,22 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _register_partitions(groups: list[str]) -> None:
+def _register_partitions(groups: list[str]) -> tuple[list[str], str | None]:
     """With ``DAGSTER_HOME`` set, the ingested groups become partitions of the Dagster
-    instance there, so the UI shows the groups the CLI wrote (docs/dagster.md)."""
+    instance there, so the UI shows the groups the CLI wrote (docs/dagster.md). Returns
+    the groups added and a line to print (None: nothing to say)."""
     if not os.environ.get("DAGSTER_HOME", "").strip():
-        return  # no instance to tell (and no Dagster import on the plain CLI path)
+        return [], None  # no instance to tell (and no Dagster import on the plain CLI path)
     from speakerflow.assets.partitions import dagster_home, register_groups
 
     if dagster_home() is None:
-        return
+        return [], None
     try:
         new = register_groups(groups)
     except Exception as exc:  # noqa: BLE001 - the ingest itself succeeded; say why the UI lags
-        print(f"note: could not add the groups as Dagster partitions in {dagster_home()}: {exc} "
-              "(the inbox sensor adds them on its next tick)")
-        return
-    if new:
-        print(f"dagster: added {len(new)} group(s) as partitions in {dagster_home()}: {', '.join(new[:10])}"
-              + (" ..." if len(new) > 10 else ""))
+        return [], (f"note: could not add the groups as Dagster partitions in {dagster_home()}: {exc} "
+                    "(the inbox sensor adds them on its next tick)")
+    if not new:
+        return [], None
+    return new, (f"dagster: added {len(new)} group(s) as partitions in {dagster_home()}: {', '.join(new[:10])}"
+                 + (" ..." if len(new) > 10 else ""))

@@ -8,11 +8,11 @@ from .common import add_home, home_of, print_json
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("inject", help="build the working context for one event (passive injection)")
-    p.add_argument("group")
+    p.add_argument("group", help="group id")
     p.add_argument("--event", required=True, help='event JSON: {"content": "...", "ts"?: ISO time, "source"?: user}')
     p.add_argument("--user", default=None, help="the user whose overlay applies (private items)")
     p.add_argument("--budget", type=int, default=600, help="token budget of the whole context")
-    p.add_argument("--hops", type=int, default=2)
+    p.add_argument("--hops", type=int, default=2, help="graph hops around the event's entities (default 2)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     add_home(p)
     p.set_defaults(func=run)

@@ -5,7 +5,7 @@ import argparse
 from datetime import UTC, datetime
 from typing import Any
 
-from .common import add_home, home_of, print_json
+from .common import add_home, add_json, emit, home_of, print_text
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,6 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--review", action="append", default=[], metavar="EDGE=approve|reject",
                    help="apply a human review to a fact (repeatable; needs --group)")
     p.add_argument("--backend", default="rules", help="extraction backend: rules or a chat backend kind")
+    add_json(p)
     add_home(p)
     p.set_defaults(func=run)
 
@@ -34,10 +35,15 @@ def run(args: argparse.Namespace) -> int:
         with home.open(args.group, writable=True) as store:
             out["reviews"] = [apply_review(store, edge, decision, now=now)
                               for edge, decision in (r.split("=", 1) for r in args.review)]
-        print_json(out)
+        emit(out, args.json)
         return 0
     for gid in [args.group] if args.group else home.groups():
         with home.open(gid, writable=True) as store:
             out[gid] = {"entity_path": build_entity_graph(store, backend=args.backend), "tick": tick(store, now=now, seed=args.seed)}
-    print_json(out)
+    if args.json:
+        emit(out, True)
+        return 0
+    for gid, rep in out.items():
+        print(f"group {gid}:")
+        print_text(rep, prefix="  ")
     return 0

@@ -20,7 +20,7 @@ from .common import add_home, home_of, print_json
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("memory", help="show a group's derived records (heads, or update chains)")
-    p.add_argument("group")
+    p.add_argument("group", help="group id")
     p.add_argument("--owner", default=None, help="only records about this person (or GROUP)")
     p.add_argument("--layer", default=None, choices=list(LAYERS), help="only this derived layer")
     p.add_argument("--history", action="store_true", help="show full update chains with source messages")

@@ -10,8 +10,8 @@ from .common import add_home, home_of, print_json
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("search", help="BM25 search over a group's messages")
-    p.add_argument("group")
-    p.add_argument("query")
+    p.add_argument("group", help="group id")
+    p.add_argument("query", help="search words (BM25)")
     p.add_argument("--speaker", default=None, help="only messages by this speaker")
     p.add_argument("--k", type=int, default=10, help="results to show (default 10)")
     p.add_argument("--json", action="store_true", help="print JSON")

@@ -8,7 +8,7 @@ from .common import add_home, home_of, print_json
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("stats", help="message, speaker, session and record counts")
-    p.add_argument("group", nargs="?", default=None)
+    p.add_argument("group", nargs="?", default=None, help="one group (default: every group)")
     p.add_argument("--json", action="store_true", help="print JSON")
     add_home(p)
     p.set_defaults(func=run)

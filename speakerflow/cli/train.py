@@ -1,6 +1,6 @@
 """``speakerflow train data|sft|grpo|export-onnx``: Writer training (see docs/training.md).
 
-Every sub-command prints a JSON report. ``sft`` and ``grpo`` split the data by whole
+Every sub-command prints its report as text (``--json``: as JSON). ``sft`` and ``grpo`` split the data by whole
 network with the same ``--heldout-fraction`` / ``--seed`` (so both see the same held-out
 networks, listed in the report) and train only on the training side.
 """
@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from speakerflow.cli import CliError
-from speakerflow.cli.common import print_json
+from speakerflow.cli.common import emit
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--teacher", default=None, help="teacher folder (default: 'teacher' beside DATA)")
         q.add_argument("--heldout-fraction", type=float, default=0.2,
                        help="share of networks held out, whole networks only (default 0.2)")
-        q.add_argument("--seed", type=int, default=0)
+        q.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
         q.add_argument("--min-teacher-overlap", type=float, default=0.5,
                        help="refuse teacher files whose content shares fewer tokens with the chat "
                             "(e.g. memory written in another language); 0 keeps all (default 0.5)")
@@ -34,6 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--backend", default=None,
                    help="use this Writer backend as the teacher (e.g. rules) instead of the teacher files")
     d.add_argument("--out", required=True, help="output folder (train.jsonl, heldout.jsonl)")
+    d.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
     d.set_defaults(func=run_data)
 
     s = tsub.add_parser("sft", help="supervised fine-tuning with TRL's SFTTrainer")
@@ -42,10 +43,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--out", required=True, help="folder for the fine-tuned model")
     s.add_argument("--backend", default=None, help="Writer backend as teacher instead of the teacher files")
     s.add_argument("--steps", type=int, default=-1, help="optimizer steps (-1: use --epochs)")
-    s.add_argument("--epochs", type=float, default=10.0)
-    s.add_argument("--lr", type=float, default=1e-5)
-    s.add_argument("--batch-size", type=int, default=1)
+    s.add_argument("--epochs", type=float, default=10.0, help="SFT epochs (default 10)")
+    s.add_argument("--lr", type=float, default=1e-5, help="learning rate (default 1e-5)")
+    s.add_argument("--batch-size", type=int, default=1, help="examples per device batch (default 1)")
     s.add_argument("--max-length", type=int, default=8192, help="drop pairs longer than this (tokens)")
+    s.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
     s.set_defaults(func=run_sft)
 
     g = tsub.add_parser("grpo", help="speaker-conditioned GRPO from an SFT model")
@@ -55,13 +57,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--out", required=True, help="folder for the trained policy")
     g.add_argument("--steps", type=int, default=30, help="rollout rounds = policy updates (paper: 30)")
     g.add_argument("--group-size", type=int, default=8, help="G trajectories per network (paper: 8)")
-    g.add_argument("--lr", type=float, default=1e-6)
-    g.add_argument("--max-new-tokens", type=int, default=2048)
+    g.add_argument("--lr", type=float, default=1e-6, help="learning rate (default 1e-6)")
+    g.add_argument("--max-new-tokens", type=int, default=2048, help="longest completion sampled per prompt (default 2048)")
     g.add_argument("--positions", type=int, default=None, help="cap writing positions per network")
     g.add_argument("--networks", default=None, help="comma-separated network ids to train on")
     g.add_argument("--qa-gain", choices=("token_f1", "none"), default="token_f1",
                    help="terminal QA gain judge: token_f1 (offline proxy) or none (R_QA = 0)")
     g.add_argument("--qa-embedder", default="minilm", help="query-path embedder for the QA gain")
+    g.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
     g.set_defaults(func=run_grpo)
 
     e = tsub.add_parser("export-onnx", help="export a model folder to ONNX (KV cache) and check parity")
@@ -70,6 +73,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--prompt", default="Ana: let's go with Porto, it's settled.",
                    help="prompt of the torch/ONNX parity check")
     e.add_argument("--tolerance", type=float, default=1e-3, help="largest allowed |logit difference|")
+    e.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
     e.set_defaults(func=run_export)
 
 
@@ -126,8 +130,8 @@ def run_data(args: argparse.Namespace) -> int:
     out = Path(args.out)
     write_jsonl(train, out / "train.jsonl")
     write_jsonl(held, out / "heldout.jsonl")
-    print_json({"train_pairs": len(train), "heldout_pairs": len(held), "train_networks": _ids(train),
-                "heldout_networks": _ids(held), "refused_networks": refused, "out": str(out)})
+    emit({"train_pairs": len(train), "heldout_pairs": len(held), "train_networks": _ids(train),
+          "heldout_networks": _ids(held), "refused_networks": refused, "out": str(out)}, args.json)
     return 0
 
 
@@ -140,7 +144,7 @@ def run_sft(args: argparse.Namespace) -> int:
     with _quiet():
         report = train_sft(args.model, train, args.out, settings)
     report.update(train_networks=_ids(train), heldout_networks=_ids(held), refused_networks=refused)
-    print_json(report)
+    emit(report, args.json)
     return 0
 
 
@@ -171,7 +175,7 @@ def run_grpo(args: argparse.Namespace) -> int:
     with _quiet():
         report = train_grpo(args.model, train, args.out, settings, ref_dir=args.ref, qa_gain=qa_gain)
     report.update(train_networks=_ids(train), heldout_networks=_ids(held), refused_networks=refused)
-    print_json(report)
+    emit(report, args.json)
     return 0
 
 
@@ -182,6 +186,6 @@ def run_export(args: argparse.Namespace) -> int:
         out = export_onnx(args.model, args.out)
         parity = onnx_parity(args.model, out, args.prompt)
     ok = parity.max_abs_logit_diff <= args.tolerance and parity.greedy_match
-    print_json({"out": str(out), "max_abs_logit_diff": parity.max_abs_logit_diff,
-                "greedy_match": parity.greedy_match, "tolerance": args.tolerance, "ok": ok})
+    emit({"out": str(out), "max_abs_logit_diff": parity.max_abs_logit_diff,
+          "greedy_match": parity.greedy_match, "tolerance": args.tolerance, "ok": ok}, args.json)
     return 0 if ok else 1

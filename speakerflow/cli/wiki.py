@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_home, home_of
+from .common import add_home, add_json, home_of, print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("wiki", help="write Markdown audit pages (entities, people, group)")
-    p.add_argument("group")
+    p.add_argument("group", help="group id")
     p.add_argument("--out", required=True, help="folder for the pages")
+    add_json(p, "the written pages")
     add_home(p)
     p.set_defaults(func=run)
 
@@ -19,5 +20,8 @@ def run(args: argparse.Namespace) -> int:
 
     with home_of(args).open(args.group, writable=False) as store:
         paths = write_wiki(store, args.out)
+    if args.json:
+        print_json({"group": args.group, "out": args.out, "pages": [str(p) for p in paths]})
+        return 0
     print(f"wrote {len(paths)} pages under {args.out}")
     return 0

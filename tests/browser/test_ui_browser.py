@@ -1,6 +1,7 @@
 """The Dagster UI in a real browser: start ``dagster dev`` on 127.0.0.1, open the asset
 graph in headless Debian chromium (driven by playwright-core), materialise an asset from
-its page, take screenshots and check the asset names on the page.
+its page, take screenshots and check the asset names on the page; the group ingested with
+the CLI (``DAGSTER_HOME`` set) is listed on ``derived_memory``'s Partitions tab.
 
 Needs chromium, node and ``scripts/browser/node_modules`` (``scripts/install-browser.sh``,
 which ``.ci/run`` calls); skipped where they are absent. Set ``SPEAKERFLOW_UI_SHOTS=DIR``
@@ -66,21 +67,22 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 @pytest.fixture
-def dagster_ui(tmp_path):
-    """``dagster dev`` on a free port over a home holding one ingested group ("team")."""
+def dagster_ui(tmp_path, monkeypatch):
+    """``dagster dev`` on a free port over a home holding one group ("team") ingested with
+    the CLI while ``DAGSTER_HOME`` was set (so it is a partition before the UI starts)."""
     reason = _skip_reason()
     if reason:
         pytest.skip(reason)
-    from speakerflow.graphs import Home
-    from speakerflow.ops.loaders import load
+    from speakerflow.cli import main
     from speakerflow.settings import BUNDLED_SAMPLE
 
     home = tmp_path / "home"
-    with Home(home).open("team", writable=True) as store:
-        store.append_messages(load(BUNDLED_SAMPLE, "jsonl", group="team")[0][1])
     dagster_home = tmp_path / "dagster_home"
     dagster_home.mkdir()
     (dagster_home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    monkeypatch.setenv("DAGSTER_HOME", str(dagster_home))
+    assert main(["ingest", str(BUNDLED_SAMPLE), "--format", "jsonl", "--group", "team", "--writer", "none",
+                 "--home", str(home)]) == 0
     port = _free_port()
     env = {**os.environ, "DAGSTER_HOME": str(dagster_home), "SPEAKERFLOW_HOME": str(home),
            "DAGSTER_DISABLE_TELEMETRY": "1"}
@@ -112,7 +114,8 @@ def test_asset_graph_and_materialise_from_ui(dagster_ui, tmp_path, monkeypatch):
     shots = tmp_path / "shots"
     cmd = ["node", str(DRIVER), "--url", dagster_ui["url"], "--out", str(shots),
            "--graph-asset", "derived_memory", "--materialize", "group_catalog",
-           "--expect", ",".join(GRAPH_NAMES), "--timeout-ms", "120000"]
+           "--expect", ",".join(GRAPH_NAMES), "--timeout-ms", "120000",
+           "--partitions-asset", "derived_memory", "--expect-partitions", "team"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=360, cwd=REPO)
     assert proc.stdout.strip(), f"driver printed nothing; stderr:\n{proc.stderr[-2000:]}"
     report = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -129,7 +132,9 @@ def test_asset_graph_and_materialise_from_ui(dagster_ui, tmp_path, monkeypatch):
     # the click in the UI launched a run that materialised group_catalog
     assert proc.returncode == 0 and report["materialized"], report
     assert "group_catalog" in report["asset_text"] and "Latest materialization" in report["asset_text"]
-    for png in ("asset-graph.png", "materialized.png"):
+    # the group the CLI ingested is a partition on the asset page
+    assert report["partitions_found"] == ["team"], report.get("error") or report.get("partitions_text", "")[:1000]
+    for png in ("asset-graph.png", "materialized.png", "partitions.png"):
         data = (shots / png).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
 

@@ -17,7 +17,8 @@ def test_harness_two_seeds(tmp_path):
     assert rep["InKH"]["stale_usage"] < rep["KH-NoInv"]["stale_usage"]
     assert rep["InKH"]["traceability"] >= rep["SimpleMemory"]["traceability"] - 1e-9
     assert rep["ModelOnly"]["context_precision"] == 0.0
-    assert (tmp_path / "frontier.png").stat().st_size > 0 and (tmp_path / "stale_by_round.png").exists()
+    # the plots go next to --out, named after it
+    assert (tmp_path / "report_frontier.png").stat().st_size > 0 and (tmp_path / "report_stale_by_round.png").exists()
 
 
 @pytest.mark.timeout(120)

@@ -33,6 +33,12 @@ def test_bench_scale_1k_report(tmp_path, capsys):
     assert row["dense_query_p50_ms"] is None  # no embeddings asked for
     assert row["injection_p50_ms"] > 0 and row["facts"] > 0
     assert row["writer_sample"] == 300
+    # the old row-at-a-time paths against the columnar ones, and the exact against the bounded query
+    # path (1k messages: below the bounded path's threshold, so the same answers)
+    hot = row["hot_paths"]
+    assert hot["stored"] == 1000 and all(hot[k] > 0 for k in ("dedup_rows_ms", "dedup_columns_ms", "index_rows_ms",
+                                                                "index_arrow_ms"))
+    assert row["exact_queries"] == 5 and row["same_answer"] == row["same_cited10_and_answer"] == 5
 
 
 def test_stream_shapes_are_deterministic_prefixes():

@@ -161,6 +161,47 @@ def test_bench_serve_tiny_has_no_errors():
     assert report["errors"] == 0, report["error_samples"]
     assert report["ask"]["count"] > 0 and report["ask"]["p50_ms"] is not None
     assert report["server_rss_mb"] and report["requests_per_s"]
+    assert report["reads"] == "snapshot" and report["query_batching"] is True
+    assert report["server_cpu_s"] is not None and report["server_cpu_s"] > 0
+
+
+def test_asks_over_http_do_not_wait_for_a_write_of_their_group(tmp_path):
+    """While the group's lock is held (as by a background write), an ask and a search answer
+    from the group's snapshot at once; an append waits for the lock, and its messages are
+    read once its queued write has landed."""
+    import threading
+
+    mem = Memory(home=tmp_path, embedder="hashing")
+    app = create_app(mem, Access(KEYS), coalesce=0.0)
+    with TestClient(app) as c:
+        assert c.post("/v1/groups/alpha/messages", json=ROWS, headers=ALPHA).status_code == 200
+        assert app.state.queue.wait_idle(120)
+        held, release = threading.Event(), threading.Event()
+
+        def hold():
+            with mem.use("alpha"):
+                held.set()
+                release.wait(60)
+
+        t = threading.Thread(target=hold)
+        t.start()
+        try:
+            assert held.wait(10)
+            start = time.perf_counter()
+            r = c.post("/v1/groups/alpha/ask", json={"question": "Where will the offsite be?"}, headers=ALPHA)
+            hits = c.get("/v1/groups/alpha/search", params={"q": "offsite"}, headers=ALPHA)
+            took = time.perf_counter() - start
+        finally:
+            release.set()
+            t.join()
+        assert r.status_code == 200 and "s2-t05" in r.json()["cited_ids"] and r.json()["wait_ms"] < 1000
+        assert hits.status_code == 200 and hits.json()["hits"] and took < 10
+        late = [{"msg_id": "late-1", "ts": "2026-03-20T10:00:00Z", "speaker": "Ana",
+                 "text": "Zanzibar replaces Porto as the offsite venue."}]
+        assert c.post("/v1/groups/alpha/messages", json=late, headers=ALPHA).json()["ingested"] == 1
+        assert app.state.queue.wait_idle(120)
+        hits = c.get("/v1/groups/alpha/search", params={"q": "zanzibar"}, headers=ALPHA).json()["hits"]
+        assert [h["msg_id"] for h in hits] == ["late-1"]
 
 
 def test_forget_over_http(client):

@@ -141,7 +141,7 @@ def test_failed_index_write_undoes_the_graph_and_parquet(home, monkeypatch):
         def boom(columns):
             raise OSError("disk full")
 
-        monkeypatch.setattr(s.index, "add_columns", boom)
+        monkeypatch.setattr(s.index, "add_table", boom)  # the ingest path writes the index from Arrow
         with pytest.raises(OSError, match="disk full"):
             s.append_messages(table)
     assert _snapshot(home, gid) == before

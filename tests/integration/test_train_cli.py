@@ -56,7 +56,7 @@ def _changed(a: dict, b: dict) -> float:
 
 def _run(capsys, *argv: str) -> dict:
     capsys.readouterr()
-    rc = main(list(argv))
+    rc = main([*argv, "--json"])  # text by default; the report as JSON with --json
     out = capsys.readouterr().out
     assert rc == 0, out
     return json.loads(out)

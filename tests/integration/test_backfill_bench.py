@@ -1,0 +1,53 @@
+"""``speakerflow bench backfill`` at a small size: 3 partitions through a real Dagster backfill
+(dagster job backfill + dagster-daemon, QueuedRunCoordinator) on the multiprocess executor
+and on Celery with two workers (where redis-server and dagster-celery exist), against the
+sequential CLI loop; every group complete, the same record counts as the CLI loop."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from speakerflow.benchmarks.backfill import run, summary_table, write_groups
+from speakerflow.cli import main
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
+
+
+def test_groups_are_written_as_jsonl(tmp_path):
+    groups = write_groups(tmp_path, 2, 7)
+    assert groups == ["bf0000", "bf0001"]
+    rows = [json.loads(line) for line in (tmp_path / "bf0001.jsonl").read_text().splitlines()]
+    assert len(rows) == 7 and {r["group_id"] for r in rows} == {"bf0001"} and rows[0]["ts"].endswith("Z")
+
+
+def test_backfill_against_the_cli_loop(tmp_path):
+    modes = ["cli", "multiprocess"]
+    try:
+        import dagster_celery  # noqa: F401
+
+        if shutil.which("redis-server"):
+            modes.append("celery")
+    except ImportError:
+        pass
+    report = run(partitions=3, messages=20, modes=tuple(modes), out=tmp_path / "r.json", workdir=tmp_path / "w",
+                 timeout_s=1200)
+    assert json.loads((tmp_path / "r.json").read_text())["complete"] is True
+    for mode in modes:
+        res = report["modes"][mode]
+        assert res["runs"] == 3 and res["failed"] == 0, (mode, res)
+        assert res["groups_complete"] == 3 and res["records"] > 0, (mode, res)
+        assert res["wall_s"] > 0 and res["runs_per_minute"] > 0
+        if mode != "cli":
+            assert res["partitions_covered"] == 3 and not res["timed_out"]
+            assert res["same_records_as_cli"], mode
+    if "celery" in modes:
+        assert report["modes"]["celery"]["steps_on_celery_workers_first_run"] == 4
+    table = summary_table(report)
+    assert table.splitlines()[0].split()[0] == "mode" and len(table.splitlines()) == 1 + len(modes)
+
+
+def test_bench_backfill_rejects_an_unknown_mode(tmp_path, capsys):
+    assert main(["bench", "backfill", "--partitions", "1", "--modes", "threads", "--workdir", str(tmp_path / "w")]) == 2
+    assert "unknown mode(s) ['threads']" in capsys.readouterr().err
