@@ -19,11 +19,15 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import overload
 
 import pyarrow as pa
 
 from speakerflow.schemas import EDGE_SCHEMA, Entity, RelationEdge
+
+from . import batch
+from .batch import failpoint
 
 VALUE_PREFIX = "value:"
 _FACT_COLS = EDGE_SCHEMA.names
@@ -99,6 +103,28 @@ def _aware(t: datetime | None) -> datetime | None:
     return None if t is None else (t.replace(tzinfo=UTC) if t.tzinfo is None else t)
 
 
+def _store_root(graph) -> Path | None:
+    """The group folder of an on-disk graph (``<group>/graph.kuzu``), else ``None``."""
+    path = getattr(graph, "path", None)
+    return Path(path).parent if path is not None and Path(path).name == "graph.kuzu" else None
+
+
+def recover_facts(store, man: dict) -> dict:
+    """An interrupted fact flush: the Kuzu transaction decides. Committed (its new facts are
+    in the graph) -> the state committed with it (the entity path's processed ids) is written;
+    not committed -> Kuzu discarded it, and the entity path redoes those events."""
+    ids = list(man.get("facts", []))
+    found = {r["id"] for r in store.graph.rows("MATCH (f:Fact) WHERE f.edge_id IN $ids RETURN f.edge_id AS id",
+                                               {"ids": ids})} if ids else set()
+    if found and len(found) != len(ids):
+        raise RuntimeError(f"group {store.group_id!r}: facts batch half in the graph ({len(found)} of {len(ids)}); "
+                           "Kuzu transactions should make this impossible")
+    committed = bool(found)  # a flush of updates only cannot tell: its events are redone
+    if committed and man.get("state_file"):
+        batch.write_json_atomic(Path(store.root) / man["state_file"], man["state"])
+    return {"action": "rolled forward" if committed else "rolled back", "facts": len(ids)}
+
+
 class FactGraph:
     """Cache + batched Kuzu writer for one group's facts. ``graph=None`` is a pure in-memory double."""
 
@@ -126,6 +152,9 @@ class FactGraph:
         self.horizon: datetime | None = None
         #: number of tier-3 (rumour) facts: injection skips the rumour pass when there are none
         self.rumours = 0
+        #: ``(file name, JSON state)`` the next flush commits with its facts (the entity path's
+        #: processed ids): written after the Kuzu commit, and by recovery if a kill came between
+        self.commit_state: tuple[str, dict] | None = None
 
     # -- reading ------------------------------------------------------------------------
     def load(self, with_records: bool = True) -> FactGraph:
@@ -362,6 +391,40 @@ class FactGraph:
             self._clear_pending()
             return n
         g, n = self.graph, self.pending()
+        if not n:
+            return 0
+        root = _store_root(g)
+        manifest = root is not None and batch.pending(root) is None  # never inside another batch
+        if manifest:
+            state = {"state_file": self.commit_state[0], "state": self.commit_state[1]} if self.commit_state else {}
+            batch.begin(root, {"kind": "facts", "facts": list(self._new), "new": [], "hide": [], **state})
+            failpoint("facts.manifest")
+        g.execute("BEGIN TRANSACTION")
+        try:
+            self._flush_statements(g)
+            failpoint("facts.written")
+        except BaseException:
+            try:
+                g.execute("ROLLBACK")
+            except RuntimeError:  # Kuzu already rolled back a failed statement's transaction
+                pass
+            if manifest:
+                batch.end(root)
+            raise
+        g.execute("COMMIT")
+        failpoint("facts.committed")
+        if root is not None and self.commit_state:
+            batch.write_json_atomic(root / self.commit_state[0], self.commit_state[1])
+            self.commit_state = None
+        failpoint("facts.state")
+        if manifest:
+            batch.end(root)
+            failpoint("facts.done")
+        self._clear_pending()
+        return n
+
+    def _flush_statements(self, g) -> None:
+        """The statements of :meth:`flush` (run inside its transaction)."""
         if self._ents_dirty:
             rows = [self.entities[e].model_dump() for e in sorted(self._ents_dirty)]
             g.execute("UNWIND $rows AS r MERGE (e:Entity {entity_id: r.entity_id}) SET e.group_id = r.group_id, "
@@ -390,8 +453,6 @@ class FactGraph:
         if self._supersedes:
             rows = [{"a": a, "b": b} for a, b in self._supersedes]
             g.execute("UNWIND $rows AS r MATCH (a:Fact {edge_id: r.a}), (b:Fact {edge_id: r.b}) CREATE (a)-[:SUPERSEDES]->(b)", {"rows": rows})
-        self._clear_pending()
-        return n
 
     def _ensure_entities(self, ids: set[str]) -> None:
         missing = [e for e in ids if e not in self.entities]

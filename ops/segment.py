@@ -17,7 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import Field
 
 from speakerflow.ops.base import Context, Operator, OperatorConfig, put_columns
@@ -28,19 +30,31 @@ from speakerflow.ops.writer.base import Segment
 MESSAGE_COLUMNS = ("msg_id", "session_id", "turn", "ts", "speaker", "text", "reply_to")
 
 
+def _session_runs(table: pa.Table) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+    """Rows in (session, ts, turn) order (ties by row), each row's session in that order,
+    and its position inside its session's run (column-wise: one Arrow sort)."""
+    order = pc.sort_indices(table, sort_keys=[("session_id", "ascending"), ("ts", "ascending"),
+                                              ("turn", "ascending")]).to_numpy()
+    sessions = table["session_id"].take(pa.array(order)).combine_chunks()
+    codes = pc.dictionary_encode(sessions).indices.to_numpy()
+    at = np.arange(len(order))
+    start = np.ones(len(order), dtype=bool)
+    start[1:] = codes[1:] != codes[:-1]
+    position = at - np.maximum.accumulate(np.where(start, at, 0))
+    return order, sessions, position
+
+
 def segment_ids(table: pa.Table, window: int = 25) -> list[str]:
     """The segment id of each row of a message table (rows keep their order)."""
     if window < 1:
         raise ValueError(f"window must be >= 1 message, got {window}")
-    sessions, ts, turns = (table[c].to_pylist() for c in ("session_id", "ts", "turn"))
-    order = sorted(range(table.num_rows), key=lambda i: (sessions[i], ts[i], turns[i]))
-    out = [""] * table.num_rows
-    seen: dict[str, int] = {}
-    for i in order:
-        n = seen.get(sessions[i], 0)
-        seen[sessions[i]] = n + 1
-        out[i] = f"{sessions[i]}#{n // window}"
-    return out
+    if not table.num_rows:
+        return []
+    order, sessions, position = _session_runs(table)
+    ids = pc.binary_join_element_wise(sessions, pa.array(position // window).cast(pa.string()), "#")
+    out = np.empty(table.num_rows, dtype=object)
+    out[order] = ids.to_numpy(zero_copy_only=False)
+    return out.tolist()
 
 
 def segment_order(table: pa.Table) -> list[str]:
@@ -76,10 +90,24 @@ class Segmenter(Operator):
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         table = put_columns(table, {"segment_id": segment_ids(table, self.config.window)}, self.produces)
-        rank = {sid: i for i, sid in enumerate(segment_order(table))}
-        sids, ts, turns = (table[c].to_pylist() for c in ("segment_id", "ts", "turn"))
-        rows = sorted(range(table.num_rows), key=lambda i: (rank[sids[i]], ts[i], turns[i], i))
-        return table.take(pa.array(rows, pa.int64())) if rows != list(range(table.num_rows)) else table
+        if not table.num_rows:
+            return table
+        # write order, column-wise: a segment's first message in (ts, turn) order is the first
+        # row of its run in (session, ts, turn) order; rows sort by that message's (ts, turn),
+        # then segment id (= segment_order), then their own (ts, turn), then row
+        order, _, _ = _session_runs(table)
+        seg = table["segment_id"].take(pa.array(order)).combine_chunks()
+        codes = pc.dictionary_encode(seg).indices.to_numpy()
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = codes[1:] != codes[:-1]
+        head = order[np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))]
+        lead = np.empty(len(order), dtype=np.int64)
+        lead[order] = head  # each row -> the row of its segment's first message
+        keys = pa.table({"first_ts": table["ts"].take(pa.array(lead)), "first_turn": table["turn"].take(pa.array(lead)),
+                         "segment_id": table["segment_id"], "ts": table["ts"], "turn": table["turn"],
+                         "row": pa.array(np.arange(table.num_rows))})
+        rows = pc.sort_indices(keys, sort_keys=[(c, "ascending") for c in keys.column_names]).to_numpy()
+        return table.take(pa.array(rows)) if np.any(rows != np.arange(len(rows))) else table
 
 
 def build_segments(

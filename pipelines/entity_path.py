@@ -85,6 +85,8 @@ def build_entity_graph(store: Any, backend: Any = "rules", invalidation: bool = 
                   state={KNOWLEDGE: knowledge, "canonicalizer": canon})
     events = new_events(store, done)
     pipe = entity_pipeline(invalidation)
+    if state_path is not None:  # committed with the facts: a kill cannot separate them (graphs/facts.py)
+        fg.commit_state = (state_path.name, {"processed": sorted(done | set(events["msg_id"].to_pylist()))})
     pipe(events, ctx)
     ex, inv = pipe.steps[0].stats, pipe.steps[1].stats
     totals: dict[str, Any] = {"events": events.num_rows, "candidates": ex.rows_out}
