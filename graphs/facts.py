@@ -394,10 +394,11 @@ class FactGraph:
         if not n:
             return 0
         root = _store_root(g)
-        manifest = root is not None and batch.pending(root) is None  # never inside another batch
-        if manifest:
+        # the folder of the manifest, when this flush writes one (never inside another batch)
+        manifest = root if root is not None and batch.pending(root) is None else None
+        if manifest is not None:
             state = {"state_file": self.commit_state[0], "state": self.commit_state[1]} if self.commit_state else {}
-            batch.begin(root, {"kind": "facts", "facts": list(self._new), "new": [], "hide": [], **state})
+            batch.begin(manifest, {"kind": "facts", "facts": list(self._new), "new": [], "hide": [], **state})
             failpoint("facts.manifest")
         g.execute("BEGIN TRANSACTION")
         try:
@@ -408,8 +409,8 @@ class FactGraph:
                 g.execute("ROLLBACK")
             except RuntimeError:  # Kuzu already rolled back a failed statement's transaction
                 pass
-            if manifest:
-                batch.end(root)
+            if manifest is not None:
+                batch.end(manifest)
             raise
         g.execute("COMMIT")
         failpoint("facts.committed")
@@ -417,8 +418,8 @@ class FactGraph:
             batch.write_json_atomic(root / self.commit_state[0], self.commit_state[1])
             self.commit_state = None
         failpoint("facts.state")
-        if manifest:
-            batch.end(root)
+        if manifest is not None:
+            batch.end(manifest)
             failpoint("facts.done")
         self._clear_pending()
         return n

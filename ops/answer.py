@@ -359,9 +359,10 @@ def _score(units: list[Unit], projection: Projection, qtype: str, dense: dict[st
         hit = words & u.terms
         lex = idf_sum(hit, df) + 0.5 * idf_sum(values & u.terms, df)
         hit = hit or (values & u.terms)
+        context_hit = False
         if not u.is_record and u.context > lex:
             lex += config.context_weight * (u.context - lex)
-            hit = hit or u.context > 0
+            context_hit = u.context > 0
         s = lex + config.dense_weight * max(0.0, dense.get(u.msg_id or "", 0.0)) + 1.0 / (1 + u.rank)
         if u.text.rstrip().endswith("?"):
             s -= config.question_penalty * (0.3 if qtype == "per-person" else 1.0)
@@ -393,7 +394,7 @@ def _score(units: list[Unit], projection: Projection, qtype: str, dense: dict[st
         elif u.is_record:
             s -= 0.25
         u.raw = s
-        u.score = s if (hit or dense.get(u.msg_id or "", 0.0) >= 0.45) else float("-inf")
+        u.score = s if (hit or context_hit or dense.get(u.msg_id or "", 0.0) >= 0.45) else float("-inf")
     return words, values, cooc
 
 

@@ -396,7 +396,7 @@ class KnowledgeExtractor:
         if not piece and len(subjects) == 1:
             text = f"{'the coin' if subjects[0] == 'asset' else 'the ' + subjects[0]}: {text}"
         scores = self.classifier.scores(text)
-        best = max(scores, key=scores.get)
+        best = max(scores, key=lambda k: scores[k])
         if best not in labels or scores[best] < self.threshold:
             return None
         return RELATION_BY_NAME[best], v.start, v.value

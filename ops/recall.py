@@ -24,6 +24,7 @@ pool and fused scores); :class:`GroupView` caches the per-group arrays the chann
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -232,7 +233,7 @@ class RecallResult:
 
     fused: np.ndarray
     pool: list[int]
-    channels: dict[str, np.ndarray]
+    channels: Mapping[str, np.ndarray]
 
 
 def recall(view: GroupView, query: str, config: RecallConfig, embedder: Embedder | None = None) -> RecallResult:

@@ -196,7 +196,9 @@ class _Slot:
     __slots__ = ("done", "error", "lead", "text", "vec")
 
     def __init__(self, text: str):
-        self.text, self.vec, self.error, self.lead = text, None, None, False
+        self.text, self.lead = text, False
+        self.vec: Any = None  # the encoded vector, once the batch ran
+        self.error: BaseException | None = None
         self.done = threading.Event()
 
 
