@@ -231,6 +231,7 @@ def run_dagster(mode: str, src: Path, work: Path, groups: list[str], concurrency
                 on_worker = sum("in celery worker" in ((e.dagster_event.message if e.dagster_event else None) or "")
                                 for e in engine)
             partitions = {r.tags.get("dagster/partition") for r in runs}
+            succeeded = sorted(r.tags.get("dagster/partition") for r in runs if r.status == DagsterRunStatus.SUCCESS)
             breakdown = step_breakdown(instance, [r.run_id for r in runs[:40]])
         wall = end_wall - start_wall
         out = {"wall_s": round(wall, 2), "runs": len(runs), "failed": len(failed),
@@ -238,7 +239,7 @@ def run_dagster(mode: str, src: Path, work: Path, groups: list[str], concurrency
                "run_s_p50": _pct(durations, 0.5), "run_s_p95": _pct(durations, 0.95),
                "partitions_covered": len(partitions & set(groups)), "concurrency": concurrency,
                "timed_out": timed_out, "median_seconds_by_part": breakdown,
-               "home": str(home)}
+               "home": str(home), "_succeeded": succeeded}
         if mode == "celery":
             out["celery_workers"] = celery_workers
             out["steps_on_celery_workers_first_run"] = on_worker
@@ -347,7 +348,8 @@ def run(partitions: int = 200, messages: int = 50, modes: tuple[str, ...] = MODE
                 homes[mode] = Path(res.pop("home"))
             res["load_avg_1m_before"] = round(load0, 2)
             res["load_avg_1m_after"] = round(os.getloadavg()[0], 2)
-            summary = store_summary(homes[mode], groups)
+            done = res.pop("_succeeded", None)  # Dagster: partitions whose run succeeded
+            summary = store_summary(homes[mode], groups if done is None else done)
             res["groups_complete"] = sum(s["messages"] == messages for s in summary.values())
             res["records"] = sum(s["records"] for s in summary.values())
             res["_summary"] = summary
@@ -358,8 +360,10 @@ def run(partitions: int = 200, messages: int = 50, modes: tuple[str, ...] = MODE
         base = report["modes"].get("cli")
         for mode, res in report["modes"].items():
             if base is not None and mode != "cli":
-                done = [g for g, v in res["_summary"].items() if v["messages"] == messages]
-                res["same_records_as_cli"] = all(res["_summary"][g] == base["_summary"].get(g) for g in done)
+                both = [g for g, v in res["_summary"].items() if v["messages"] == messages
+                        and base["_summary"].get(g, {}).get("messages") == messages]
+                res["compared_with_cli"] = len(both)
+                res["same_records_as_cli"] = all(res["_summary"][g] == base["_summary"][g] for g in both)
                 res["speedup_vs_cli"] = round(res["runs_per_minute"] / base["runs_per_minute"], 3)
         for res in report["modes"].values():
             res.pop("_summary")

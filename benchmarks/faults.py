@@ -147,7 +147,10 @@ def _run_worker(home: Path, data: Path, env_extra: dict[str, str] | None = None,
     if "path" in _CODE:
         env["PYTHONPATH"] = os.pathsep.join(x for x in (_CODE["path"], env.get("PYTHONPATH")) if x)
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", _WORKER, str(home), str(data)], env=env,
+    # cwd: ``python -c`` puts the working directory first on sys.path; run from a checkout,
+    # its live ``speakerflow/`` would shadow the frozen copy (found when a commit landed mid-run)
+    proc = subprocess.Popen([sys.executable, "-c", _WORKER, str(Path(home).resolve()), str(Path(data).resolve())], env=env,
+                            cwd=_CODE.get("path") or None,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if kill_after is not None:
         try:
@@ -261,7 +264,7 @@ def run(kills: int = 100, out: str | Path | None = None, seed: int = 0, source: 
     from concurrent.futures import ThreadPoolExecutor
 
     rng = random.Random(seed)
-    base = Path(workdir or tempfile.mkdtemp(prefix="speakerflow-faults-"))
+    base = Path(workdir or tempfile.mkdtemp(prefix="speakerflow-faults-")).resolve()
     data_dir = prepare(base / "data", source, fmt, entity_path, flush_every, data)
     _CODE["path"] = str(freeze_code(base / "code"))
     ref_home = base / "reference"

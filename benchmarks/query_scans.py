@@ -109,15 +109,55 @@ def run(n: int, home_dir: str | Path, cap: int | None = None, questions: int = 4
     return report
 
 
+def locomo_index_check(data: str | Path, groups: tuple[str, ...] = ("conv-26", "conv-30", "conv-41", "conv-42",
+                                                                     "conv-43")) -> dict:
+    """LoCoMo: the text index written by the ingest path (Arrow, JSON lines) against one written
+    by the old per-row path from the same messages: every QA question's BM25 hits (ids, scores,
+    order), unfiltered and per speaker, with a limit of the group's size (what exact recall asks)."""
+    import tempfile
+
+    from speakerflow.graphs import Home, SearchFilter
+    from speakerflow.graphs.store import GroupStore
+    from speakerflow.graphs.text_index import TantivyIndex
+    from speakerflow.ops.loaders import load
+
+    qa = {c["sample_id"]: [q["question"] for q in c["qa"]] for c in json.loads(Path(data).read_text())}
+    out = {"groups": list(groups), "searches": 0, "identical": 0, "hits_compared": 0}
+    with tempfile.TemporaryDirectory(prefix="speakerflow-locomo-index-") as tmp:
+        home = Home(Path(tmp) / "home")
+        for gid, table in load(data, "locomo"):
+            if gid not in groups:
+                continue
+            with home.open(gid, writable=True) as store:
+                store.append_messages(table)
+                rows = TantivyIndex(Path(tmp) / f"rows-{gid}")
+                rows.add_columns(GroupStore._index_columns(store.messages()))
+                n = store.messages().num_rows
+                filters = [SearchFilter(kind="message")] + [SearchFilter(kind="message", speaker=p)
+                                                            for p in store.roster()]
+                for q in qa[gid]:
+                    for flt in filters:
+                        a, b = rows.search(q, n, flt), store.search(q, n, flt)
+                        out["searches"] += 1
+                        out["identical"] += a == b
+                        out["hits_compared"] += len(a)
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--messages", type=int, default=100_000)
-    p.add_argument("--home", required=True, help="folder of the experiment's home (built on first use)")
+    p.add_argument("--home", default=None, help="folder of the experiment's home (built on first use)")
     p.add_argument("--cap", type=int, default=None, help="BM25 candidates of the bounded path (default: "
                    "$SPEAKERFLOW_BM25_CAP or the module's BM25_CAP)")
     p.add_argument("--questions", type=int, default=40)
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--locomo", default=None, help="instead: compare the ingest path's index with the per-row one "
+                   "on this locomo10.json (dev conversations; --home is not used)")
     a = p.parse_args(argv)
+    if a.locomo:
+        print(json.dumps(locomo_index_check(a.locomo)))
+        return
     print(json.dumps(run(a.messages, a.home, a.cap, a.questions, rounds=a.rounds)))
 
 

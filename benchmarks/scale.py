@@ -558,6 +558,40 @@ def ann_sweep(n: int, cache: str | Path, params: tuple[tuple[int, int], ...] = (
 
 
 # -- the sweep --------------------------------------------------------------------------------
+def ingest_ab(n: int = 100_000, rev: str = "1630a2e", batch: int = 10_000, rounds: int = 2, seed: int = 7,
+              workdir: str | Path | None = None) -> dict[str, Any]:
+    """Ingest throughput of the store code at git revision ``rev`` (before the columnar
+    dedup and Arrow index write) against the current code, in this process, alternating,
+    each into a fresh home, the big group in batches of ``batch``. The old ``GroupStore``
+    is the file at ``rev`` executed as a sibling module of :mod:`speakerflow.graphs.store`
+    (same Kuzu and Tantivy modules of today; the old code's index write therefore also
+    computes today's ``doc_key``)."""
+    import importlib.util
+    import types
+
+    from speakerflow.graphs import store as new_store
+
+    source = subprocess.run(["git", "show", f"{rev}:graphs/store.py"], capture_output=True, text=True, check=True,
+                            cwd=Path(new_store.__file__).resolve().parents[1]).stdout
+    old = types.ModuleType("speakerflow.graphs._store_at_rev")
+    old.__package__ = "speakerflow.graphs"
+    old.__spec__ = importlib.util.spec_from_loader(old.__name__, loader=None)
+    sys.modules[old.__name__] = old
+    exec(compile(source, f"{rev}:graphs/store.py", "exec"), old.__dict__)  # noqa: S102 - our own file at rev
+    table = synthetic_stream(n, "one", seed)
+    out: dict[str, Any] = {"messages": n, "batch": batch, "rev": rev, "load_avg_1m_at_start": round(os.getloadavg()[0], 2)}
+    for _ in range(rounds):
+        for label, cls in (("before", old.GroupStore), ("after", new_store.GroupStore)):
+            with tempfile.TemporaryDirectory(prefix="speakerflow-ab-", dir=workdir) as tmp:
+                t0 = time.perf_counter()
+                with cls(Path(tmp) / "big", "big", writable=True) as st:
+                    for lo, size in _slices(n, batch):
+                        st.append_messages(table.slice(lo, size))
+                out.setdefault(f"{label}_messages_per_s", []).append(round(n / (time.perf_counter() - t0), 1))
+    out["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
+    return out
+
+
 def _child_main(argv: list[str]) -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--n", type=int, required=True)
@@ -684,6 +718,14 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("--cache", required=True)
         a = p.parse_args(argv[1:])
         print(json.dumps(embed_stream(a.messages, a.cache)))
+        return
+    if argv and argv[0] == "ingest-ab":
+        p = argparse.ArgumentParser()
+        p.add_argument("--messages", type=int, default=100_000)
+        p.add_argument("--rev", default="1630a2e", help="git revision of graphs/store.py to compare against")
+        p.add_argument("--rounds", type=int, default=2)
+        a = p.parse_args(argv[1:])
+        print(json.dumps(ingest_ab(a.messages, a.rev, rounds=a.rounds)))
         return
     if argv and argv[0] == "ann":
         p = argparse.ArgumentParser()

@@ -90,7 +90,7 @@ class Server:
     """``speakerflow serve`` in a subprocess on 127.0.0.1 (stopped on exit)."""
 
     def __init__(self, home: Path, keys: dict[str, list[str]], embedder: str, start_timeout: float = 300.0,
-                 reads: str = "snapshot", batch_queries: bool = True):
+                 reads: str = "snapshot", batch_queries: bool = True, ask_threads: int = 32):
         self.home = home
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -101,7 +101,7 @@ class Server:
         self.proc = subprocess.Popen(
             [sys.executable, "-c", _SERVE, "serve", "--home", str(home / "store"), "--host", "127.0.0.1",
              "--port", str(self.port), "--embedder", embedder, "--log-level", "warning", "--reads", reads,
-             *([] if batch_queries else ["--no-query-batching"])],
+             "--ask-threads", str(ask_threads), *([] if batch_queries else ["--no-query-batching"])],
             stdout=self._log_fh, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + start_timeout
         while time.monotonic() < deadline:
@@ -267,11 +267,12 @@ async def _load(url: str, clients: int, seconds: float, groups: list[str], keys:
 
 def run(clients: int = 32, seconds: float = 60.0, groups: int = 8, ingest_share: float = 0.1,
         embedder: str = "minilm", progress: bool = True, seed: int = 0, reads: str = "snapshot",
-        batch_queries: bool = True) -> dict[str, Any]:
+        batch_queries: bool = True, ask_threads: int = 32) -> dict[str, Any]:
     """Start a server, load it, stop it; returns the report (see the module docstring).
     ``reads``: the server's read path (``serve --reads``: ``snapshot`` or ``locked``);
-    ``batch_queries=False``: ``serve --no-query-batching``. ``reads="locked",
-    batch_queries=False`` is the server as it was before both (the baseline)."""
+    ``batch_queries=False``: ``serve --no-query-batching``; ``ask_threads``: ``serve
+    --ask-threads``. ``reads="locked", batch_queries=False, ask_threads=40`` is the server
+    as it was before the three (the baseline: 40 is the thread pool that ran every ask)."""
     if clients < 1 or groups < 1 or seconds <= 0 or not 0 <= ingest_share <= 1:
         raise ValueError("clients and groups >= 1, seconds > 0, 0 <= ingest_share <= 1")
     names = [f"bench-{i}" for i in range(groups)]
@@ -279,7 +280,8 @@ def run(clients: int = 32, seconds: float = 60.0, groups: int = 8, ingest_share:
     by_group = {groups_[0]: {"Authorization": f"Bearer {k}"} for k, groups_ in api_keys.items()}
     with tempfile.TemporaryDirectory(prefix="speakerflow-bench-serve-") as tmp:
         t0 = time.perf_counter()
-        with Server(Path(tmp), api_keys, embedder, reads=reads, batch_queries=batch_queries) as server:
+        with Server(Path(tmp), api_keys, embedder, reads=reads, batch_queries=batch_queries,
+                    ask_threads=ask_threads) as server:
             start_s = time.perf_counter() - t0
             if progress:
                 print(f"server up on {server.url} in {start_s:.1f}s; seeding {groups} group(s), then "
@@ -294,7 +296,7 @@ def run(clients: int = 32, seconds: float = 60.0, groups: int = 8, ingest_share:
     requests = res["counts"]["requests"]
     return {
         "benchmark": "serve", "clients": clients, "seconds": seconds, "groups": groups, "ingest_share": ingest_share,
-        "embedder": embedder, "reads": reads, "query_batching": batch_queries, "cpus": os.cpu_count(), "server_start_s": round(start_s, 2),
+        "embedder": embedder, "reads": reads, "query_batching": batch_queries, "ask_threads": ask_threads, "cpus": os.cpu_count(), "server_start_s": round(start_s, 2),
         "load_avg_1m": [round(load_before, 1), round(load_after, 1)],
         # CPU seconds used during the concurrent phase: by the server process, by the clients
         **res["cpu"],
@@ -320,7 +322,7 @@ def format_report(report: dict[str, Any]) -> str:
     lines = [
         f"bench serve: {report['clients']} clients, {report['groups']} groups, {report['elapsed_s']}s, "
         f"embedder {report['embedder']}, reads {report.get('reads', 'locked')}, query batching "
-        f"{report.get('query_batching', False)}, {report['cpus']} CPU(s), "
+        f"{report.get('query_batching', False)}, ask threads {report.get('ask_threads')}, {report['cpus']} CPU(s), "
         f"load average {report.get('load_avg_1m')}",
         f"  requests     {report['requests']} ({report['requests_per_s']}/s), errors {report['errors']}",
         f"  ask          {a['count']}: p50 {a['p50_ms']} ms, p95 {a['p95_ms']} ms, p99 {a['p99_ms']} ms "

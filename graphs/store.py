@@ -369,7 +369,7 @@ class GroupStore:
         part = self._next_part()
         final = folder / part
         tmp = folder / f".{part}.tmp"
-        pq.write_table(new, tmp)
+        pq.write_table(new, tmp, compression="zstd")  # ~2x smaller than snappy on chat text
         failpoint("messages.staged")
         batch.begin(self.root, {"kind": "messages", "part": part, "rows": new.num_rows})
         failpoint("messages.manifest")

@@ -130,6 +130,7 @@ class AnswerConfig(OperatorConfig):
     when_quote: bool = False
     clause_words: int = 12
     context_weight: float = 0.5
+    settle_floor: float = 0.8
 
 
 # --- units -------------------------------------------------------------------------------------
@@ -330,11 +331,15 @@ def _score(units: list[Unit], projection: Projection, qtype: str, dense: dict[st
     vdf: Counter = Counter()
     for u in units:
         vdf.update(values & u.terms)
-    # alternatives are said side by side ("Lisbon ... Porto about 90"): a value that never
-    # shares a sentence with another value is a passing mention, not the matter
+    # alternatives are said side by side ("Lisbon ... Porto about 90", "Porto would be quieter. I
+    # think Lisbon gets too crowded"): a value that never shares a message with another value is a
+    # passing mention, not the matter
     cooc: dict[str, set[str]] = {}
+    by_message: dict = {}
     for u in units:
-        found = values & u.terms
+        by_message.setdefault(u.msg_id if u.msg_id is not None else id(u), set()).update(u.terms)
+    for msg_terms in by_message.values():
+        found = values & msg_terms
         for v in found:
             cooc.setdefault(v, set()).update(found - {v})
     values = {v for v in values if vdf[v] >= 2 and cooc.get(v)}
@@ -361,7 +366,8 @@ def _score(units: list[Unit], projection: Projection, qtype: str, dense: dict[st
         hit = hit or (values & u.terms)
         context_hit = False
         if not u.is_record and u.context > lex:
-            lex += config.context_weight * (u.context - lex)
+            # the message that settled a GROUP record answers a decision question as well as the record does
+            lex += (1.0 if decision_q and u.settles else config.context_weight) * (u.context - lex)
             context_hit = u.context > 0
         s = lex + config.dense_weight * max(0.0, dense.get(u.msg_id or "", 0.0)) + 1.0 / (1 + u.rank)
         if u.text.rstrip().endswith("?"):
@@ -378,7 +384,7 @@ def _score(units: list[Unit], projection: Projection, qtype: str, dense: dict[st
             if "GROUP" in u.rows:
                 s += config.record_bonus
             if u.settles:
-                s += config.record_bonus  # the message that settled it, not the discussion before
+                s += config.type_bonus  # the message that settled it, not the discussion before
         if qtype == "who" and _named(u, projection, names):
             s += 0.5
         if named and (u.speaker in named or named & u.rows):
@@ -629,6 +635,12 @@ def answer_rules(projection: Projection, evidence: list[EvidenceItem], config: A
         if name is None and best.speaker and best.speaker.lower() not in projection.question.lower():
             name = best.speaker
         return f"{name} ({_line(best, config)})" if name else _line(best, config)
+    if qtype == "decision":
+        # a GROUP record on the matter was settled by one message: that message is the outcome,
+        # the proposals and objections before it are the discussion
+        settled = [u for u in ranked if u.settles and u.score >= config.settle_floor * best.score]
+        if settled:
+            best = settled[0]
     if projection.tense == "head" and _NOW.search(projection.question):
         same = [u for u in ranked if u.speaker == best.speaker]
         best = _latest_on_matter(same, best, words, need_issue=True)

@@ -96,6 +96,29 @@ def is_rollup(projection: Projection) -> bool:
     return len(people) >= 2 or bool(_ROLLUP.search(projection.question))
 
 
+#: questions that gather several facts over time or people: "what books has John read",
+#: "how many games ...", "what do both A and B ...", "which cities has ..." (the perfect, a count,
+#: "both", a plural asked of someone)
+_AGGREGATE = re.compile(r"\b(has|have)\b|\bhow many\b|\bboth\b|\b(what|which) (\w+ )?\w+s (has|have|does|do|did)\b",
+                        re.I)
+_BROAD = re.compile("|".join(p.pattern for p in (_ROLLUP, _GROUP, _CHANGE)), re.I)
+
+
+def question_kind(question: str) -> str:
+    """How recall may use System 2 for ``question`` (the rules are what LoCoMo's dev half and
+    SocialMem training support; see docs/evaluation.md, "System 2 in recall"):
+
+    - ``aggregate``: the answer gathers facts spread over sessions (a count, "both", the perfect
+      "what has X done", a plural asked of someone), not a change ("has X's cooking changed");
+      records, which cite messages of several sessions, weigh more;
+    - ``broad``: roll-ups, group matters, changes (System 2's own ground): as configured;
+    - ``focused``: a single fact; System 1's confident hits are protected from System 2.
+    """
+    if _AGGREGATE.search(question) and not _CHANGE.search(question):
+        return "aggregate"
+    return "broad" if _BROAD.search(question) else "focused"
+
+
 def issue_of(question: str, names: list[str]) -> str:
     """The question's content words without question words and roster names (a short phrase)."""
     drop = {n.lower() for name in names for n in name.split()}

@@ -225,6 +225,12 @@ class RecallConfig(OperatorConfig):
     #: records channel: how many best-matching records rank their messages, and which layers
     record_top: int = 40
     record_layers: tuple[str, ...] = ("per_speaker_core", "per_speaker_profile", "group_interaction", "group_insight")
+    #: System 2 by question kind (:func:`~speakerflow.ops.project.question_kind`): weight
+    #: overrides for ``aggregate`` questions (only channels already on; ``-s2`` stays off)
+    aggregate_weights: dict[str, float] = {"records": 0.5}
+    #: ``focused`` questions: a message some System 1 channel ranks in its top ``protect_top``
+    #: cannot be passed by a message that only the records channel lifts (0: off)
+    protect_top: int = 5
 
 
 @dataclass
@@ -248,7 +254,7 @@ def recall(view: GroupView, query: str, config: RecallConfig, embedder: Embedder
         return recall_bounded(view, query, config, embedder)
     base = bm25_scores(view, query)
     channels = {"bm25": base}
-    weights = dict(config.weights)
+    weights, kind = query_weights(query, config)
     if weights.get("window", 0) > 0:
         channels["window"] = window_scores(view, base, config.window_weight)
     if weights.get("session", 0) > 0:
@@ -266,9 +272,78 @@ def recall(view: GroupView, query: str, config: RecallConfig, embedder: Embedder
 
             channels["records"] = record_channel(view, query, embedder, config.record_layers, config.record_top)
     fused = fuse(channels, weights, config.rrf_k) if len(view) else np.zeros(0)
+    if kind == "focused" and config.protect_top > 0 and "records" in channels and weights.get("records", 0) > 0:
+        fused = protect_confident(channels, weights, fused, config.protect_top, config.rrf_k)
     order = np.lexsort((np.arange(len(fused)), -fused))
     pool = [int(i) for i in order[: config.pool] if fused[i] > 0]
     return RecallResult(fused, pool, channels)
+
+
+def query_weights(query: str, config: RecallConfig) -> tuple[dict[str, float], str]:
+    """The channel weights for ``query`` and its kind (:func:`~speakerflow.ops.project.question_kind`):
+    ``aggregate`` questions take ``config.aggregate_weights`` for channels that are on."""
+    from .project import question_kind  # project sits beside this module; imported lazily
+
+    kind = question_kind(query)
+    weights = dict(config.weights)
+    if kind == "aggregate":
+        weights.update({k: w for k, w in config.aggregate_weights.items() if weights.get(k, 0) > 0})
+    return weights, kind
+
+
+#: the System 1 channels whose top ranks count as confident (the session prior ranks whole
+#: sessions alike, so its top ranks say nothing about one message)
+CONFIDENT_CHANNELS = ("bm25", "window", "dense", "dense_window")
+
+
+def top_mask(scores: np.ndarray, top: int) -> np.ndarray:
+    """True for the ``top`` best positive entries of ``scores`` (:func:`rank_of` order: ties by
+    position), found by partition in linear time."""
+    mask = np.zeros(len(scores), dtype=bool)
+    positive = np.flatnonzero(scores > 0)
+    if top <= 0 or not len(positive):
+        return mask
+    if len(positive) <= top:
+        mask[positive] = True
+        return mask
+    kth = -np.partition(-scores[positive], top - 1)[top - 1]
+    above = positive[scores[positive] > kth]
+    ties = positive[scores[positive] == kth][: top - len(above)]
+    mask[above] = True
+    mask[ties] = True
+    return mask
+
+
+def protect_confident(channels, weights: dict[str, float], fused: np.ndarray, top: int,
+                      rrf_k: float = 60.0, s1: np.ndarray | None = None) -> np.ndarray:
+    """``fused`` (System 1 plus the records channel) with System 1's confident hits protected.
+
+    A message is confident when some System 1 channel (:data:`CONFIDENT_CHANNELS`) ranks it in
+    its top ``top``. Every other message keeps its fused score but stays below each confident
+    message that System 1 alone (the fusion without ``records``) ranked above it: the records
+    channel may lift a confident message, and may reorder the others, but it cannot push a
+    confident System 1 hit down by lifting another message past it. By construction, a message
+    that System 1 ranked below a confident message passes it only when it is confident itself.
+    """
+    if s1 is None:
+        system1 = {k: v for k, v in channels.items() if k != "records" and weights.get(k, 0) > 0}
+        if not system1:
+            return fused
+        s1 = fuse(system1, weights, rrf_k)
+    confident = np.zeros(len(s1), dtype=bool)
+    for name in CONFIDENT_CHANNELS:
+        if name in channels:
+            confident |= top_mask(channels[name], top)
+    if not confident.any():
+        return fused
+    held = np.sort(s1[confident])
+    # the lowest confident System 1 score strictly above each message's own System 1 score
+    nxt = np.searchsorted(held, s1, side="right")
+    cap = np.where(nxt < len(held), held[np.minimum(nxt, len(held) - 1)], np.inf)
+    out = fused.copy()
+    other = ~confident
+    out[other] = np.minimum(fused[other], np.nextafter(cap[other], -np.inf))
+    return out
 
 
 def warm_message_embeddings(store, embedder: Embedder | None, config: RecallConfig | None = None) -> int:

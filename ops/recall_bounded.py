@@ -238,9 +238,11 @@ def recall_bounded(view, query: str, config, embedder=None):
     from .recall import RecallResult, window_max
 
     n = len(view)
+    from .recall import protect_confident, query_weights
+
     rows, scores = bm25_top(view, query, bm25_cap())
     channels: dict[str, tuple] = {"bm25": (rows, scores)}
-    weights = dict(config.weights)
+    weights, kind = query_weights(query, config)  # System 2's weight by question kind (B1)
     if weights.get("window", 0) > 0:
         channels["window"] = window_sparse(view, rows, scores, config.window_weight)
     if weights.get("session", 0) > 0:
@@ -260,6 +262,11 @@ def recall_bounded(view, query: str, config, embedder=None):
             dense["records"] = record_channel(view, query, embedder, config.record_layers, config.record_top)
         channels.update({k: _positive(v) for k, v in dense.items()})
     fused = fuse_sparse(n, channels, weights, config.rrf_k)
+    if kind == "focused" and config.protect_top > 0 and "records" in channels and weights.get("records", 0) > 0 \
+            and any(weights.get(k, 0) > 0 for k in channels if k != "records"):
+        # System 1's confident hits are protected from the records channel, as in recall() (B1)
+        s1 = fuse_sparse(n, {k: v for k, v in channels.items() if k != "records"}, weights, config.rrf_k)
+        fused = protect_confident(_Channels(n, channels), weights, fused, config.protect_top, config.rrf_k, s1)
     if dense:
         cand = np.flatnonzero(fused > 0)
     elif "session" in channels:  # the candidates' sessions hold every row scored above

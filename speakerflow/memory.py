@@ -196,9 +196,10 @@ class _Slot:
     __slots__ = ("done", "error", "lead", "text", "vec")
 
     def __init__(self, text: str):
-        self.text, self.lead = text, False
-        self.vec: Any = None  # the encoded vector, once the batch ran
+        self.text = text
+        self.vec: Any = None
         self.error: BaseException | None = None
+        self.lead = False
         self.done = threading.Event()
 
 

@@ -41,9 +41,10 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Annotated, Any, Literal
 from urllib.parse import unquote
 
+import anyio
 from fastapi import Body, Depends, FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -374,8 +375,9 @@ class AskOut(BaseModel):
     context_tokens: int
     latency_ms: float = Field(description="query path (projection, retrieval, composition)")
     answer_ms: float
-    server_ms: float = Field(description="the whole request inside the server, waiting for the group included")
-    wait_ms: float = Field(description="of server_ms, waiting for the group (a write or another call on it)")
+    server_ms: float = Field(description="the whole request inside the server, waiting included")
+    wait_ms: float = Field(description="of server_ms, waiting for an ask slot (--ask-threads) and for the group "
+                                       "(a read snapshot being taken)")
 
 
 MESSAGE_EXAMPLE = [{"msg_id": "s2-t05", "session_id": "s2", "ts": "2026-03-06T14:15:00Z", "speaker": "Ana",
@@ -393,7 +395,7 @@ def _key(_: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)]) -> 
 def create_app(memory: Memory, access: Access, max_body: int = DEFAULT_MAX_BODY,
                max_messages: int = DEFAULT_MAX_MESSAGES, writers: int = 2, warm: bool = True,
                coalesce: float = 1.0, torch_threads: int | None = 1, mcp: bool = True,
-               host: str = "127.0.0.1") -> FastAPI:
+               host: str = "127.0.0.1", ask_threads: int = 32) -> FastAPI:
     """The FastAPI app over ``memory`` (closed when the app shuts down).
 
     ``torch_threads``: intra-op threads for the embedder (default 1: a server runs many
@@ -401,8 +403,11 @@ def create_app(memory: Memory, access: Access, max_body: int = DEFAULT_MAX_BODY,
     thread against ~1.3 s with two). ``None`` leaves torch's default. ``mcp``: also serve
     the MCP tools at ``/mcp`` (streamable HTTP, stateless; each tool call checks the key
     against the group it names); ``host`` is where the server listens (for the MCP
-    transport's DNS-rebinding protection on loopback)."""
+    transport's DNS-rebinding protection on loopback). ``ask_threads``: asks answered at
+    once (the others wait for a slot; their questions are encoded together, see
+    :class:`~speakerflow.memory.BatchingEmbedder`)."""
     queue = WriteQueue(memory, workers=writers, coalesce=coalesce)
+    ask_limiter = anyio.CapacityLimiter(ask_threads)
     mcp_server = None
     if mcp:
         from speakerflow.mcp_server import build_server
@@ -484,24 +489,33 @@ def create_app(memory: Memory, access: Access, max_body: int = DEFAULT_MAX_BODY,
         queued = memory.writer != "none"
         # reads keep answering from the group's last complete snapshot until the queued write lands
         result = memory.append(group, messages, pending_write=queued)
-        state = queue.submit(group, result.ingested) if result.ingested and queued else "skipped"
+        state: Any = queue.submit(group, result.ingested) if result.ingested and queued else "skipped"
         return IngestOut(ingested=result.ingested, already_stored=result.already_stored,
                          new_speakers=result.new_speakers, write=state)
 
-    @app.post("/v1/groups/{group}/ask", dependencies=deps, tags=["groups"], response_model=AskOut)
-    def ask(group: str, body: AskIn) -> AskOut:
-        """Answer from the group's memory with the messages the answer rests on."""
-        start = time.perf_counter()
-        result, cited = memory.ask_cited(group, body.question)
+    def answer(group: str, question: str, start: float) -> Response:
+        """One ask, its response validated and rendered to JSON here (in the worker thread:
+        the event loop only moves bytes)."""
+        slot_wait = time.perf_counter() - start
+        result, cited = memory.ask_cited(group, question)
         out = result.to_dict()
-        return AskOut(question=out["question"], answer=out["answer"], cited_ids=result.cited_ids(),
+        body = AskOut(question=out["question"], answer=out["answer"], cited_ids=result.cited_ids(),
                       cited=[m.model_dump(mode="json", include={"msg_id", "speaker", "ts", "session_id", "text"})
                              for m in cited],
                       evidence=[e.model_dump(mode="json") for e in result.evidence],
                       projection=result.projection.model_dump(mode="json"), context_tokens=out["context_tokens"],
                       latency_ms=out["latency_ms"], answer_ms=out["answer_ms"],
                       server_ms=round((time.perf_counter() - start) * 1000, 2),
-                      wait_ms=round(result.stats.get("group_wait_ms", 0.0), 2))
+                      wait_ms=round(slot_wait * 1000 + result.stats.get("group_wait_ms", 0.0), 2))
+        return Response(body.model_dump_json(), media_type="application/json")
+
+    @app.post("/v1/groups/{group}/ask", dependencies=deps, tags=["groups"], response_model=AskOut)
+    async def ask(group: str, body: AskIn) -> Response:
+        """Answer from the group's memory with the messages the answer rests on."""
+        # at most ask_threads asks run at once (the rest wait here, without a thread): CPU-bound
+        # threads beyond that only slow the event loop and each other down
+        return await anyio.to_thread.run_sync(answer, group, body.question, time.perf_counter(),
+                                              limiter=ask_limiter)
 
     @app.get("/v1/groups/{group}/search", dependencies=deps, tags=["groups"])
     def search(group: str, q: str = Query(min_length=1, max_length=2000), speaker: str | None = None,
@@ -543,7 +557,8 @@ def create_app(memory: Memory, access: Access, max_body: int = DEFAULT_MAX_BODY,
 def serve(home: str | None, host: str = "127.0.0.1", port: int = 8750, no_auth: bool = False,
           embedder: str = "minilm", writer: str = "rules", max_body: int = DEFAULT_MAX_BODY,
           writers: int = 2, log_level: str = "info", torch_threads: int | None = 1, max_open: int = 64,
-          reads: Literal["snapshot", "locked"] = "snapshot", batch_queries: bool = True) -> None:
+          reads: Literal["snapshot", "locked"] = "snapshot", batch_queries: bool = True,
+          ask_threads: int = 32) -> None:
     """Run the server until interrupted (one process: it holds every group's writer lock)."""
     import uvicorn
 
@@ -552,7 +567,8 @@ def serve(home: str | None, host: str = "127.0.0.1", port: int = 8750, no_auth: 
     access = Access.from_env(open_access=no_auth)
     memory = Memory(home=home, embedder=embedder, writer=writer, max_open=max_open,
                     snapshot_reads=reads == "snapshot", batch_queries=batch_queries)
-    app = create_app(memory, access, max_body=max_body, writers=writers, torch_threads=torch_threads, host=host)
+    app = create_app(memory, access, max_body=max_body, writers=writers, torch_threads=torch_threads, host=host,
+                     ask_threads=ask_threads)
     print(f"speakerflow serve: home {memory.home.root}, http://{host}:{port} (docs at /docs), "
           f"{'no auth (loopback)' if no_auth else f'{len(access.keys)} key(s)'}", flush=True)
     uvicorn.run(app, host=host, port=port, log_level=log_level, workers=1)

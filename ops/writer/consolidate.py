@@ -46,6 +46,28 @@ PRESENCE = re.compile(r"\b(i'?m (?:\w+ )?in\b|count me in|i'?ll be there|see you
 #: a member called out for a repeated absence or lapse ("this is like the third time")
 CALLOUT = re.compile(r"\b((?:second|third|fourth|fifth|\d+(?:st|nd|rd|th)) time|again|as usual|every (?:single )?time"
                      r"|always (?:late|cancel\w*|bail\w*)|never (?:comes|shows|turns up))\b", re.I)
+#: a conclusion drawn in a reply: a short phrase closed by "then" ("one-on-one coffee then, no agenda",
+#: "Millbrook it is then", "Saturday then!") settles what was being discussed
+CONCLUSION = re.compile(
+    r"^\W*(?:(?:ok(?:ay)?|right|fine|so|alright|good)\W+)?(?!(?:see|talk|catch|speak|bye|until|till|since|and|but|"
+    r"even|by|back|just|only|good ?night|have fun|enjoy)\b)((?:[\w'\u2019-]+\s+){0,5}?[\w'\u2019-]+)\s+then\s*(?:[^\w\s]|$)",
+    re.I)
+#: acceptance of what was just proposed or concluded, beyond a leading "yes"/"agreed"
+ACCEPT = re.compile(r"^\W*(?:that|this)(?:'d| would| will|'ll)?\s+(?:i'?d\s+)?(?:actually\s+|really\s+|totally\s+)?"
+                    r"(?:like|love|work|do|be (?:great|perfect|good|nice|fine))\b|\bsounds like a plan\b|\bi'?d like that\b"
+                    r"|^\W*(?:fine|ok(?:ay)?|sure|great|perfect|lovely|brilliant)\W*$", re.I)
+
+
+def accepts(text: str) -> bool:
+    """Does a reply accept what it answers ("yes", "agreed", "that I'd actually like")?"""
+    return bool(rt.AGREEMENT.match(text) or ACCEPT.search(text))
+
+
+def concludes(sentence: str) -> bool:
+    """Is ``sentence`` a conclusion ("one-on-one coffee then, no agenda")? Questions never are."""
+    return not sentence.rstrip().endswith("?") and len(sentence.split()) <= 12 and bool(CONCLUSION.search(sentence))
+
+
 #: a message that plans or keeps up a group activity
 def is_plan(text: str) -> bool:
     return bool(rt.PROPOSAL.search(text) or rt.PLAN.search(text) or rt.DECISION.search(text) or rt.NORM.search(text)
@@ -126,6 +148,10 @@ def discussion(known: list[dict[str, Any]], at: int, topics: set[str], stats: Wo
             start = i
             break
     if start is None:
+        # no proposal: the message the decision answers, when it is on the matter
+        replied = next((m for m in window if m["msg_id"] == msg.get("reply_to")), None)
+        if replied is not None and stats.words.get(replied["msg_id"], frozenset()) & topics:
+            return [replied["msg_id"]]
         return []
     out = []
     for m in window[start:]:

@@ -72,6 +72,17 @@ class RulesConfig(BaseModel):
     min_norm_sessions: int = Field(default=2, ge=1, description="sessions an activity must come up in to be a norm")
     min_record_words: int = Field(default=4, ge=0, description="words a person record's content needs (shorter ones "
                                   "say too little to be worth a record; the message stays in System 1)")
+    update_on: str = Field(default="change", pattern="^(change|continue)$",
+                           description="when a statement continuing an earlier session's record supersedes it: "
+                           "'change' only when the state changes (a change cue, a single-valued matter, a later "
+                           "decision); other continuations become this session's own record citing the earlier "
+                           "messages. 'continue': every continuation is an UPDATE (the thread is one chain)")
+    consensus_record: bool = Field(default=True, description="write agreement with a group proposal as a separate "
+                                   "record ('Ben, Chloe with Ana (date): ...'); else the proposal itself becomes "
+                                   "the group's decision, citing the agreeing messages")
+    merge_words: int = Field(default=22, ge=0, description="words a record merged from one segment's statements "
+                             "may reach; a statement that would make it longer starts its own record")
+    questions: bool = Field(default=True, description="record substantive questions as 'asked: ...' observations")
 
 
 @dataclass
@@ -87,6 +98,8 @@ class _Slot:
     content: str
     from_ids: list[str] = field(default_factory=list)
     utype: str = "fact"
+    #: the ADD action when the record is made in this segment (continuations merge into it)
+    pending: dict[str, Any] | None = None
 
 
 def matter_key(fam: str, topics: set[str]) -> str:
@@ -131,7 +144,7 @@ class RulesWriter:
         for msg in segment.messages:
             target = by_id.get(msg.get("reply_to") or "") or previous
             if (target is not None and target["msg_id"] in group_acts and target["speaker"] != msg["speaker"]
-                    and rt.AGREEMENT.match(msg["text"])):
+                    and cs.accepts(msg["text"])):
                 agreed.setdefault(target["msg_id"], []).append(msg)
             candidates = _merge(list(self._message_actions(msg, previous, by_id, people, exclude)))
             for act, _, topics in candidates:
@@ -159,37 +172,77 @@ class RulesWriter:
                         continue
                     new_topics = (slot.topics | topics) if fam not in rt.SINGLE_VALUED else topics
                     content = act["content"]
-                    before = known[at[slot.from_ids[-1]]]["ts"] if slot.from_ids else None
-                    if act["owner"] != GROUP_OWNER and rt.CHANGE.search(content) and before is not None:
-                        content = f"{content} (before, {_day(before)}: {_last_clause(slot.content)})"
-                    elif thread:
-                        content = _thread_content(slot.content, content, self.config.thread_clauses)
-                    elif fam == "habit":
-                        content = f"{content} (again, {_day(msg['ts'])})"
                     decision = act["utype"] == "decision"
                     cited = _cap(list(dict.fromkeys([*slot.from_ids, *act["from_ids"]])),
                                  self.config.max_cited + 2 * decision, keep_first=decision)
-                    key = slot_key = matter_key(slot.family if thread else fam, new_topics)
-                    actions.append({"action": "UPDATE", "entry_id": slot.entry_id, "content": content,
-                                    "utype": act["utype"], "event": key, "from_ids": cited})
-                    slot.topics, slot.content, slot.from_ids = new_topics, content, cited
-                    slot.family = slot_key.partition(":")[0]
-                    slot.entry_id = entry_id(segment.group_id, segment.segment_id, "UPDATE", slot.entry_id, content)
-                    continue
+                    key = matter_key(slot.family if thread else fam, new_topics)
+                    merged = (_thread_content(slot.content, content, self.config.thread_clauses + 2)
+                              if _last_clause(content) not in slot.content else slot.content)
+                    if slot.pending is not None and len(rt.words(merged)) <= self.config.merge_words:
+                        # the record was made in this segment: one record per person and matter per
+                        # segment, the statements joined (no chain inside one segment)
+                        content = merged
+                        slot.pending.update(content=content, from_ids=cited, event=key)
+                        if act["utype"] == "decision" or slot.utype == "fact":
+                            slot.pending["utype"] = slot.utype = act["utype"]
+                        slot.topics, slot.content, slot.from_ids = new_topics, content, cited
+                        slot.family = key.partition(":")[0]
+                        slot.entry_id = add_entry_id(segment.group_id, segment.segment_id, slot.owner, slot.layer,
+                                                     content)
+                        continue
+                    before = known[at[slot.from_ids[-1]]]["ts"] if slot.from_ids else None
+                    change = act["owner"] != GROUP_OWNER and bool(rt.CHANGE.search(content)) and before is not None
+                    supersedes = slot.pending is None and (
+                        self.config.update_on == "continue" or change or fam in rt.SINGLE_VALUED
+                        or (fam == "habit" and not thread)  # a recurring behaviour seen again
+                        # a view moves: a new preference / stance on the matter replaces the earlier one
+                        or ((fam in rt.OPEN_TOPIC or act["utype"] in _VIEWS) and slot.utype in _VIEWS)
+                        or (decision and slot.utype == "decision"))
+                    if not supersedes:
+                        # the matter continues in a new session: this session's own record, citing the
+                        # earlier messages on it (the earlier record stays a current head)
+                        act["from_ids"] = _cap(list(dict.fromkeys([*slot.from_ids, *act["from_ids"]])),
+                                               self.config.max_cited, keep_first=False)
+                        topics, fam = new_topics, key.partition(":")[0]
+                    else:
+                        if change:
+                            content = f"{content} (before, {_day(before)}: {_last_clause(slot.content)})"
+                        elif thread:
+                            content = _thread_content(slot.content, content, self.config.thread_clauses)
+                        elif fam == "habit":
+                            content = f"{content} (again, {_day(msg['ts'])})"
+                        actions.append({"action": "UPDATE", "entry_id": slot.entry_id, "content": content,
+                                        "utype": act["utype"], "event": key, "from_ids": cited})
+                        slot.topics, slot.content, slot.from_ids = new_topics, content, cited
+                        slot.family = key.partition(":")[0]
+                        slot.entry_id = entry_id(segment.group_id, segment.segment_id, "UPDATE", slot.entry_id, content)
+                        continue
+                if any(sl.owner == act["owner"] and sl.layer == act["layer"] and sl.content == act["content"]
+                       for sl in slots):
+                    continue  # said before in the same words: that record stands
                 act["event"] = matter_key(fam, topics)
                 actions.append(act)
                 eid = add_entry_id(segment.group_id, segment.segment_id, act["owner"], act["layer"], act["content"])
                 slots.append(_Slot(eid, act["owner"], act["source"], act["layer"], fam, topics, act["content"],
-                                   list(act["from_ids"]), act["utype"]))
+                                   list(act["from_ids"]), act["utype"], pending=act))
         for target_id, msgs in agreed.items():
             act, topics = group_acts[target_id]
             names = list(dict.fromkeys(m["speaker"] for m in msgs))
+            agreeing = [m["msg_id"] for m in msgs]
+            # the record the proposal went into (made or updated in this segment)
+            into = next((a for a in reversed(actions) if target_id in (a.get("from_ids") or [])
+                         and a["action"] == "ADD" and a.get("owner") == GROUP_OWNER), None)
+            if not self.config.consensus_record and into is not None:
+                # agreed: the proposal is what the group settled; its record cites the agreement
+                into["from_ids"] = list(dict.fromkeys([*into["from_ids"], *agreeing]))
+                into.update(utype="decision", layer="group_interaction")
+                continue
             proposal = by_id[target_id]
-            content = (f"Consensus: {', '.join(names)} agreed with {proposal['speaker']} "
-                       f"({_day(proposal['ts'])}): {act['content']}")
+            # in the cited messages' words (Validate refuses content they do not support)
+            content = f"{', '.join(names)} with {proposal['speaker']} ({_day(proposal['ts'])}): {act['content']}"
             actions.append({"action": "ADD", "owner": GROUP_OWNER, "source": names[0], "layer": "group_insight",
                             "utype": "stance", "content": content, "event": matter_key("consensus", topics),
-                            "from_ids": [target_id, *(m["msg_id"] for m in msgs)]})
+                            "from_ids": [target_id, *agreeing]})
         if self.config.norms:
             actions.extend(self._norms(segment, known, stats, people, slots))
         return WriterOutput(actions=actions[: segment.max_actions])
@@ -262,7 +315,6 @@ class RulesWriter:
                 word = max(cands, key=lambda w: (w in own, len(plan_sessions[w]), here.get(w, 0), talk.get(w, 0),
                                                  -stats.df[w], w))
                 acts.setdefault(word, []).append(m)
-        sessions = said_sessions
         out = []
         for word in sorted(acts):
             absent: dict[str, list[str]] = {}
@@ -270,13 +322,24 @@ class RulesWriter:
             plans: list[dict[str, Any]] = []
             named = {m["msg_id"] for ms in acts.values() for m in ms}
             last_absent: dict[str, Any] = {}
+            reasons: list[str] = []  # the absentee's own reply to being called out (their explanation)
+            waiting: dict[str, Any] = {}
             for m in known:
                 said = stats.words.get(m["msg_id"], frozenset())
                 plan, absence = memo[m["msg_id"]]
+                if waiting and (m["session_id"] != waiting["session"] or waiting["left"] <= 0):
+                    waiting = {}
+                if waiting and m["speaker"] == waiting["who"] and not absence:
+                    reasons.append(m["msg_id"])
+                    waiting = {}
+                elif waiting:
+                    waiting["left"] -= 1
                 if absence and (word in said or m["msg_id"] in named):
                     who = self._absentee(m, people)
                     absent.setdefault(who, []).append(m["msg_id"])
                     last_absent = {"session": m["session_id"], "who": who}
+                    if who != m["speaker"]:
+                        waiting = {"session": m["session_id"], "who": who, "left": 4}
                 elif (last_absent.get("session") == m["session_id"] and cs.CALLOUT.search(m["text"])
                       and m["speaker"] != last_absent["who"]):  # "Jordan!! this is like the third time"
                     absent[last_absent["who"]].append(m["msg_id"])
@@ -285,14 +348,20 @@ class RulesWriter:
                     plans.append(m)
             keep = [p for p in dict.fromkeys(m["speaker"] for m in plans) if p not in absent]
             missed = ", ".join(f"{p} ({len(ids)}x)" if len(ids) > 1 else p for p, ids in absent.items())
-            content = (f"recurring {word}: in {len(sessions[word])} sessions; missed by {missed}"
-                       + (f"; takes part: {', '.join(keep)}" if keep else ""))
             # the latest absences and the latest call-out (a record's messages are cited together)
             absences = sorted((i for ids in absent.values() for i in ids if i not in callouts),
                               key=lambda i: stats_order(i, known))
-            cited = sorted({*absences[-self.config.max_cited:], *callouts[-1:]}, key=lambda i: stats_order(i, known))
+            cited = sorted({*absences[-self.config.max_cited:], *callouts[-1:], *reasons[-1:]},
+                           key=lambda i: stats_order(i, known))
             if not any(i in segment.msg_ids for i in cited):
                 continue
+            # in the cited messages' own words (Validate refuses content its messages do not support):
+            # the activity, who missed it and how they said so ("not coming", "skipped")
+            by_id_known = {m["msg_id"]: m for m in known}
+            cues = list(dict.fromkeys(c.group(0).lower() for i in cited
+                                      for c in [cs.ABSENCE.search(by_id_known[i]["text"])] if c))
+            content = (f"{word}: {missed}" + (f" ({', '.join(cues[-3:])})" if cues else "")
+                       + (f"; with {', '.join(keep)}" if keep else ""))
             source = acts[word][-1]["speaker"]
             key = f"recurring:{word}"
             slot = next((s for s in reversed(slots) if s.owner == GROUP_OWNER and s.family == "recurring"
@@ -324,14 +393,16 @@ class RulesWriter:
         asked = self._question_for(msg, previous, by_id, people)
         text = msg["text"]
         if asked is not None and len(rt.words(text)) <= self.config.short_answer_words and not text.rstrip().endswith("?"):
-            asker, question = asked
+            asker, question, asked_id = asked
             question = re.sub(rf"^\W*{re.escape(speaker)}\W+", "", question) or question  # drop "Chloe, "
             q = rt.third_person(rt.strip_filler(question), asker, addressee=speaker)
             answer = rt.third_person(rt.strip_filler(text) or text, speaker)
             content = f"Asked by {asker} \"{q}\", {speaker} answered: {answer}"
             topics = rt.topic_words(f"{question} {text}", exclude)
             if topics or rt.words(answer):
-                yield self._add(speaker, speaker, "per_speaker_core", _utype(text), content, msg), rt.family(text + " " + question), topics
+                act = self._add(speaker, speaker, "per_speaker_core", _utype(text), content, msg)
+                act["from_ids"] = [asked_id, msg["msg_id"]]  # the question is half of what the record says
+                yield act, rt.family(text + " " + question), topics
             return
         addressee, named = self._addressee(msg, previous, by_id, people)
         for raw in rt.sentences(text):
@@ -345,6 +416,8 @@ class RulesWriter:
             you = ((named or bool(re.search(r"\b(you|your|you're|you've|yours)\b", sent, re.I)))
                    and not _GENERIC_YOU.search(sent))
             if asking:  # a question says what the asker wants to know or cares about
+                if not self.config.questions:
+                    continue
                 topics = rt.topic_words(sent, exclude)
                 if len(topics) >= self.config.min_question_words:
                     target = self._about(sent, speaker, addressee if you else None, people)
@@ -361,7 +434,8 @@ class RulesWriter:
             needed = 0 if fam in rt.OPEN_TOPIC and rt.first_person(sent) else self.config.min_topic_words
             if not sent or len(topics) < needed:
                 continue
-            if rt.DECISION.search(sent):
+            replying = (by_id.get(msg.get("reply_to") or "") or previous or {}).get("speaker") not in (None, speaker)
+            if rt.DECISION.search(sent) or (replying and cs.concludes(sent)):
                 yield self._add(GROUP_OWNER, speaker, "group_interaction", "decision", _said(sent, speaker), msg), fam, topics
             elif rt.NORM.search(sent):
                 yield self._add(GROUP_OWNER, speaker, "group_insight", "norm", _said(sent, speaker), msg), fam, topics
@@ -422,8 +496,8 @@ class RulesWriter:
 
     @staticmethod
     def _question_for(msg: dict[str, Any], previous: dict[str, Any] | None, by_id: dict[str, Any],
-                      people: PersonResolver) -> tuple[str, str] | None:
-        """(asker, question) when ``msg`` answers a question put to its speaker."""
+                      people: PersonResolver) -> tuple[str, str, str] | None:
+        """(asker, question, its message id) when ``msg`` answers a question put to its speaker."""
         target = by_id.get(msg.get("reply_to") or "") or previous
         if target is None or target["speaker"] == msg["speaker"]:
             return None
@@ -434,7 +508,7 @@ class RulesWriter:
         direct = msg.get("reply_to") == target["msg_id"]
         if not (named or direct) or not re.search(r"\b(you|your)\b", questions[-1], re.I):
             return None
-        return target["speaker"], questions[-1]
+        return target["speaker"], questions[-1], target["msg_id"]
 
     # -- slots --------------------------------------------------------------------------
     def _find_slot(self, slots: list[_Slot], act: dict[str, Any], fam: str, topics: set[str]) -> _Slot | None:
@@ -485,6 +559,10 @@ _GENERIC_YOU = re.compile(r"\b(you know|you never know|if you|when you|whenever 
                           r"see you|you two|both of you|each of you)\b", re.I)
 _VOCATIVE = re.compile(r"^\W*@?([A-Z][\w'\u2019-]*)\s*,?\s+"
                        r"(?=(?:(?:are|do|did|have|can|will|were|would|could)\s+)?(?:you|your|you're|you've)\b)", re.I)
+
+
+#: record kinds that hold a view (one current view per matter: a later one supersedes)
+_VIEWS = frozenset({"preference", "stance"})
 
 
 def _utype(sentence: str, profile: bool = False) -> str:

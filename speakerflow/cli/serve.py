@@ -31,6 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reads", default="snapshot", choices=["snapshot", "locked"],
                    help="snapshot (default): ask/search read the group's last complete write without waiting "
                         "for writes; locked: they wait for the group's lock (the old path, for comparison)")
+    p.add_argument("--ask-threads", type=int, default=32,
+                   help="asks answered at once; the others wait for a slot (default 32)")
     p.add_argument("--no-query-batching", action="store_true",
                    help="encode each ask's question alone (by default concurrent asks share one model call)")
     p.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"],
@@ -54,6 +56,7 @@ def add_bench(bsub: argparse._SubParsersAction) -> None:
     b.add_argument("--reads", default="snapshot", choices=["snapshot", "locked"],
                    help="the server's read path (serve --reads; default snapshot)")
     b.add_argument("--no-query-batching", action="store_true", help="serve --no-query-batching")
+    b.add_argument("--ask-threads", type=int, default=32, help="serve --ask-threads (default 32)")
     b.add_argument("--out", default=None, help="write the report JSON here")
     b.add_argument("--json", action="store_true", help="print the report as JSON")
     b.set_defaults(func=run_bench)
@@ -66,7 +69,7 @@ def run_serve(args: argparse.Namespace) -> int:
         serve(args.home, host=args.host, port=args.port, no_auth=args.no_auth, embedder=args.embedder,
               writer=args.writer, max_body=int(args.max_body_mb * 1024 * 1024), writers=args.writers,
               log_level=args.log_level, torch_threads=args.torch_threads or None, max_open=args.max_open_groups,
-              reads=args.reads, batch_queries=not args.no_query_batching)
+              reads=args.reads, batch_queries=not args.no_query_batching, ask_threads=args.ask_threads)
     except ConfigError as exc:
         raise CliError(str(exc)) from None
     return 0
@@ -84,7 +87,7 @@ def run_bench(args: argparse.Namespace) -> int:
 
     report = run(clients=args.clients, seconds=args.seconds, groups=args.groups,
                  ingest_share=args.ingest_share, embedder=args.embedder, progress=not args.json, reads=args.reads,
-                 batch_queries=not args.no_query_batching)
+                 batch_queries=not args.no_query_batching, ask_threads=args.ask_threads)
     text = json.dumps(report, indent=2)
     if args.out:
         Path(args.out).write_text(text + "\n")

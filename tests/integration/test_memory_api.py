@@ -140,3 +140,53 @@ def test_reads_use_a_snapshot_and_never_wait_for_a_write(tmp_path):
 
         mem.forget("team", message_ids=["late-1", "late-2"])
         assert not mem.search("team", "zanzibar") and not mem.search("team", "quokkas")
+
+
+def test_reads_run_beside_appends_and_writes_of_the_same_group(tmp_path):
+    """Threads asking and searching one group while others append and write it: no read
+    fails or waits for a write, and every appended message is found once written."""
+    import threading
+    import time
+
+    errors: list[str] = []
+    stop = threading.Event()
+    with Memory(home=tmp_path, embedder="hashing") as mem:
+        mem.add("team", ROWS)
+
+        def reader(i: int) -> None:
+            n = 0
+            while not stop.is_set():
+                try:
+                    if n % 2:
+                        assert mem.search("team", "offsite porto")
+                    else:
+                        assert mem.ask("team", "Where will the offsite be?").cited_ids()
+                except Exception as exc:  # noqa: BLE001 - collected and asserted below
+                    errors.append(f"reader {i}: {type(exc).__name__}: {exc}")
+                n += 1
+
+        def writer(i: int) -> None:
+            for n in range(4):
+                msgs = [{"msg_id": f"w{i}-{n}-{j}", "ts": f"2026-04-0{1 + n}T10:0{j}:00Z", "speaker": "Ben",
+                         "text": f"Reminder {i} {n} {j}: quokka{i}x{n} tickets are booked."} for j in range(3)]
+                try:
+                    mem.append("team", msgs, pending_write=True)
+                    mem.write("team")
+                except Exception as exc:  # noqa: BLE001
+                    errors.append(f"writer {i}: {type(exc).__name__}: {exc}")
+
+        readers = [threading.Thread(target=reader, args=(i,)) for i in range(6)]
+        writers = [threading.Thread(target=writer, args=(i,)) for i in range(2)]
+        for t in readers + writers:
+            t.start()
+        for t in writers:
+            t.join(120)
+        time.sleep(0.2)
+        stop.set()
+        for t in readers:
+            t.join(60)
+        assert not errors, errors[:5]
+        for i in range(2):
+            for n in range(4):
+                assert {h.msg_id for h in mem.search("team", f"quokka{i}x{n}", k=10)} == {
+                    f"w{i}-{n}-{j}" for j in range(3)}

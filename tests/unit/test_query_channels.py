@@ -70,3 +70,59 @@ def test_id_fusion_keeps_system1_hits_ahead_of_a_wide_record(store):  # noqa: F8
     assert ids[:2] == ["m0", "m2"]  # m2, found by both tracks, rises; S1's own order otherwise kept
     assert set(ids[:5]) >= {"m0", "m1", "m2", "m3"} and set(ids) == {f"m{i}" for i in range(8)}
     assert fused.evidence[0].msg_ids == ["m0"]
+
+
+def test_protect_confident_keeps_system1_hits_ahead_of_record_lifts():
+    from speakerflow.ops.recall import fuse, protect_confident, rank_of
+
+    # six messages; System 1 ranks 0 > 1 > 2 > 3 > 4 > 5 on every channel; message 1 is also
+    # the dense channel's single best, message 4 nobody's top 1; records lift 4 and 5 hard
+    bm25 = np.array([6.0, 5.0, 4.0, 3.0, 2.0, 1.0])
+    dense = np.array([0.5, 0.9, 0.4, 0.3, 0.2, 0.1])
+    records = np.array([0.0, 0.0, 0.0, 0.0, 0.9, 0.8])
+    channels = {"bm25": bm25, "dense": dense, "records": records}
+    weights = {"bm25": 1.0, "dense": 1.0, "records": 5.0}
+    fused = fuse(channels, weights)
+    assert rank_of(fused)[4] < rank_of(fused)[1]  # unprotected: the record lift passes message 1
+    held = protect_confident(channels, weights, fused, top=1)
+    assert rank_of(held)[1] < rank_of(held)[4] and rank_of(held)[0] < rank_of(held)[4]  # confident hits stay ahead
+    assert rank_of(held)[4] < rank_of(held)[2]  # the lift still reorders unconfident messages
+    assert np.all(held <= fused) and np.array_equal(held[[0, 1]], fused[[0, 1]])
+    # wider protection: everything in some channel's top 6 is confident, so nothing moves down
+    s1 = fuse({k: v for k, v in channels.items() if k != "records"}, {**weights, "records": 0.0})
+    assert np.array_equal(np.argsort(-protect_confident(channels, weights, fused, top=6)), np.argsort(-fused))
+    assert protect_confident({"records": records}, {"records": 1.0}, records, top=3) is records  # no System 1 hit
+    assert s1.argmax() == 0
+
+
+def test_question_kind_drives_the_records_weight(store):  # noqa: F811
+    from speakerflow.ops.project import question_kind
+    from speakerflow.ops.recall import query_weights
+
+    assert question_kind("What books has John read?") == "aggregate"
+    assert question_kind("How many games has John won?") == "aggregate"
+    assert question_kind("What do both Ana and Ben like?") == "aggregate"
+    assert question_kind("Has Ngozi's cooking changed recently?") == "broad"  # a change, not a gathering
+    assert question_kind("What did the group decide about the venue?") == "broad"
+    assert question_kind("Where does Dev live?") == "focused"
+    cfg = RecallConfig(weights={"window": 1.0, "records": 0.25}, aggregate_weights={"records": 0.5, "dense": 1.0})
+    assert query_weights("What books has John read?", cfg) == ({"window": 1.0, "records": 0.5}, "aggregate")
+    assert query_weights("Where does Dev live?", cfg)[0]["records"] == 0.25
+    off = cfg.model_copy(update={"weights": {"window": 1.0, "records": 0.0}})  # the s2 ablation stays off
+    assert query_weights("What books has John read?", off)[0]["records"] == 0.0
+    emb = HashingEmbedder(64)
+    view = GroupView.of(store)
+    full = RecallConfig(weights={"window": 1.0, "dense": 1.0, "records": 0.5})
+    protected = recall(view, "Where does Dev live?", full, emb)
+    free = recall(view, "Where does Dev live?", full.model_copy(update={"protect_top": 0}), emb)
+    assert np.all(protected.fused <= free.fused + 1e-15)
+
+
+def test_top_mask_is_rank_of_top_k_in_linear_time():
+    from speakerflow.ops.recall import rank_of, top_mask
+
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        scores = rng.integers(0, 4, size=30).astype(float)  # many ties and zeros
+        for k in (1, 3, 10, 40):
+            assert np.array_equal(top_mask(scores, k), (rank_of(scores) <= k) & (scores > 0))

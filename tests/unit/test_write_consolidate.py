@@ -117,10 +117,11 @@ def test_validate_accepts_history_only_beside_a_segment_message():
     base = {"action": "ADD", "owner": "Nora", "source": "Nora", "layer": "per_speaker_core", "content": "x"}
     rows = [{"segment_id": "s3#0", "position": i, "payload": json.dumps({**base, "content": c, "from_ids": ids}),
              "parse_error": None}
-            for i, (c, ids) in enumerate([("both", ["a8", "c1"]), ("history only", ["a8"]), ("unknown", ["zz", "c1"])])]
+            for i, (c, ids) in enumerate([("no coffee anymore", ["a8", "c1"]), ("drinks coffee", ["a8"]),
+                                          ("coffee anymore", ["zz", "c1"])])]
     ctx = Context(state={"segments": {"s3#0": seg}})
     out = Validate()(pa.Table.from_pylist(rows), ctx)
-    assert out["content"].to_pylist() == ["both"]
+    assert out["content"].to_pylist() == ["no coffee anymore"]
     reasons = [r["reason"] for r in ctx.state["rejects"]]
     assert len(reasons) == 2 and all("from_ids" in r for r in reasons)
 

@@ -73,7 +73,12 @@ def test_rerun_writes_nothing_and_provenance_is_exact(sample):
     for r in all_records(store):
         assert r["from_ids"] and all(m in texts for m in r["from_ids"])
         if r["owner"] != "GROUP" and r["layer"] == "per_speaker_core":
-            assert {texts[m]["speaker"] for m in r["from_ids"]} == {r["source"]}
+            speakers = {texts[m]["speaker"] for m in r["from_ids"]}
+            if r["content"].startswith("Asked by "):  # an answer cites the question it answers
+                asker = r["content"].removeprefix("Asked by ").split(" ")[0]
+                assert speakers == {r["source"], asker}, r
+            else:
+                assert speakers == {r["source"]}, r
     assert len({h["entry_id"] for h in heads(store)}) == len(heads(store))
 
 
@@ -83,7 +88,9 @@ def test_answer_to_a_question_keeps_the_question():
         {"msg_id": "b", "speaker": "Chloe", "text": "Every morning, 5k before work.", "ts": 2, "turn": 1, "session_id": "s"},
     ))
     [act] = RulesWriter().propose(seg).actions
-    assert act["owner"] == act["source"] == "Chloe" and act["from_ids"] == ["b"]
+    # it cites the question too: the record says what was asked (and Validate checks content
+    # against the cited messages)
+    assert act["owner"] == act["source"] == "Chloe" and act["from_ids"] == ["a", "b"]
     assert "run" in act["content"] and "5k" in act["content"]
 
 
