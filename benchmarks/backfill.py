@@ -231,7 +231,7 @@ def run_dagster(mode: str, src: Path, work: Path, groups: list[str], concurrency
                 on_worker = sum("in celery worker" in ((e.dagster_event.message if e.dagster_event else None) or "")
                                 for e in engine)
             partitions = {r.tags.get("dagster/partition") for r in runs}
-            succeeded = sorted(r.tags.get("dagster/partition") for r in runs if r.status == DagsterRunStatus.SUCCESS)
+            succeeded = sorted(r.tags.get("dagster/partition") or "" for r in runs if r.status == DagsterRunStatus.SUCCESS)
             breakdown = step_breakdown(instance, [r.run_id for r in runs[:40]])
         wall = end_wall - start_wall
         out = {"wall_s": round(wall, 2), "runs": len(runs), "failed": len(failed),
