@@ -35,7 +35,9 @@ is written:
   own statements, their latest on the matter; the person rows come from System 2, else
   the speakers of the evidence; a person with an explicit empty row is "no record";
 - **decision** (decide/agree/settle/rule ... or a GROUP row): lifts settling words and GROUP
-  records;
+  records; the message that settled a matching GROUP record (its source's latest cited
+  message) is the answer when it scores close to the best ("one-on-one coffee then, no agenda",
+  not the discussion before it);
 - otherwise the best unit. With tense ``head`` and a "now" word the latest statement on the
   matter wins; units that a record marks as history are held back.
 
@@ -116,6 +118,10 @@ class AnswerConfig(OperatorConfig):
     added for the cue of the question type (reason, time, place, settling words);
     ``record_bonus`` for a unit that a matching System 2 record rests on (GROUP for
     decisions, the person's own row for per-person lines, a multi-message record for change).
+    ``context_weight``: a message cited by a record takes this share of the gap to the best
+    question match among the record's messages and statement (records tie messages to one
+    matter); ``settle_floor``: a decision question answers with the settling message of a GROUP
+    record (its source's latest cited message) when it scores at least this share of the best.
     """
 
     backend: str = "rules"
