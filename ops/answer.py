@@ -247,8 +247,11 @@ def _units(evidence: list[EvidenceItem], messages: Messages | None) -> list[Unit
             found.sort(key=lambda f: (f[1][1] is None, f[1][1]))
             span = tuple(mid for mid, _ in found) if len({m[2] for _, m in found}) > 1 else ()
             # a GROUP record was settled by its source's latest message among those it cites
+            # (a one-message GROUP record settles nothing unless it says so: "we need to pick a
+            # venue" is the proposal, not the outcome)
             settling = next((mid for mid, m in reversed(found) if m[0] == item.speaker), None) \
-                if item.row == "GROUP" else None
+                if item.row == "GROUP" and (len(found) > 1 or any(_SETTLE.search(m[2]) for _, m in found)) \
+                else None
             for j, (mid, (speaker, ts, text)) in enumerate(found):
                 add(mid, text, speaker, ts, item, True, bool(span) and j < len(found) - 1, span,
                     record_key=item.entry_id or item.text, settles=mid == settling)

@@ -17,6 +17,9 @@ Channels (each a vector over the group's messages, in :meth:`GroupStore.messages
 - ``records`` (System 2): the messages the records most similar to the question rest on
   (:func:`~speakerflow.ops.resolve.record_channel`); a low weight, so records add candidates
   without displacing System 1's. The ``s2`` ablation switches it off with System 2.
+  Its weight depends on the question's kind (:func:`query_weights`): ``aggregate`` questions,
+  whose evidence is spread over sessions, take ``aggregate_weights``; on ``focused``
+  single-fact questions System 1's confident hits are protected (:func:`protect_confident`).
 
 :func:`fuse` combines the channels by weighted reciprocal-rank fusion, which needs no
 score calibration between channels. :class:`Recall` is the operator (question table ->
