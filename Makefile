@@ -44,11 +44,13 @@ test-deps:
 test: $(STAMP) test-deps
 	$(BIN)/ruff check .
 	LINT_IMPORTS=$(BIN)/lint-imports scripts/lint-imports.sh
+	MYPY=$(BIN)/mypy scripts/typecheck.sh
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	LINT_IMPORTS=$(BIN)/lint-imports scripts/lint-imports.sh
+	MYPY=$(BIN)/mypy scripts/typecheck.sh
 
 clean:
 	rm -rf $(VENV) .speakerflow build *.egg-info

@@ -6,6 +6,7 @@ Parquet; idempotent by ``msg_id``). ``group_catalog`` lists every group in the h
 """
 
 import time
+from typing import Any
 
 import dagster as dg
 import pyarrow as pa
@@ -13,6 +14,7 @@ import pyarrow.compute as pc
 from pydantic import Field
 
 from speakerflow.ops.loaders import LoadError
+from speakerflow.pipelines.constants import GROUPS_PARTITION
 from speakerflow.pipelines.resources import StoreResource
 
 from .common import GROUPS, INGESTION, WRITES_STORE, md_table
@@ -105,7 +107,7 @@ def verbatim_track(context: dg.AssetExecutionContext, raw_messages: pa.Table,
 def group_catalog(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
     """Every group in the store home with its message, speaker, session and record counts."""
     start = time.perf_counter()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for group in store.groups():
         try:
             with store.open(group) as s:
@@ -113,7 +115,7 @@ def group_catalog(context: dg.AssetExecutionContext, store: StoreResource) -> dg
         except Exception as exc:  # noqa: BLE001 - one unreadable group must not hide the others
             context.log.warning(f"group {group!r}: {exc}")
             rows.append({"group": group, "messages": None, "error": str(exc)[:200]})
-    known = set(context.instance.get_dynamic_partitions(GROUPS.name))
+    known = set(context.instance.get_dynamic_partitions(GROUPS_PARTITION))
     missing = [r["group"] for r in rows if r["group"] not in known]
     return dg.MaterializeResult(metadata={
         "groups": len(rows),

@@ -8,6 +8,7 @@ with the run coordinator (``docs/scaling.md``).
 """
 
 import json
+from typing import Any
 
 import dagster as dg
 
@@ -114,7 +115,7 @@ def forget_job():
              default_status=dg.DefaultScheduleStatus.STOPPED)
 def maintenance_schedule(context: dg.ScheduleEvaluationContext):
     """Every day: one maintenance run per group."""
-    groups = context.instance.get_dynamic_partitions(GROUPS.name)
+    groups = context.instance.get_dynamic_partitions(C.GROUPS_PARTITION)
     if not groups:
         return dg.SkipReason("no groups yet: nothing to maintain")
     day = context.scheduled_execution_time.strftime("%Y-%m-%d")
@@ -152,7 +153,7 @@ def inbox_requests(store: StoreResource, cursor: str | None, known: set[str], lo
                 run_key=f"{key}@{stamp}#{group}", partition_key=group,
                 run_config={"ops": {"raw_messages": {"config": {"path": key, "fmt": item.fmt}}}},
                 tags={"speakerflow/source": item.path.name}))
-    wanted = {r.partition_key for r in requests}
+    wanted = {r.partition_key for r in requests if r.partition_key is not None}
     if sync_store:
         wanted |= set(store.groups())
     new_groups = missing_partitions(wanted, known)
@@ -168,11 +169,11 @@ def inbox_requests(store: StoreResource, cursor: str | None, known: set[str], lo
 def inbox_sensor(context: dg.SensorEvaluationContext, store: StoreResource) -> dg.SensorResult:
     """A new or changed message file in the inbox: add its groups as partitions and ingest
     them; groups already in the store (CLI or API ingests) become partitions too."""
-    known = set(context.instance.get_dynamic_partitions(GROUPS.name))
+    known = set(context.instance.get_dynamic_partitions(C.GROUPS_PARTITION))
     return inbox_requests(store, context.cursor, known, context.log, sync_store=True)
 
 
-jobs = [ingest_job, knowledge_job, maintenance_job, evaluation_job, training_job, forget_job]
+jobs: list[Any] = [ingest_job, knowledge_job, maintenance_job, evaluation_job, training_job, forget_job]
 schedules = [maintenance_schedule]
 sensors = [inbox_sensor]
 

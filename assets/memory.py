@@ -44,7 +44,7 @@ def rejects_table(rejects: list[dict[str, Any]]) -> pa.Table:
 
 def report_dict(report: Any) -> dict[str, Any]:
     """A WriteReport (dataclass or mapping) as a plain dict."""
-    if dataclasses.is_dataclass(report):
+    if dataclasses.is_dataclass(report) and not isinstance(report, type):
         return dataclasses.asdict(report)
     return dict(report)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from .common import GROUPS
+from speakerflow.pipelines.constants import GROUPS_PARTITION
 
 
 def dagster_home() -> Path | None:
@@ -41,10 +41,10 @@ def register_groups(groups: Iterable[str], instance: dg.DagsterInstance | None =
             raise RuntimeError("DAGSTER_HOME is not set to a folder: no Dagster instance to register groups in")
         with dg.DagsterInstance.get() as inst:
             return register_groups(wanted, inst)
-    known = set(instance.get_dynamic_partitions(GROUPS.name))
+    known = set(instance.get_dynamic_partitions(GROUPS_PARTITION))
     new = [g for g in wanted if g not in known]
     if new:
-        instance.add_dynamic_partitions(GROUPS.name, new)
+        instance.add_dynamic_partitions(GROUPS_PARTITION, new)
     return new
 
 

@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +152,10 @@ def _stop(proc: subprocess.Popen) -> None:
             continue
 
 
+def _says_ready(log: Path) -> bool:
+    return "ready" in log.read_text()
+
+
 def _wait_for(what: str, ready: Callable[[], bool], timeout: float, proc: subprocess.Popen | None = None,
               logfile: Path | None = None) -> None:
     deadline = time.monotonic() + timeout
@@ -223,9 +228,10 @@ def run_dagster(mode: str, src: Path, work: Path, groups: list[str], concurrency
             on_worker = 0
             if mode == "celery" and runs:
                 engine = instance.all_logs(runs[0].run_id, of_type=dg.DagsterEventType.ENGINE_EVENT)
-                on_worker = sum("in celery worker" in (e.dagster_event.message or "") for e in engine)
+                on_worker = sum("in celery worker" in ((e.dagster_event.message if e.dagster_event else None) or "")
+                                for e in engine)
             partitions = {r.tags.get("dagster/partition") for r in runs}
-            succeeded = sorted(r.tags.get("dagster/partition") for r in runs if r.status == DagsterRunStatus.SUCCESS)
+            succeeded = sorted(r.tags.get("dagster/partition") or "" for r in runs if r.status == DagsterRunStatus.SUCCESS)
             breakdown = step_breakdown(instance, [r.run_id for r in runs[:40]])
         wall = end_wall - start_wall
         out = {"wall_s": round(wall, 2), "runs": len(runs), "failed": len(failed),
@@ -303,7 +309,7 @@ def _start_celery(work: Path, env: dict[str, str], workers: int, procs: list[sub
                                        "-c", "1", "--loglevel=INFO", "--hostname", f"sf-bf{i}-{port}@%h"],
                                       env=wenv, cwd=work, stdout=wlog.open("w"), stderr=subprocess.STDOUT,
                                       start_new_session=True))
-        _wait_for(f"celery worker {i}", lambda w=wlog: "ready" in w.read_text(), 120, procs[-1], wlog)
+        _wait_for(f"celery worker {i}", partial(_says_ready, wlog), 120, procs[-1], wlog)
     return extra
 
 

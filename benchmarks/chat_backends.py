@@ -60,7 +60,7 @@ def run(model_dir: str | Path | None = None, *, calls: int = 3, new_tokens: int 
         onnx_fig = _time_backend(make_backend("onnx", model_dir=onnx_dir, device=device),
                                  chat, calls, new_tokens)
         parity = onnx_parity(folder, onnx_dir, "Return the actions as JSON.", max_new_tokens=32)
-    report = {
+    report: dict[str, Any] = {
         "model_dir": str(model_dir or "tiny (built)"), "device": device, "calls": calls,
         "new_tokens": new_tokens, "export_s": export_s, "torch": torch_fig, "onnx": onnx_fig,
         "onnx_over_torch_speed": onnx_fig["new_tokens_per_s"] / torch_fig["new_tokens_per_s"],

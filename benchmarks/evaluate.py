@@ -160,7 +160,7 @@ def run_eval(data, fmt: str, system: str = "speakerflow", ablate: str | None = N
         qa = qa.only(groups)
     questions = qa.questions[:limit] if limit else qa.questions
     tmp = None if home is not None else tempfile.TemporaryDirectory(prefix="speakerflow-eval-")
-    home_obj = home if isinstance(home, Home) else Home(home or tmp.name)
+    home_obj = home if isinstance(home, Home) else Home(home or (tmp.name if tmp is not None else ""))
     base = config or QueryConfig()
     config = base.model_copy(update={"embedder": embedder if system not in LEXICAL else "none", "ablate": ablate,
                                      "select": base.select.model_copy(update={"top_k": max(max(ks), 10)})})

@@ -55,7 +55,7 @@ def _default_data(kind: str = "socialmem") -> tuple[Path, str]:
     return BUNDLED_SAMPLE, "jsonl"
 
 
-def prepare(out: Path, source: Path | None = None, fmt: str | None = None, entity_path: bool = True,
+def prepare(out: Path, source: str | Path | None = None, fmt: str | None = None, entity_path: bool = True,
             flush_every: int = 8, data: str = "socialmem") -> Path:
     """Write the worker's input (messages of one group as Parquet, split points) under ``out``."""
     import pyarrow as pa
@@ -68,7 +68,7 @@ def prepare(out: Path, source: Path | None = None, fmt: str | None = None, entit
     else:
         if source is None:
             source, fmt = _default_data(data)
-        loaded = load(source, fmt, group=None if fmt != "jsonl" else GROUP)
+        loaded = load(source, fmt or "jsonl", group=None if fmt != "jsonl" else GROUP)
         _, table = loaded[0]
     table = table.set_column(table.schema.get_field_index("group_id"), "group_id", pa.array([GROUP] * table.num_rows))
     sessions = sorted(set(table["session_id"].to_pylist()), key=lambda s: (len(s), s))
@@ -220,7 +220,7 @@ def _one_kill(i: int, how: str, step: str | None, delay: float | None, base: Pat
     shutil.rmtree(home, ignore_errors=True)
     entry: dict[str, Any] = {"i": i, "how": how, "step": step}
     if how == "step":
-        rc, _ = _run_worker(home, data, {"SPEAKERFLOW_FAILPOINT": step})
+        rc, _ = _run_worker(home, data, {"SPEAKERFLOW_FAILPOINT": step or ""})
     else:
         for _ in range(4):  # a worker that finished before the delay ran out: retry sooner
             entry["after_s"] = round(delay or 0.0, 3)
@@ -274,7 +274,8 @@ def run(kills: int = 100, out: str | Path | None = None, seed: int = 0, source: 
     ref = snapshot(ref_home)
     steps = named_steps(log)
     n_steps = (kills + 1) // 2  # half at named boundaries, spread over every boundary the run passed
-    plan = [("step", steps[(i * len(steps)) // n_steps % len(steps)], None) for i in range(n_steps)] if steps else []
+    plan: list[tuple[str, str | None, float | None]] = \
+        [("step", steps[(i * len(steps)) // n_steps % len(steps)], None) for i in range(n_steps)] if steps else []
     plan += [("random", None, rng.uniform(0.0, ref_seconds)) for _ in range(kills - len(plan))]
     rng.shuffle(plan)
     totals = {"kills": 0, "recovered": 0, "lost": 0, "duplicated": 0, "orphaned": 0, "mismatched": 0}

@@ -61,7 +61,7 @@ def run(data: Path = SHARED_DATA) -> dict[str, Any]:
     per_input: dict[str, dict[str, int]] = {}
     for _name, path, fmt in _inputs(data):
         for gid, table in load(path, fmt):
-            store = GroupStore("/unused", gid, in_memory=True)
+            store = GroupStore(Path("/unused"), gid, in_memory=True)
             store.append_messages(table)
             rep = write_group(store, "rules", progress=False)
             grounded = [r for r in rep.rejects if str(r["reason"]).startswith("content: ") and

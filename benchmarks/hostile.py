@@ -79,6 +79,7 @@ def generate(out: str | Path) -> list[Case]:
         cases.append(Case(path, fmt, group, category, field, store_level))
 
     # -- line formats: jsonl (group from --group) and events --------------------------
+    fields: tuple[str, ...]
     for fmt, rows_of, fields, group in (("jsonl", _jsonl_rows, ("msg_id", "speaker", "text", "ts", "session_id"), "g1"),
                                         ("events", _event_rows, ("event_id", "source", "content", "ts", "source_type"), None)):
         # the loader's name for an events field: event_id -> msg_id, source -> speaker, content -> text
@@ -175,19 +176,20 @@ def generate(out: str | Path) -> list[Case]:
                     put(maker(at, f, bad), fmt, f"wrong type {f}={type(bad).__name__}", f)
                 put(maker(at, f, _DEL), fmt, f"missing {f}", f)
             tf = "text" if fmt == "locomo" else "content"
-            raw = maker(at, tf, "MARK bad bytes").replace(b"MARK", b"\xc3\x28")
-            put(raw, fmt, "invalid utf-8", tf)
+            bad_utf8 = maker(at, tf, "MARK bad bytes").replace(b"MARK", b"\xc3\x28")
+            put(bad_utf8, fmt, "invalid utf-8", tf)
             put(maker(at, tf, "a\u0000b"), fmt, "NUL in text", "text")
             put(maker(at, "speaker", "A\u0000n"), fmt, "NUL in speaker", "speaker")
             put(maker(at, tf, [[["deep"]]]), fmt, "nested value", tf)
-            raw = maker(at, tf, "DEEP").replace(b'"DEEP"', b"[" * 100_000 + b"1" + b"]" * 100_000)
-            put(raw, fmt, "deep nesting", None)
+            deep = maker(at, tf, "DEEP").replace(b'"DEEP"', b"[" * 100_000 + b"1" + b"]" * 100_000)
+            put(deep, fmt, "deep nesting", None)
             idf = "dia_id" if fmt == "locomo" else "turn"
             put(maker(at, idf, "D1:0" if fmt == "locomo" else "t0") if at else maker(at, idf, "D1:1" if fmt == "locomo" else "t1"),
                 fmt, "duplicate id with different text", "msg_id")
         put(maker(1, "text" if fmt == "locomo" else "content", "x" * BIG), fmt, "10 MB message", "text")
         put(b"\x00" * 64, fmt, "binary garbage", None)
         put(b"", fmt, "empty file", None)
+    data: Any
     for ts in (*BAD_TS, 12345):
         data = _social()
         data["sessions"][0]["turns"][2]["ts"] = ts

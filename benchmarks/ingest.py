@@ -11,6 +11,7 @@ import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -27,7 +28,7 @@ def synthetic_messages(n: int, speakers: int = 8, group: str = "bench", seed: in
     rng = random.Random(seed)
     names = [f"person{i}" for i in range(speakers)]
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    cols = {k: [] for k in ("msg_id", "session_id", "turn", "ts", "speaker", "text")}
+    cols: dict[str, list[Any]] = {k: [] for k in ("msg_id", "session_id", "turn", "ts", "speaker", "text")}
     for i in range(n):
         cols["msg_id"].append(f"m{i:08d}")
         cols["session_id"].append(f"s{i // 50:06d}")

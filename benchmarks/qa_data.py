@@ -30,7 +30,7 @@ from speakerflow.ops.loaders import load
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 #: The LoCoMo dev/test halves: tune on ``dev`` (and the SocialMem training networks) only;
 #: ``test`` is reported untouched by tuning.
-LOCOMO_SPLITS = {"dev": ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43"),
+LOCOMO_SPLITS: dict[str, tuple[str, ...]] = {"dev": ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43"),
                  "test": ("conv-44", "conv-47", "conv-48", "conv-49", "conv-50")}
 _DIA = re.compile(r"D:?(\d+):0*(\d+)")
 

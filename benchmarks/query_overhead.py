@@ -16,6 +16,7 @@ import argparse
 import json
 import tempfile
 import time
+from typing import Any
 
 import numpy as np
 
@@ -45,16 +46,16 @@ def run(data: str, fmt: str, limit: int | None = None, embedder: str = "minilm")
         _prepare(qa, home, "speakerflow", config)
         for i, q in enumerate(questions):
             with home.open(q.group) as store:
-                out = {}
+                out: dict[str, Any] = {}
                 for name in (("direct", "pipeline") if i % 2 == 0 else ("pipeline", "direct")):
                     clear_query_memo(embedder_for(config))
                     t0 = time.perf_counter()
                     out[name] = direct_path(store, q.question, config) if name == "direct" else \
                         answer_question(store, q.question, config)
                     ms[name].append((time.perf_counter() - t0) * 1000)
-                _, composed, answer = out["direct"]
+                _, composed, answer = out["direct"]  # direct_path: (projection, composed, answer)
                 same += composed.evidence == out["pipeline"].evidence and answer == out["pipeline"].answer
-    report = {"questions": len(questions), "identical": same}
+    report: dict[str, Any] = {"questions": len(questions), "identical": same}
     for name, values in ms.items():
         report[name] = {"p50": round(float(np.percentile(values, 50)), 2),
                         "p95": round(float(np.percentile(values, 95)), 2)}

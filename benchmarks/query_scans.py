@@ -19,6 +19,7 @@ import argparse
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -122,7 +123,7 @@ def locomo_index_check(data: str | Path, groups: tuple[str, ...] = ("conv-26", "
     from speakerflow.ops.loaders import load
 
     qa = {c["sample_id"]: [q["question"] for q in c["qa"]] for c in json.loads(Path(data).read_text())}
-    out = {"groups": list(groups), "searches": 0, "identical": 0, "hits_compared": 0}
+    out: dict[str, Any] = {"groups": list(groups), "searches": 0, "identical": 0, "hits_compared": 0}
     with tempfile.TemporaryDirectory(prefix="speakerflow-locomo-index-") as tmp:
         home = Home(Path(tmp) / "home")
         for gid, table in load(data, "locomo"):

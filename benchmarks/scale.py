@@ -405,7 +405,11 @@ def _hot_paths(store, table: pa.Table, batch: int) -> dict[str, Any]:
     t0 = time.perf_counter()  # before: re-read and re-sort the group, every stored id into a set, a loop
     store._messages = None
     seen = set(store.messages()["msg_id"].to_pylist())
-    keep = [i for i, m in enumerate(ids.to_pylist()) if m not in seen and not seen.add(m)]
+    keep = []
+    for i, m in enumerate(ids.to_pylist()):
+        if m not in seen:
+            seen.add(m)
+            keep.append(i)
     out["dedup_rows_ms"] = round((time.perf_counter() - t0) * 1000, 1)
     store._messages = None
     store._msg_ids()  # what an open writer keeps from its previous append

@@ -105,9 +105,9 @@ def _parse_prompt(messages: Sequence[ChatMessage]) -> tuple[list[tuple[str, str,
     return new, heads
 
 
-def _add(kind: str, owner: str, source: str, content: str, from_ids: list[str] | None,
+def _add(kind: str, owner: str, source: str, content: str, from_ids: list[Any] | None,
          layer: str = "per_speaker_core") -> dict[str, Any]:
-    act = {"action": "ADD", "owner": owner, "source": source, "layer": layer, "utype": "fact", "content": content,
+    act: dict[str, Any] = {"action": "ADD", "owner": owner, "source": source, "layer": layer, "utype": "fact", "content": content,
            "_kind": kind}
     if from_ids is not None:
         act["from_ids"] = from_ids
@@ -242,14 +242,14 @@ def run(home: str | Path) -> dict[str, Any]:
             raw = json.loads(rej["payload"]) if rej["payload"] is not None else None
         except (TypeError, ValueError):
             raw = None
-        kind = raw.get("_kind") if isinstance(raw, dict) else None
+        refused_kind = raw.get("_kind") if isinstance(raw, dict) else None
         if isinstance(raw, dict) and raw.get("_invalid") == "rm -rf /":
-            kind = "unknown_action"
-        if kind is None and str(rej["reason"]).startswith("parse error"):
-            kind = "malformed_json"
-        if kind in kinds:
-            kinds[kind]["refused"] += 1
-            refused_reasons[kind].append(str(rej["reason"]).split(":")[0])
+            refused_kind = "unknown_action"
+        if refused_kind is None and str(rej["reason"]).startswith("parse error"):
+            refused_kind = "malformed_json"
+        if refused_kind in kinds:
+            kinds[refused_kind]["refused"] += 1
+            refused_reasons[refused_kind].append(str(rej["reason"]).split(":")[0])
     before_ids = {r["entry_id"] for r in recs_before}
     new_records = [r for r in recs_after if r["entry_id"] not in before_ids]
     hostile_contents: dict[str, str] = {}
@@ -259,9 +259,9 @@ def run(home: str | Path) -> dict[str, Any]:
                 if isinstance(a, dict) and isinstance(a.get("content"), str):
                     hostile_contents.setdefault(a["content"], kind)
     for r in new_records:
-        kind = hostile_contents.get(r["content"])
-        if kind:
-            kinds[kind]["accepted"] += 1
+        accepted_kind = hostile_contents.get(r["content"])
+        if accepted_kind:
+            kinds[accepted_kind]["accepted"] += 1
     proposed = sum(v["proposed"] for v in kinds.values())
     refused = sum(v["refused"] for v in kinds.values())
     return {

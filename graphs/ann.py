@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -59,7 +60,7 @@ class AnnIndex:
         self.path = Path(path) if path is not None else None
         self.ids: list[str] = []
         self._where: dict[str, int] = {}
-        self._index = None
+        self._index: Any = None
         if self.path is not None and self.path.exists():
             self._load()
 

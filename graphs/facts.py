@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import overload
 
 import pyarrow as pa
 
@@ -85,10 +87,18 @@ def edge_id_for(group_id: str, subject: str, relation: str, object_id: str, evid
     return f"f_{h}"
 
 
+@overload
+def _naive(t: datetime) -> datetime: ...
+@overload
+def _naive(t: None) -> None: ...
 def _naive(t: datetime | None) -> datetime | None:
     return None if t is None else t.astimezone(UTC).replace(tzinfo=None)
 
 
+@overload
+def _aware(t: datetime) -> datetime: ...
+@overload
+def _aware(t: None) -> None: ...
 def _aware(t: datetime | None) -> datetime | None:
     return None if t is None else (t.replace(tzinfo=UTC) if t.tzinfo is None else t)
 
@@ -149,8 +159,10 @@ class FactGraph:
     # -- reading ------------------------------------------------------------------------
     def load(self, with_records: bool = True) -> FactGraph:
         """(Re)build the cache from Kuzu: every Entity and Fact (and SpeakerMem record heads)."""
-        self.items.clear(), self.entities.clear(), self.by_entity.clear(), self.by_slot.clear(), self._regime.clear(), self._links.clear()
-        self._span.clear(), self._late.clear(), self._late_by.clear()
+        for table in (self.items, self.entities, self.by_entity, self.by_slot, self._regime, self._links, self._span):
+            table.clear()
+        self._late.clear()
+        self._late_by.clear()
         self.horizon, self.rumours = None, 0
         if self.graph is None:
             return self
@@ -171,7 +183,7 @@ class FactGraph:
                 self.items[r["b"]].superseded_by = r["a"]
         if with_records:
             self._load_records()
-        self._new.clear(), self._dirty.clear(), self._ents_dirty.clear(), self._supersedes.clear()
+        self._clear_pending()
         return self
 
     def _load_records(self) -> None:
@@ -215,7 +227,7 @@ class FactGraph:
         for hop in range(max(1, hops)):
             nxt = []
             for eid in frontier:
-                adj = links.get(eid, ())
+                adj: Sequence[tuple[str, str | None]] = links.get(eid, ())
                 if hop and len(adj) > fanout:
                     adj = adj[-fanout:]
                 for fid, other in reversed(adj):
@@ -304,14 +316,15 @@ class FactGraph:
             if item.invalid_at is None:
                 return item
             if item.invalid_at <= at and (item.superseded_by is None or item.superseded_by not in self._late_by):
-                if self.invalidation_known(item) <= at:
+                known = self.invalidation_known(item)  # a datetime: the item is invalidated
+                if known is not None and known <= at:
                     return None
         first, last = self.known_span(item)
         if first > at:
             return None
         if item.invalid_at is not None:
             known = self.invalidation_known(item)
-            if item.invalid_at <= at and known <= at:
+            if item.invalid_at <= at and known is not None and known <= at:
                 return None
         elif last <= at:
             return item
@@ -328,8 +341,8 @@ class FactGraph:
 
     def current(self, slot: tuple, at: datetime | None = None) -> list[FactItem]:
         """Facts of ``slot`` not invalidated (at ``at``, default: ever)."""
-        return [self.items[f] for f in self.by_slot.get(slot, ())
-                if self.items[f].invalid_at is None or (at is not None and self.items[f].invalid_at > at)]
+        items = (self.items[f] for f in self.by_slot.get(slot, ()))
+        return [k for k in items if k.invalid_at is None or (at is not None and k.invalid_at > at)]
 
     # -- writing (cache now, Kuzu on flush) ----------------------------------------------
     def put_entities(self, entities: list[Entity]) -> None:
@@ -362,6 +375,12 @@ class FactGraph:
         if by:
             self._supersedes.append((by, edge_id))
 
+    def _clear_pending(self) -> None:
+        self._new.clear()
+        self._dirty.clear()
+        self._ents_dirty.clear()
+        self._supersedes.clear()
+
     def pending(self) -> int:
         return len(self._new) + len(self._dirty) + len(self._ents_dirty) + len(self._supersedes)
 
@@ -369,16 +388,17 @@ class FactGraph:
         """Write pending entities, facts, rels and updates to Kuzu in a few batched statements."""
         if self.graph is None:
             n = self.pending()
-            self._new.clear(), self._dirty.clear(), self._ents_dirty.clear(), self._supersedes.clear()
+            self._clear_pending()
             return n
         g, n = self.graph, self.pending()
         if not n:
             return 0
         root = _store_root(g)
-        manifest = root is not None and batch.pending(root) is None  # never inside another batch
-        if manifest:
+        # the folder of the manifest, when this flush writes one (never inside another batch)
+        manifest = root if root is not None and batch.pending(root) is None else None
+        if manifest is not None:
             state = {"state_file": self.commit_state[0], "state": self.commit_state[1]} if self.commit_state else {}
-            batch.begin(root, {"kind": "facts", "facts": list(self._new), "new": [], "hide": [], **state})
+            batch.begin(manifest, {"kind": "facts", "facts": list(self._new), "new": [], "hide": [], **state})
             failpoint("facts.manifest")
         g.execute("BEGIN TRANSACTION")
         try:
@@ -389,8 +409,8 @@ class FactGraph:
                 g.execute("ROLLBACK")
             except RuntimeError:  # Kuzu already rolled back a failed statement's transaction
                 pass
-            if manifest:
-                batch.end(root)
+            if manifest is not None:
+                batch.end(manifest)
             raise
         g.execute("COMMIT")
         failpoint("facts.committed")
@@ -398,10 +418,10 @@ class FactGraph:
             batch.write_json_atomic(root / self.commit_state[0], self.commit_state[1])
             self.commit_state = None
         failpoint("facts.state")
-        if manifest:
-            batch.end(root)
+        if manifest is not None:
+            batch.end(manifest)
             failpoint("facts.done")
-        self._new.clear(), self._dirty.clear(), self._ents_dirty.clear(), self._supersedes.clear()
+        self._clear_pending()
         return n
 
     def _flush_statements(self, g) -> None:

@@ -111,7 +111,7 @@ def plan_forget(store: Any, speaker: str | None = None, message_ids: list[str] |
         name = name or speaker
         targets = {m["msg_id"] for m in msgs if m["speaker"] == name}
         roster_remove = [name]
-        person_names = {name, *store.aliases().get(name, [])}
+        person_names: set[str] = {name, *store.aliases().get(name, [])}
     elif message_ids:
         have = {m["msg_id"] for m in msgs}
         unknown = [m for m in message_ids if m not in have]
@@ -126,14 +126,14 @@ def plan_forget(store: Any, speaker: str | None = None, message_ids: list[str] |
         person_names = set(roster_remove)
     gone_sh: set[str] = set()
     kept_sh: set[str] = set()
-    names = frozenset(w for n in [*store.roster(), *(a for al in store.aliases().values() for a in al)]
+    name_words = frozenset(w for n in [*store.roster(), *(a for al in store.aliases().values() for a in al)]
                       for w in _WORD.findall(n.lower()))
     for m in msgs:
-        (gone_sh if m["msg_id"] in targets else kept_sh).update(shingles(m["text"], names=names))
+        (gone_sh if m["msg_id"] in targets else kept_sh).update(shingles(m["text"], names=name_words))
     exclusive = gone_sh - kept_sh
 
     def quotes(text: str | None) -> bool:
-        return bool(exclusive) and not shingles(text or "", names=names).isdisjoint(exclusive)
+        return bool(exclusive) and not shingles(text or "", names=name_words).isdisjoint(exclusive)
 
     # -- records ----------------------------------------------------------------------
     recs = store.records().to_pylist()

@@ -70,7 +70,7 @@ def rel_pairs() -> list[tuple[str, str, str]]:
     """(relationship table, from node table, to node table) for every pair in :data:`REL_DDL`."""
     out = []
     for ddl in REL_DDL:
-        name = re.search(r"REL TABLE IF NOT EXISTS (\w+)\(", ddl).group(1)
+        name = re.findall(r"REL TABLE IF NOT EXISTS (\w+)\(", ddl)[0]
         out += [(name, a, b) for a, b in re.findall(r"FROM (\w+) TO (\w+)", ddl)]
     return out
 
@@ -96,7 +96,7 @@ class KuzuGraph:
         self._db = kuzu.Database(
             str(self.path), read_only=read_only, buffer_pool_size=buffer_pool_mb * 1024 * 1024
         )
-        self._conn = kuzu.Connection(self._db)
+        self._conn: Any = kuzu.Connection(self._db)  # None once closed
         self._lock = threading.RLock()
         if not read_only:
             self.ensure_schema()

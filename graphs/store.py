@@ -90,7 +90,7 @@ class GroupStore:
         self.writable = writable
         self.in_memory = in_memory
         self._lock_fd: int | None = None
-        self._graph = None
+        self._graph: Any = None
         self._index = InMemoryIndex() if in_memory else None
         self._messages: pa.Table | None = MESSAGE_SCHEMA.empty_table() if in_memory else None
         self._records: pa.Table | None = RECORD_SCHEMA.empty_table() if in_memory else None
@@ -390,7 +390,10 @@ class GroupStore:
                 self.index.delete(ids)
             tmp.unlink(missing_ok=True)
             batch.end(self.root)
-            raise graph_error or index_error
+            if graph_error is not None:
+                raise graph_error
+            assert index_error is not None  # one of the two failed
+            raise index_error
         failpoint("messages.indexed")
         tmp.replace(final)
         self._messages = None

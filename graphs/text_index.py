@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import pyarrow as pa
 
@@ -168,10 +168,11 @@ class TantivyIndex:
             return
         import polars as pl
 
-        frame = pl.from_arrow(table.select(names))
+        frame = cast(pl.DataFrame, pl.from_arrow(table.select(names)))  # a Table gives a DataFrame
         if "ts" in names:
             ts = pl.col("ts")
-            ts = ts.dt.convert_time_zone("UTC") if frame.schema["ts"].time_zone else ts.dt.replace_time_zone("UTC")
+            zoned = getattr(frame.schema["ts"], "time_zone", None)
+            ts = ts.dt.convert_time_zone("UTC") if zoned else ts.dt.replace_time_zone("UTC")
             frame = frame.with_columns(ts.dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"))
         if self.keyed and "doc_id" in names:
             frame = frame.with_columns(pl.Series(KEY_FIELD, [doc_key(d) for d in frame["doc_id"].to_list()],

@@ -53,6 +53,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import numpy as np
 import pyarrow as pa
@@ -171,7 +172,7 @@ class Unit:
     text: str
     msg_id: str | None
     speaker: str | None
-    ts: object
+    ts: datetime | None
     rank: int
     rows: set = field(default_factory=set)
     via_record: bool = False
@@ -372,11 +373,12 @@ def _score(units: list[Unit], projection: Projection, qtype: str, dense: dict[st
         hit = words & u.terms
         lex = idf_sum(hit, df) + 0.5 * idf_sum(values & u.terms, df)
         hit = hit or (values & u.terms)
+        context_hit = False
         if not u.is_record and u.context > lex:
             # the message that settled a GROUP record answers a decision question as well as the record does
             lex += (1.0 if decision_q and u.settles else config.context_weight) * (u.context - lex)
-            hit = hit or u.context > 0
-        s = lex + config.dense_weight * max(0.0, dense.get(u.msg_id, 0.0)) + 1.0 / (1 + u.rank)
+            context_hit = u.context > 0
+        s = lex + config.dense_weight * max(0.0, dense.get(u.msg_id or "", 0.0)) + 1.0 / (1 + u.rank)
         if u.text.rstrip().endswith("?"):
             s -= config.question_penalty * (0.3 if qtype == "per-person" else 1.0)
         if qtype == "why" and (_REASON.search(u.text) or any(_REASON.search(x) for x in u.siblings)):
@@ -407,7 +409,7 @@ def _score(units: list[Unit], projection: Projection, qtype: str, dense: dict[st
         elif u.is_record:
             s -= 0.25
         u.raw = s
-        u.score = s if (hit or dense.get(u.msg_id, 0.0) >= 0.45) else float("-inf")
+        u.score = s if (hit or context_hit or dense.get(u.msg_id or "", 0.0) >= 0.45) else float("-inf")
     return words, values, cooc
 
 
@@ -528,8 +530,8 @@ def _latest_on_matter(cands: list[Unit], best: Unit, words: tuple, floor: float 
             and (not need_issue or c.terms & core & best.terms)]
     if not pool or best.ts is None:
         return best
-    latest = max(pool, key=lambda c: (c.ts, c.score))
-    return latest if latest.ts > best.ts else best
+    latest = max(pool, key=lambda c: (c.ts or best.ts, c.score))  # every c.ts is set (pool)
+    return latest if latest.ts is not None and latest.ts > best.ts else best
 
 
 def _change(units: list[Unit], ranked: list[Unit], projection: Projection, config: AnswerConfig,
@@ -560,7 +562,7 @@ def _change(units: list[Unit], ranked: list[Unit], projection: Projection, confi
         mine = [u for u in ranked if u.ts is not None][:6]
     if len({u.ts for u in mine}) < 2:
         return _line(best, config)
-    first_ts, last_ts = min(u.ts for u in mine), max(u.ts for u in mine)
+    first_ts, last_ts = min(u.ts for u in mine if u.ts is not None), max(u.ts for u in mine if u.ts is not None)
     early = max((u for u in mine if u.ts == first_ts), key=lambda u: u.score)
     late = max((u for u in mine if u.ts == last_ts), key=lambda u: u.score)
     return _change_line(early, late, config)
@@ -571,7 +573,7 @@ def _change_line(a: Unit, b: Unit, config: AnswerConfig) -> str:
 
 
 def _person_lines(units: list[Unit], ranked: list[Unit], evidence: list[EvidenceItem], projection: Projection,
-                  words: set[str], config: AnswerConfig) -> str:
+                  words: tuple, config: AnswerConfig) -> str:
     """One line per person: their own statement on the matter (their latest for ``head``)."""
     rows = [r for r in dict.fromkeys(e.row for e in evidence) if r not in (None, "GROUP", "ALL")]
     named = [r for r in projection.rows if r not in ("ALL", "GROUP")]
@@ -678,6 +680,7 @@ class Answer(Operator):
     produces = schema_of(("answer", pa.string()))
     passthrough = True
     Config = AnswerConfig
+    config: AnswerConfig
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         chat = ctx.backends.get("answer")

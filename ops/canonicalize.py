@@ -114,10 +114,10 @@ class Canonicalizer:
                 return eid
         if self.model is not None and etype != "unknown":
             cands = [e for e, s in self.entities.items() if s.etype == etype]
-            eid = self.model(surface, etype, cands) if cands else None
-            if eid in self.entities:
-                self._attach(eid, surface, "model", 0.0)
-                return eid
+            picked = self.model(surface, etype, cands) if cands else None
+            if picked is not None and picked in self.entities:
+                self._attach(picked, surface, "model", 0.0)
+                return picked
         if etype in CREATABLE:
             eid = f"{etype}:{key}" if etype != "person" else f"person:{surface.strip()}"
             self._create(eid, surface.strip().lstrip("@") if etype != "trader" else surface.strip(), etype, surface)
@@ -194,6 +194,7 @@ class Canonicalize(Operator):
     produces = pa.schema([("msg_id", pa.string()), ("entity_ids", pa.list_(pa.string()))])
     passthrough = True
     Config = CanonicalizeConfig
+    config: CanonicalizeConfig
 
     def __init__(self, config=None, canonicalizer: Canonicalizer | None = None, **kw):
         super().__init__(config, **kw)

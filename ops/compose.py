@@ -212,6 +212,7 @@ class Compose(Operator):
                          ("cited_ids", pa.list_(pa.string())))
     passthrough = True
     Config = ComposeConfig
+    config: ComposeConfig
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         view = GroupView.of(ctx.store)

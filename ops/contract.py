@@ -188,7 +188,7 @@ def grounding(content: str, evidence: Iterable[str], times: Iterable[Any] = (),
         years.add(ts.year)
         ev_numbers.update(str(x) for x in (ts.year, ts.month, ts.day, ts.hour, ts.minute, (ts.hour % 12) or 12))
     name_words = {w.lower() for n in names for w in _TOKEN.findall(str(n))}
-    counts = {str(c) for c in counts}
+    count_words = {str(c) for c in counts}
 
     def year_ok(y: int) -> bool:
         return any(abs(y - x) <= 1 for x in years)
@@ -209,7 +209,7 @@ def grounding(content: str, evidence: Iterable[str], times: Iterable[Any] = (),
                 dated = any(w in _MONTHS for w in near)
                 if len(tok) == 4 and (year_ok(int(tok)) or dated and 1900 <= int(tok) <= max(years, default=0) + 1):
                     continue  # a year of the messages, or a full date the Writer resolved ("5 years ago")
-                if int(tok) <= 31 and dated or n in counts:
+                if int(tok) <= 31 and dated or n in count_words:
                     continue  # a day of a date; a count of the cited messages or their sessions
                 missing_numbers.append(tok)
                 continue

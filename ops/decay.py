@@ -128,6 +128,7 @@ class Decay(Operator):
                           ("maturity", pa.string())])
     passthrough = True
     Config = DecayOpConfig
+    config: DecayOpConfig
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         cfg = self.config

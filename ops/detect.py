@@ -15,7 +15,9 @@ the relation types whose phrases the text uses ("fees", "drawdown").
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 
@@ -263,7 +265,7 @@ class Detector:
                     add(Mention(text[s:e], eid.split(":", 1)[0], s, e, eid))
 
     @staticmethod
-    def intent_of(text: str, inside: list[tuple[int, int]] = ()) -> str:
+    def intent_of(text: str, inside: Sequence[tuple[int, int]] = ()) -> str:
         """The intent with the most cue words in ``text`` (ties: the later, more action-like one);
         a cue lying wholly inside one of the ``inside`` spans (relation phrases) does not count."""
         low = text.lower()
@@ -287,13 +289,14 @@ class Detect(Operator):
                           ("etypes", pa.list_(pa.string())), ("intent", pa.string()), ("risk", pa.string())])
     passthrough = True
     Config = DetectConfig
+    config: DetectConfig
 
     def __init__(self, config=None, detector: Detector | None = None, **kw):
         super().__init__(config, **kw)
         self.detector = detector or Detector()
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
-        rows = {n: [] for n in self.produces.names if n != "msg_id"}
+        rows: dict[str, list[Any]] = {n: [] for n in self.produces.names if n != "msg_id"}
         for text in table["text"].to_pylist():
             d = self.detector.detect(text or "")
             rows["surfaces"].append([m.surface for m in d.mentions])

@@ -218,7 +218,12 @@ class KnowledgeExtractor:
             out = [c for c in out if not (c.relation == "regime" and c.subject_id in worded
                                           and not categories(c.description, "regime"))]
         seen: set[tuple] = set()
-        out = [c for c in out if (k := (c.subject_id, c.relation, c.value, c.op)) not in seen and not seen.add(k)]
+        kept = []
+        for c in out:
+            if (k := (c.subject_id, c.relation, c.value, c.op)) not in seen:
+                seen.add(k)
+                kept.append(c)
+        out = kept
         setting = {(c.subject_id, c.relation) for c in out if c.op != "end"}
         out = [c for c in out if not (c.op == "end" and c.slot == (c.subject_id, c.relation) and c.slot in setting)]
         said = [c for c in out if c.op != "end"]
@@ -271,6 +276,8 @@ class KnowledgeExtractor:
             for rel, anchor, value in self._percent_relations(ev, clause, typed, pvals):
                 claims.setdefault(rel.name, (rel, anchor, value))
         for v in categories(clause):
+            if v.relation is None:  # categories() names the relation of every word it finds
+                continue
             rel = RELATION_BY_NAME[v.relation]
             seg = _segment(clause, v.start)
             stop = [m for m in AFTER_END.finditer(clause[v.end:seg[1]])]  # "the chop in ETH is done"
@@ -298,7 +305,7 @@ class KnowledgeExtractor:
                 if len(masked.split()) < 2 or NEGATOR.search(masked):
                     continue
                 sc = self.values.scores(masked)
-                best = max(sc, key=sc.get)
+                best = max(sc, key=lambda k: sc[k])
                 if best != "_none" and sc[best] >= self.value_threshold and sc[best] - sc["_none"] >= VALUE_MARGIN:
                     anchor = next(m.start for m, _e, t in typed if t == "asset")
                     claims["regime"] = (RELATION_BY_NAME["regime"], anchor, best)
@@ -310,12 +317,12 @@ class KnowledgeExtractor:
             subject = self._subject(ev, clause, rel, anchor, typed, local)
             if subject is None:
                 continue
-            value = fixed or read_value(rel, clause, anchor)
-            if value is None:
+            read = fixed or read_value(rel, clause, anchor)
+            if read is None:
                 continue
-            if rel.name == "max_drawdown" and value.startswith("-"):
-                value = value[1:]  # a drawdown is a magnitude: "-18.4%" is 18.4%
-            out.append(self._candidate(ev, subject, rel, value, clause))
+            if rel.name == "max_drawdown" and read.startswith("-"):
+                read = read[1:]  # a drawdown is a magnitude: "-18.4%" is 18.4%
+            out.append(self._candidate(ev, subject, rel, read, clause))
         return out
 
     def _percent_relations(self, ev, clause, typed, pvals) -> list[tuple[Relation, int, str]]:
@@ -367,7 +374,7 @@ class KnowledgeExtractor:
             return []
         masked = mask(clause, [(m.start, m.end, t) for m, _e, t in typed])
         scores = self.classifier.scores(masked)
-        best = max(scores, key=scores.get)
+        best = max(scores, key=lambda k: scores[k])
         if best not in labels or scores[best] < self.threshold:
             return []
         return [(RELATION_BY_NAME[best], pvals[0].start, pvals[0].value)]
@@ -389,7 +396,7 @@ class KnowledgeExtractor:
         if not piece and len(subjects) == 1:
             text = f"{'the coin' if subjects[0] == 'asset' else 'the ' + subjects[0]}: {text}"
         scores = self.classifier.scores(text)
-        best = max(scores, key=scores.get)
+        best = max(scores, key=lambda k: scores[k])
         if best not in labels or scores[best] < self.threshold:
             return None
         return RELATION_BY_NAME[best], v.start, v.value
@@ -494,22 +501,27 @@ class KnowledgeExtractor:
 
     def _validate_row(self, ev: Event, i: int, row) -> Candidate | None:
         if not isinstance(row, dict) or not all(isinstance(row.get(k), str) for k in ("subject", "relation", "value")):
-            return self._reject(ev, i, "row needs string fields subject, relation, value")
+            self._reject(ev, i, "row needs string fields subject, relation, value")
+            return None
         rel = RELATION_BY_NAME.get(row["relation"])
         if rel is None:
-            return self._reject(ev, i, f"field 'relation' is {row['relation']!r}; use one of {sorted(RELATION_BY_NAME)}")
+            self._reject(ev, i, f"field 'relation' is {row['relation']!r}; use one of {sorted(RELATION_BY_NAME)}")
+            return None
         subj_surface = ev.speaker if row["subject"].lower() in ("i", "me", "user", ev.speaker.lower()) else row["subject"]
         subject = self.canon.resolve_surface(subj_surface, rel.subject)
         if subject is None:
-            return self._reject(ev, i, f"field 'subject' {row['subject']!r} is not a {rel.subject}")
+            self._reject(ev, i, f"field 'subject' {row['subject']!r} is not a {rel.subject}")
+            return None
         if row["value"].lower() not in ev.text.lower() and rel.value != "category":
-            return self._reject(ev, i, f"field 'value' {row['value']!r} is not in the event text (ungrounded)")
+            self._reject(ev, i, f"field 'value' {row['value']!r} is not in the event text (ungrounded)")
+            return None
         if rel.value in ("percent", "category"):
             value = read_value(rel, row["value"])
         else:
             value = self.canon.resolve_surface(row["value"], rel.value)
         if value is None:
-            return self._reject(ev, i, f"field 'value' {row['value']!r} is not a valid {rel.value} for {rel.name}")
+            self._reject(ev, i, f"field 'value' {row['value']!r} is not a valid {rel.value} for {rel.name}")
+            return None
         return self._candidate(ev, subject, rel, value, ev.text)
 
     def _reject(self, ev: Event, i: int | None, reason: str) -> None:
@@ -548,6 +560,7 @@ class ExtractKnowledge(Operator):
     consumes = ("msg_id", "text", "speaker", "ts")
     produces = CANDIDATE_SCHEMA
     Config = ExtractKnowledgeConfig
+    config: ExtractKnowledgeConfig
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         _, canon, detector = knowledge_of(ctx)

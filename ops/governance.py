@@ -98,6 +98,7 @@ class Govern(Operator):
     produces = pa.schema([("allowed", pa.bool_()), ("refused", pa.string())])
     passthrough = True
     Config = GovernConfig
+    config: GovernConfig
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         cfg = self.config

@@ -264,6 +264,7 @@ class Invalidate(Operator):
     consumes = tuple(f.name for f in CANDIDATE_SCHEMA if f.name not in ("op", "replaces", "speaker", "trust_tier"))
     produces = FACT_SCHEMA
     Config = InvalidateConfig
+    config: InvalidateConfig
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         fg, canon, _ = knowledge_of(ctx)

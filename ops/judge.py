@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import pyarrow as pa
 
@@ -93,7 +94,7 @@ def rubric_score(chat, question: str, gold: str, answer: str, question_id: str =
                       max_tokens=200, temperature=0.0)
     match = re.search(r"\{.*\}", reply.text, re.S)
     try:
-        data = json.loads(match.group(0)) if match else None
+        data: Any = json.loads(match.group(0)) if match else None
         score = float(data["score"])
     except (json.JSONDecodeError, KeyError, TypeError, ValueError):
         raise ValueError(f"rubric reply for {question_id or question!r} is not JSON with a numeric 'score'") from None
@@ -124,6 +125,7 @@ class Judge(Operator):
     consumes = ("question_id", "question", "answer", "gold", "cited_ids", "gold_ids")
     produces = JUDGMENT_SCHEMA
     Config = JudgeConfig
+    config: JudgeConfig
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         chat = ctx.backends.get("judge") if self.config.llm else None

@@ -15,6 +15,7 @@ from collections import Counter, defaultdict
 from datetime import UTC, datetime
 from itertools import combinations
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 from rapidfuzz import fuzz
@@ -95,7 +96,9 @@ def tick(store, now: datetime | None = None, seed: int = 0) -> dict:
     probe = sample_probe(rng)
     fg, canon, _ = load_knowledge(store, with_records=False)
     eps = GovernanceConfig().epsilon
-    log, queue, fixes = [], [], 0
+    log: list[dict[str, Any]] = []
+    queue: list[dict[str, Any]] = []
+    fixes = 0
     for k in list(fg.items.values()):  # staleness sweep
         if k.invalid_at is None and k.maturity != "deprecated" and effective_confidence(k, now) < eps:
             if k.maturity == "proven":
@@ -120,17 +123,17 @@ def tick(store, now: datetime | None = None, seed: int = 0) -> dict:
                     queue.append({"kind": "merge", "keep": a.entity_id, "drop": b.entity_id,
                                   "score": fuzz.ratio(a.name.lower(), b.name.lower())})
     elif probe == "split":
-        for e in fg.entities.values():
-            names = [x.lower() for x in e.aliases]
-            if len(names) > 1 and min(fuzz.partial_ratio(names[0], n) for n in names) < 30 and e.etype != "asset":
-                queue.append({"kind": "split", "entity_id": e.entity_id, "aliases": e.aliases})
+        for ent in fg.entities.values():
+            names = [x.lower() for x in ent.aliases]
+            if len(names) > 1 and min(fuzz.partial_ratio(names[0], n) for n in names) < 30 and ent.etype != "asset":
+                queue.append({"kind": "split", "entity_id": ent.entity_id, "aliases": ent.aliases})
     elif probe == "quality":
         for k in fg.items.values():
             if k.invalid_at is None and k.trust_tier >= 3 and k.validations == 0:
                 log.append({"check": "unvalidated_hearsay", "edge_id": k.edge_id})
     changed = recompute(fg, now)
     fg.flush()
-    lines = [{"at": now.isoformat(), "probe": probe, **x} for x in log]
+    lines: list[dict[str, Any]] = [{"at": now.isoformat(), "probe": probe, **x} for x in log]
     lines.append({"at": now.isoformat(), "probe": probe, "fixes": fixes, "queued": len(queue), "recomputed": changed})
     if not store.in_memory:
         root = Path(store.root)
@@ -172,6 +175,7 @@ class Maintain(Operator):
     consumes = ()
     produces = MAINTAIN_SCHEMA
     Config = MaintainConfig
+    config: MaintainConfig
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         if ctx.store is None:

@@ -27,6 +27,8 @@ class Pipeline:
     thus asks its input for the message columns (``speaker``, ``text`` ...) the Writer reads.
     """
 
+    steps: list[Operator]
+
     def __init__(self, *steps: Operator | Pipeline):
         flat: list[Operator] = []
         for step in steps:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import UTC, datetime, timedelta
+from typing import Literal
 
 import pyarrow as pa
 
@@ -79,7 +80,7 @@ def as_of_date(question: str) -> datetime | None:
         day, month, year = int(m.group(2)), _MONTHS.index(m.group(1).lower()) + 1, int(m.group(3))
     elif m := _ISO_DATE.search(question):
         year, month, day = (int(g) for g in m.groups())
-    if year is None:
+    if year is None or month is None or day is None:
         return None
     try:
         return datetime(year, month, day, tzinfo=UTC) + timedelta(days=1) - timedelta(microseconds=1)
@@ -154,7 +155,7 @@ def project_rules(question: str, roster: list[str], aliases: dict[str, list[str]
     as_of = as_of_date(question)
     full = bool(_CHANGE.search(question) or _DATE_WORDS.search(question) or as_of)
     # "what does A think of B": B's name stays in the issue (the matter is B)
-    issue = issue_of(question, [source] if owner else names)
+    issue = issue_of(question, ([source] if source else []) if owner else names)
     return Projection(question=question, issue=issue, rows=rows,
                       tense="full" if full else "head", owner=owner, source=source, as_of=as_of)
 
@@ -188,7 +189,7 @@ def parse_projection(text: str, question: str, roster: list[str], aliases: dict 
         name = token.upper() if token.upper() in (ALL, GROUP_OWNER) else resolver.resolve(token)
         if name and name not in rows:
             rows.append(name)
-    tense = data.get("tense") if data.get("tense") in ("head", "full") else "full"
+    tense: Literal["head", "full"] = "head" if data.get("tense") == "head" else "full"
     issue = str(data.get("issue") or "").strip() or issue_of(question, [])
     rules = project_rules(question, roster, aliases)
     return Projection(question=question, issue=issue, rows=rows or [ALL], tense=tense,
@@ -213,6 +214,7 @@ class Project(Operator):
     produces = schema_of(*PROJECTION_SCHEMA)
     passthrough = True
     Config = ProjectConfig
+    config: ProjectConfig
 
     def project(self, question: str, roster: list[str], aliases: dict | None, chat=None) -> Projection:
         """Project one question (chat backend when configured, rules otherwise or on bad output)."""

@@ -261,7 +261,7 @@ class PrototypeClassifier:
         sc = self.scores(text, labels)
         if not sc:
             return None, 0.0
-        lab = max(sc, key=sc.get)
+        lab = max(sc, key=lambda k: sc[k])
         return lab, sc[lab]
 
 

@@ -27,7 +27,9 @@ pool and fused scores); :class:`GroupView` caches the per-group arrays the chann
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -52,7 +54,7 @@ class GroupView:
     session (-1 at a session edge); ``session_of`` is a session number per row.
     """
 
-    store: object
+    store: Any
     ids: list[str]
     speakers: list[str]
     texts: list[str]
@@ -240,7 +242,7 @@ class RecallResult:
 
     fused: np.ndarray
     pool: list[int]
-    channels: dict[str, np.ndarray]
+    channels: Mapping[str, np.ndarray]
 
 
 def recall(view: GroupView, query: str, config: RecallConfig, embedder: Embedder | None = None) -> RecallResult:
@@ -263,7 +265,7 @@ def recall(view: GroupView, query: str, config: RecallConfig, embedder: Embedder
     if embedder is not None and len(view):
         qvec = encode_query(embedder, query) if any(
             weights.get(c, 0) > 0 for c in ("dense", "dense_window")) else None
-        if weights.get("dense", 0) > 0:
+        if weights.get("dense", 0) > 0 and qvec is not None:  # qvec is set whenever a dense weight is
             channels["dense"] = dense_scores(view, embedder, qvec)  # ANN index above a size threshold
         if weights.get("dense_window", 0) > 0:
             sims = np.clip(view.window_matrix(embedder, config.dense_window) @ qvec, 1e-6, None)
@@ -377,6 +379,7 @@ class Recall(Operator):
     produces = schema_of(("pool", pa.list_(CANDIDATE)), ("fused", pa.list_(pa.float64())))
     passthrough = True
     Config = RecallConfig
+    config: RecallConfig
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         view = GroupView.of(ctx.store)

@@ -125,6 +125,7 @@ def bm25_top(view, query: str, cap: int, speaker: str | None = None) -> tuple[np
         rows = np.array([r for r, _ in pairs if r is not None], dtype=np.int64)
         scores = np.array([s for r, s in pairs if r is not None], dtype=np.float64)
     else:
+        assert index is not None  # search_keys ran: the index is there
         keys, order = index
         hit_keys = np.array(found[0], dtype=np.int64)
         at = np.searchsorted(keys, hit_keys)
@@ -240,7 +241,7 @@ def recall_bounded(view, query: str, config, embedder=None):
     from .recall import protect_confident, query_weights
 
     rows, scores = bm25_top(view, query, bm25_cap())
-    channels = {"bm25": (rows, scores)}
+    channels: dict[str, tuple] = {"bm25": (rows, scores)}
     weights, kind = query_weights(query, config)  # System 2's weight by question kind (B1)
     if weights.get("window", 0) > 0:
         channels["window"] = window_sparse(view, rows, scores, config.window_weight)
@@ -250,7 +251,7 @@ def recall_bounded(view, query: str, config, embedder=None):
     if embedder is not None and n:
         qvec = encode_query(embedder, query) if any(
             weights.get(c, 0) > 0 for c in ("dense", "dense_window")) else None
-        if weights.get("dense", 0) > 0:
+        if weights.get("dense", 0) > 0 and qvec is not None:  # qvec is set whenever a dense weight is
             dense["dense"] = dense_scores(view, embedder, qvec)
         if weights.get("dense_window", 0) > 0:
             sims = np.clip(view.window_matrix(embedder, config.dense_window) @ qvec, 1e-6, None)
@@ -281,7 +282,8 @@ class _Channels(Mapping):
     message), each written out only when read: nothing downstream reads them per query."""
 
     def __init__(self, n: int, sparse: dict[str, tuple]):
-        self._n, self._sparse, self._dense = n, sparse, {}
+        self._n, self._sparse = n, sparse
+        self._dense: dict[str, np.ndarray] = {}
 
     def __getitem__(self, key: str) -> np.ndarray:
         if key not in self._dense:

@@ -99,7 +99,8 @@ def valid_at(record: dict, as_of) -> bool:
 
 def chain(records: RecordView, head: dict, limit: int = 10) -> list[dict]:
     """Older versions of ``head`` (newest first), following ``supersedes``."""
-    out, seen = [], {head["entry_id"]}
+    out: list[dict] = []
+    seen = {head["entry_id"]}
     prev = head.get("supersedes")
     while prev and prev in records.by_id and prev not in seen and len(out) < limit:
         seen.add(prev)
@@ -211,6 +212,7 @@ class Resolve(Operator):
     produces = schema_of(("memory", pa.list_(MEMORY_ITEM)))
     passthrough = True
     Config = ResolveConfig
+    config: ResolveConfig
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         view = GroupView.of(ctx.store)

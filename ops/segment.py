@@ -86,6 +86,8 @@ class Segmenter(Operator):
     class Config(OperatorConfig):
         window: int = Field(default=25, ge=1, description="messages per segment window")
 
+    config: Config
+
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         table = put_columns(table, {"segment_id": segment_ids(table, self.config.window)}, self.produces)
         if not table.num_rows:

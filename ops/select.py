@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
@@ -310,13 +311,14 @@ class Select(Operator):
     produces = schema_of(("selected", pa.list_(CANDIDATE)))
     passthrough = True
     Config = SelectConfig
+    config: SelectConfig
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         view = GroupView.of(ctx.store)
         chat = ctx.backends.get("select")
         recall_cfg = self.config.ask_recall or RecallConfig()
         roster = ctx.store.roster()
-        out = []
+        out: list[Any] = []
         for projection, pool, fused in zip(projections(table), table["pool"].to_pylist(), fused_scores(table),
                                            strict=True):
             if not self.config.enabled:

@@ -387,6 +387,7 @@ def resolve(text: str, ref: datetime | date) -> list[TimeSpan]:
     resolver = _Resolver(text, day)
     out: list[TimeSpan] = []
     for _, _, _, m, handler in chosen:
+        span: TimeSpan | None
         if handler == "bare_month":
             month = _month_no(m.group(1))
             start, end = _month_span(_year_for(month, None, day, resolver.tense), month)

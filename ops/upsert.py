@@ -49,6 +49,8 @@ class Upsert(Operator):
     class Config(OperatorConfig):
         confidence: float = Field(default=0.7, ge=0.0, le=1.0, description="confidence given to written records")
 
+    config: Config
+
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         store = ctx.store
         if store is None:

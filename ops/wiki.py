@@ -107,6 +107,7 @@ class Wiki(Operator):
     consumes = ()
     produces = pa.schema([("page", pa.string()), ("path", pa.string())])
     Config = WikiConfig
+    config: WikiConfig
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         store = ctx.store

@@ -17,6 +17,7 @@ keeps forgotten text.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,7 @@ class AsOfWriter:
 
 def forget_group(store: Any, speaker: str | None = None, message_ids: list[str] | None = None,
                  everything: bool = False, dry_run: bool = False,
-                 wiki_dirs: list[str | Path] = (), writer: Any = "rules") -> ForgetReport:
+                 wiki_dirs: Sequence[str | Path] = (), writer: Any = "rules") -> ForgetReport:
     """Forget in ``store`` (writable), re-derive the remaining messages that lost a record
     (with ``writer``; ``None``/``"none"`` leaves that to the next ingest), then rebuild
     the wiki folders that exist.

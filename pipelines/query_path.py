@@ -242,6 +242,7 @@ class AnswerQuestions(Operator):
     consumes = ("question",)
     produces = ANSWERS_SCHEMA
     Config = QueryConfig
+    config: QueryConfig
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         rows = []

@@ -294,7 +294,7 @@ def default_resources() -> dict[str, Any]:
     Writer backend from ``$SPEAKERFLOW_WRITER_BACKEND`` (default ``rules``), with the API
     key bound through ``dg.EnvVar`` only when the backend needs one.
     """
-    kind = os.environ.get(C.WRITER_BACKEND_ENV, "rules")
+    kind: Any = os.environ.get(C.WRITER_BACKEND_ENV, "rules")  # BackendChatModel validates it
     chat = (BackendChatModel(kind="openai", api_key=dg.EnvVar(C.OPENAI_KEY_ENV))
             if kind == "openai" else BackendChatModel(kind=kind))
     return {

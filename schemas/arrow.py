@@ -70,7 +70,7 @@ JUDGMENT_SCHEMA = arrow_schema(Judgment)
 class RowError:
     """A row that failed validation: which row, which field, and why."""
 
-    row: int
+    row: int | str  # a row index, a line number, or a source's own label (``D1:3``)
     field: str
     reason: str
     where: str = ""
@@ -94,7 +94,7 @@ def validate_rows(
     rows: typing.Iterable[dict[str, Any]],
     model: type[BaseModel],
     where: str = "",
-    row_numbers: typing.Sequence[int] | None = None,
+    row_numbers: typing.Sequence[int | str] | None = None,
 ) -> list[BaseModel]:
     """Validate dict rows into models, or raise :class:`RecordValidationError` naming each bad field.
 

@@ -111,7 +111,7 @@ def messages_table(group: str, messages: Iterable[dict] | str | Path) -> pa.Tabl
     return pa.concat_tables([t for _, t in loaded])
 
 
-def check_speaker(store: GroupStore, name: str | None, allow_group: bool = False) -> None:
+def check_speaker(store: GroupStore | ReadSnapshot, name: str | None, allow_group: bool = False) -> None:
     """Raise :class:`UnknownSpeakerError` (listing the roster) when ``name`` is not in it."""
     if name is None or (allow_group and name == "GROUP") or name in store.roster():
         return
@@ -120,7 +120,7 @@ def check_speaker(store: GroupStore, name: str | None, allow_group: bool = False
                               f"{roster}{' or GROUP' if allow_group else ''}")
 
 
-def search_messages(store: GroupStore, query: str, speaker: str | None = None, k: int = 10) -> list[SearchHit]:
+def search_messages(store: GroupStore | ReadSnapshot, query: str, speaker: str | None = None, k: int = 10) -> list[SearchHit]:
     """BM25 over the group's messages (optionally one ``speaker``'s), best first."""
     check_speaker(store, speaker)
     hits = store.search(query, k, SearchFilter(kind="message", speaker=speaker))
@@ -128,13 +128,13 @@ def search_messages(store: GroupStore, query: str, speaker: str | None = None, k
     return [SearchHit(**by_id[h.doc_id], score=round(h.score, 3)) for h in hits if h.doc_id in by_id]
 
 
-def message_rows(store: GroupStore) -> dict[str, dict]:
+def message_rows(store: GroupStore | ReadSnapshot) -> dict[str, dict]:
     """The group's messages as dicts by ``msg_id`` (cached on the store until it changes)."""
     table = store.messages()
     cached = getattr(store, "_rows_by_id", None)
     if cached is None or cached[0] is not table:
         cached = (table, {r["msg_id"]: r for r in table.to_pylist()})
-        store._rows_by_id = cached
+        setattr(store, "_rows_by_id", cached)  # noqa: B010 - a memo on the store object, not a declared field
     return cached[1]
 
 

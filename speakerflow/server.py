@@ -265,7 +265,7 @@ class WriteQueue:
         self._timers.add(timer)
         timer.start()
 
-    def submit(self, group: str, new_messages: int) -> str:
+    def submit(self, group: str, new_messages: int) -> Literal["queued", "running"]:
         """Queue a write of ``group``; returns the state it is now in (queued/running)."""
         with self._lock:
             st = self._entry(group)

@@ -120,8 +120,10 @@ def load_models(model_dir: str | Path, ref_dir: str | Path | None, s: GRPOSettin
 
     device, dtype = device_and_dtype(s.bf16)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    policy = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype).to(device).eval()
-    ref = AutoModelForCausalLM.from_pretrained(ref_dir or model_dir, dtype=dtype).to(device).eval()
+    policy: Any = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype)
+    policy = policy.to(device).eval()
+    ref: Any = AutoModelForCausalLM.from_pretrained(ref_dir or model_dir, dtype=dtype)
+    ref = ref.to(device).eval()
     for p in ref.parameters():
         p.requires_grad_(False)
     return tokenizer, policy, ref, torch.optim.AdamW(policy.parameters(), lr=s.lr), device, dtype
@@ -169,7 +171,7 @@ def train_grpo(
         old, ref_lp = reference_logprobs(policy, ref, chosen, device)
         record = {"step": step, "network": net.network_id,
                   "mean_return": round(float(sum(map(sum, roll.returns)) / adv.size), 6),
-                  "valid_json": sum(x.report.json_valid for row in roll.samples for x in row),
+                  "valid_json": sum(x.report.json_valid for row in roll.samples for x in row if x.report is not None),
                   "samples": int(adv.size), "advantaged": len(chosen),
                   "positions_skipped": int((abs(adv).sum(axis=0) == 0).sum()),
                   "qa_gain": [round(x, 6) for x in roll.qa_gain]}

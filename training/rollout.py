@@ -102,5 +102,5 @@ def rollout_network(
                                   position=t, length_cut=cut, cfg=cfg, segment=seg)
             samples[g].append(Sample(g, t, prompt, completion, text, cut, sr, rep))
     gains = [float(qa_gain(net.network_id, s)) if qa_gain else 0.0 for s in states]
-    rets = [returns([s.reward.local for s in samples[g]], gains[g], cfg) for g in range(group_size)]
+    rets = [returns([s.reward.local for s in samples[g] if s.reward is not None], gains[g], cfg) for g in range(group_size)]
     return NetworkRollout(net.network_id, samples, states, gains, rets)

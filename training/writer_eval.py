@@ -121,7 +121,7 @@ def run(
     writer = _resolve_writer(backend, backend_config)
     total, chains = BucketScore(), BucketScore()
     kinds = {k: BucketScore() for k in KINDS}
-    rows = []
+    rows: list[dict[str, Any]] = []
     for net in nets:
         t0 = time.perf_counter()
         pred, write_rep = write_network(net, writer)

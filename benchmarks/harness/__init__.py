@@ -8,6 +8,7 @@ import time
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from tqdm import tqdm
@@ -21,16 +22,16 @@ METRICS = ("quality", "stale_usage", "context_precision", "traceability", "token
 
 def aggregate(rows: list[dict], seeds: list[int]) -> dict:
     """Report per baseline: metric means, seed-level CIs, Wilcoxon vs InKH, per-round values."""
-    by = defaultdict(lambda: defaultdict(list))
-    lat = defaultdict(list)
+    by: defaultdict[tuple[str, int], defaultdict[Any, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    lat: defaultdict[str, list[float]] = defaultdict(list)
     for r in rows:
         if r["baseline"].startswith("_"):
             continue
         by[(r["baseline"], r["seed"])]["all"].append(r)
         by[(r["baseline"], r["seed"])][r["round"]].append(r)
         lat[r["baseline"]].append(r["retrieval_ms"])
-    report = {}
-    seed_means = {}
+    report: dict[str, Any] = {}
+    seed_means: dict[str, dict[str, list[float]]] = {}
     for n in NAMES:
         sm = {m: [float(np.mean([x[m] for x in by[(n, s)]["all"]])) for s in seeds] for m in (*METRICS, "latency_ms")}
         seed_means[n] = sm
@@ -52,7 +53,7 @@ def headline(report: dict) -> dict:
     """The figures issue 11 judges a run by: extraction recall, InKH stale usage, context
     precision, and InKH's quality lead over the best other baseline."""
     others = {n: report[n]["quality"] for n in NAMES if n != "InKH"}
-    best = max(others, key=others.get)
+    best = max(others, key=lambda n: others[n])
     return {"holdout": report["meta"]["holdout"], "seeds": report["meta"]["seeds"],
             "extraction_recall": report["inventory"]["extraction_recall"],
             "inkh_stale": report["InKH"]["stale_usage"], "inkh_precision": report["InKH"]["context_precision"],

@@ -177,7 +177,7 @@ class Generator:
             templates = HOLDOUT[rel]
         text = self.rng.choice(templates.split("|"))
         return text.format(a=self.alias(eid), t=self.alias(eid), v=v, w=self.rng.choice(WORDS.get(v, [v])),
-                           o=old or "", ow=self.rng.choice(WORDS.get(old, [old or ""])))
+                           o=old or "", ow=self.rng.choice(WORDS.get(old or "", [old or ""])))
 
     def event(self, text: str, source_type: str, source: str, trust: int, states: list[tuple]) -> dict:
         self.n += 1

@@ -98,9 +98,9 @@ def run(edges: int = 100_000, events: int = 500, seed: int = 0, budget: int = 60
             lat_fresh.append(wc.seconds * 1000)
         kuzu_ms = []
         for _text, names in queries[: min(50, events)]:
-            s = time.perf_counter()
+            t_start = time.perf_counter()
             fg.neighbourhood_kuzu([canon.resolve_surface(n, "unknown") or n for n in names], hops=2)
-            kuzu_ms.append((time.perf_counter() - s) * 1000)
+            kuzu_ms.append((time.perf_counter() - t_start) * 1000)
         g.close()
     p50 = statistics.median(lat)
     return {"edges": edges, "events": events, "budget": budget, "p50_ms": round(p50, 3), "p95_ms": round(_pct(lat, 0.95), 3),

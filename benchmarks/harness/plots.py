@@ -22,7 +22,9 @@ def plot(report: dict, names, out_dir: Path, prefix: str = "") -> list[Path]:
     ax.set_title("Quality-latency frontier")
     ax.grid(True)
     p1 = out_dir / f"{prefix}frontier.png"
-    fig.tight_layout(), fig.savefig(p1, dpi=110), plt.close(fig)
+    fig.tight_layout()
+    fig.savefig(p1, dpi=110)
+    plt.close(fig)
     fig, ax = plt.subplots(figsize=(6, 4))
     for i, n in enumerate(names):  # distinct markers/widths: several baselines share the zero line
         rounds = sorted(report[n]["per_round"], key=int)
@@ -34,5 +36,7 @@ def plot(report: dict, names, out_dir: Path, prefix: str = "") -> list[Path]:
     ax.legend(fontsize=8)
     ax.grid(True)
     p2 = out_dir / f"{prefix}stale_by_round.png"
-    fig.tight_layout(), fig.savefig(p2, dpi=110), plt.close(fig)
+    fig.tight_layout()
+    fig.savefig(p2, dpi=110)
+    plt.close(fig)
     return [p1, p2]

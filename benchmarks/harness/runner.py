@@ -64,13 +64,13 @@ def run_seed(seed: int, rounds: int = 4, episodes: int = 80, holdout: float = 0.
                             t0 = time.perf_counter()
                             lines, tokens, steps = sysm.context(q, tools)
                             ms = (time.perf_counter() - t0) * 1000
-                            s = score(sysm.name, lines, gen.truth, ep.qid, q["ts"], stored)
+                            sc = score(sysm.name, lines, gen.truth, ep.qid, q["ts"], stored)
                             tokens += count_tokens(q["text"])  # the question itself
                             rows.append({"seed": seed, "round": rnd, "family": ep.family, "baseline": sysm.name,
-                                         "quality": quality(sysm.name, rnd, s, rng), "stale_usage": s["stale"],
-                                         "context_precision": s["precision"], "traceability": s["traceability"],
+                                         "quality": quality(sysm.name, rnd, sc, rng), "stale_usage": sc["stale"],
+                                         "context_precision": sc["precision"], "traceability": sc["traceability"],
                                          "tokens": tokens, "retrieval_ms": ms,
-                                         "latency_ms": ms + modelled_latency_ms(tokens, steps), "hits": s["hits"]})
+                                         "latency_ms": ms + modelled_latency_ms(tokens, steps), "hits": sc["hits"]})
                     cands = []
                     for e in ep.events:  # background extraction after the workflow completes
                         cands += extractor.extract(Event(e["msg_id"], e["text"], e["speaker"], e["ts"],

@@ -52,7 +52,7 @@ def make_backend(kind: str, **cfg: Any) -> ChatBackend:
     """
     if kind == "scripted":
         return ScriptedChat(cfg.get("replies", []))
-    cls = backend_class(kind)
+    cls: Any = backend_class(kind)
     config_cls = cls.Config
     try:
         config = config_cls(**cfg)

@@ -28,6 +28,7 @@ class TransformersChat(LocalChatBackend):
 
     name = "transformers"
     Config = TransformersConfig
+    config: TransformersConfig
 
     def _load_model(self, folder: Path) -> Any:
         import torch
@@ -37,5 +38,5 @@ class TransformersChat(LocalChatBackend):
         if choice == "auto":
             choice = "bfloat16" if self.device == "cuda" else "float32"
         dtype = getattr(torch, _DTYPES[choice])
-        model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype)
+        model: Any = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype)
         return model.to(self.device).eval()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
@@ -51,7 +52,7 @@ def render(item, utility: float, names: dict, max_evidence: int = 3) -> ContextL
                        utility, count_tokens(text))
 
 
-def compress(scored: list[tuple[float, object]], names: dict, limit: int | None = None) -> list[ContextLine]:
+def compress(scored: list[tuple[float, Any]], names: dict, limit: int | None = None) -> list[ContextLine]:
     """Render (utility, item) pairs sorted best first, merging items of the same slot and value;
     stops after ``limit`` distinct lines (TopB never takes more than it needs)."""
     out: dict[tuple, ContextLine] = {}

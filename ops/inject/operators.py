@@ -141,6 +141,7 @@ class Retrieve(Operator):
     consumes = ("text", "ts")
     produces = CANDIDATE_SCHEMA
     Config = InjectOpConfig
+    config: InjectOpConfig
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         run = inject_run(ctx, self.config)
@@ -295,7 +296,7 @@ class Fuse(Operator):
         inj = run.injector
         cfg = inj.config
         by_event = _lines_by_event(table)
-        rows = []
+        rows: list[dict[str, Any]] = []
         for ev, req in enumerate(run.requests):
             lines = fuse(_header(run, req), [], by_event.get(ev, []), cfg.budget, cfg.max_items)
             if cfg.record_use:
@@ -328,6 +329,7 @@ class Inject(Operator):
     produces = pa.schema([f for f in CONTEXT_SCHEMA if f.name != "event"])
     passthrough = True
     Config = InjectOpConfig
+    config: InjectOpConfig
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         sub = Context(store=ctx.store, backends=ctx.backends, clock=ctx.clock,

@@ -8,6 +8,7 @@ per-event cost is dict lookups plus scoring at most ``pool`` candidates.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -159,7 +160,7 @@ class PassiveInjector:
         return out
 
     def inject(self, text: str, now: datetime, user: str | None = None,
-               state: list[ContextLine] = ()) -> WorkingContext:
+               state: Sequence[ContextLine] = ()) -> WorkingContext:
         """The working context for an event with ``text`` at time ``now`` for ``user`` (the world as
         of ``now``: facts and evidence known by then, the market state then)."""
         t0 = time.perf_counter()

@@ -14,7 +14,8 @@ def top_b(lines: list[ContextLine], budget: int, max_items: int = 16) -> list[Co
     >>> [x.text for x in top_b(ls, budget=9)]
     ['a', 'c']
     """
-    out, used = [], 0
+    out: list[ContextLine] = []
+    used = 0
     for line in sorted(lines, key=lambda x: -x.utility):
         if len(out) >= max_items:
             break

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -135,7 +135,7 @@ def _parse_ts(value: Any, where: str, require_zone: bool) -> Any:
     return ts
 
 
-def check_rows(rows: list[dict[str, Any]], where: str, row_names: list[int] | None = None,
+def check_rows(rows: list[dict[str, Any]], where: str, row_names: Sequence[int | str] | None = None,
                unit: str = "line", group: str | None = None, require_zone: bool = False) -> list[dict[str, Any]]:
     """Refuse hostile rows before schema validation; returns the rows (``ts`` parsed).
 
@@ -148,7 +148,7 @@ def check_rows(rows: list[dict[str, Any]], where: str, row_names: list[int] | No
     """
     from speakerflow.graphs.store import StoreError, check_group_id
 
-    seen: dict[str, tuple[int, Any]] = {}
+    seen: dict[str, tuple[int | str, Any]] = {}
     for i, row in enumerate(rows):
         at = f"{where}: {unit} {row_names[i] if row_names is not None else i}"
         gid = row.get("group_id")
@@ -191,7 +191,7 @@ def field(obj: dict[str, Any], name: str, where: str, kind: type | tuple[type, .
     return value
 
 
-def to_message_table(rows: list[dict[str, Any]], where: str, row_names: list[int] | None = None,
+def to_message_table(rows: list[dict[str, Any]], where: str, row_names: Sequence[int | str] | None = None,
                      unit: str = "line", group: str | None = None, require_zone: bool = False) -> pa.Table:
     """Check rows (:func:`check_rows`), validate them as :class:`Message` and return an
     Arrow table; errors name the row and the field."""

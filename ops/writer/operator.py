@@ -87,6 +87,8 @@ class Writer(Operator):
         history: int = Field(default=2000, ge=0, description="earlier group messages a segment carries (citable "
                              "beside its own, so records can span sessions); 0 = none")
 
+    config: Config
+
     def __init__(self, backend: WriterBackend | str | None = None, config: OperatorConfig | dict | None = None,
                  **kw: Any):
         super().__init__(config, **kw)

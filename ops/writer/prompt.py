@@ -156,7 +156,7 @@ def select_heads(segment: Segment, limit: int | None) -> tuple[list[Mapping[str,
     newest (``valid_at``, then list position) first within each group; the kept heads are
     returned in their original order. ``limit=None`` keeps every head (as in the paper).
     """
-    heads = list(segment.heads)
+    heads: list[Mapping[str, Any]] = list(segment.heads)
     if limit is None or len(heads) <= limit:
         return heads, 0
     text = " ".join(str(m.get("text", "")).lower() for m in segment.messages)

@@ -325,7 +325,7 @@ class RulesWriter:
             reasons: list[str] = []  # the absentee's own reply to being called out (their explanation)
             waiting: dict[str, Any] = {}
             for m in known:
-                ws = stats.words.get(m["msg_id"], ())
+                said = stats.words.get(m["msg_id"], frozenset())
                 plan, absence = memo[m["msg_id"]]
                 if waiting and (m["session_id"] != waiting["session"] or waiting["left"] <= 0):
                     waiting = {}
@@ -334,7 +334,7 @@ class RulesWriter:
                     waiting = {}
                 elif waiting:
                     waiting["left"] -= 1
-                if absence and (word in ws or m["msg_id"] in named):
+                if absence and (word in said or m["msg_id"] in named):
                     who = self._absentee(m, people)
                     absent.setdefault(who, []).append(m["msg_id"])
                     last_absent = {"session": m["session_id"], "who": who}
@@ -344,7 +344,7 @@ class RulesWriter:
                       and m["speaker"] != last_absent["who"]):  # "Jordan!! this is like the third time"
                     absent[last_absent["who"]].append(m["msg_id"])
                     callouts.append(m["msg_id"])
-                elif word in ws and plan:
+                elif word in said and plan:
                     plans.append(m)
             keep = [p for p in dict.fromkeys(m["speaker"] for m in plans) if p not in absent]
             missed = ", ".join(f"{p} ({len(ids)}x)" if len(ids) > 1 else p for p, ids in absent.items())

@@ -51,7 +51,7 @@ def print_text(report: Any, prefix: str = "", depth: int = 0, max_items: int = 1
             if isinstance(v, dict | list) and v and depth < 4:
                 flat = isinstance(v, dict) and all(isinstance(b, int | float | str | bool) or b is None
                                                    for b in v.values())
-                if flat and len(v) <= 16:
+                if isinstance(v, dict) and flat and len(v) <= 16:
                     print(f"{prefix}{k}: " + ", ".join(f"{a} {b}" for a, b in v.items()))
                 else:
                     print(f"{prefix}{k}:")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 from datetime import UTC, datetime
+from typing import Any
 
 from .common import add_home, add_json, emit, home_of, print_text
 
@@ -27,12 +28,13 @@ def run(args: argparse.Namespace) -> int:
     now = datetime.fromisoformat(args.now) if args.now else None
     now = now.replace(tzinfo=UTC) if now is not None and now.tzinfo is None else now
     home = home_of(args)
-    out = {}
+    out: dict[str, Any] = {}
     if args.review:
         if not args.group:
             raise SystemExit("--review needs --group")
         with home.open(args.group, writable=True) as store:
-            out["reviews"] = [apply_review(store, *r.split("=", 1), now=now) for r in args.review]
+            out["reviews"] = [apply_review(store, edge, decision, now=now)
+                              for edge, decision in (r.split("=", 1) for r in args.review)]
         emit(out, args.json)
         return 0
     for gid in [args.group] if args.group else home.groups():
