@@ -17,5 +17,7 @@ done
 for d in schemas ops graphs assets pipelines training benchmarks; do
     ln -sfn "$ROOT/$d" "$TREE/$d"
 done
+MYPY=${MYPY:-mypy}
+case "$MYPY" in */*) MYPY="$(cd "$(dirname "$MYPY")" && pwd)/$(basename "$MYPY")" ;; esac  # before the cd
 cd "$ROOT/build/typecheck"
-exec "${MYPY:-mypy}" --config-file "$ROOT/pyproject.toml" --cache-dir "$ROOT/build/mypy-cache" speakerflow "$@"
+exec "$MYPY" --config-file "$ROOT/pyproject.toml" --cache-dir "$ROOT/build/mypy-cache" speakerflow "$@"
