@@ -43,12 +43,14 @@ test-deps:
 
 test: $(STAMP) test-deps
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	LINT_IMPORTS=$(BIN)/lint-imports scripts/lint-imports.sh
 	MYPY=$(BIN)/mypy scripts/typecheck.sh
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	LINT_IMPORTS=$(BIN)/lint-imports scripts/lint-imports.sh
 	MYPY=$(BIN)/mypy scripts/typecheck.sh
 

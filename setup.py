@@ -4,6 +4,7 @@
 every sub-folder of ``ops/``, ``schemas/`` ... is installed as ``speakerflow.ops.*`` and
 nothing named ``ops`` or ``schemas`` lands in site-packages.
 """
+
 import warnings
 from pathlib import Path
 
@@ -40,5 +41,8 @@ def _packages() -> tuple[list[str], dict[str, str]]:
 
 
 PACKAGES, PACKAGE_DIR = _packages()
-setup(packages=PACKAGES, package_dir=PACKAGE_DIR,
-      package_data={p: ["*"] for p in PACKAGES if p.startswith("speakerflow.data")})
+setup(
+    packages=PACKAGES,
+    package_dir=PACKAGE_DIR,
+    package_data={p: ["*"] for p in PACKAGES if p.startswith("speakerflow.data")},
+)

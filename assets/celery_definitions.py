@@ -6,6 +6,7 @@ on Celery workers: the broker and result backend come from ``SPEAKERFLOW_CELERY_
 workers with ``celery -A dagster_celery.app worker -Q dagster`` and a ``dagster_celery_config``
 module naming the same broker (docs/scaling.md). Needs ``dagster-celery``.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,7 +28,8 @@ ingest_job = dg.define_asset_job(
     selection=dg.AssetSelection.assets(*INGEST_ASSETS),
     partitions_def=GROUPS,
     executor_def=celery_executor.configured({"broker": BROKER, "backend": BACKEND}),
-    description="One group on Celery workers: read its messages, append the verbatim track, run the Writer, check the memory.",
+    description="One group on Celery workers: read its messages, append the verbatim track, run "
+    "the Writer, check the memory.",
 )
 
 defs = dg.Definitions(

@@ -25,9 +25,19 @@ def find_valid_after_invalid(records: list[Row]) -> list[Row]:
     out = []
     for r in records:
         if r["invalid_at"] is not None and r["invalid_at"] < r["valid_at"]:
-            out.append({"entry_id": r["entry_id"], "problem": f"invalid_at {r['invalid_at']} < valid_at {r['valid_at']}"})
+            out.append(
+                {
+                    "entry_id": r["entry_id"],
+                    "problem": f"invalid_at {r['invalid_at']} < valid_at {r['valid_at']}",
+                }
+            )
         elif r["superseded_by"] and r["invalid_at"] is None:
-            out.append({"entry_id": r["entry_id"], "problem": f"superseded by {r['superseded_by']} but invalid_at is empty"})
+            out.append(
+                {
+                    "entry_id": r["entry_id"],
+                    "problem": f"superseded by {r['superseded_by']} but invalid_at is empty",
+                }
+            )
     return out
 
 
@@ -38,7 +48,12 @@ def find_unresolved_provenance(records: list[Row], msg_ids: set[str]) -> list[Ro
         ids = r["from_ids"] or []
         missing = [m for m in ids if m not in msg_ids]
         if not ids or missing:
-            out.append({"entry_id": r["entry_id"], "problem": "no from_ids" if not ids else f"unknown messages {missing[:5]}"})
+            out.append(
+                {
+                    "entry_id": r["entry_id"],
+                    "problem": "no from_ids" if not ids else f"unknown messages {missing[:5]}",
+                }
+            )
     return out
 
 
@@ -49,12 +64,17 @@ def find_multiple_heads(records: list[Row]) -> list[Row]:
     for r in records:
         if r["supersedes"]:
             successors[r["supersedes"]].append(r["entry_id"])
-    out = [{"entry_id": old, "problem": f"superseded by several records {sorted(new)}"}
-           for old, new in successors.items() if len(new) > 1]
+    out = [
+        {"entry_id": old, "problem": f"superseded by several records {sorted(new)}"}
+        for old, new in successors.items()
+        if len(new) > 1
+    ]
 
     def root(entry: str) -> str:
         seen = set()
-        while (prev := by_id.get(entry, {}).get("supersedes")) and prev in by_id and entry not in seen:
+        while (
+            (prev := by_id.get(entry, {}).get("supersedes")) and prev in by_id and entry not in seen
+        ):
             seen.add(entry)
             entry = prev
         return entry
@@ -63,15 +83,24 @@ def find_multiple_heads(records: list[Row]) -> list[Row]:
     for r in records:
         if not r["superseded_by"]:
             heads[root(r["entry_id"])].append(r["entry_id"])
-    out += [{"entry_id": chain, "problem": f"chain has {len(h)} heads {sorted(h)}"}
-            for chain, h in heads.items() if len(h) > 1]
+    out += [
+        {"entry_id": chain, "problem": f"chain has {len(h)} heads {sorted(h)}"}
+        for chain, h in heads.items()
+        if len(h) > 1
+    ]
     return out
 
 
 def find_foreign_owners(records: list[Row], roster: set[str]) -> list[Row]:
     """Records whose owner is neither a roster member nor ``GROUP``."""
-    return [{"entry_id": r["entry_id"], "problem": f"owner {r['owner']!r} not in roster or {GROUP_OWNER}"}
-            for r in records if r["owner"] != GROUP_OWNER and r["owner"] not in roster]
+    return [
+        {
+            "entry_id": r["entry_id"],
+            "problem": f"owner {r['owner']!r} not in roster or {GROUP_OWNER}",
+        }
+        for r in records
+        if r["owner"] != GROUP_OWNER and r["owner"] not in roster
+    ]
 
 
 def find_cross_group_references(records: list[Row], group: str) -> list[Row]:
@@ -80,10 +109,20 @@ def find_cross_group_references(records: list[Row], group: str) -> list[Row]:
     out = []
     for r in records:
         if r["group_id"] != group:
-            out.append({"entry_id": r["entry_id"], "problem": f"group_id {r['group_id']!r} in store of {group!r}"})
+            out.append(
+                {
+                    "entry_id": r["entry_id"],
+                    "problem": f"group_id {r['group_id']!r} in store of {group!r}",
+                }
+            )
         for link in ("supersedes", "superseded_by"):
             if r[link] and r[link] not in ids:
-                out.append({"entry_id": r["entry_id"], "problem": f"{link} {r[link]!r} is not a record of {group!r}"})
+                out.append(
+                    {
+                        "entry_id": r["entry_id"],
+                        "problem": f"{link} {r[link]!r} is not a record of {group!r}",
+                    }
+                )
     return out
 
 
@@ -91,22 +130,40 @@ def group_state(store: Any, records: pa.Table | None = None) -> dict[str, Any]:
     """What the checks read of an open group store: records, message ids, roster."""
     records = store.records() if records is None else records
     messages = store.messages().select(["msg_id", "group_id"]).to_pylist()
-    return {"records": records.to_pylist(), "roster": set(store.roster()),
-            "msg_ids": {m["msg_id"] for m in messages if m["group_id"] == store.group_id}}
+    return {
+        "records": records.to_pylist(),
+        "roster": set(store.roster()),
+        "msg_ids": {m["msg_id"] for m in messages if m["group_id"] == store.group_id},
+    }
 
 
 #: (check name, what holds when it passes, how to find violations in a group's state)
 CHECKS: list[tuple[str, str, Callable[[dict[str, Any], str], list[Row]]]] = [
-    ("no_valid_after_invalid", "valid_at <= invalid_at; superseded records are closed",
-     lambda s, g: find_valid_after_invalid(s["records"])),
-    ("provenance_resolves", "from_ids resolve to messages of its own group",
-     lambda s, g: find_unresolved_provenance(s["records"], s["msg_ids"])),
-    ("one_head_per_chain", "at most one head per update chain",
-     lambda s, g: find_multiple_heads(s["records"])),
-    ("owner_in_roster", "owner is a roster member or GROUP",
-     lambda s, g: find_foreign_owners(s["records"], s["roster"])),
-    ("no_cross_group_reference", "no reference to another group's records",
-     lambda s, g: find_cross_group_references(s["records"], g)),
+    (
+        "no_valid_after_invalid",
+        "valid_at <= invalid_at; superseded records are closed",
+        lambda s, g: find_valid_after_invalid(s["records"]),
+    ),
+    (
+        "provenance_resolves",
+        "from_ids resolve to messages of its own group",
+        lambda s, g: find_unresolved_provenance(s["records"], s["msg_ids"]),
+    ),
+    (
+        "one_head_per_chain",
+        "at most one head per update chain",
+        lambda s, g: find_multiple_heads(s["records"]),
+    ),
+    (
+        "owner_in_roster",
+        "owner is a roster member or GROUP",
+        lambda s, g: find_foreign_owners(s["records"], s["roster"]),
+    ),
+    (
+        "no_cross_group_reference",
+        "no reference to another group's records",
+        lambda s, g: find_cross_group_references(s["records"], g),
+    ),
 ]
 
 
@@ -115,17 +172,28 @@ def check_specs(asset: str = "derived_memory") -> list[dg.AssetCheckSpec]:
     return [dg.AssetCheckSpec(name, asset=asset, description=what) for name, what, _ in CHECKS]
 
 
-def evaluate(state: dict[str, Any], group: str, asset: str = "derived_memory") -> list[dg.AssetCheckResult]:
+def evaluate(
+    state: dict[str, Any], group: str, asset: str = "derived_memory"
+) -> list[dg.AssetCheckResult]:
     """Every invariant on ``state``: one :class:`dg.AssetCheckResult` per check."""
     results = []
     for name, what, find in CHECKS:
         violations = find(state, group)
-        results.append(dg.AssetCheckResult(
-            asset_key=asset, check_name=name, passed=not violations, severity=dg.AssetCheckSeverity.ERROR,
-            metadata={
-                "records_checked": len(state["records"]),
-                "violations": len(violations),
-                "detail": dg.MetadataValue.md(md_table(violations, ["entry_id", "problem"], limit=20)
-                                              if violations else f"every record: {what}"),
-            }))
+        results.append(
+            dg.AssetCheckResult(
+                asset_key=asset,
+                check_name=name,
+                passed=not violations,
+                severity=dg.AssetCheckSeverity.ERROR,
+                metadata={
+                    "records_checked": len(state["records"]),
+                    "violations": len(violations),
+                    "detail": dg.MetadataValue.md(
+                        md_table(violations, ["entry_id", "problem"], limit=20)
+                        if violations
+                        else f"every record: {what}"
+                    ),
+                },
+            )
+        )
     return results

@@ -20,7 +20,8 @@ import dagster as dg
 
 from speakerflow.pipelines import constants as C
 
-#: One partition per group id; added by the inbox sensor, the UI, or ``instance.add_dynamic_partitions``.
+#: One partition per group id; added by the inbox sensor, the UI, or
+#: ``instance.add_dynamic_partitions``.
 GROUPS = dg.DynamicPartitionsDefinition(name=C.GROUPS_PARTITION)
 
 #: Op tags of steps that write a group's store: the multiprocess executor runs at most one
@@ -30,11 +31,21 @@ WRITES_STORE = {C.STORE_WRITE_TAG: C.STORE_WRITE_VALUE}
 
 #: Asset groups shown in the UI.
 INGESTION, MEMORY, KNOWLEDGE, MAINTENANCE, EVALUATION, TRAINING = (
-    "ingestion", "memory", "knowledge", "maintenance", "evaluation", "training")
+    "ingestion",
+    "memory",
+    "knowledge",
+    "maintenance",
+    "evaluation",
+    "training",
+)
 
 
-def md_table(rows: Iterable[Mapping[str, Any]], columns: list[str] | None = None,
-             limit: int = C.PREVIEW_ROWS, width: int = 80) -> str:
+def md_table(
+    rows: Iterable[Mapping[str, Any]],
+    columns: list[str] | None = None,
+    limit: int = C.PREVIEW_ROWS,
+    width: int = 80,
+) -> str:
     """A Markdown table of the first ``limit`` rows; cells cut to ``width`` characters."""
     rows = list(rows)
     if not rows:
@@ -42,7 +53,9 @@ def md_table(rows: Iterable[Mapping[str, Any]], columns: list[str] | None = None
     columns = columns or list(rows[0])
 
     def cell(v: Any) -> str:
-        text = ", ".join(map(str, v)) if isinstance(v, list | tuple) else ("" if v is None else str(v))
+        text = (
+            ", ".join(map(str, v)) if isinstance(v, list | tuple) else ("" if v is None else str(v))
+        )
         text = text.replace("|", "\\|").replace("\n", " ")
         return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -77,8 +90,9 @@ def report_metadata(report: Mapping[str, Any], *, plot_key: str = "plot") -> dic
     Any string value that names an existing ``.png`` file becomes an embedded image; other
     existing paths become path metadata.
     """
-    meta: dict[str, Any] = {k: v for k, v in report.items()
-                            if isinstance(v, int | float) and not isinstance(v, bool)}
+    meta: dict[str, Any] = {
+        k: v for k, v in report.items() if isinstance(v, int | float) and not isinstance(v, bool)
+    }
     pngs = 0
     for key, value in _paths(report):
         path = Path(value)
@@ -99,7 +113,11 @@ def _paths(obj: Any, prefix: str = "") -> Iterable[tuple[str, str]]:
     elif isinstance(obj, list | tuple):
         for i, v in enumerate(obj):
             yield from _paths(v, f"{prefix}_{i}")
-    elif isinstance(obj, str | Path) and str(obj).endswith((".png", ".md", ".json")) and len(str(obj)) < 500:
+    elif (
+        isinstance(obj, str | Path)
+        and str(obj).endswith((".png", ".md", ".json"))
+        and len(str(obj)) < 500
+    ):
         yield prefix or "file", str(obj)
 
 

@@ -11,6 +11,7 @@ Detect, Canonicalize and Segmenter are passthrough operators: each hands the mes
 columns on and adds its own, so the Writer finds ``speaker``, ``text`` ... and
 ``segment_id`` in the table it gets.
 """
+
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,9 @@ def my_source(store: Any) -> pa.Table:
     verbatim track (idempotent), then hand the group's messages to the pipeline."""
     path = Path(home_root()) / SOURCE_DIRNAME / f"{store.group_id}.jsonl"
     if not path.exists():
-        raise FileNotFoundError(f"{path}: put the group's messages there (speakerflow JSONL, docs/formats.md)")
+        raise FileNotFoundError(
+            f"{path}: put the group's messages there (speakerflow JSONL, docs/formats.md)"
+        )
     for _, table in load(path, "jsonl", group=store.group_id):
         store.append_messages(table)
     return store.messages()
@@ -49,8 +52,14 @@ def build_my_pipeline() -> Pipeline:
     A fresh pipeline per run (stats start at zero). The Writer takes its backend from
     ``ctx.backends["writer"]`` (the ``chat_model`` resource; ``"rules"`` offline).
     """
-    return Detect() >> Canonicalize() >> Segmenter(window=25) >> ForEach(
-        "segment_id", Writer() >> Validate() >> Upsert())
+    return (
+        Detect()
+        >> Canonicalize()
+        >> Segmenter(window=25)
+        >> ForEach("segment_id", Writer() >> Validate() >> Upsert())
+    )
 
 
-my_memory = pipeline_assets("my_memory", build_my_pipeline, source=my_source, deps=(), writes_store=True)
+my_memory = pipeline_assets(
+    "my_memory", build_my_pipeline, source=my_source, deps=(), writes_store=True
+)

@@ -22,25 +22,39 @@ class EvalConfig(dg.Config):
     """Which data and which systems; every system runs in the same process, side by side."""
 
     data: str = Field(default="", description="Data file or folder; empty = the shared data set")
-    systems: list[str] = Field(default_factory=lambda: ["bm25", "speakerflow"],
-                               description="Systems to compare (the first is the baseline)")
+    systems: list[str] = Field(
+        default_factory=lambda: ["bm25", "speakerflow"],
+        description="Systems to compare (the first is the baseline)",
+    )
     k: list[int] = Field(default_factory=lambda: [5, 10, 20])
-    embedder: str = Field(default="minilm", description="minilm | hashing | none (speakerflow's dense recall)")
+    embedder: str = Field(
+        default="minilm", description="minilm | hashing | none (speakerflow's dense recall)"
+    )
     limit: int = Field(default=0, ge=0, description="Evaluate only the first N questions (0 = all)")
 
 
-def run_reports(name: str, data: str, fmt: str, config: EvalConfig, out_dir: Path) -> dict[str, Any]:
+def run_reports(
+    name: str, data: str, fmt: str, config: EvalConfig, out_dir: Path
+) -> dict[str, Any]:
     """Run ``run_eval`` for each system of ``config``; write the side-by-side summary and plot.
 
     Returns ``{"reports": {system: report}, "files": {"json", "md", "png"}}``.
     """
     from speakerflow.benchmarks.evaluate import run_eval, write_outputs
+
     if not Path(data).exists():
         raise dg.Failure(f"{name}: data {data} is absent; set config 'data' to the file or folder")
     reports = {}
     for system in config.systems:
-        reports[system] = run_eval(data, fmt, system, k=tuple(config.k), out=str(out_dir / f"{system}.json"),
-                                   embedder=config.embedder, limit=config.limit or None)
+        reports[system] = run_eval(
+            data,
+            fmt,
+            system,
+            k=tuple(config.k),
+            out=str(out_dir / f"{system}.json"),
+            embedder=config.embedder,
+            limit=config.limit or None,
+        )
     files = write_outputs(list(reports.values()), out_dir / "comparison.json")
     return {"reports": reports, "files": {k: str(v) for k, v in files.items()}}
 
@@ -65,21 +79,34 @@ def eval_metadata(result: dict[str, Any], seconds: float) -> dict[str, Any]:
 
 
 def _eval_asset(name: str, fmt: str, default_data: str, description: str) -> dg.AssetsDefinition:
-    @dg.asset(name=name, group_name=EVALUATION, kinds={"python", "matplotlib"}, description=description)
-    def _asset(context: dg.AssetExecutionContext, config: EvalConfig, store: StoreResource) -> dg.MaterializeResult:
+    @dg.asset(
+        name=name, group_name=EVALUATION, kinds={"python", "matplotlib"}, description=description
+    )
+    def _asset(
+        context: dg.AssetExecutionContext, config: EvalConfig, store: StoreResource
+    ) -> dg.MaterializeResult:
         start = time.perf_counter()
-        result = run_reports(name, config.data or default_data, fmt, config, store.subdir(C.REPORTS_DIRNAME, name))
+        result = run_reports(
+            name, config.data or default_data, fmt, config, store.subdir(C.REPORTS_DIRNAME, name)
+        )
         return dg.MaterializeResult(metadata=eval_metadata(result, time.perf_counter() - start))
 
     return _asset
 
 
 locomo_eval_report = _eval_asset(
-    "locomo_eval_report", "locomo", C.LOCOMO_PATH,
-    "LoCoMo evidence recall@k per system (bm25 baseline vs speakerflow), with the recall plot.")
+    "locomo_eval_report",
+    "locomo",
+    C.LOCOMO_PATH,
+    "LoCoMo evidence recall@k per system (bm25 baseline vs speakerflow), with the recall plot.",
+)
 socialmem_eval_report = _eval_asset(
-    "socialmem_eval_report", "socialmem", C.SOCIALMEM_PATH,
-    "SocialMemBench evidence recall@k per system (bm25 baseline vs speakerflow), with the recall plot.")
+    "socialmem_eval_report",
+    "socialmem",
+    C.SOCIALMEM_PATH,
+    "SocialMemBench evidence recall@k per system (bm25 baseline vs speakerflow), with the recall "
+    "plot.",
+)
 
 
 class HarnessConfig(dg.Config):
@@ -92,14 +119,23 @@ class HarnessConfig(dg.Config):
 
 
 @dg.asset(group_name=EVALUATION, kinds={"python", "matplotlib"})
-def harness_report(context: dg.AssetExecutionContext, config: HarnessConfig,
-                   store: StoreResource) -> dg.MaterializeResult:
+def harness_report(
+    context: dg.AssetExecutionContext, config: HarnessConfig, store: StoreResource
+) -> dg.MaterializeResult:
     """InKH controlled benchmark: six configurations side by side, with its plots."""
     from speakerflow.benchmarks.harness import run
+
     start = time.perf_counter()
     out = store.subdir(C.REPORTS_DIRNAME, "harness_report") / "report.json"
-    report = dict(run(seeds=config.seeds, out=str(out), rounds=config.rounds, episodes=config.episodes,
-                       injection_edges=config.injection_edges))
+    report = dict(
+        run(
+            seeds=config.seeds,
+            out=str(out),
+            rounds=config.rounds,
+            episodes=config.episodes,
+            injection_edges=config.injection_edges,
+        )
+    )
     meta = report_metadata(report)
     meta["seconds"] = round(time.perf_counter() - start, 2)
     return dg.MaterializeResult(metadata=meta)

@@ -5,6 +5,7 @@
 so the shipped assets stay free of the example and a broken custom pipeline cannot stop the
 default location from loading. Both locations share the instance's ``groups`` partitions.
 """
+
 from __future__ import annotations
 
 import dagster as dg

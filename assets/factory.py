@@ -36,7 +36,8 @@ from speakerflow.pipelines.resources import ChatModel, StoreResource
 
 from .common import GROUPS, WRITES_STORE, md_table
 
-#: ``source(store) -> table``: where the pipeline's input comes from (default: the group's messages).
+#: ``source(store) -> table``: where the pipeline's input comes from (default: the group's
+#: messages).
 Source = Callable[[Any], pa.Table]
 #: ``backends(chat_model) -> {role: backend}``: what ``ctx.backends`` holds for the operators.
 Backends = Callable[[ChatModel], dict[str, Any]]
@@ -57,7 +58,11 @@ def _first_line(obj: Any) -> str:
 
 def _preview(table: pa.Table) -> dg.MetadataValue:
     cols = [c for c in table.column_names if not pa.types.is_nested(table.schema.field(c).type)][:6]
-    return dg.MetadataValue.md(md_table(table.select(cols).slice(0, 5).to_pylist(), cols) if cols else "_(no flat columns)_")
+    return dg.MetadataValue.md(
+        md_table(table.select(cols).slice(0, 5).to_pylist(), cols)
+        if cols
+        else "_(no flat columns)_"
+    )
 
 
 def _reset_stats(pipeline: Pipeline) -> None:
@@ -76,7 +81,9 @@ def step_metadata(step: Any) -> dict[str, Any]:
         for op, stats in inner.items():
             meta.update({f"{op}/{k}": v for k, v in stats.items()})
         cols = ["operator", "calls", "rows_in", "rows_out", "seconds", "model_calls", "rejects"]
-        meta["inner"] = dg.MetadataValue.md(md_table([{"operator": op, **st} for op, st in inner.items()], cols))
+        meta["inner"] = dg.MetadataValue.md(
+            md_table([{"operator": op, **st} for op, st in inner.items()], cols)
+        )
     return meta
 
 
@@ -125,7 +132,11 @@ def pipeline_assets(
     save_output
         Keep the last operator's table as ``<home>/custom/<name>/<group>.parquet``.
     """
-    build = pipeline if callable(pipeline) and not isinstance(pipeline, Pipeline) else (lambda: pipeline)
+    build = (
+        pipeline
+        if callable(pipeline) and not isinstance(pipeline, Pipeline)
+        else (lambda: pipeline)
+    )
     layout = build()
     if not isinstance(layout, Pipeline):
         layout = Pipeline(layout)
@@ -133,17 +144,33 @@ def pipeline_assets(
     specs = []
     for i, (key, step) in enumerate(zip(keys, layout.steps, strict=True)):
         upstream = [dg.AssetKey.from_user_string(d) for d in deps] if i == 0 else [keys[i - 1]]
-        specs.append(dg.AssetSpec(
-            key, deps=upstream, description=_first_line(step), group_name=group_name or name,
-            kinds={"python"}, metadata={"operator": type(step).__name__,
-                                        "consumes": ", ".join(step.consumes) or "-",
-                                        "produces": ", ".join(step.output_columns) or "-",
-                                        **({"for_each": f"{step.key}: {step.inner!r}"}
-                                           if isinstance(step, ForEach) else {})}))
+        specs.append(
+            dg.AssetSpec(
+                key,
+                deps=upstream,
+                description=_first_line(step),
+                group_name=group_name or name,
+                kinds={"python"},
+                metadata={
+                    "operator": type(step).__name__,
+                    "consumes": ", ".join(step.consumes) or "-",
+                    "produces": ", ".join(step.output_columns) or "-",
+                    **(
+                        {"for_each": f"{step.key}: {step.inner!r}"}
+                        if isinstance(step, ForEach)
+                        else {}
+                    ),
+                },
+            )
+        )
 
-    @dg.multi_asset(name=f"{name}_pipeline", specs=specs, partitions_def=GROUPS,
-                    op_tags=WRITES_STORE if writes_store else None,
-                    description=f"Operator pipeline {layout!r}")
+    @dg.multi_asset(
+        name=f"{name}_pipeline",
+        specs=specs,
+        partitions_def=GROUPS,
+        op_tags=WRITES_STORE if writes_store else None,
+        description=f"Operator pipeline {layout!r}",
+    )
     def _pipeline(context: dg.AssetExecutionContext, store: StoreResource, chat_model: ChatModel):
         group = context.partition_key
         pipe = build()
@@ -153,11 +180,21 @@ def pipeline_assets(
             ctx = Context(store=s, backends=backends(chat_model), state={})
             start = time.perf_counter()
             for (step, out), key in zip(run_pipeline(pipe, table, ctx), keys, strict=True):
-                meta: dict[str, Any] = {"rows": out.num_rows, **step_metadata(step), "preview": _preview(out)}
+                meta: dict[str, Any] = {
+                    "rows": out.num_rows,
+                    **step_metadata(step),
+                    "preview": _preview(out),
+                }
                 if key == keys[-1]:
                     meta["pipeline_seconds"] = round(time.perf_counter() - start, 4)
-                    rejects = next((t for t in (ctx.state.get("rejects"), ctx.state.get("reject_table"))
-                                    if isinstance(t, pa.Table)), None)  # Validate leaves "reject_table"
+                    rejects = next(
+                        (
+                            t
+                            for t in (ctx.state.get("rejects"), ctx.state.get("reject_table"))
+                            if isinstance(t, pa.Table)
+                        ),
+                        None,
+                    )  # Validate leaves "reject_table"
                     if rejects is not None:
                         meta["reject_rows"] = rejects.num_rows
                     if save_output:
@@ -173,5 +210,7 @@ def read_output(store: StoreResource, name: str, group: str) -> pa.Table:
     """The last table a custom pipeline saved for ``group``."""
     path = Path(store.root()) / "custom" / name / f"{group}.parquet"
     if not path.exists():
-        raise FileNotFoundError(f"{path}: materialise the {name!r} pipeline assets for {group!r} first")
+        raise FileNotFoundError(
+            f"{path}: materialise the {name!r} pipeline assets for {group!r} first"
+        )
     return pq.read_table(path)

@@ -49,7 +49,9 @@ def inbox_files(inbox: Path) -> list[InboxFile]:
             continue
         rel = path.relative_to(inbox).parts
         fmt = rel[0] if len(rel) > 1 and rel[0] in C.INBOX_FORMATS else "jsonl"
-        out.append(InboxFile(path, fmt, _default_group(path) if fmt in ("jsonl", "events") else None))
+        out.append(
+            InboxFile(path, fmt, _default_group(path) if fmt in ("jsonl", "events") else None)
+        )
     return out
 
 
@@ -101,7 +103,12 @@ def sources_from(path: str, fmt: str, inbox: Path) -> list[InboxFile]:
         return inbox_files(inbox)
     p = Path(path)
     if not p.exists():
-        raise LoadError(f"{p}: no such file or folder (set raw_messages config 'path' to a message file)")
+        raise LoadError(
+            f"{p}: no such file or folder (set raw_messages config 'path' to a message file)"
+        )
     files = sorted(q for q in p.iterdir() if q.suffix in C.INBOX_SUFFIXES) if p.is_dir() else [p]
     chosen = fmt or "jsonl"
-    return [InboxFile(f, chosen, _default_group(f) if chosen in ("jsonl", "events") else None) for f in files]
+    return [
+        InboxFile(f, chosen, _default_group(f) if chosen in ("jsonl", "events") else None)
+        for f in files
+    ]

@@ -24,8 +24,12 @@ from .inbox import messages_for_group, sources_from
 class RawMessagesConfig(dg.Config):
     """Where a group's messages come from (the sensor fills these in for new files)."""
 
-    path: str = Field(default="", description="A message file or folder; empty = every file in the inbox")
-    fmt: str = Field(default="", description="jsonl | locomo | socialmem | events; empty = from the inbox layout")
+    path: str = Field(
+        default="", description="A message file or folder; empty = every file in the inbox"
+    )
+    fmt: str = Field(
+        default="", description="jsonl | locomo | socialmem | events; empty = from the inbox layout"
+    )
 
 
 def message_summary(table: pa.Table) -> dict[str, object]:
@@ -47,10 +51,15 @@ def _preview(table: pa.Table) -> dg.MetadataValue:
     return dg.MetadataValue.md(md_table(table.select(cols).slice(0, 8).to_pylist(), cols))
 
 
-@dg.asset(partitions_def=GROUPS, group_name=INGESTION, kinds={"python", "arrow"},
-          io_manager_key="table_io")
-def raw_messages(context: dg.AssetExecutionContext, config: RawMessagesConfig,
-                 store: StoreResource) -> pa.Table:
+@dg.asset(
+    partitions_def=GROUPS,
+    group_name=INGESTION,
+    kinds={"python", "arrow"},
+    io_manager_key="table_io",
+)
+def raw_messages(
+    context: dg.AssetExecutionContext, config: RawMessagesConfig, store: StoreResource
+) -> pa.Table:
     """The group's messages read from the inbox (or a configured file), every row validated.
 
     A file that fails validation fails the step with its file, line and field; nothing is
@@ -65,21 +74,30 @@ def raw_messages(context: dg.AssetExecutionContext, config: RawMessagesConfig,
         raise dg.Failure(f"raw_messages[{group}]: {exc}") from None
     if table.num_rows == 0:
         where = config.path or str(store.inbox())
-        raise dg.Failure(f"raw_messages[{group}]: no messages of group {group!r} in {where}; drop a "
-                         f"file there (see docs/dagster.md 'Inbox') or set config 'path' and 'fmt'")
-    context.add_output_metadata({
-        **message_summary(table),
-        "sources": dg.MetadataValue.json(used),
-        "seconds": round(time.perf_counter() - start, 3),
-        "preview": _preview(table),
-    })
+        raise dg.Failure(
+            f"raw_messages[{group}]: no messages of group {group!r} in {where}; drop a "
+            f"file there (see docs/dagster.md 'Inbox') or set config 'path' and 'fmt'"
+        )
+    context.add_output_metadata(
+        {
+            **message_summary(table),
+            "sources": dg.MetadataValue.json(used),
+            "seconds": round(time.perf_counter() - start, 3),
+            "preview": _preview(table),
+        }
+    )
     return table
 
 
-@dg.asset(partitions_def=GROUPS, group_name=INGESTION, kinds={"kuzu", "tantivy", "parquet"},
-          op_tags=WRITES_STORE)
-def verbatim_track(context: dg.AssetExecutionContext, raw_messages: pa.Table,
-                   store: StoreResource) -> dg.MaterializeResult:
+@dg.asset(
+    partitions_def=GROUPS,
+    group_name=INGESTION,
+    kinds={"kuzu", "tantivy", "parquet"},
+    op_tags=WRITES_STORE,
+)
+def verbatim_track(
+    context: dg.AssetExecutionContext, raw_messages: pa.Table, store: StoreResource
+) -> dg.MaterializeResult:
     """System 1: the group's messages appended verbatim to its store (Kuzu, Tantivy, Parquet).
 
     Idempotent: messages whose ``msg_id`` is already stored are skipped, so re-running a
@@ -91,16 +109,18 @@ def verbatim_track(context: dg.AssetExecutionContext, raw_messages: pa.Table,
         result = s.append_messages(raw_messages)
         stats = s.stats()
         roster = s.roster()
-    return dg.MaterializeResult(metadata={
-        "rows": stats["messages"],
-        "added": result.added,
-        "skipped": result.skipped,
-        "speakers": stats["speakers"],
-        "sessions": stats["sessions"],
-        "new_speakers": dg.MetadataValue.json(result.new_speakers),
-        "roster": dg.MetadataValue.md(", ".join(roster) or "_(empty)_"),
-        "seconds": round(time.perf_counter() - start, 3),
-    })
+    return dg.MaterializeResult(
+        metadata={
+            "rows": stats["messages"],
+            "added": result.added,
+            "skipped": result.skipped,
+            "speakers": stats["speakers"],
+            "sessions": stats["sessions"],
+            "new_speakers": dg.MetadataValue.json(result.new_speakers),
+            "roster": dg.MetadataValue.md(", ".join(roster) or "_(empty)_"),
+            "seconds": round(time.perf_counter() - start, 3),
+        }
+    )
 
 
 @dg.asset(group_name=INGESTION, kinds={"python"})
@@ -117,12 +137,15 @@ def group_catalog(context: dg.AssetExecutionContext, store: StoreResource) -> dg
             rows.append({"group": group, "messages": None, "error": str(exc)[:200]})
     known = set(context.instance.get_dynamic_partitions(GROUPS_PARTITION))
     missing = [r["group"] for r in rows if r["group"] not in known]
-    return dg.MaterializeResult(metadata={
-        "groups": len(rows),
-        "messages": sum(r.get("messages") or 0 for r in rows),
-        "records": sum(r.get("records") or 0 for r in rows),
-        "groups_without_partition": dg.MetadataValue.json(missing),
-        "catalog": dg.MetadataValue.md(md_table(rows, ["group", "messages", "speakers", "sessions", "records"],
-                                                limit=50)),
-        "seconds": round(time.perf_counter() - start, 3),
-    })
+    return dg.MaterializeResult(
+        metadata={
+            "groups": len(rows),
+            "messages": sum(r.get("messages") or 0 for r in rows),
+            "records": sum(r.get("records") or 0 for r in rows),
+            "groups_without_partition": dg.MetadataValue.json(missing),
+            "catalog": dg.MetadataValue.md(
+                md_table(rows, ["group", "messages", "speakers", "sessions", "records"], limit=50)
+            ),
+            "seconds": round(time.perf_counter() - start, 3),
+        }
+    )

@@ -28,7 +28,9 @@ group_executor = dg.multiprocess_executor.configured(
         # steps fork from a server that imported the definitions once per run, instead of
         # each spawned step importing Dagster, Kuzu, Tantivy ... again (bench backfill)
         "start_method": {"forkserver": {}},
-        "tag_concurrency_limits": [{"key": C.STORE_WRITE_TAG, "value": C.STORE_WRITE_VALUE, "limit": 1}],
+        "tag_concurrency_limits": [
+            {"key": C.STORE_WRITE_TAG, "value": C.STORE_WRITE_VALUE, "limit": 1}
+        ],
     },
     name="group_multiprocess",
 )
@@ -40,7 +42,8 @@ ingest_job = dg.define_asset_job(
     selection=dg.AssetSelection.assets(*INGEST_ASSETS),
     partitions_def=GROUPS,
     executor_def=group_executor,
-    description="One group: read its messages, append the verbatim track, run the Writer, check the memory.",
+    description="One group: read its messages, append the verbatim track, run the Writer, check "
+    "the memory.",
 )
 
 knowledge_job = dg.define_asset_job(
@@ -95,38 +98,65 @@ def forget_op(context: dg.OpExecutionContext, config: ForgetConfig, store: Store
     if config.group not in store.groups():
         raise dg.Failure(f"forget_job: no group {config.group!r} in the store")
     with store.open(config.group, write=True) as gs:
-        report = forget_group(gs, speaker=config.speaker or None, message_ids=list(config.message_ids) or None,
-                              everything=config.all, dry_run=config.dry_run, writer=config.writer)
+        report = forget_group(
+            gs,
+            speaker=config.speaker or None,
+            message_ids=list(config.message_ids) or None,
+            everything=config.all,
+            dry_run=config.dry_run,
+            writer=config.writer,
+        )
     # counts only: the output (pickled by the IO manager) and its metadata never carry the
     # forgotten names or text
-    out = {**report.as_dict(), "roster_removed": len(report.roster_removed),
-           "records_rederived": getattr(report, "records_rederived", 0),
-           "wiki_rebuilt": len(getattr(report, "wiki_rebuilt", []))}
+    out = {
+        **report.as_dict(),
+        "roster_removed": len(report.roster_removed),
+        "records_rederived": getattr(report, "records_rederived", 0),
+        "wiki_rebuilt": len(getattr(report, "wiki_rebuilt", [])),
+    }
     context.add_output_metadata({k: v for k, v in out.items() if isinstance(v, int | bool)})
     return out
 
 
-@dg.job(description="Forget a speaker, some messages or a whole group (every copy, cascaded; see docs/reliability.md).")
+@dg.job(
+    description="Forget a speaker, some messages or a whole group (every copy, cascaded; see "
+    "docs/reliability.md)."
+)
 def forget_job():
     forget_op()
 
 
-@dg.schedule(job=maintenance_job, cron_schedule=C.MAINTENANCE_CRON, execution_timezone="UTC",
-             default_status=dg.DefaultScheduleStatus.STOPPED)
+@dg.schedule(
+    job=maintenance_job,
+    cron_schedule=C.MAINTENANCE_CRON,
+    execution_timezone="UTC",
+    default_status=dg.DefaultScheduleStatus.STOPPED,
+)
 def maintenance_schedule(context: dg.ScheduleEvaluationContext):
     """Every day: one maintenance run per group."""
     groups = context.instance.get_dynamic_partitions(C.GROUPS_PARTITION)
     if not groups:
         return dg.SkipReason("no groups yet: nothing to maintain")
     day = context.scheduled_execution_time.strftime("%Y-%m-%d")
-    return [dg.RunRequest(run_key=f"maintenance:{g}:{day}", partition_key=g,
-                          run_config={"ops": {"maintenance_tick": {"config": {
-                              "now": context.scheduled_execution_time.isoformat()}}}})
-            for g in groups]
+    return [
+        dg.RunRequest(
+            run_key=f"maintenance:{g}:{day}",
+            partition_key=g,
+            run_config={
+                "ops": {
+                    "maintenance_tick": {
+                        "config": {"now": context.scheduled_execution_time.isoformat()}
+                    }
+                }
+            },
+        )
+        for g in groups
+    ]
 
 
-def inbox_requests(store: StoreResource, cursor: str | None, known: set[str], log=None,
-                   sync_store: bool = False) -> dg.SensorResult:
+def inbox_requests(
+    store: StoreResource, cursor: str | None, known: set[str], log=None, sync_store: bool = False
+) -> dg.SensorResult:
     """What the inbox sensor asks for: new partitions, one ingest run per (new file, group).
 
     ``cursor`` maps each file seen to its stamp (mtime and size), so a rewritten file is
@@ -149,10 +179,16 @@ def inbox_requests(store: StoreResource, cursor: str | None, known: set[str], lo
                 log.warning(f"inbox: skipped {key}: {exc}")
             continue
         for group in groups:
-            requests.append(dg.RunRequest(
-                run_key=f"{key}@{stamp}#{group}", partition_key=group,
-                run_config={"ops": {"raw_messages": {"config": {"path": key, "fmt": item.fmt}}}},
-                tags={"speakerflow/source": item.path.name}))
+            requests.append(
+                dg.RunRequest(
+                    run_key=f"{key}@{stamp}#{group}",
+                    partition_key=group,
+                    run_config={
+                        "ops": {"raw_messages": {"config": {"path": key, "fmt": item.fmt}}}
+                    },
+                    tags={"speakerflow/source": item.path.name},
+                )
+            )
     wanted = {r.partition_key for r in requests if r.partition_key is not None}
     if sync_store:
         wanted |= set(store.groups())
@@ -164,8 +200,11 @@ def inbox_requests(store: StoreResource, cursor: str | None, known: set[str], lo
     )
 
 
-@dg.sensor(job=ingest_job, minimum_interval_seconds=C.INBOX_SENSOR_INTERVAL_S,
-           default_status=dg.DefaultSensorStatus.STOPPED)
+@dg.sensor(
+    job=ingest_job,
+    minimum_interval_seconds=C.INBOX_SENSOR_INTERVAL_S,
+    default_status=dg.DefaultSensorStatus.STOPPED,
+)
 def inbox_sensor(context: dg.SensorEvaluationContext, store: StoreResource) -> dg.SensorResult:
     """A new or changed message file in the inbox: add its groups as partitions and ingest
     them; groups already in the store (CLI or API ingests) become partitions too."""
@@ -173,7 +212,14 @@ def inbox_sensor(context: dg.SensorEvaluationContext, store: StoreResource) -> d
     return inbox_requests(store, context.cursor, known, context.log, sync_store=True)
 
 
-jobs: list[Any] = [ingest_job, knowledge_job, maintenance_job, evaluation_job, training_job, forget_job]
+jobs: list[Any] = [
+    ingest_job,
+    knowledge_job,
+    maintenance_job,
+    evaluation_job,
+    training_job,
+    forget_job,
+]
 schedules = [maintenance_schedule]
 sensors = [inbox_sensor]
 

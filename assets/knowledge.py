@@ -33,12 +33,19 @@ def _flat_numbers(stats: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-@dg.asset(partitions_def=GROUPS, group_name=KNOWLEDGE, deps=["derived_memory"], kinds={"kuzu"},
-          op_tags=WRITES_STORE)
-def entity_graph(context: dg.AssetExecutionContext, config: EntityGraphConfig,
-                 store: StoreResource) -> dg.MaterializeResult:
+@dg.asset(
+    partitions_def=GROUPS,
+    group_name=KNOWLEDGE,
+    deps=["derived_memory"],
+    kinds={"kuzu"},
+    op_tags=WRITES_STORE,
+)
+def entity_graph(
+    context: dg.AssetExecutionContext, config: EntityGraphConfig, store: StoreResource
+) -> dg.MaterializeResult:
     """Entities and bi-temporal facts of the group in Kuzu, with write-time invalidation."""
     from speakerflow.pipelines.entity_path import build_entity_graph as build
+
     start = time.perf_counter()
     with store.open(context.partition_key, write=True) as s:
         stats = dict(build(s, backend=config.backend) or {})
@@ -51,6 +58,7 @@ def entity_graph(context: dg.AssetExecutionContext, config: EntityGraphConfig,
 def wiki_pages(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
     """Markdown wiki pages of the group's entities and facts, under ``<home>/wiki/<group>/``."""
     from speakerflow.ops.wiki import write_wiki
+
     group = context.partition_key
     start = time.perf_counter()
     out_dir = store.subdir(C.WIKI_DIRNAME, group)

@@ -8,6 +8,7 @@ facts (with write-time invalidations) into the group's graph, exactly as
 ``build_entity_graph`` does; ``Decay`` and ``Govern`` then say which of the written facts an
 action of high risk may use now.
 """
+
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,9 @@ def my_events(store: Any) -> pa.Table:
     id), then hand on the group's rows in time order (the reader keeps discourse state)."""
     path = Path(home_root()) / EVENTS_DIRNAME / f"{store.group_id}.jsonl"
     if not path.exists():
-        raise FileNotFoundError(f"{path}: put the group's events there (events JSONL, docs/formats.md)")
+        raise FileNotFoundError(
+            f"{path}: put the group's events there (events JSONL, docs/formats.md)"
+        )
     for _, table in load(path, "events", group=store.group_id):
         store.append_messages(table)
     msgs = store.messages()
@@ -44,9 +47,16 @@ def my_events(store: Any) -> pa.Table:
 
 def build_knowledge_pipeline() -> Pipeline:
     """Detect >> Canonicalize >> ExtractKnowledge >> Invalidate >> Decay >> Govern(high risk)."""
-    return (Detect() >> Canonicalize() >> ExtractKnowledge() >> Invalidate() >> Decay()
-            >> Govern(risk="high"))
+    return (
+        Detect()
+        >> Canonicalize()
+        >> ExtractKnowledge()
+        >> Invalidate()
+        >> Decay()
+        >> Govern(risk="high")
+    )
 
 
-my_knowledge = pipeline_assets("my_knowledge", build_knowledge_pipeline, source=my_events, deps=(),
-                               writes_store=True)
+my_knowledge = pipeline_assets(
+    "my_knowledge", build_knowledge_pipeline, source=my_events, deps=(), writes_store=True
+)

@@ -31,8 +31,12 @@ def tick_metadata(report: dict[str, Any]) -> dict[str, Any]:
         elif isinstance(v, int | float):
             meta[k] = v
         elif k in ("log", "log_lines") and isinstance(v, list):
-            meta["log"] = dg.MetadataValue.md("\n".join(f"- {line}" for line in v[:50]) or "_(empty)_")
-        elif k in ("review_queue", "queued") and isinstance(v, list) and v and isinstance(v[0], dict):
+            meta["log"] = dg.MetadataValue.md(
+                "\n".join(f"- {line}" for line in v[:50]) or "_(empty)_"
+            )
+        elif (
+            k in ("review_queue", "queued") and isinstance(v, list) and v and isinstance(v[0], dict)
+        ):
             meta[k] = dg.MetadataValue.md(md_table(v, limit=20))
             meta[f"{k}_count"] = len(v)
         elif isinstance(v, dict | list):
@@ -40,12 +44,19 @@ def tick_metadata(report: dict[str, Any]) -> dict[str, Any]:
     return meta
 
 
-@dg.asset(partitions_def=GROUPS, group_name=MAINTENANCE, deps=["derived_memory", "entity_graph"],
-          kinds={"python"}, op_tags=WRITES_STORE)
-def maintenance_tick(context: dg.AssetExecutionContext, config: MaintenanceConfig,
-                     store: StoreResource) -> dg.MaterializeResult:
+@dg.asset(
+    partitions_def=GROUPS,
+    group_name=MAINTENANCE,
+    deps=["derived_memory", "entity_graph"],
+    kinds={"python"},
+    op_tags=WRITES_STORE,
+)
+def maintenance_tick(
+    context: dg.AssetExecutionContext, config: MaintenanceConfig, store: StoreResource
+) -> dg.MaterializeResult:
     """One maintenance pass: decay and maturity, invalidation sweep, probes, review queue."""
     from speakerflow.ops.maintenance import tick
+
     now = datetime.fromisoformat(config.now) if config.now else datetime.now(UTC)
     start = time.perf_counter()
     with store.open(context.partition_key, write=True) as s:

@@ -23,7 +23,9 @@ from speakerflow.pipelines.resources import ChatModel, StoreResource
 from .checks import check_specs, evaluate, group_state
 from .common import GROUPS, MEMORY, WRITES_STORE, md_table
 
-REJECTS_SCHEMA = pa.schema([("reason", pa.string()), ("segment_id", pa.string()), ("action", pa.string())])
+REJECTS_SCHEMA = pa.schema(
+    [("reason", pa.string()), ("segment_id", pa.string()), ("action", pa.string())]
+)
 
 
 class WriterConfig(dg.Config):
@@ -37,8 +39,13 @@ def rejects_table(rejects: list[dict[str, Any]]) -> pa.Table:
     rows = []
     for r in rejects:
         rest = {k: v for k, v in r.items() if k not in ("reason", "segment_id")}
-        rows.append({"reason": str(r.get("reason", "")), "segment_id": r.get("segment_id"),
-                     "action": json.dumps(rest.get("action", rest), default=str, sort_keys=True)})
+        rows.append(
+            {
+                "reason": str(r.get("reason", "")),
+                "segment_id": r.get("segment_id"),
+                "action": json.dumps(rest.get("action", rest), default=str, sort_keys=True),
+            }
+        )
     return pa.Table.from_pylist(rows, schema=REJECTS_SCHEMA)
 
 
@@ -49,10 +56,20 @@ def report_dict(report: Any) -> dict[str, Any]:
     return dict(report)
 
 
-@dg.asset(partitions_def=GROUPS, group_name=MEMORY, deps=["verbatim_track"], kinds={"python"},
-          io_manager_key="table_io", op_tags=WRITES_STORE)
-def writer_actions(context: dg.AssetExecutionContext, config: WriterConfig, store: StoreResource,
-                   chat_model: ChatModel) -> pa.Table:
+@dg.asset(
+    partitions_def=GROUPS,
+    group_name=MEMORY,
+    deps=["verbatim_track"],
+    kinds={"python"},
+    io_manager_key="table_io",
+    op_tags=WRITES_STORE,
+)
+def writer_actions(
+    context: dg.AssetExecutionContext,
+    config: WriterConfig,
+    store: StoreResource,
+    chat_model: ChatModel,
+) -> pa.Table:
     """The Writer's actions on the group's new messages; the value is the rejects table.
 
     Runs Writer -> Validate -> Upsert per segment (``write_group``); re-running a
@@ -60,26 +77,35 @@ def writer_actions(context: dg.AssetExecutionContext, config: WriterConfig, stor
     accepted, rejected, updates, records by layer, tokens, model calls, seconds.
     """
     from speakerflow.pipelines.write_path import write_group
+
     group = context.partition_key
     start = time.perf_counter()
     with store.open(group, write=True) as s:
-        report = report_dict(write_group(s, writer=chat_model.writer(), window=config.window, progress=False))
+        report = report_dict(
+            write_group(s, writer=chat_model.writer(), window=config.window, progress=False)
+        )
     rejects = rejects_table(report.get("rejects") or [])
     reasons = Counter(rejects["reason"].to_pylist())
-    context.add_output_metadata({
-        "writer": chat_model.label(),
-        "segments": report.get("segments", 0),
-        "proposed": report.get("proposed", 0),
-        "accepted": report.get("accepted", 0),
-        "rejected": report.get("rejected", 0),
-        "updates": report.get("updates", 0),
-        "records_by_layer": dg.MetadataValue.json(report.get("records_by_layer") or {}),
-        "tokens": report.get("tokens", 0),
-        "model_calls": report.get("model_calls", 0),
-        "seconds": round(report.get("seconds") or (time.perf_counter() - start), 3),
-        "reject_reasons": dg.MetadataValue.md(
-            md_table([{"reason": k, "count": v} for k, v in reasons.most_common()], ["reason", "count"])),
-    })
+    context.add_output_metadata(
+        {
+            "writer": chat_model.label(),
+            "segments": report.get("segments", 0),
+            "proposed": report.get("proposed", 0),
+            "accepted": report.get("accepted", 0),
+            "rejected": report.get("rejected", 0),
+            "updates": report.get("updates", 0),
+            "records_by_layer": dg.MetadataValue.json(report.get("records_by_layer") or {}),
+            "tokens": report.get("tokens", 0),
+            "model_calls": report.get("model_calls", 0),
+            "seconds": round(report.get("seconds") or (time.perf_counter() - start), 3),
+            "reject_reasons": dg.MetadataValue.md(
+                md_table(
+                    [{"reason": k, "count": v} for k, v in reasons.most_common()],
+                    ["reason", "count"],
+                )
+            ),
+        }
+    )
     return rejects
 
 
@@ -96,8 +122,13 @@ def memory_summary(records: pa.Table) -> dict[str, Any]:
     }
 
 
-@dg.asset(partitions_def=GROUPS, group_name=MEMORY, deps=["writer_actions"], kinds={"kuzu"},
-          check_specs=check_specs())
+@dg.asset(
+    partitions_def=GROUPS,
+    group_name=MEMORY,
+    deps=["writer_actions"],
+    kinds={"kuzu"},
+    check_specs=check_specs(),
+)
 def derived_memory(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
     """The group's derived records (four layers, update chains) as they stand in the store.
 
@@ -112,13 +143,18 @@ def derived_memory(context: dg.AssetExecutionContext, store: StoreResource) -> d
         state = group_state(s, records)
     summary = memory_summary(records)
     cols = ["entry_id", "layer", "owner", "source", "content", "from_ids"]
-    heads = [r for r in records.select(cols + ["superseded_by"]).to_pylist() if not r["superseded_by"]]
-    return dg.MaterializeResult(metadata={
-        "rows": summary["records"],
-        "heads": summary["heads"],
-        "updates": summary["updates"],
-        "records_by_layer": dg.MetadataValue.json(summary["records_by_layer"]),
-        "heads_by_owner": dg.MetadataValue.json(summary["heads_by_owner"]),
-        "seconds": round(time.perf_counter() - start, 3),
-        "preview": dg.MetadataValue.md(md_table(heads, cols, limit=12)),
-    }, check_results=evaluate(state, group))
+    heads = [
+        r for r in records.select(cols + ["superseded_by"]).to_pylist() if not r["superseded_by"]
+    ]
+    return dg.MaterializeResult(
+        metadata={
+            "rows": summary["records"],
+            "heads": summary["heads"],
+            "updates": summary["updates"],
+            "records_by_layer": dg.MetadataValue.json(summary["records_by_layer"]),
+            "heads_by_owner": dg.MetadataValue.json(summary["heads_by_owner"]),
+            "seconds": round(time.perf_counter() - start, 3),
+            "preview": dg.MetadataValue.md(md_table(heads, cols, limit=12)),
+        },
+        check_results=evaluate(state, group),
+    )

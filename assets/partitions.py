@@ -9,6 +9,7 @@ the store home; the Dagster UI lists the ``groups`` dynamic partitions of the in
 * :func:`missing_partitions` - used by the inbox sensor on every tick: the store's groups
   that are not partitions yet (ingested while no ``DAGSTER_HOME`` was set, or by the API).
 """
+
 from __future__ import annotations
 
 import os
@@ -38,7 +39,9 @@ def register_groups(groups: Iterable[str], instance: dg.DagsterInstance | None =
     wanted = sorted(set(groups))
     if instance is None:
         if dagster_home() is None:
-            raise RuntimeError("DAGSTER_HOME is not set to a folder: no Dagster instance to register groups in")
+            raise RuntimeError(
+                "DAGSTER_HOME is not set to a folder: no Dagster instance to register groups in"
+            )
         with dg.DagsterInstance.get() as inst:
             return register_groups(wanted, inst)
     known = set(instance.get_dynamic_partitions(GROUPS_PARTITION))

@@ -24,13 +24,25 @@ class TrainingConfig(dg.Config):
     """Shared settings of the training assets (defaults: a CPU smoke run on the tiny model)."""
 
     data: str = Field(default=C.SOCIALMEM_PATH, description="SocialMemBench-format networks")
-    teacher: str = Field(default=C.SOCIALMEM_TEACHER_PATH, description="Teacher actions/states folder")
-    base_model: str = Field(default="", description="Local model folder; empty = build the tiny test model")
-    steps: int = Field(default=2, gt=0, description="SFT optimiser steps / GRPO rounds (2 = a smoke run)")
-    max_length: int = Field(default=4096, ge=16, description="SFT: longest prompt+completion in tokens")
-    group_size: int = Field(default=4, ge=2, description="GRPO: trajectories per network (paper: 8)")
+    teacher: str = Field(
+        default=C.SOCIALMEM_TEACHER_PATH, description="Teacher actions/states folder"
+    )
+    base_model: str = Field(
+        default="", description="Local model folder; empty = build the tiny test model"
+    )
+    steps: int = Field(
+        default=2, gt=0, description="SFT optimiser steps / GRPO rounds (2 = a smoke run)"
+    )
+    max_length: int = Field(
+        default=4096, ge=16, description="SFT: longest prompt+completion in tokens"
+    )
+    group_size: int = Field(
+        default=4, ge=2, description="GRPO: trajectories per network (paper: 8)"
+    )
     positions: int = Field(default=1, ge=1, description="GRPO: writing positions per network")
-    max_new_tokens: int = Field(default=24, ge=1, description="GRPO: tokens per generated action list")
+    max_new_tokens: int = Field(
+        default=24, ge=1, description="GRPO: tokens per generated action list"
+    )
     seed: int = 0
 
 
@@ -58,58 +70,84 @@ def _base_model(config: TrainingConfig, store: StoreResource) -> Path:
     tiny = Path(store.root()) / C.TRAINING_DIRNAME / "tiny-base"
     if not (tiny / "config.json").exists():
         from speakerflow.training.tiny import build_tiny_model as build_tiny
+
         build_tiny(tiny, seed=config.seed)
     return tiny
 
 
 @dg.asset(group_name=TRAINING, kinds={"python"})
-def writer_sft_dataset(context: dg.AssetExecutionContext, config: TrainingConfig,
-                       store: StoreResource) -> dg.MaterializeResult:
+def writer_sft_dataset(
+    context: dg.AssetExecutionContext, config: TrainingConfig, store: StoreResource
+) -> dg.MaterializeResult:
     """(prompt, target actions) pairs for every writing segment, from the teacher states."""
     from speakerflow.training.data import build_sft_dataset as build
     from speakerflow.training.data import write_jsonl
+
     start = time.perf_counter()
     out = _folder(store, "writer_sft_dataset")
     pairs = build(config.data, config.teacher or None)
     if not pairs:
-        raise dg.Failure(f"{config.data}: no writing segment found; point config 'data' at networks")
+        raise dg.Failure(
+            f"{config.data}: no writing segment found; point config 'data' at networks"
+        )
     write_jsonl(pairs, out / "train.jsonl")
     networks = sorted({str(p.get("network_id", "")) for p in pairs})
-    report = {"pairs": len(pairs), "networks": len(networks), "network_ids": networks,
-              "file": str(out / "train.jsonl")}
+    report = {
+        "pairs": len(pairs),
+        "networks": len(networks),
+        "network_ids": networks,
+        "file": str(out / "train.jsonl"),
+    }
     return dg.MaterializeResult(metadata=_meta(report, out, start))
 
 
 @dg.asset(group_name=TRAINING, deps=["writer_sft_dataset"], kinds={"pytorch"})
-def writer_sft_checkpoint(context: dg.AssetExecutionContext, config: TrainingConfig,
-                          store: StoreResource) -> dg.MaterializeResult:
+def writer_sft_checkpoint(
+    context: dg.AssetExecutionContext, config: TrainingConfig, store: StoreResource
+) -> dg.MaterializeResult:
     """The Writer after supervised fine-tuning (TRL SFT) on the SFT data set."""
     from speakerflow.training.data import read_jsonl
     from speakerflow.training.sft import SFTSettings as settings
     from speakerflow.training.sft import train_sft
+
     start = time.perf_counter()
     out = _folder(store, "writer_sft_checkpoint")
     pairs = read_jsonl(_upstream(store, "writer_sft_dataset") / "train.jsonl")
-    report = train_sft(_base_model(config, store), pairs, out,
-                       settings(max_steps=config.steps, max_length=config.max_length, seed=config.seed))
+    report = train_sft(
+        _base_model(config, store),
+        pairs,
+        out,
+        settings(max_steps=config.steps, max_length=config.max_length, seed=config.seed),
+    )
     return dg.MaterializeResult(metadata=_meta(dict(report), out, start))
 
 
 @dg.asset(group_name=TRAINING, deps=["writer_sft_checkpoint"], kinds={"pytorch"})
-def writer_grpo_checkpoint(context: dg.AssetExecutionContext, config: TrainingConfig,
-                           store: StoreResource) -> dg.MaterializeResult:
+def writer_grpo_checkpoint(
+    context: dg.AssetExecutionContext, config: TrainingConfig, store: StoreResource
+) -> dg.MaterializeResult:
     """The Writer after speaker-conditioned GRPO, starting from the SFT checkpoint."""
     from speakerflow.training.data import load_networks
     from speakerflow.training.grpo import GRPOSettings as settings
     from speakerflow.training.grpo import train_grpo
+
     start = time.perf_counter()
     out = _folder(store, "writer_grpo_checkpoint")
     networks = [n for n in load_networks(config.data, config.teacher or None) if n.has_teacher]
     if not networks:
         raise dg.Failure(f"{config.data}: no network with teacher states under {config.teacher}")
-    report = train_grpo(_upstream(store, "writer_sft_checkpoint"), networks, out, settings(
-        steps=config.steps, group_size=config.group_size, positions=config.positions,
-        max_new_tokens=config.max_new_tokens, seed=config.seed))
+    report = train_grpo(
+        _upstream(store, "writer_sft_checkpoint"),
+        networks,
+        out,
+        settings(
+            steps=config.steps,
+            group_size=config.group_size,
+            positions=config.positions,
+            max_new_tokens=config.max_new_tokens,
+            seed=config.seed,
+        ),
+    )
     return dg.MaterializeResult(metadata=_meta(dict(report), out, start))
 
 
@@ -117,6 +155,7 @@ def writer_grpo_checkpoint(context: dg.AssetExecutionContext, config: TrainingCo
 def writer_onnx(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
     """The GRPO Writer exported to ONNX (with KV cache), with its logit parity to torch."""
     from speakerflow.training.onnx_export import export_onnx, onnx_parity
+
     start = time.perf_counter()
     model = _upstream(store, "writer_grpo_checkpoint")
     out = _folder(store, "writer_onnx")

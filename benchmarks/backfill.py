@@ -24,6 +24,7 @@ The benchmark starts ``dagster``, ``dagster-daemon``, ``redis-server`` and ``cel
 as child processes: it never imports the assets layer (the import layers put benchmarks
 below it), it names code locations by module.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,16 +56,22 @@ def write_groups(folder: Path, partitions: int, messages: int, seed: int = 11) -
     from speakerflow.benchmarks.scale import synthetic_stream
 
     folder.mkdir(parents=True, exist_ok=True)
-    rows = synthetic_stream(partitions * messages, shape="one", seed=seed).to_pylist()  # one stream, cut in groups
+    rows = synthetic_stream(
+        partitions * messages, shape="one", seed=seed
+    ).to_pylist()  # one stream, cut in groups
     groups = []
     for i in range(partitions):
         gid = f"bf{i:04d}"
-        chunk = rows[i * messages:(i + 1) * messages]
+        chunk = rows[i * messages : (i + 1) * messages]
         ids = {r["msg_id"] for r in chunk}
         with (folder / f"{gid}.jsonl").open("w", encoding="utf-8") as fh:
             for row in chunk:
-                row = {**row, "group_id": gid, "ts": row["ts"].isoformat().replace("+00:00", "Z"),
-                       "reply_to": row["reply_to"] if row["reply_to"] in ids else None}
+                row = {
+                    **row,
+                    "group_id": gid,
+                    "ts": row["ts"].isoformat().replace("+00:00", "Z"),
+                    "reply_to": row["reply_to"] if row["reply_to"] in ids else None,
+                }
                 fh.write(json.dumps({k: v for k, v in row.items() if v is not None}) + "\n")
         groups.append(gid)
     return groups
@@ -94,9 +101,16 @@ def store_summary(home: Path, groups: list[str]) -> dict[str, dict[str, int]]:
 
 
 # -- the sequential CLI loop ---------------------------------------------------------------------
-def run_cli(src: Path, home: Path, groups: list[str], log: Callable[[str], None],
-            timeout_s: float = float("inf")) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}  # plain CLI: no Dagster instance
+def run_cli(
+    src: Path,
+    home: Path,
+    groups: list[str],
+    log: Callable[[str], None],
+    timeout_s: float = float("inf"),
+) -> dict[str, Any]:
+    env = {
+        k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"
+    }  # plain CLI: no Dagster instance
     per: list[float] = []
     failures = []
     timed_out = False
@@ -107,17 +121,38 @@ def run_cli(src: Path, home: Path, groups: list[str], log: Callable[[str], None]
             timed_out = True
             break
         t0 = time.perf_counter()
-        proc = subprocess.run([str(BIN / "speakerflow"), "ingest", str(src / f"{g}.jsonl"), "--format", "jsonl",
-                               "--writer", "rules", "--home", str(home)], env=env, capture_output=True, text=True)
+        proc = subprocess.run(
+            [
+                str(BIN / "speakerflow"),
+                "ingest",
+                str(src / f"{g}.jsonl"),
+                "--format",
+                "jsonl",
+                "--writer",
+                "rules",
+                "--home",
+                str(home),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         per.append(time.perf_counter() - t0)
         if proc.returncode != 0:
             failures.append({"group": g, "error": proc.stderr[-500:]})
         if (i + 1) % 10 == 0 or i + 1 == len(groups):
             log(f"cli: {i + 1}/{len(groups)} groups, {time.perf_counter() - start:.0f}s")
     wall = time.perf_counter() - start
-    return {"wall_s": round(wall, 2), "runs": len(per), "failed": len(failures), "timed_out": timed_out,
-            "runs_per_minute": round(len(per) / wall * 60, 2),
-            "run_s_p50": _pct(per, 0.5), "run_s_p95": _pct(per, 0.95), "failures": failures[:5]}
+    return {
+        "wall_s": round(wall, 2),
+        "runs": len(per),
+        "failed": len(failures),
+        "timed_out": timed_out,
+        "runs_per_minute": round(len(per) / wall * 60, 2),
+        "run_s_p50": _pct(per, 0.5),
+        "run_s_p95": _pct(per, 0.95),
+        "failures": failures[:5],
+    }
 
 
 # -- Dagster: instance, daemon, backfill ----------------------------------------------------------
@@ -130,7 +165,8 @@ def _dagster_home(path: Path, concurrency: int) -> Path:
         "  class: QueuedRunCoordinator\n"
         "  config:\n"
         f"    max_concurrent_runs: {concurrency}\n"
-        "    dequeue_interval_seconds: 1\n")
+        "    dequeue_interval_seconds: 1\n"
+    )
     return path
 
 
@@ -156,8 +192,13 @@ def _says_ready(log: Path) -> bool:
     return "ready" in log.read_text()
 
 
-def _wait_for(what: str, ready: Callable[[], bool], timeout: float, proc: subprocess.Popen | None = None,
-              logfile: Path | None = None) -> None:
+def _wait_for(
+    what: str,
+    ready: Callable[[], bool],
+    timeout: float,
+    proc: subprocess.Popen | None = None,
+    logfile: Path | None = None,
+) -> None:
     deadline = time.monotonic() + timeout
     while not ready():
         if (proc is not None and proc.poll() is not None) or time.monotonic() > deadline:
@@ -166,8 +207,16 @@ def _wait_for(what: str, ready: Callable[[], bool], timeout: float, proc: subpro
         time.sleep(0.5)
 
 
-def run_dagster(mode: str, src: Path, work: Path, groups: list[str], concurrency: int, celery_workers: int,
-                log: Callable[[str], None], timeout_s: float) -> dict[str, Any]:
+def run_dagster(
+    mode: str,
+    src: Path,
+    work: Path,
+    groups: list[str],
+    concurrency: int,
+    celery_workers: int,
+    log: Callable[[str], None],
+    timeout_s: float,
+) -> dict[str, Any]:
     """One backfill of ``groups`` through ``dagster job backfill`` + ``dagster-daemon``."""
     import dagster as dg
     from dagster._core.storage.dagster_run import DagsterRunStatus, RunsFilter
@@ -178,7 +227,12 @@ def run_dagster(mode: str, src: Path, work: Path, groups: list[str], concurrency
     for g in groups:
         shutil.copy(src / f"{g}.jsonl", inbox / f"{g}.jsonl")
     location = CELERY_LOCATION if mode == "celery" else DEFAULT_LOCATION
-    env = {**os.environ, "DAGSTER_HOME": str(dh), "SPEAKERFLOW_HOME": str(home), "PYTHONUNBUFFERED": "1"}
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(dh),
+        "SPEAKERFLOW_HOME": str(home),
+        "PYTHONUNBUFFERED": "1",
+    }
     procs: list[subprocess.Popen] = []
     logs = work / "logs"
     logs.mkdir()
@@ -188,21 +242,56 @@ def run_dagster(mode: str, src: Path, work: Path, groups: list[str], concurrency
         daemon_log = logs / "daemon.log"
         os.environ["DAGSTER_HOME"] = str(dh)
         with dg.DagsterInstance.get() as instance:
-            instance.add_dynamic_partitions("groups", groups)  # creates the storage before the daemon opens it
-            procs.append(subprocess.Popen([str(BIN / "dagster-daemon"), "run", "-m", location], env=env, cwd=work,
-                                          stdout=daemon_log.open("w"), stderr=subprocess.STDOUT,
-                                          start_new_session=True))
-            _wait_for("dagster-daemon", lambda: "QUEUED_RUN_COORDINATOR" in instance.get_daemon_heartbeats(),
-                      180, procs[-1], daemon_log)
+            instance.add_dynamic_partitions(
+                "groups", groups
+            )  # creates the storage before the daemon opens it
+            procs.append(
+                subprocess.Popen(
+                    [str(BIN / "dagster-daemon"), "run", "-m", location],
+                    env=env,
+                    cwd=work,
+                    stdout=daemon_log.open("w"),
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            )
+            _wait_for(
+                "dagster-daemon",
+                lambda: "QUEUED_RUN_COORDINATOR" in instance.get_daemon_heartbeats(),
+                180,
+                procs[-1],
+                daemon_log,
+            )
             log(f"{mode}: daemon up; submitting the backfill of {len(groups)} partitions")
             start_wall = time.time()
-            proc = subprocess.run([str(BIN / "dagster"), "job", "backfill", "-m", location, "-j", JOB,
-                                   "--partitions", ",".join(groups), "--noprompt"],
-                                  env=env, cwd=work, capture_output=True, text=True)
+            proc = subprocess.run(
+                [
+                    str(BIN / "dagster"),
+                    "job",
+                    "backfill",
+                    "-m",
+                    location,
+                    "-j",
+                    JOB,
+                    "--partitions",
+                    ",".join(groups),
+                    "--noprompt",
+                ],
+                env=env,
+                cwd=work,
+                capture_output=True,
+                text=True,
+            )
             if proc.returncode != 0:
-                raise RuntimeError(f"dagster job backfill failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+                raise RuntimeError(
+                    f"dagster job backfill failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+                )
             submitted = time.time() - start_wall
-            done_states = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
+            done_states = {
+                DagsterRunStatus.SUCCESS,
+                DagsterRunStatus.FAILURE,
+                DagsterRunStatus.CANCELED,
+            }
             last = 0
             timed_out = False
             while True:
@@ -212,12 +301,18 @@ def run_dagster(mode: str, src: Path, work: Path, groups: list[str], concurrency
                     break
                 if time.time() - start_wall > timeout_s:
                     # stop here: the report holds the runs that finished and the time they took
-                    log(f"{mode}: timeout: {len(finished)}/{len(groups)} runs finished in {timeout_s:.0f}s")
+                    log(
+                        f"{mode}: timeout: {len(finished)}/{len(groups)} runs finished in "
+                        f"{timeout_s:.0f}s"
+                    )
                     runs, timed_out = finished, True
                     break
                 if len(finished) >= last + 10:
                     last = len(finished) - len(finished) % 10
-                    log(f"{mode}: {len(finished)}/{len(groups)} runs finished, {time.time() - start_wall:.0f}s")
+                    log(
+                        f"{mode}: {len(finished)}/{len(groups)} runs finished, "
+                        f"{time.time() - start_wall:.0f}s"
+                    )
                 time.sleep(1.0)
             stats = [instance.get_run_stats(r.run_id) for r in runs]
             end_wall = max(s.end_time for s in stats if s.end_time)
@@ -228,18 +323,34 @@ def run_dagster(mode: str, src: Path, work: Path, groups: list[str], concurrency
             on_worker = 0
             if mode == "celery" and runs:
                 engine = instance.all_logs(runs[0].run_id, of_type=dg.DagsterEventType.ENGINE_EVENT)
-                on_worker = sum("in celery worker" in ((e.dagster_event.message if e.dagster_event else None) or "")
-                                for e in engine)
+                on_worker = sum(
+                    "in celery worker"
+                    in ((e.dagster_event.message if e.dagster_event else None) or "")
+                    for e in engine
+                )
             partitions = {r.tags.get("dagster/partition") for r in runs}
-            succeeded = sorted(r.tags.get("dagster/partition") or "" for r in runs if r.status == DagsterRunStatus.SUCCESS)
+            succeeded = sorted(
+                r.tags.get("dagster/partition") or ""
+                for r in runs
+                if r.status == DagsterRunStatus.SUCCESS
+            )
             breakdown = step_breakdown(instance, [r.run_id for r in runs[:40]])
         wall = end_wall - start_wall
-        out = {"wall_s": round(wall, 2), "runs": len(runs), "failed": len(failed),
-               "runs_per_minute": round(len(runs) / wall * 60, 2), "submit_s": round(submitted, 2),
-               "run_s_p50": _pct(durations, 0.5), "run_s_p95": _pct(durations, 0.95),
-               "partitions_covered": len(partitions & set(groups)), "concurrency": concurrency,
-               "timed_out": timed_out, "median_seconds_by_part": breakdown,
-               "home": str(home), "_succeeded": succeeded}
+        out = {
+            "wall_s": round(wall, 2),
+            "runs": len(runs),
+            "failed": len(failed),
+            "runs_per_minute": round(len(runs) / wall * 60, 2),
+            "submit_s": round(submitted, 2),
+            "run_s_p50": _pct(durations, 0.5),
+            "run_s_p95": _pct(durations, 0.95),
+            "partitions_covered": len(partitions & set(groups)),
+            "concurrency": concurrency,
+            "timed_out": timed_out,
+            "median_seconds_by_part": breakdown,
+            "home": str(home),
+            "_succeeded": succeeded,
+        }
         if mode == "celery":
             out["celery_workers"] = celery_workers
             out["steps_on_celery_workers_first_run"] = on_worker
@@ -268,27 +379,39 @@ def step_breakdown(instance: Any, run_ids: list[str]) -> dict[str, Any]:
                 first["starting"] = rec.timestamp
             elif kind == dg.DagsterEventType.RUN_START and "starting" in first:
                 parts.setdefault("launch", []).append(rec.timestamp - first["starting"])
-            elif step and kind in (dg.DagsterEventType.STEP_WORKER_STARTING, dg.DagsterEventType.ENGINE_EVENT):
+            elif step and kind in (
+                dg.DagsterEventType.STEP_WORKER_STARTING,
+                dg.DagsterEventType.ENGINE_EVENT,
+            ):
                 first.setdefault(f"{step}.submit", rec.timestamp)
             elif step and kind == dg.DagsterEventType.STEP_START:
                 first[f"{step}.start"] = rec.timestamp
                 if f"{step}.submit" in first:
-                    parts.setdefault(f"{step}.start", []).append(rec.timestamp - first[f"{step}.submit"])
+                    parts.setdefault(f"{step}.start", []).append(
+                        rec.timestamp - first[f"{step}.submit"]
+                    )
             elif step and kind == dg.DagsterEventType.STEP_SUCCESS and f"{step}.start" in first:
                 parts.setdefault(f"{step}.run", []).append(rec.timestamp - first[f"{step}.start"])
     return {k: round(statistics.median(v), 2) for k, v in parts.items()}
 
 
-def _start_celery(work: Path, env: dict[str, str], workers: int, procs: list[subprocess.Popen],
-                  logs: Path) -> dict[str, str]:
+def _start_celery(
+    work: Path, env: dict[str, str], workers: int, procs: list[subprocess.Popen], logs: Path
+) -> dict[str, str]:
     """redis-server on a free loopback port and ``workers`` Celery workers (one process each)."""
     redis = shutil.which("redis-server")
     if not redis:
         raise RuntimeError("no redis-server on PATH (make test-deps installs it)")
     port = _free_port()
     url = f"redis://127.0.0.1:{port}"
-    procs.append(subprocess.Popen([redis, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
-                                   "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+    procs.append(
+        subprocess.Popen(
+            [redis, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    )
 
     def up() -> bool:
         try:
@@ -300,23 +423,52 @@ def _start_celery(work: Path, env: dict[str, str], workers: int, procs: list[sub
     _wait_for("redis-server", up, 30, procs[-1])
     cfg = work / "celery_cfg"
     cfg.mkdir()
-    (cfg / "dagster_celery_config.py").write_text(f"broker_url = '{url}/0'\nresult_backend = '{url}/1'\n")
+    (cfg / "dagster_celery_config.py").write_text(
+        f"broker_url = '{url}/0'\nresult_backend = '{url}/1'\n"
+    )
     extra = {"SPEAKERFLOW_CELERY_BROKER": f"{url}/0", "SPEAKERFLOW_CELERY_BACKEND": f"{url}/1"}
     wenv = {**env, **extra, "PYTHONPATH": os.pathsep.join([str(cfg), env.get("PYTHONPATH", "")])}
     for i in range(workers):
         wlog = logs / f"worker{i}.log"
-        procs.append(subprocess.Popen([str(BIN / "celery"), "-A", "dagster_celery.app", "worker", "-Q", "dagster",
-                                       "-c", "1", "--loglevel=INFO", "--hostname", f"sf-bf{i}-{port}@%h"],
-                                      env=wenv, cwd=work, stdout=wlog.open("w"), stderr=subprocess.STDOUT,
-                                      start_new_session=True))
+        procs.append(
+            subprocess.Popen(
+                [
+                    str(BIN / "celery"),
+                    "-A",
+                    "dagster_celery.app",
+                    "worker",
+                    "-Q",
+                    "dagster",
+                    "-c",
+                    "1",
+                    "--loglevel=INFO",
+                    "--hostname",
+                    f"sf-bf{i}-{port}@%h",
+                ],
+                env=wenv,
+                cwd=work,
+                stdout=wlog.open("w"),
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        )
         _wait_for(f"celery worker {i}", partial(_says_ready, wlog), 120, procs[-1], wlog)
     return extra
 
 
 # -- the whole benchmark --------------------------------------------------------------------------
-def run(partitions: int = 200, messages: int = 50, modes: tuple[str, ...] = MODES, concurrency: int = 2,
-        celery_workers: int = 2, out: str | Path | None = None, workdir: str | Path | None = None,
-        seed: int = 11, timeout_s: float = 7200, log: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+def run(
+    partitions: int = 200,
+    messages: int = 50,
+    modes: tuple[str, ...] = MODES,
+    concurrency: int = 2,
+    celery_workers: int = 2,
+    out: str | Path | None = None,
+    workdir: str | Path | None = None,
+    seed: int = 11,
+    timeout_s: float = 7200,
+    log: Callable[[str], None] = lambda _: None,
+) -> dict[str, Any]:
     bad = [m for m in modes if m not in MODES]
     if bad:
         raise ValueError(f"unknown mode(s) {bad}: choose from {', '.join(MODES)}")
@@ -330,10 +482,15 @@ def run(partitions: int = 200, messages: int = 50, modes: tuple[str, ...] = MODE
         src = work / "groups"
         groups = write_groups(src, partitions, messages, seed=seed)
         report: dict[str, Any] = {
-            "partitions": partitions, "messages_per_group": messages, "modes": {},
-            "cpus": os.cpu_count(), "load_avg_before": [round(x, 2) for x in os.getloadavg()],
-            "command": f"speakerflow bench backfill --partitions {partitions} --messages {messages} "
-                       f"--modes {','.join(modes)} --concurrency {concurrency} --celery-workers {celery_workers}",
+            "partitions": partitions,
+            "messages_per_group": messages,
+            "modes": {},
+            "cpus": os.cpu_count(),
+            "load_avg_before": [round(x, 2) for x in os.getloadavg()],
+            "command": f"speakerflow bench backfill --partitions {partitions} --messages "
+            f"{messages} "
+            f"--modes {','.join(modes)} --concurrency {concurrency} --celery-workers "
+            f"{celery_workers}",
         }
         homes = {}
         for mode in modes:
@@ -344,7 +501,9 @@ def run(partitions: int = 200, messages: int = 50, modes: tuple[str, ...] = MODE
                 homes[mode] = mwork / "home"
                 res = run_cli(src, homes[mode], groups, log, timeout_s)
             else:
-                res = run_dagster(mode, src, mwork, groups, concurrency, celery_workers, log, timeout_s)
+                res = run_dagster(
+                    mode, src, mwork, groups, concurrency, celery_workers, log, timeout_s
+                )
                 homes[mode] = Path(res.pop("home"))
             res["load_avg_1m_before"] = round(load0, 2)
             res["load_avg_1m_after"] = round(os.getloadavg()[0], 2)
@@ -354,16 +513,25 @@ def run(partitions: int = 200, messages: int = 50, modes: tuple[str, ...] = MODE
             res["records"] = sum(s["records"] for s in summary.values())
             res["_summary"] = summary
             report["modes"][mode] = res
-            log(f"{mode}: {res['wall_s']}s wall, {res['runs_per_minute']} runs/min, {res['failed']} failed")
+            log(
+                f"{mode}: {res['wall_s']}s wall, {res['runs_per_minute']} runs/min, "
+                f"{res['failed']} failed"
+            )
             if out:  # after each mode, so a long run keeps what it measured
                 _write(out, report)
         base = report["modes"].get("cli")
         for mode, res in report["modes"].items():
             if base is not None and mode != "cli":
-                both = [g for g, v in res["_summary"].items() if v["messages"] == messages
-                        and base["_summary"].get(g, {}).get("messages") == messages]
+                both = [
+                    g
+                    for g, v in res["_summary"].items()
+                    if v["messages"] == messages
+                    and base["_summary"].get(g, {}).get("messages") == messages
+                ]
                 res["compared_with_cli"] = len(both)
-                res["same_records_as_cli"] = all(res["_summary"][g] == base["_summary"][g] for g in both)
+                res["same_records_as_cli"] = all(
+                    res["_summary"][g] == base["_summary"][g] for g in both
+                )
                 res["speedup_vs_cli"] = round(res["runs_per_minute"] / base["runs_per_minute"], 3)
         for res in report["modes"].values():
             res.pop("_summary")
@@ -381,46 +549,105 @@ def run(partitions: int = 200, messages: int = 50, modes: tuple[str, ...] = MODE
 
 
 def _write(out: str | Path, report: dict[str, Any]) -> None:
-    view = {**report, "modes": {m: {k: v for k, v in r.items() if k != "_summary"} for m, r in report["modes"].items()}}
+    view = {
+        **report,
+        "modes": {
+            m: {k: v for k, v in r.items() if k != "_summary"} for m, r in report["modes"].items()
+        },
+    }
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text(json.dumps(view, indent=2) + "\n")
 
 
 def summary_table(report: dict[str, Any]) -> str:
     """The report as a plain-text table (one line per mode)."""
-    cols = ("mode", "runs", "failed", "wall_s", "runs/min", "run_s_p50", "run_s_p95", "complete", "vs_cli")
+    cols = (
+        "mode",
+        "runs",
+        "failed",
+        "wall_s",
+        "runs/min",
+        "run_s_p50",
+        "run_s_p95",
+        "complete",
+        "vs_cli",
+    )
     rows = [cols]
     for mode, r in report["modes"].items():
-        rows.append((mode, r["runs"], r["failed"], r["wall_s"], r["runs_per_minute"], r["run_s_p50"],
-                     r["run_s_p95"], f"{r['groups_complete']}/{report['partitions']}",
-                     "-" if mode == "cli" else f"{r.get('speedup_vs_cli', '-')}x"))
+        rows.append(
+            (
+                mode,
+                r["runs"],
+                r["failed"],
+                r["wall_s"],
+                r["runs_per_minute"],
+                r["run_s_p50"],
+                r["run_s_p95"],
+                f"{r['groups_complete']}/{report['partitions']}",
+                "-" if mode == "cli" else f"{r.get('speedup_vs_cli', '-')}x",
+            )
+        )
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(cols))]
-    return "\n".join("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)) for row in rows)
+    return "\n".join(
+        "  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)) for row in rows
+    )
 
 
 def add_bench(bsub: argparse._SubParsersAction) -> None:
     """``speakerflow bench backfill`` (registered by ``speakerflow/cli/bench.py``)."""
-    p = bsub.add_parser("backfill", help="N group partitions: Dagster backfill (multiprocess, Celery) against a "
-                                         "sequential CLI loop")
-    p.add_argument("--partitions", type=int, default=200, help="groups (= partitions) to ingest (default 200)")
+    p = bsub.add_parser(
+        "backfill",
+        help="N group partitions: Dagster backfill (multiprocess, Celery) against a "
+        "sequential CLI loop",
+    )
+    p.add_argument(
+        "--partitions", type=int, default=200, help="groups (= partitions) to ingest (default 200)"
+    )
     p.add_argument("--messages", type=int, default=50, help="messages per group (default 50)")
-    p.add_argument("--modes", default=",".join(MODES), help="comma-separated: cli, multiprocess, celery (default all)")
-    p.add_argument("--concurrency", type=int, default=2, help="Dagster runs at a time (QueuedRunCoordinator)")
-    p.add_argument("--celery-workers", type=int, default=2, help="Celery worker processes (one slot each)")
-    p.add_argument("--workdir", default=None, help="keep the homes, instances and logs here (default: a temp folder)")
+    p.add_argument(
+        "--modes",
+        default=",".join(MODES),
+        help="comma-separated: cli, multiprocess, celery (default all)",
+    )
+    p.add_argument(
+        "--concurrency", type=int, default=2, help="Dagster runs at a time (QueuedRunCoordinator)"
+    )
+    p.add_argument(
+        "--celery-workers", type=int, default=2, help="Celery worker processes (one slot each)"
+    )
+    p.add_argument(
+        "--workdir",
+        default=None,
+        help="keep the homes, instances and logs here (default: a temp folder)",
+    )
     p.add_argument("--seed", type=int, default=11, help="seed of the synthetic groups")
-    p.add_argument("--timeout", type=float, default=7200,
-                   help="seconds a backfill may run; then the runs finished so far are reported (timed_out: true)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=7200,
+        help="seconds a backfill may run; then the runs finished so far are reported (timed_out: "
+        "true)",
+    )
     p.add_argument("--out", default=None, help="write the report JSON here")
-    p.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
+    p.add_argument(
+        "--json", action="store_true", help="print the report as JSON instead of a table"
+    )
     p.set_defaults(func=_run_cli)
 
 
 def _run_cli(args: argparse.Namespace) -> int:
-    report = run(args.partitions, args.messages, modes=tuple(m for m in args.modes.split(",") if m),
-                 concurrency=args.concurrency, celery_workers=args.celery_workers, out=args.out,
-                 workdir=args.workdir, seed=args.seed, timeout_s=args.timeout,
-                 log=lambda line: print(line, file=sys.stderr, flush=True))
+    report = run(
+        args.partitions,
+        args.messages,
+        modes=tuple(m for m in args.modes.split(",") if m),
+        concurrency=args.concurrency,
+        celery_workers=args.celery_workers,
+        out=args.out,
+        workdir=args.workdir,
+        seed=args.seed,
+        timeout_s=args.timeout,
+        log=lambda line: print(line, file=sys.stderr, flush=True),
+    )
     if args.json:
         print(json.dumps(report, indent=2))
     else:

@@ -10,6 +10,7 @@ and the parity figures (max |logit diff|, identical greedy output).
 
 On a GPU machine pass ``--device cuda`` (torch bf16 and onnxruntime-gpu's CUDA provider).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,12 +38,21 @@ def _time_backend(backend, messages, calls: int, new_tokens: int) -> dict[str, f
         result = backend.chat(messages, max_tokens=new_tokens)
         tokens += result.completion_tokens
     seconds = time.perf_counter() - start
-    return {"prompt_tokens": result.prompt_tokens, "seconds_per_call": seconds / calls,
-            "new_tokens_per_s": tokens / seconds}
+    return {
+        "prompt_tokens": result.prompt_tokens,
+        "seconds_per_call": seconds / calls,
+        "new_tokens_per_s": tokens / seconds,
+    }
 
 
-def run(model_dir: str | Path | None = None, *, calls: int = 3, new_tokens: int = 128,
-        messages: int = 25, device: str = "cpu") -> dict[str, Any]:
+def run(
+    model_dir: str | Path | None = None,
+    *,
+    calls: int = 3,
+    new_tokens: int = 128,
+    messages: int = 25,
+    device: str = "cpu",
+) -> dict[str, Any]:
     """Time both backends on one Writer prompt; returns the figures (also printed)."""
     from speakerflow.ops.backends import make_backend
     from speakerflow.ops.writer.prompt import build_writer_messages
@@ -55,26 +65,38 @@ def run(model_dir: str | Path | None = None, *, calls: int = 3, new_tokens: int 
         onnx_dir = export_onnx(folder, Path(tmp) / "onnx")
         export_s = time.perf_counter() - start
         chat = build_writer_messages(_segment(messages))
-        torch_fig = _time_backend(make_backend("transformers", model_dir=folder, device=device),
-                                  chat, calls, new_tokens)
-        onnx_fig = _time_backend(make_backend("onnx", model_dir=onnx_dir, device=device),
-                                 chat, calls, new_tokens)
+        torch_fig = _time_backend(
+            make_backend("transformers", model_dir=folder, device=device), chat, calls, new_tokens
+        )
+        onnx_fig = _time_backend(
+            make_backend("onnx", model_dir=onnx_dir, device=device), chat, calls, new_tokens
+        )
         parity = onnx_parity(folder, onnx_dir, "Return the actions as JSON.", max_new_tokens=32)
     report: dict[str, Any] = {
-        "model_dir": str(model_dir or "tiny (built)"), "device": device, "calls": calls,
-        "new_tokens": new_tokens, "export_s": export_s, "torch": torch_fig, "onnx": onnx_fig,
+        "model_dir": str(model_dir or "tiny (built)"),
+        "device": device,
+        "calls": calls,
+        "new_tokens": new_tokens,
+        "export_s": export_s,
+        "torch": torch_fig,
+        "onnx": onnx_fig,
         "onnx_over_torch_speed": onnx_fig["new_tokens_per_s"] / torch_fig["new_tokens_per_s"],
-        "max_abs_logit_diff": parity.max_abs_logit_diff, "greedy_match": parity.greedy_match,
+        "max_abs_logit_diff": parity.max_abs_logit_diff,
+        "greedy_match": parity.greedy_match,
     }
-    print(f"Writer prompt: {torch_fig['prompt_tokens']} tokens, {new_tokens} new tokens, "
-          f"{calls} calls, device {device}")
+    print(
+        f"Writer prompt: {torch_fig['prompt_tokens']} tokens, {new_tokens} new tokens, "
+        f"{calls} calls, device {device}"
+    )
     print(f"{'backend':<14}{'s/call':>10}{'new tok/s':>12}")
     for name in ("torch", "onnx"):
         fig = report[name]
         print(f"{name:<14}{fig['seconds_per_call']:>10.3f}{fig['new_tokens_per_s']:>12.1f}")
-    print(f"onnx/torch speed ratio {report['onnx_over_torch_speed']:.2f}x; export "
-          f"{export_s:.2f} s; max |logit diff| {parity.max_abs_logit_diff:.2e}; "
-          f"greedy identical: {parity.greedy_match}")
+    print(
+        f"onnx/torch speed ratio {report['onnx_over_torch_speed']:.2f}x; export "
+        f"{export_s:.2f} s; max |logit diff| {parity.max_abs_logit_diff:.2e}; "
+        f"greedy identical: {parity.greedy_match}"
+    )
     return report
 
 
@@ -87,8 +109,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu")
     p.add_argument("--out", help="write the figures as JSON here")
     a = p.parse_args(argv)
-    report = run(a.model_dir, calls=a.calls, new_tokens=a.new_tokens, messages=a.messages,
-                 device=a.device)
+    report = run(
+        a.model_dir, calls=a.calls, new_tokens=a.new_tokens, messages=a.messages, device=a.device
+    )
     if a.out:
         Path(a.out).write_text(json.dumps(report, indent=2))
 

@@ -8,9 +8,11 @@ Upsert)`` run with ``ctx.store`` = the GroupStore itself (a transaction, a commi
 flush_every=64)``. Prints seconds, the ratio to ``write_group`` and whether the record
 sets (entry_id, layer, owner, source, content, supersedes) are equal.
 
-    .venv/bin/python -m speakerflow.benchmarks.compose_write [--data ../shared/data/locomo/locomo10.json]
+    .venv/bin/python -m speakerflow.benchmarks.compose_write [--data
+    ../shared/data/locomo/locomo10.json]
         [--format locomo] [--limit 10]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,16 +48,25 @@ def run(data: Path, fmt: str, limit: int) -> dict[str, float]:
                     if path == "write_group":
                         write_group(store, "rules", progress=False)
                     else:
-                        target = RecordBuffer(store, flush_every=64) if path == "composed_buffered" else store
-                        write_pipeline(writer=Writer("rules"))(store.messages(), Context(store=target))
+                        target = (
+                            RecordBuffer(store, flush_every=64)
+                            if path == "composed_buffered"
+                            else store
+                        )
+                        write_pipeline(writer=Writer("rules"))(
+                            store.messages(), Context(store=target)
+                        )
                         if isinstance(target, RecordBuffer):
                             target.flush()
                     secs[path] = time.perf_counter() - start
                     sets[path] = _keys(store)
                     totals[path] += secs[path]
             same = sets["composed_direct"] == sets["write_group"] == sets["composed_buffered"]
-            print(f"{gid}: {table.num_rows} msgs, {len(sets['write_group'])} records | "
-                  + " | ".join(f"{k} {v:.2f}s" for k, v in secs.items()) + f" | same records: {same}")
+            print(
+                f"{gid}: {table.num_rows} msgs, {len(sets['write_group'])} records | "
+                + " | ".join(f"{k} {v:.2f}s" for k, v in secs.items())
+                + f" | same records: {same}"
+            )
     base = totals["write_group"]
     print("total: " + ", ".join(f"{k} {v:.1f}s ({v / base:.2f}x)" for k, v in totals.items()))
     return totals

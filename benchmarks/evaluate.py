@@ -25,6 +25,7 @@ baselines rank single messages and answer with the same extractive answerer.
 For recall@20 to be measurable the System 1 top-k is raised to ``max(k)`` (the first
 10 cited ids are the same as with top-k 10, since the list is cut only at the end).
 """
+
 from __future__ import annotations
 
 import json
@@ -52,22 +53,34 @@ from .qa_data import LOCOMO_SPLITS, QAData, load_qa
 
 SYSTEMS = ("speakerflow", "bm25", "bm25-plain", "dense", "hybrid")
 LEXICAL = ("bm25", "bm25-plain")  # systems that need no embedder
-BASELINE_WEIGHTS = {"bm25": {"bm25": 1.0}, "dense": {"dense": 1.0}, "hybrid": {"bm25": 1.0, "dense": 1.0}}
+BASELINE_WEIGHTS = {
+    "bm25": {"bm25": 1.0},
+    "dense": {"dense": 1.0},
+    "hybrid": {"bm25": 1.0, "dense": 1.0},
+}
 
 
 _PLAIN_INDEX: dict[str, tuple[InMemoryIndex, dict[str, int]]] = {}
 #: The common English stopword list (NLTK's), as bm25s uses for ``stopwords="en"``.
-_EN_STOPWORDS = frozenset("""
+_EN_STOPWORDS = frozenset(
+    """
 a about above after again against ain all am an and any are aren aren't as at be because been before
-being below between both but by can couldn couldn't d did didn didn't do does doesn doesn't doing don
-don't down during each few for from further had hadn hadn't has hasn hasn't have haven haven't having
-he her here hers herself him himself his how i if in into is isn isn't it it's its itself just ll m ma
-me mightn mightn't more most mustn mustn't my myself needn needn't no nor not now o of off on once only
+being below between both but by can couldn couldn't d did didn didn't do does doesn doesn't doing
+don
+don't down during each few for from further had hadn hadn't has hasn hasn't have haven haven't
+having
+he her here hers herself him himself his how i if in into is isn isn't it it's its itself just ll m
+ma
+me mightn mightn't more most mustn mustn't my myself needn needn't no nor not now o of off on once
+only
 or other our ours ourselves out over own re s same shan shan't she she's should should've shouldn
-shouldn't so some such t than that that'll the their theirs them themselves then there these they this
-those through to too under until up ve very was wasn wasn't we were weren weren't what when where which
+shouldn't so some such t than that that'll the their theirs them themselves then there these they
+this
+those through to too under until up ve very was wasn wasn't we were weren weren't what when where
+which
 while who whom why will with won won't wouldn wouldn't y you you'd you'll you're you've your yours
-yourself yourselves""".split())
+yourself yourselves""".split()
+)
 _WORD2 = re.compile(r"(?u)\b\w\w+\b")
 
 
@@ -81,7 +94,9 @@ def _plain_bm25(view: GroupView, question: str, depth: int) -> list[tuple[int, f
     key = str(view.store.root)
     if key not in _PLAIN_INDEX:
         index = InMemoryIndex(k1=1.5, b=0.75, tokenize=_bm25s_terms)  # bm25s defaults
-        index.add([{"doc_id": mid, "text": text} for mid, text in zip(view.ids, view.texts, strict=True)])
+        index.add(
+            [{"doc_id": mid, "text": text} for mid, text in zip(view.ids, view.texts, strict=True)]
+        )
         _PLAIN_INDEX[key] = (index, {mid: i for i, mid in enumerate(view.ids)})
     index, row_of = _PLAIN_INDEX[key]
     return [(row_of[h.doc_id], h.score) for h in index.search(question, depth)]
@@ -96,20 +111,36 @@ def _baseline(store, question: str, system: str, depth: int, config: QueryConfig
         rc = RecallConfig(pool=depth, weights=BASELINE_WEIGHTS[system])
         result = recall(view, question, rc, embedder_for(config) if "dense" in rc.weights else None)
         ranked = [(r, float(result.fused[r])) for r in result.pool]
-    evidence = [EvidenceItem(rank=i, kind="excerpt", text=view.texts[r], msg_ids=[view.ids[r]],
-                             speaker=view.speakers[r], ts=view.ts[r], score=score)
-                for i, (r, score) in enumerate(ranked)]
+    evidence = [
+        EvidenceItem(
+            rank=i,
+            kind="excerpt",
+            text=view.texts[r],
+            msg_ids=[view.ids[r]],
+            speaker=view.speakers[r],
+            ts=view.ts[r],
+            score=score,
+        )
+        for i, (r, score) in enumerate(ranked)
+    ]
     projection = project_rules(question, store.roster(), store.aliases())
     context = "\n".join(f"[{e.msg_ids[0]}] {e.speaker}: {e.text}" for e in evidence)
-    return answer_rules(projection, evidence), [e.msg_ids[0] for e in evidence], count_tokens(context)
+    return (
+        answer_rules(projection, evidence),
+        [e.msg_ids[0] for e in evidence],
+        count_tokens(context),
+    )
 
 
-def _prepare(data: QAData, home: Home, system: str, config: QueryConfig, progress: bool = False) -> dict[str, float]:
+def _prepare(
+    data: QAData, home: Home, system: str, config: QueryConfig, progress: bool = False
+) -> dict[str, float]:
     """Ingest, write (speakerflow) and cache embeddings; returns seconds per step."""
     seconds = {"ingest": 0.0, "write": 0.0, "embed": 0.0}
     embedder = embedder_for(config) if system not in LEXICAL else None
-    for gid, table in tqdm(data.groups, desc=f"{system}: prepare", unit="group", file=sys.stderr,
-                           disable=not progress):
+    for gid, table in tqdm(
+        data.groups, desc=f"{system}: prepare", unit="group", file=sys.stderr, disable=not progress
+    ):
         t0 = time.perf_counter()
         with home.open(gid, writable=True) as store:
             store.append_messages(table)
@@ -120,7 +151,9 @@ def _prepare(data: QAData, home: Home, system: str, config: QueryConfig, progres
                 write_group(store, "rules", progress=False)
             t2 = time.perf_counter()
             if embedder is not None:
-                warm_message_embeddings(store, embedder, config.recall if system == "speakerflow" else None)
+                warm_message_embeddings(
+                    store, embedder, config.recall if system == "speakerflow" else None
+                )
                 if system == "speakerflow":
                     warm_record_embeddings(store, embedder)
             t3 = time.perf_counter()
@@ -130,9 +163,20 @@ def _prepare(data: QAData, home: Home, system: str, config: QueryConfig, progres
     return {k: round(v, 2) for k, v in seconds.items()}
 
 
-def run_eval(data, fmt: str, system: str = "speakerflow", ablate: str | None = None, k=(5, 10, 20),
-             out=None, home=None, embedder: str = "minilm", limit: int | None = None,
-             config: QueryConfig | None = None, groups=None, progress: bool = False) -> dict:
+def run_eval(
+    data,
+    fmt: str,
+    system: str = "speakerflow",
+    ablate: str | None = None,
+    k=(5, 10, 20),
+    out=None,
+    home=None,
+    embedder: str = "minilm",
+    limit: int | None = None,
+    config: QueryConfig | None = None,
+    groups=None,
+    progress: bool = False,
+) -> dict:
     """Evaluate one system on a QA set (see the module doc); returns the report dict.
 
     Parameters
@@ -153,17 +197,26 @@ def run_eval(data, fmt: str, system: str = "speakerflow", ablate: str | None = N
     if system not in SYSTEMS:
         raise ValueError(f"unknown system {system!r}; choose one of {SYSTEMS}")
     if ablate is not None and (system != "speakerflow" or ablate not in ABLATIONS):
-        raise ValueError(f"--ablate {ablate!r} applies to --system speakerflow only, with one of {ABLATIONS}")
+        raise ValueError(
+            f"--ablate {ablate!r} applies to --system speakerflow only, with one of {ABLATIONS}"
+        )
     ks = tuple(sorted({int(b) for b in k}))
     qa = data if isinstance(data, QAData) else load_qa(data, fmt)
     if groups:
         qa = qa.only(groups)
     questions = qa.questions[:limit] if limit else qa.questions
     tmp = None if home is not None else tempfile.TemporaryDirectory(prefix="speakerflow-eval-")
-    home_obj = home if isinstance(home, Home) else Home(home or (tmp.name if tmp is not None else ""))
+    home_obj = (
+        home if isinstance(home, Home) else Home(home or (tmp.name if tmp is not None else ""))
+    )
     base = config or QueryConfig()
-    config = base.model_copy(update={"embedder": embedder if system not in LEXICAL else "none", "ablate": ablate,
-                                     "select": base.select.model_copy(update={"top_k": max(max(ks), 10)})})
+    config = base.model_copy(
+        update={
+            "embedder": embedder if system not in LEXICAL else "none",
+            "ablate": ablate,
+            "select": base.select.model_copy(update={"top_k": max(max(ks), 10)}),
+        }
+    )
     try:
         seconds = _prepare(qa, home_obj, system, config, progress)
         clear_query_memo(embedder_for(config))  # every run encodes its questions itself
@@ -172,20 +225,38 @@ def run_eval(data, fmt: str, system: str = "speakerflow", ablate: str | None = N
         if tmp is not None:
             tmp.cleanup()
     report = summarise(rows, ks, LOCOMO_SPLITS if fmt == "locomo" else None)
-    report.update({"groups": [gid for gid, _ in qa.groups] if groups else None,"system": system, "format": fmt, "data": str(data) if not isinstance(data, QAData) else fmt,
-                   "ablate": ablate, "embedder": config.embedder, "skipped": dict(qa.skipped),
-                   "prepare_seconds": seconds, "per_question": rows})
+    report.update(
+        {
+            "groups": [gid for gid, _ in qa.groups] if groups else None,
+            "system": system,
+            "format": fmt,
+            "data": str(data) if not isinstance(data, QAData) else fmt,
+            "ablate": ablate,
+            "embedder": config.embedder,
+            "skipped": dict(qa.skipped),
+            "prepare_seconds": seconds,
+            "per_question": rows,
+        }
+    )
     if out is not None:
         write_outputs(report, out)
     return report
 
 
-def _answer_all(home: Home, questions, system: str, config: QueryConfig, ks, progress: bool = False) -> list[dict]:
+def _answer_all(
+    home: Home, questions, system: str, config: QueryConfig, ks, progress: bool = False
+) -> list[dict]:
     rows = []
     by_group: dict[str, list] = {}
     for q in questions:
         by_group.setdefault(q.group, []).append(q)
-    bar = tqdm(total=len(questions), desc=f"{system}: questions", unit="q", file=sys.stderr, disable=not progress)
+    bar = tqdm(
+        total=len(questions),
+        desc=f"{system}: questions",
+        unit="q",
+        file=sys.stderr,
+        disable=not progress,
+    )
     for gid, qs in by_group.items():
         with home.open(gid) as store:
             for q in qs:
@@ -193,29 +264,52 @@ def _answer_all(home: Home, questions, system: str, config: QueryConfig, ks, pro
                 t0 = time.perf_counter()
                 if system == "speakerflow":
                     res = answer_question(store, q.question, config)
-                    answer, cited, tokens, latency = res.answer, res.cited_ids(max(ks)), res.tokens, res.latency_ms
+                    answer, cited, tokens, latency = (
+                        res.answer,
+                        res.cited_ids(max(ks)),
+                        res.tokens,
+                        res.latency_ms,
+                    )
                 else:
                     answer, cited, tokens = _baseline(store, q.question, system, max(ks), config)
                     latency = (time.perf_counter() - t0) * 1000
-                rows.append({"qid": q.qid, "group": gid, "category": q.category,
-                             "recall": {str(b): evidence_recall(cited, q.evidence, b) for b in ks},
-                             "token_f1": token_f1(answer, q.answer), "latency_ms": round(latency, 3),
-                             "context_tokens": tokens, "answer": answer, "cited": cited[: max(ks)],
-                             "gold": list(q.evidence)})
+                rows.append(
+                    {
+                        "qid": q.qid,
+                        "group": gid,
+                        "category": q.category,
+                        "recall": {str(b): evidence_recall(cited, q.evidence, b) for b in ks},
+                        "token_f1": token_f1(answer, q.answer),
+                        "latency_ms": round(latency, 3),
+                        "context_tokens": tokens,
+                        "answer": answer,
+                        "cited": cited[: max(ks)],
+                        "gold": list(q.evidence),
+                    }
+                )
     bar.close()
     return rows
 
 
 def _recall_means(rows: list[dict], ks) -> dict[str, float]:
-    return {str(b): round(float(np.mean([r["recall"][str(b)] for r in rows])), 4) if rows else 0.0 for b in ks}
+    return {
+        str(b): round(float(np.mean([r["recall"][str(b)] for r in rows])), 4) if rows else 0.0
+        for b in ks
+    }
 
 
 def _by_category(rows: list[dict], ks) -> dict[str, dict]:
     cats = sorted({r["category"] for r in rows})
-    return {c: {"questions": sum(r["category"] == c for r in rows),
-                "evidence_recall": _recall_means([r for r in rows if r["category"] == c], ks),
-                "token_f1": round(float(np.mean([r["token_f1"] for r in rows if r["category"] == c])), 4)}
-            for c in cats}
+    return {
+        c: {
+            "questions": sum(r["category"] == c for r in rows),
+            "evidence_recall": _recall_means([r for r in rows if r["category"] == c], ks),
+            "token_f1": round(
+                float(np.mean([r["token_f1"] for r in rows if r["category"] == c])), 4
+            ),
+        }
+        for c in cats
+    }
 
 
 def summarise(rows: list[dict], ks, splits: dict[str, tuple[str, ...]] | None = None) -> dict:
@@ -227,19 +321,32 @@ def summarise(rows: list[dict], ks, splits: dict[str, tuple[str, ...]] | None = 
     for name, members in (splits or {}).items():
         part = [r for r in rows if r.get("group") in members]
         if part:
-            by_split[name] = {"groups": [g for g in members if g in groups], "questions": len(part),
-                              "evidence_recall": _recall_means(part, ks), "by_category": _by_category(part, ks)}
+            by_split[name] = {
+                "groups": [g for g in members if g in groups],
+                "questions": len(part),
+                "evidence_recall": _recall_means(part, ks),
+                "by_category": _by_category(part, ks),
+            }
     return {
         "questions": len(rows),
         "evidence_recall": _recall_means(rows, ks),
         "by_category": _by_category(rows, ks),
-        "by_group": {g: {"questions": sum(r.get("group") == g for r in rows),
-                         "evidence_recall": _recall_means([r for r in rows if r.get("group") == g], ks)}
-                     for g in groups},
+        "by_group": {
+            g: {
+                "questions": sum(r.get("group") == g for r in rows),
+                "evidence_recall": _recall_means([r for r in rows if r.get("group") == g], ks),
+            }
+            for g in groups
+        },
         "splits": by_split,
         "token_f1": round(float(np.mean([r["token_f1"] for r in rows])), 4) if rows else 0.0,
-        "latency_ms": {"p50": round(float(np.percentile(lat, 50)), 2), "p95": round(float(np.percentile(lat, 95)), 2)},
-        "context_tokens": {"mean": round(float(np.mean([r["context_tokens"] for r in rows])), 1) if rows else 0.0},
+        "latency_ms": {
+            "p50": round(float(np.percentile(lat, 50)), 2),
+            "p95": round(float(np.percentile(lat, 95)), 2),
+        },
+        "context_tokens": {
+            "mean": round(float(np.mean([r["context_tokens"] for r in rows])), 1) if rows else 0.0
+        },
     }
 
 
@@ -251,33 +358,70 @@ def label(report: dict) -> str:
 def markdown_summary(reports: list[dict]) -> str:
     """A Markdown table of several reports side by side, with per-category recall@10."""
     ks = sorted({int(b) for r in reports for b in r["evidence_recall"]})
-    head = "| system | questions | " + " | ".join(f"recall@{b}" for b in ks) + " | token-F1 | p50 ms | p95 ms | ctx tokens |"
+    head = (
+        "| system | questions | "
+        + " | ".join(f"recall@{b}" for b in ks)
+        + " | token-F1 | p50 ms | p95 ms | ctx tokens |"
+    )
     lines = [head, "|" + "---|" * (len(ks) + 6)]
     for r in reports:
         rec = " | ".join(f"{r['evidence_recall'].get(str(b), 0):.3f}" for b in ks)
-        lines.append(f"| {label(r)} | {r['questions']} | {rec} | {r['token_f1']:.3f} | {r['latency_ms']['p50']:.1f} | "
-                     f"{r['latency_ms']['p95']:.1f} | {r['context_tokens']['mean']:.0f} |")
+        lines.append(
+            f"| {label(r)} | {r['questions']} | {rec} | {r['token_f1']:.3f} | "
+            f"{r['latency_ms']['p50']:.1f} | "
+            f"{r['latency_ms']['p95']:.1f} | {r['context_tokens']['mean']:.0f} |"
+        )
     cats = sorted({c for r in reports for c in r["by_category"]})
-    lines += ["", "recall@10 by category:", "", "| system | " + " | ".join(
-        f"{c} ({reports[0]['by_category'].get(c, {}).get('questions', 0)})" for c in cats) + " |",
-        "|" + "---|" * (len(cats) + 1)]
+    lines += [
+        "",
+        "recall@10 by category:",
+        "",
+        "| system | "
+        + " | ".join(
+            f"{c} ({reports[0]['by_category'].get(c, {}).get('questions', 0)})" for c in cats
+        )
+        + " |",
+        "|" + "---|" * (len(cats) + 1),
+    ]
     for r in reports:
-        lines.append(f"| {label(r)} | " + " | ".join(
-            f"{r['by_category'].get(c, {}).get('evidence_recall', {}).get('10', 0):.3f}" for c in cats) + " |")
+        lines.append(
+            f"| {label(r)} | "
+            + " | ".join(
+                f"{r['by_category'].get(c, {}).get('evidence_recall', {}).get('10', 0):.3f}"
+                for c in cats
+            )
+            + " |"
+        )
     splits = [name for name in ("dev", "test") if any(name in r.get("splits", {}) for r in reports)]
     for name in splits:
         part = [r for r in reports if name in r.get("splits", {})]
         sp0 = part[0]["splits"][name]
         scats = sorted({c for r in part for c in r["splits"][name]["by_category"]})
-        lines += ["", f"{name} half ({', '.join(sp0['groups'])}; {sp0['questions']} questions):", "",
-                  "| system | " + " | ".join(f"recall@{b}" for b in ks) + " | "
-                  + " | ".join(f"{c} @10 ({sp0['by_category'].get(c, {}).get('questions', 0)})" for c in scats) + " |",
-                  "|" + "---|" * (len(ks) + len(scats) + 1)]
+        lines += [
+            "",
+            f"{name} half ({', '.join(sp0['groups'])}; {sp0['questions']} questions):",
+            "",
+            "| system | "
+            + " | ".join(f"recall@{b}" for b in ks)
+            + " | "
+            + " | ".join(
+                f"{c} @10 ({sp0['by_category'].get(c, {}).get('questions', 0)})" for c in scats
+            )
+            + " |",
+            "|" + "---|" * (len(ks) + len(scats) + 1),
+        ]
         for r in part:
             sp = r["splits"][name]
-            lines.append(f"| {label(r)} | " + " | ".join(f"{sp['evidence_recall'].get(str(b), 0):.3f}" for b in ks)
-                         + " | " + " | ".join(f"{sp['by_category'].get(c, {}).get('evidence_recall', {}).get('10', 0):.3f}"
-                                             for c in scats) + " |")
+            lines.append(
+                f"| {label(r)} | "
+                + " | ".join(f"{sp['evidence_recall'].get(str(b), 0):.3f}" for b in ks)
+                + " | "
+                + " | ".join(
+                    f"{sp['by_category'].get(c, {}).get('evidence_recall', {}).get('10', 0):.3f}"
+                    for c in scats
+                )
+                + " |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -306,7 +450,8 @@ def plot_recall(reports: list[dict], path) -> Path:
 
 
 def write_outputs(reports: dict | list[dict], out) -> dict[str, Path]:
-    """Write the report JSON (one report, or a list), ``.md`` summary and ``.png`` plot beside it."""
+    """Write the report JSON (one report, or a list), ``.md`` summary and ``.png`` plot beside
+    it."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     many = reports if isinstance(reports, list) else [reports]

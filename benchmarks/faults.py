@@ -22,6 +22,7 @@ messages/records missing at the end), ``duplicated``, ``orphaned``, ``mismatched
 disagreements after recovery or at the end, records that differ from the reference, extra
 records, roster differences, failed reopen/resume), and one entry per kill.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,7 +38,9 @@ from pathlib import Path
 from typing import Any
 
 GROUP = "faults"
-_WORKER = "import sys; from speakerflow.benchmarks.faults import worker; worker(sys.argv[1], sys.argv[2])"
+_WORKER = (
+    "import sys; from speakerflow.benchmarks.faults import worker; worker(sys.argv[1], sys.argv[2])"
+)
 
 
 def _default_data(kind: str = "socialmem") -> tuple[Path, str]:
@@ -45,7 +48,12 @@ def _default_data(kind: str = "socialmem") -> tuple[Path, str]:
     conversation, or the bundled sample when ``../shared/data`` is absent."""
     from speakerflow.settings import BUNDLED_SAMPLE
 
-    shared = Path(os.environ.get("SPEAKERFLOW_SHARED_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+    shared = Path(
+        os.environ.get(
+            "SPEAKERFLOW_SHARED_DATA",
+            Path(__file__).resolve().parents[1].parent / "shared" / "data",
+        )
+    )
     if kind == "locomo" and (shared / "locomo" / "locomo10.json").exists():
         return shared / "locomo" / "locomo10.json", "locomo"
     if kind == "socialmem":
@@ -55,8 +63,14 @@ def _default_data(kind: str = "socialmem") -> tuple[Path, str]:
     return BUNDLED_SAMPLE, "jsonl"
 
 
-def prepare(out: Path, source: str | Path | None = None, fmt: str | None = None, entity_path: bool = True,
-            flush_every: int = 8, data: str = "socialmem") -> Path:
+def prepare(
+    out: Path,
+    source: str | Path | None = None,
+    fmt: str | None = None,
+    entity_path: bool = True,
+    flush_every: int = 8,
+    data: str = "socialmem",
+) -> Path:
     """Write the worker's input (messages of one group as Parquet, split points) under ``out``."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -64,19 +78,34 @@ def prepare(out: Path, source: str | Path | None = None, fmt: str | None = None,
     from speakerflow.ops.loaders import load
 
     if source is None and data == "events":
-        table, source, fmt = _events_table(), "benchmarks.harness.generator (seed 0, 3 rounds x 12 episodes)", "events"
+        table, source, fmt = (
+            _events_table(),
+            "benchmarks.harness.generator (seed 0, 3 rounds x 12 episodes)",
+            "events",
+        )
     else:
         if source is None:
             source, fmt = _default_data(data)
         loaded = load(source, fmt or "jsonl", group=None if fmt != "jsonl" else GROUP)
         _, table = loaded[0]
-    table = table.set_column(table.schema.get_field_index("group_id"), "group_id", pa.array([GROUP] * table.num_rows))
+    table = table.set_column(
+        table.schema.get_field_index("group_id"), "group_id", pa.array([GROUP] * table.num_rows)
+    )
     sessions = sorted(set(table["session_id"].to_pylist()), key=lambda s: (len(s), s))
     thirds = [sessions[i::3] for i in range(3)] if len(sessions) >= 3 else [sessions]
     out.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, out / "messages.parquet")
-    (out / "plan.json").write_text(json.dumps({"source": str(source), "format": fmt, "batches": thirds,
-                                               "entity_path": entity_path, "flush_every": flush_every}))
+    (out / "plan.json").write_text(
+        json.dumps(
+            {
+                "source": str(source),
+                "format": fmt,
+                "batches": thirds,
+                "entity_path": entity_path,
+                "flush_every": flush_every,
+            }
+        )
+    )
     return out
 
 
@@ -91,7 +120,10 @@ def _events_table():
     rows = []
     for rnd, batch in gen.stream():
         for ep in batch:
-            rows += [{**e, "reply_to": None, "group_id": GROUP, "session_id": f"r{rnd}"} for e in ep.events]
+            rows += [
+                {**e, "reply_to": None, "group_id": GROUP, "session_id": f"r{rnd}"}
+                for e in ep.events
+            ]
     return pa.Table.from_pylist(rows, schema=MESSAGE_SCHEMA)
 
 
@@ -133,15 +165,22 @@ def freeze_code(dest: Path) -> Path:
     shutil.copytree(repo / "speakerflow", dest / "speakerflow", ignore=ignore, dirs_exist_ok=True)
     for top in MAPPED:
         if (repo / top).is_dir():
-            shutil.copytree(repo / top, dest / "speakerflow" / top, ignore=ignore, dirs_exist_ok=True)
+            shutil.copytree(
+                repo / top, dest / "speakerflow" / top, ignore=ignore, dirs_exist_ok=True
+            )
     return dest
 
 
 _CODE: dict[str, str] = {}
 
 
-def _run_worker(home: Path, data: Path, env_extra: dict[str, str] | None = None, kill_after: float | None = None,
-                timeout: float = 600) -> tuple[int, float]:
+def _run_worker(
+    home: Path,
+    data: Path,
+    env_extra: dict[str, str] | None = None,
+    kill_after: float | None = None,
+    timeout: float = 600,
+) -> tuple[int, float]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPEAKERFLOW_FAILPOINT")}
     env.update(env_extra or {})
     if "path" in _CODE:
@@ -149,9 +188,14 @@ def _run_worker(home: Path, data: Path, env_extra: dict[str, str] | None = None,
     start = time.perf_counter()
     # cwd: ``python -c`` puts the working directory first on sys.path; run from a checkout,
     # its live ``speakerflow/`` would shadow the frozen copy (found when a commit landed mid-run)
-    proc = subprocess.Popen([sys.executable, "-c", _WORKER, str(Path(home).resolve()), str(Path(data).resolve())], env=env,
-                            cwd=_CODE.get("path") or None,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _WORKER, str(Path(home).resolve()), str(Path(data).resolve())],
+        env=env,
+        cwd=_CODE.get("path") or None,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     if kill_after is not None:
         try:
             proc.wait(kill_after)
@@ -174,18 +218,41 @@ def snapshot(home: Path) -> dict[str, Any]:
 
     h = Home(home)
     if GROUP not in h.groups():
-        return {"recovered": None, "audit": None, "messages": [], "records": {}, "roster": [], "facts": 0}
+        return {
+            "recovered": None,
+            "audit": None,
+            "messages": [],
+            "records": {},
+            "roster": [],
+            "facts": 0,
+        }
     with h.open(GROUP, writable=True) as s:
         rec = s.recovered
         a = audit(s)
-        recs = {r["entry_id"]: (r["content"], r["supersedes"], r["superseded_by"], tuple(r["from_ids"] or []),
-                                r["write_order"]) for r in s.records().to_pylist()}
+        recs = {
+            r["entry_id"]: (
+                r["content"],
+                r["supersedes"],
+                r["superseded_by"],
+                tuple(r["from_ids"] or []),
+                r["write_order"],
+            )
+            for r in s.records().to_pylist()
+        }
         facts = s.graph.count("Fact") if (s.root / "graph.kuzu").exists() else 0
-        return {"recovered": rec, "audit": a, "messages": sorted(s.messages()["msg_id"].to_pylist()),
-                "records": recs, "roster": s.roster(), "facts": facts}
+        return {
+            "recovered": rec,
+            "audit": a,
+            "messages": sorted(s.messages()["msg_id"].to_pylist()),
+            "records": recs,
+            "roster": s.roster(),
+            "facts": facts,
+        }
 
 
-def compare(ref: dict[str, Any], after_recovery: dict[str, Any], final: dict[str, Any]) -> dict[str, int]:
+def compare(
+    ref: dict[str, Any], after_recovery: dict[str, Any], final: dict[str, Any]
+) -> dict[str, int]:
     """Counts for one kill (see the module doc)."""
     out = {"lost": 0, "duplicated": 0, "orphaned": 0, "mismatched": 0}
     for snap in (after_recovery, final):
@@ -199,7 +266,9 @@ def compare(ref: dict[str, Any], after_recovery: dict[str, Any], final: dict[str
     out["lost"] += len(set(ref["records"]) - set(final["records"]))
     out["duplicated"] += len(final["messages"]) - len(set(final["messages"]))
     out["mismatched"] += len(set(final["records"]) - set(ref["records"]))
-    out["mismatched"] += sum(1 for k, v in final["records"].items() if k in ref["records"] and ref["records"][k] != v)
+    out["mismatched"] += sum(
+        1 for k, v in final["records"].items() if k in ref["records"] and ref["records"][k] != v
+    )
     out["mismatched"] += int(final["roster"] != ref["roster"]) + int(final["facts"] != ref["facts"])
     return out
 
@@ -214,8 +283,15 @@ def named_steps(log: Path) -> list[str]:
     return out
 
 
-def _one_kill(i: int, how: str, step: str | None, delay: float | None, base: Path, data: Path,
-              ref: dict[str, Any]) -> dict[str, Any]:
+def _one_kill(
+    i: int,
+    how: str,
+    step: str | None,
+    delay: float | None,
+    base: Path,
+    data: Path,
+    ref: dict[str, Any],
+) -> dict[str, Any]:
     home = base / f"kill-{i:04d}"
     shutil.rmtree(home, ignore_errors=True)
     entry: dict[str, Any] = {"i": i, "how": how, "step": step}
@@ -257,9 +333,19 @@ def _one_kill(i: int, how: str, step: str | None, delay: float | None, base: Pat
     return entry
 
 
-def run(kills: int = 100, out: str | Path | None = None, seed: int = 0, source: Path | None = None,
-        fmt: str | None = None, entity_path: bool = True, flush_every: int = 2, workdir: Path | None = None,
-        progress: bool = True, jobs: int = 2, data: str = "socialmem") -> dict[str, Any]:
+def run(
+    kills: int = 100,
+    out: str | Path | None = None,
+    seed: int = 0,
+    source: Path | None = None,
+    fmt: str | None = None,
+    entity_path: bool = True,
+    flush_every: int = 2,
+    workdir: Path | None = None,
+    progress: bool = True,
+    jobs: int = 2,
+    data: str = "socialmem",
+) -> dict[str, Any]:
     """Run the benchmark (``jobs`` kills at a time); returns (and writes to ``out``) the report."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -273,17 +359,31 @@ def run(kills: int = 100, out: str | Path | None = None, seed: int = 0, source: 
     rc, ref_seconds = _run_worker(ref_home, data_dir, {"SPEAKERFLOW_FAILPOINT_LOG": str(log)})
     ref = snapshot(ref_home)
     steps = named_steps(log)
-    n_steps = (kills + 1) // 2  # half at named boundaries, spread over every boundary the run passed
-    plan: list[tuple[str, str | None, float | None]] = \
-        [("step", steps[(i * len(steps)) // n_steps % len(steps)], None) for i in range(n_steps)] if steps else []
+    n_steps = (
+        kills + 1
+    ) // 2  # half at named boundaries, spread over every boundary the run passed
+    plan: list[tuple[str, str | None, float | None]] = (
+        [("step", steps[(i * len(steps)) // n_steps % len(steps)], None) for i in range(n_steps)]
+        if steps
+        else []
+    )
     plan += [("random", None, rng.uniform(0.0, ref_seconds)) for _ in range(kills - len(plan))]
     rng.shuffle(plan)
-    totals = {"kills": 0, "recovered": 0, "lost": 0, "duplicated": 0, "orphaned": 0, "mismatched": 0}
+    totals = {
+        "kills": 0,
+        "recovered": 0,
+        "lost": 0,
+        "duplicated": 0,
+        "orphaned": 0,
+        "mismatched": 0,
+    }
     per_kill: list[dict[str, Any]] = []
     t0 = time.perf_counter()
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(_one_kill, i, how, step, delay, base, data_dir, ref)
-                   for i, (how, step, delay) in enumerate(plan)]
+        futures = [
+            pool.submit(_one_kill, i, how, step, delay, base, data_dir, ref)
+            for i, (how, step, delay) in enumerate(plan)
+        ]
         for fut in futures:
             entry = fut.result()
             per_kill.append(entry)
@@ -293,12 +393,34 @@ def run(kills: int = 100, out: str | Path | None = None, seed: int = 0, source: 
                 for k in ("lost", "duplicated", "orphaned", "mismatched"):
                     totals[k] += entry[k]
             if progress:
-                print(f"[faults] {entry['i'] + 1}/{len(plan)} {entry['how']} {entry['step'] or entry.get('after_s')}: "
-                      f"{'not killed' if not entry['killed'] else 'ok' if entry['ok'] else entry} "
-                      f"{entry.get('recovery') or ''}", file=sys.stderr, flush=True)
-            if out:  # the report so far, rewritten after every kill (a long run can be read while it runs)
-                Path(out).write_text(json.dumps(_report(totals, plan, per_kill, steps, ref, ref_seconds, data_dir, t0,
-                                                        done=False), indent=2, default=str) + "\n")
+                print(
+                    f"[faults] {entry['i'] + 1}/{len(plan)} {entry['how']} "
+                    f"{entry['step'] or entry.get('after_s')}: "
+                    f"{'not killed' if not entry['killed'] else 'ok' if entry['ok'] else entry} "
+                    f"{entry.get('recovery') or ''}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            # the report so far, rewritten after every kill (a long run can be read while it runs)
+            if out:
+                Path(out).write_text(
+                    json.dumps(
+                        _report(
+                            totals,
+                            plan,
+                            per_kill,
+                            steps,
+                            ref,
+                            ref_seconds,
+                            data_dir,
+                            t0,
+                            done=False,
+                        ),
+                        indent=2,
+                        default=str,
+                    )
+                    + "\n"
+                )
     report = _report(totals, plan, per_kill, steps, ref, ref_seconds, data_dir, t0, done=True)
     if out:
         Path(out).write_text(json.dumps(report, indent=2, default=str) + "\n")
@@ -307,7 +429,9 @@ def run(kills: int = 100, out: str | Path | None = None, seed: int = 0, source: 
     return report
 
 
-def _report(totals, plan, per_kill, steps, ref, ref_seconds, data, t0, done: bool) -> dict[str, Any]:
+def _report(
+    totals, plan, per_kill, steps, ref, ref_seconds, data, t0, done: bool
+) -> dict[str, Any]:
     return {
         **totals,
         "complete": done,
@@ -316,8 +440,13 @@ def _report(totals, plan, per_kill, steps, ref, ref_seconds, data, t0, done: boo
         "random_kills": sum(1 for e in per_kill if e["how"] == "random" and e.get("killed")),
         "step_boundaries": sorted(set(s.split("@")[0] for s in steps)),
         "step_boundary_hits_in_reference": len(steps),
-        "reference": {"messages": len(ref["messages"]), "records": len(ref["records"]), "facts": ref["facts"],
-                      "seconds": round(ref_seconds, 2), "source": json.loads((data / "plan.json").read_text())["source"]},
+        "reference": {
+            "messages": len(ref["messages"]),
+            "records": len(ref["records"]),
+            "facts": ref["facts"],
+            "seconds": round(ref_seconds, 2),
+            "source": json.loads((data / "plan.json").read_text())["source"],
+        },
         "seconds": round(time.perf_counter() - t0, 1),
         "per_kill": per_kill,
     }

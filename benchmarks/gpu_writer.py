@@ -16,6 +16,7 @@ the sampling and reference policies, and the two-pass clipped update. A random m
 equal rewards everywhere (no advantage, so no update); for timing only, advantages are set
 to +-1 so that the measured step contains the update a trained policy's step would.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,9 +28,18 @@ from typing import Any
 
 #: Qwen2.5-3B (Instruct) architecture, from its public config.json.
 QWEN25_3B = dict(
-    hidden_size=2048, intermediate_size=11008, num_hidden_layers=36, num_attention_heads=16,
-    num_key_value_heads=2, vocab_size=151936, max_position_embeddings=32768, rope_theta=1e6,
-    rms_norm_eps=1e-6, tie_word_embeddings=True, hidden_act="silu", sliding_window=None,
+    hidden_size=2048,
+    intermediate_size=11008,
+    num_hidden_layers=36,
+    num_attention_heads=16,
+    num_key_value_heads=2,
+    vocab_size=151936,
+    max_position_embeddings=32768,
+    rope_theta=1e6,
+    rms_norm_eps=1e-6,
+    tie_word_embeddings=True,
+    hidden_act="silu",
+    sliding_window=None,
 )
 
 
@@ -44,8 +54,9 @@ def build_random_3b(folder: Path, dtype: str = "bfloat16") -> Path:
     tok_dir = build_tiny_model(folder / "_tokenizer")
     tokenizer = AutoTokenizer.from_pretrained(tok_dir)
     eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
-    config = Qwen2Config(**QWEN25_3B, bos_token_id=pad, eos_token_id=eos, pad_token_id=pad,
-                         torch_dtype=dtype)
+    config = Qwen2Config(
+        **QWEN25_3B, bos_token_id=pad, eos_token_id=eos, pad_token_id=pad, torch_dtype=dtype
+    )
     torch.manual_seed(0)
     with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
         model = Qwen2ForCausalLM(config).to(getattr(torch, dtype))
@@ -61,13 +72,20 @@ def _network(messages: int = 25):
     from speakerflow.training.data import Network
 
     seg = _segment(messages)
-    act = {"action": "ADD", "owner": seg.roster[0], "source": seg.roster[0],
-           "layer": "per_speaker_core", "utype": "fact", "content": seg.messages[0]["text"]}
+    act = {
+        "action": "ADD",
+        "owner": seg.roster[0],
+        "source": seg.roster[0],
+        "layer": "per_speaker_core",
+        "utype": "fact",
+        "content": seg.messages[0]["text"],
+    }
     return Network("bench", seg.roster, [seg], [[act]], [[]], True, "sample_team.jsonl")
 
 
-def time_grpo_step(model_dir: Path, *, group_size: int = 8, new_tokens: int = 256,
-                   messages: int = 25) -> dict[str, Any]:
+def time_grpo_step(
+    model_dir: Path, *, group_size: int = 8, new_tokens: int = 256, messages: int = 25
+) -> dict[str, Any]:
     """Seconds of one GRPO step (rollout, log-probs, 2-pass update) and its parts."""
     import torch
 
@@ -86,12 +104,24 @@ def time_grpo_step(model_dir: Path, *, group_size: int = 8, new_tokens: int = 25
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     sync()
     t0 = time.perf_counter()
-    roll = rollout_network(policy, tokenizer, net, refs, group_size=s.group_size, positions=1,
-                           temperature=s.temperature, top_p=s.top_p, max_new_tokens=new_tokens)
+    roll = rollout_network(
+        policy,
+        tokenizer,
+        net,
+        refs,
+        group_size=s.group_size,
+        positions=1,
+        temperature=s.temperature,
+        top_p=s.top_p,
+        max_new_tokens=new_tokens,
+    )
     sync()
     t1 = time.perf_counter()
-    chosen = [(row[0], 1.0 if g % 2 == 0 else -1.0) for g, row in enumerate(roll.samples)
-              if row[0].completion_ids]
+    chosen = [
+        (row[0], 1.0 if g % 2 == 0 else -1.0)
+        for g, row in enumerate(roll.samples)
+        if row[0].completion_ids
+    ]
     old, ref_lp = reference_logprobs(policy, ref, chosen, device)
     sync()
     t2 = time.perf_counter()
@@ -100,15 +130,25 @@ def time_grpo_step(model_dir: Path, *, group_size: int = 8, new_tokens: int = 25
     t3 = time.perf_counter()
     tokens = sum(len(smp.completion_ids) for smp, _ in chosen)
     peak = torch.cuda.max_memory_allocated() / 2**30 if device == "cuda" else None
-    return {"device": device, "dtype": str(dtype).removeprefix("torch."), "group_size": group_size,
-            "completion_tokens": tokens, "prompt_tokens": len(chosen[0][0].prompt_ids) if chosen else 0,
-            "rollout_s": t1 - t0, "logprob_s": t2 - t1, "update_s": t3 - t2, "step_s": t3 - t0,
-            "rollout_tokens_per_s": tokens / (t1 - t0), "passes_applied": upd["applied"],
-            "peak_gpu_gib": peak}
+    return {
+        "device": device,
+        "dtype": str(dtype).removeprefix("torch."),
+        "group_size": group_size,
+        "completion_tokens": tokens,
+        "prompt_tokens": len(chosen[0][0].prompt_ids) if chosen else 0,
+        "rollout_s": t1 - t0,
+        "logprob_s": t2 - t1,
+        "update_s": t3 - t2,
+        "step_s": t3 - t0,
+        "rollout_tokens_per_s": tokens / (t1 - t0),
+        "passes_applied": upd["applied"],
+        "peak_gpu_gib": peak,
+    }
 
 
-def _time_torch(folder: Path, calls: int, new_tokens: int, messages: int,
-                device: str = "cuda") -> dict[str, float]:
+def _time_torch(
+    folder: Path, calls: int, new_tokens: int, messages: int, device: str = "cuda"
+) -> dict[str, float]:
     """Torch-only generation figures (when onnxruntime cannot use the GPU)."""
     from speakerflow.benchmarks.chat_backends import _segment, _time_backend
     from speakerflow.ops.backends import make_backend
@@ -118,16 +158,29 @@ def _time_torch(folder: Path, calls: int, new_tokens: int, messages: int,
     return _time_backend(backend, build_writer_messages(_segment(messages)), calls, new_tokens)
 
 
-def run(*, tiny: bool = False, skip_onnx: bool = False, calls: int = 3, new_tokens: int = 128,
-        group_size: int = 8, grpo_tokens: int = 256, messages: int = 25) -> dict[str, Any]:
+def run(
+    *,
+    tiny: bool = False,
+    skip_onnx: bool = False,
+    calls: int = 3,
+    new_tokens: int = 128,
+    group_size: int = 8,
+    grpo_tokens: int = 256,
+    messages: int = 25,
+) -> dict[str, Any]:
     """The whole check; ``{"skipped": reason}`` without CUDA unless ``tiny``."""
     import torch
 
     cuda = torch.cuda.is_available()
     if not cuda and not tiny:
-        return {"skipped": "no CUDA device visible to torch; run on a GPU machine (or --tiny on CPU)"}
+        return {
+            "skipped": "no CUDA device visible to torch; run on a GPU machine (or --tiny on CPU)"
+        }
     device = "cuda" if cuda and not tiny else "cpu"
-    report: dict[str, Any] = {"device": device, "model": "tiny" if tiny else "random Qwen2.5-3B architecture"}
+    report: dict[str, Any] = {
+        "device": device,
+        "model": "tiny" if tiny else "random Qwen2.5-3B architecture",
+    }
     if cuda:
         report["gpu"] = torch.cuda.get_device_name(0)
     with tempfile.TemporaryDirectory() as tmp:
@@ -139,8 +192,9 @@ def run(*, tiny: bool = False, skip_onnx: bool = False, calls: int = 3, new_toke
             t0 = time.perf_counter()
             folder = build_random_3b(Path(tmp) / "model")
             report["build_s"] = time.perf_counter() - t0
-        report["grpo_step"] = time_grpo_step(folder, group_size=group_size, new_tokens=grpo_tokens,
-                                             messages=messages)
+        report["grpo_step"] = time_grpo_step(
+            folder, group_size=group_size, new_tokens=grpo_tokens, messages=messages
+        )
         torch.cuda.empty_cache() if cuda else None
         if skip_onnx:
             report["generation"] = {"skipped": "--skip-onnx"}
@@ -149,20 +203,27 @@ def run(*, tiny: bool = False, skip_onnx: bool = False, calls: int = 3, new_toke
 
             providers = onnxruntime.get_available_providers()
             if device == "cuda" and "CUDAExecutionProvider" not in providers:
-                report["generation"] = {"torch": _time_torch(folder, calls, new_tokens, messages),
-                                        "onnx": {"skipped": f"onnxruntime has no CUDA provider "
-                                                            f"({providers}); install onnxruntime-gpu"}}
+                report["generation"] = {
+                    "torch": _time_torch(folder, calls, new_tokens, messages),
+                    "onnx": {
+                        "skipped": f"onnxruntime has no CUDA provider "
+                        f"({providers}); install onnxruntime-gpu"
+                    },
+                }
             else:
                 from speakerflow.benchmarks.chat_backends import run as time_backends
 
-                report["generation"] = time_backends(folder, calls=calls, new_tokens=new_tokens,
-                                                     messages=messages, device=device)
+                report["generation"] = time_backends(
+                    folder, calls=calls, new_tokens=new_tokens, messages=messages, device=device
+                )
     return report
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--tiny", action="store_true", help="tiny model on CPU (a dry run of the script)")
+    p.add_argument(
+        "--tiny", action="store_true", help="tiny model on CPU (a dry run of the script)"
+    )
     p.add_argument("--skip-onnx", action="store_true", help="time torch GRPO only (no export)")
     p.add_argument("--calls", type=int, default=3, help="generation calls per backend")
     p.add_argument("--new-tokens", type=int, default=128, help="new tokens per generation call")
@@ -171,8 +232,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--messages", type=int, default=25, help="messages in the Writer segment")
     p.add_argument("--out", help="write the report JSON here")
     a = p.parse_args(argv)
-    report = run(tiny=a.tiny, skip_onnx=a.skip_onnx, calls=a.calls, new_tokens=a.new_tokens,
-                 group_size=a.group_size, grpo_tokens=a.grpo_tokens, messages=a.messages)
+    report = run(
+        tiny=a.tiny,
+        skip_onnx=a.skip_onnx,
+        calls=a.calls,
+        new_tokens=a.new_tokens,
+        group_size=a.group_size,
+        grpo_tokens=a.grpo_tokens,
+        messages=a.messages,
+    )
     text = json.dumps(report, indent=2, default=str)
     print(text)
     if a.out:

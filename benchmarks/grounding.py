@@ -9,6 +9,7 @@ every written record and every grounding refusal.
 
 ``python -m speakerflow.benchmarks.grounding [--out report.json]``
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,11 @@ from speakerflow.ops.contract import MIN_SUPPORT, grounding
 from speakerflow.ops.loaders import load
 from speakerflow.pipelines.write_path import write_group
 
-SHARED_DATA = Path(os.environ.get("SPEAKERFLOW_SHARED_DATA",
-                                 Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+SHARED_DATA = Path(
+    os.environ.get(
+        "SPEAKERFLOW_SHARED_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"
+    )
+)
 DEV_LOCOMO = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")
 
 
@@ -44,13 +48,20 @@ def _inputs(data: Path) -> list[tuple[str, str, str]]:
     return out
 
 
-def _support(store: Any, rec: dict[str, Any], by_id: dict[str, Any], msgs: dict[str, Any], names: list[str]):
+def _support(
+    store: Any, rec: dict[str, Any], by_id: dict[str, Any], msgs: dict[str, Any], names: list[str]
+):
     cited = [msgs[m] for m in rec["from_ids"] or [] if m in msgs]
     ev = [m["text"] for m in cited]
     if rec["supersedes"] in by_id:
         ev.append(by_id[rec["supersedes"]]["content"])
-    return grounding(rec["content"], ev, [m["ts"] for m in cited], names,
-                     counts=(len(cited), len({m["session_id"] for m in cited})))
+    return grounding(
+        rec["content"],
+        ev,
+        [m["ts"] for m in cited],
+        names,
+        counts=(len(cited), len({m["session_id"] for m in cited})),
+    )
 
 
 def run(data: Path = SHARED_DATA) -> dict[str, Any]:
@@ -64,8 +75,12 @@ def run(data: Path = SHARED_DATA) -> dict[str, Any]:
             store = GroupStore(Path("/unused"), gid, in_memory=True)
             store.append_messages(table)
             rep = write_group(store, "rules", progress=False)
-            grounded = [r for r in rep.rejects if str(r["reason"]).startswith("content: ") and
-                        "missing or empty" not in str(r["reason"])]
+            grounded = [
+                r
+                for r in rep.rejects
+                if str(r["reason"]).startswith("content: ")
+                and "missing or empty" not in str(r["reason"])
+            ]
             msgs = {m["msg_id"]: m for m in store.messages().to_pylist()}
             recs = all_records(store)
             by_id = {r["entry_id"]: r for r in recs}
@@ -73,18 +88,31 @@ def run(data: Path = SHARED_DATA) -> dict[str, Any]:
             supports += [_support(store, r, by_id, msgs, names).support for r in recs]
             for r in grounded:
                 why = str(r["reason"])
-                reasons[why.split(" ")[1] if why.startswith("content: only") else why.split("(")[0].strip()] += 1
+                reasons[
+                    why.split(" ")[1]
+                    if why.startswith("content: only")
+                    else why.split("(")[0].strip()
+                ] += 1
                 if len(examples) < 20:
-                    examples.append({"group": gid, "reason": why, "payload": str(r["payload"])[:300]})
+                    examples.append(
+                        {"group": gid, "reason": why, "payload": str(r["payload"])[:300]}
+                    )
             written += rep.accepted
             refused += len(grounded)
             per_input[gid] = {"written": rep.accepted, "refused_grounding": len(grounded)}
     total = written + refused
     sweep = {str(t): sum(s < t for s in supports) for t in (0.3, 0.4, 0.5, 0.6, 0.7)}
-    return {"inputs": per_input, "written": written, "refused_grounding": refused,
-            "false_refusal_rate": refused / total if total else 0.0, "min_support": MIN_SUPPORT,
-            "refusal_reasons": dict(reasons), "examples": examples,
-            "written_below_threshold_sweep": sweep, "records_scored": len(supports)}
+    return {
+        "inputs": per_input,
+        "written": written,
+        "refused_grounding": refused,
+        "false_refusal_rate": refused / total if total else 0.0,
+        "min_support": MIN_SUPPORT,
+        "refusal_reasons": dict(reasons),
+        "examples": examples,
+        "written_below_threshold_sweep": sweep,
+        "records_scored": len(supports),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,9 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out")
     args = ap.parse_args(argv)
     rep = run()
-    line = (f"rules Writer on the dev data: {rep['written']} records written, {rep['refused_grounding']} refused "
-            f"by the grounding check (false-refusal rate {rep['false_refusal_rate']:.2%}, "
-            f"min_support {rep['min_support']}); reasons {rep['refusal_reasons']}")
+    line = (
+        f"rules Writer on the dev data: {rep['written']} records written, "
+        f"{rep['refused_grounding']} refused "
+        f"by the grounding check (false-refusal rate {rep['false_refusal_rate']:.2%}, "
+        f"min_support {rep['min_support']}); reasons {rep['refusal_reasons']}"
+    )
     print(line)
     if args.out:
         Path(args.out).write_text(json.dumps(rep, indent=1, default=str))

@@ -12,6 +12,7 @@ Categories: truncated JSON, wrong types, missing fields, invalid UTF-8, NUL char
 file, and against the store), timestamps out of range / without zone / unreadable, group
 ids with path separators or ``..``, and lines or events claiming another group.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -24,7 +25,13 @@ from typing import Any
 BIG = 10 * 1024 * 1024
 TS = "2026-03-02T09:00:00Z"
 BAD_GROUPS = ["../escape", "..", "a/b", "/abs", "a\\b", "", "x" * 200, ".hidden", "g\x00g", "g h"]
-BAD_TS = ["0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "not a time", "2026-13-45T00:00:00Z", "1850-06-01T00:00:00Z"]
+BAD_TS = [
+    "0001-01-01T00:00:00Z",
+    "9999-12-31T23:59:59Z",
+    "not a time",
+    "2026-13-45T00:00:00Z",
+    "1850-06-01T00:00:00Z",
+]
 WRONG = [123, 4.5, [], {}, True, None]
 
 
@@ -39,25 +46,66 @@ class Case:
 
 
 def _jsonl_rows(n: int = 4) -> list[dict[str, Any]]:
-    return [{"msg_id": f"h{i}", "session_id": "s1", "turn": i, "ts": f"2026-03-02T09:0{i}:00Z", "speaker": "Ana" if i % 2 else "Ben",
-             "text": f"hostile test message number {i}"} for i in range(n)]
+    return [
+        {
+            "msg_id": f"h{i}",
+            "session_id": "s1",
+            "turn": i,
+            "ts": f"2026-03-02T09:0{i}:00Z",
+            "speaker": "Ana" if i % 2 else "Ben",
+            "text": f"hostile test message number {i}",
+        }
+        for i in range(n)
+    ]
 
 
 def _event_rows(n: int = 4) -> list[dict[str, Any]]:
-    return [{"event_id": f"e{i}", "group_id": "g1", "ts": f"2026-03-02T09:0{i}:00Z", "source_type": "user_turn",
-             "source": "trader", "content": f"event number {i} about XBT"} for i in range(n)]
+    return [
+        {
+            "event_id": f"e{i}",
+            "group_id": "g1",
+            "ts": f"2026-03-02T09:0{i}:00Z",
+            "source_type": "user_turn",
+            "source": "trader",
+            "content": f"event number {i} about XBT",
+        }
+        for i in range(n)
+    ]
 
 
 def _locomo(n: int = 4) -> list[dict[str, Any]]:
-    turns = [{"speaker": "Ana" if i % 2 else "Ben", "dia_id": f"D1:{i}", "text": f"locomo line {i}"} for i in range(n)]
-    return [{"sample_id": "conv-h", "conversation": {"speaker_a": "Ana", "speaker_b": "Ben", "session_1": turns,
-                                                     "session_1_date_time": "1:56 pm on 8 May, 2023"}}]
+    turns = [
+        {"speaker": "Ana" if i % 2 else "Ben", "dia_id": f"D1:{i}", "text": f"locomo line {i}"}
+        for i in range(n)
+    ]
+    return [
+        {
+            "sample_id": "conv-h",
+            "conversation": {
+                "speaker_a": "Ana",
+                "speaker_b": "Ben",
+                "session_1": turns,
+                "session_1_date_time": "1:56 pm on 8 May, 2023",
+            },
+        }
+    ]
 
 
 def _social(n: int = 4) -> dict[str, Any]:
-    turns = [{"turn": f"t{i}", "speaker": "Ana" if i % 2 else "Ben", "content": f"social line {i}",
-              "ts": f"2025-10-06T12:0{i}:00"} for i in range(n)]
-    return {"speakers": ["Ana", "Ben"], "sessions": [{"session_id": "s1", "turns": turns}], "meta": {"network_id": "net-h"}}
+    turns = [
+        {
+            "turn": f"t{i}",
+            "speaker": "Ana" if i % 2 else "Ben",
+            "content": f"social line {i}",
+            "ts": f"2025-10-06T12:0{i}:00",
+        }
+        for i in range(n)
+    ]
+    return {
+        "speakers": ["Ana", "Ben"],
+        "sessions": [{"session_id": "s1", "turns": turns}],
+        "meta": {"network_id": "net-h"},
+    }
 
 
 def _lines(rows: list[dict]) -> bytes:
@@ -71,23 +119,39 @@ def generate(out: str | Path) -> list[Case]:
     cases: list[Case] = []
     n = [0]
 
-    def put(data: bytes, fmt: str, category: str, field: str | None, group: str | None = None, ext: str | None = None,
-            store_level: bool = False) -> None:
+    def put(
+        data: bytes,
+        fmt: str,
+        category: str,
+        field: str | None,
+        group: str | None = None,
+        ext: str | None = None,
+        store_level: bool = False,
+    ) -> None:
         n[0] += 1
-        path = out / f"{n[0]:04d}-{fmt}-{re.sub(r'[^a-z0-9]+', '_', category)}.{ext or ('jsonl' if fmt in ('jsonl', 'events') else 'json')}"
+        slug = re.sub(r"[^a-z0-9]+", "_", category)
+        suffix = ext or ("jsonl" if fmt in ("jsonl", "events") else "json")
+        path = out / f"{n[0]:04d}-{fmt}-{slug}.{suffix}"
         path.write_bytes(data)
         cases.append(Case(path, fmt, group, category, field, store_level))
 
     # -- line formats: jsonl (group from --group) and events --------------------------
     fields: tuple[str, ...]
-    for fmt, rows_of, fields, group in (("jsonl", _jsonl_rows, ("msg_id", "speaker", "text", "ts", "session_id"), "g1"),
-                                        ("events", _event_rows, ("event_id", "source", "content", "ts", "source_type"), None)):
-        # the loader's name for an events field: event_id -> msg_id, source -> speaker, content -> text
-        alias = {"event_id": "msg_id", "source": "speaker", "content": "text"} if fmt == "events" else {}
+    for fmt, rows_of, fields, group in (
+        ("jsonl", _jsonl_rows, ("msg_id", "speaker", "text", "ts", "session_id"), "g1"),
+        ("events", _event_rows, ("event_id", "source", "content", "ts", "source_type"), None),
+    ):
+        # the loader's name for an events field: event_id -> msg_id, source -> speaker, content ->
+        # text
+        alias = (
+            {"event_id": "msg_id", "source": "speaker", "content": "text"}
+            if fmt == "events"
+            else {}
+        )
         good = _lines(rows_of())
         for frac in (0.1, 0.3, 0.5, 0.7, 0.9):
             cut = int(len(good) * frac)
-            while good[cut - 1:cut] in (b"\n", b"}"):  # cut inside an object, not between lines
+            while good[cut - 1 : cut] in (b"\n", b"}"):  # cut inside an object, not between lines
                 cut -= 1
             put(good[:cut], fmt, "truncated", None, group)
         for at in (0, 2, 3):
@@ -98,7 +162,10 @@ def generate(out: str | Path) -> list[Case]:
                     rows = rows_of()
                     rows[at][f] = bad
                     want = "source_type" if f == "source_type" else alias.get(f, f)
-                    if f in ("msg_id", "event_id", "speaker", "source", "text", "content", "ts") and bad is None:
+                    if (
+                        f in ("msg_id", "event_id", "speaker", "source", "text", "content", "ts")
+                        and bad is None
+                    ):
                         want = alias.get(f, f)
                     put(_lines(rows), fmt, f"wrong type {f}={type(bad).__name__}", want, group)
                 if f == "session_id":
@@ -109,7 +176,13 @@ def generate(out: str | Path) -> list[Case]:
             raw = _lines(rows_of()).split(b"\n")
             text_key = b"hostile test" if fmt == "jsonl" else b"event number"
             raw[at] = raw[at].replace(text_key, b"\xff\xfe" + text_key)
-            put(b"\n".join(raw), fmt, "invalid utf-8", alias.get("text", "text") if fmt == "jsonl" else "content", group)
+            put(
+                b"\n".join(raw),
+                fmt,
+                "invalid utf-8",
+                alias.get("text", "text") if fmt == "jsonl" else "content",
+                group,
+            )
             raw = _lines(rows_of()).split(b"\n")
             raw[at] = raw[at].replace(text_key, b"\x00" + text_key)
             put(b"\n".join(raw), fmt, "raw NUL byte", None, group)
@@ -145,6 +218,7 @@ def generate(out: str | Path) -> list[Case]:
         put(_lines(rows), fmt, "10 MB message", alias.get(tf, tf), group)
         put(b"[1, 2, 3]\n", fmt, "not an object", None, group)
         put(b"", fmt, "empty file", None, group)
+
     # -- whole-file formats: locomo and socialmem --------------------------------------
     def locomo_turn(i: int, key: str, value: Any) -> bytes:
         data = _locomo()
@@ -165,8 +239,9 @@ def generate(out: str | Path) -> list[Case]:
         return json.dumps(data).encode()
 
     for fmt, maker, fields in (
-            ("locomo", locomo_turn, ("dia_id", "speaker", "text")),
-            ("socialmem", social_turn, ("turn", "speaker", "content", "ts"))):
+        ("locomo", locomo_turn, ("dia_id", "speaker", "text")),
+        ("socialmem", social_turn, ("turn", "speaker", "content", "ts")),
+    ):
         good = json.dumps(_locomo() if fmt == "locomo" else _social(), indent=1).encode()
         for frac in (0.05, 0.2, 0.4, 0.6, 0.8, 0.95):
             put(good[: int(len(good) * frac)], fmt, "truncated", None)
@@ -184,9 +259,20 @@ def generate(out: str | Path) -> list[Case]:
             deep = maker(at, tf, "DEEP").replace(b'"DEEP"', b"[" * 100_000 + b"1" + b"]" * 100_000)
             put(deep, fmt, "deep nesting", None)
             idf = "dia_id" if fmt == "locomo" else "turn"
-            put(maker(at, idf, "D1:0" if fmt == "locomo" else "t0") if at else maker(at, idf, "D1:1" if fmt == "locomo" else "t1"),
-                fmt, "duplicate id with different text", "msg_id")
-        put(maker(1, "text" if fmt == "locomo" else "content", "x" * BIG), fmt, "10 MB message", "text")
+            put(
+                maker(at, idf, "D1:0" if fmt == "locomo" else "t0")
+                if at
+                else maker(at, idf, "D1:1" if fmt == "locomo" else "t1"),
+                fmt,
+                "duplicate id with different text",
+                "msg_id",
+            )
+        put(
+            maker(1, "text" if fmt == "locomo" else "content", "x" * BIG),
+            fmt,
+            "10 MB message",
+            "text",
+        )
         put(b"\x00" * 64, fmt, "binary garbage", None)
         put(b"", fmt, "empty file", None)
     data: Any
@@ -194,11 +280,20 @@ def generate(out: str | Path) -> list[Case]:
         data = _social()
         data["sessions"][0]["turns"][2]["ts"] = ts
         put(json.dumps(data).encode(), "socialmem", f"timestamp {ts!r}", "ts")
-    for d in ("1:56 pm on 8 May, 1066", "1:56 pm on 8 May, 2999", "yesterday", "25:00 pm on 8 May, 2023"):
+    for d in (
+        "1:56 pm on 8 May, 1066",
+        "1:56 pm on 8 May, 2999",
+        "yesterday",
+        "25:00 pm on 8 May, 2023",
+    ):
         data = _locomo()
         data[0]["conversation"]["session_1_date_time"] = d
-        put(json.dumps(data).encode(), "locomo", f"session time {d!r}",
-            "ts" if d[-4:] in ("1066", "2999") else "conversation.session_1_date_time")
+        put(
+            json.dumps(data).encode(),
+            "locomo",
+            f"session time {d!r}",
+            "ts" if d[-4:] in ("1066", "2999") else "conversation.session_1_date_time",
+        )
     for g in BAD_GROUPS:
         data = _locomo()
         data[0]["sample_id"] = g
@@ -222,7 +317,9 @@ def generate(out: str | Path) -> list[Case]:
     for i in range(4):
         rows = _jsonl_rows()
         rows[i]["text"] = f"rewritten history {i}"
-        put(_lines(rows), "jsonl", "stored id with different text", "msg_id", "g1", store_level=True)
+        put(
+            _lines(rows), "jsonl", "stored id with different text", "msg_id", "g1", store_level=True
+        )
     return cases
 
 
@@ -250,13 +347,23 @@ def clear(message: str, case: Case) -> str | None:
     """Why ``message`` is not a clear error for ``case`` (``None``: it is clear)."""
     if not case.store_level and case.path.name not in message:
         return "does not name the file"
-    whole_file = case.fmt == "socialmem" and case.field and f"field '{case.field}" in message  # one network per file
+    whole_file = (
+        case.fmt == "socialmem" and case.field and f"field '{case.field}" in message
+    )  # one network per file
     if not _LOC.search(message) and not case.store_level and not whole_file:
         # a whole-file fault (empty, wrong top-level type) has no line to name
-        if case.category not in ("empty file",) and "expected" not in message and "no " not in message:
+        if (
+            case.category not in ("empty file",)
+            and "expected" not in message
+            and "no " not in message
+        ):
             return "does not name a line/record/turn"
-    if case.field is not None and f"'{case.field}" not in message and f".{case.field}'" not in message \
-            and f"'{case.field}'" not in message:
+    if (
+        case.field is not None
+        and f"'{case.field}" not in message
+        and f".{case.field}'" not in message
+        and f"'{case.field}'" not in message
+    ):
         return f"does not name field {case.field!r}"
     if "\n" in message.strip():
         return "more than one line"
@@ -288,15 +395,33 @@ def check(cases: list[Case], home: str | Path) -> dict[str, Any]:
         except (LoadError, StoreError) as exc:
             why = clear(str(exc), case)
             if why:
-                unclear.append({"file": case.path.name, "category": case.category, "why": why, "error": str(exc)[:300]})
+                unclear.append(
+                    {
+                        "file": case.path.name,
+                        "category": case.category,
+                        "why": why,
+                        "error": str(exc)[:300],
+                    }
+                )
         except Exception as exc:  # noqa: BLE001 - any other exception is an unclear failure
-            unclear.append({"file": case.path.name, "category": case.category,
-                            "why": f"raised {type(exc).__name__}", "error": str(exc)[:300]})
+            unclear.append(
+                {
+                    "file": case.path.name,
+                    "category": case.category,
+                    "why": f"raised {type(exc).__name__}",
+                    "error": str(exc)[:300],
+                }
+            )
     after = tree_hash(h.root)
-    return {"cases": len(cases), "formats": sorted({c.fmt for c in cases}),
-            "categories": len({c.category.split(" ")[0] for c in cases}),
-            "clear_errors": len(cases) - len(unclear) - len(passed), "accepted": [c.path.name for c in passed],
-            "unclear": unclear, "store_unchanged": before == after}
+    return {
+        "cases": len(cases),
+        "formats": sorted({c.fmt for c in cases}),
+        "categories": len({c.category.split(" ")[0] for c in cases}),
+        "clear_errors": len(cases) - len(unclear) - len(passed),
+        "accepted": [c.path.name for c in passed],
+        "unclear": unclear,
+        "store_unchanged": before == after,
+    }
 
 
 def _write_seed(home: Path) -> Path:

@@ -3,6 +3,7 @@
 Both runs index the same synthetic multi-party messages in the same process, one after the
 other, so the ratio is robust to a noisy shared machine while the absolute rates are not.
 """
+
 from __future__ import annotations
 
 import random
@@ -18,9 +19,11 @@ import pyarrow as pa
 from speakerflow.graphs import Home, TantivyIndex
 from speakerflow.schemas import MESSAGE_SCHEMA
 
-WORDS = ("budget venue flight hotel decision plan team dinner vegetarian train porto lisbon "
-         "deadline review launch client meeting agreed prefer think moved weekend report "
-         "design bug release coffee running weather project risk market price").split()
+WORDS = (
+    "budget venue flight hotel decision plan team dinner vegetarian train porto lisbon "
+    "deadline review launch client meeting agreed prefer think moved weekend report "
+    "design bug release coffee running weather project risk market price"
+).split()
 
 
 def synthetic_messages(n: int, speakers: int = 8, group: str = "bench", seed: int = 7) -> pa.Table:
@@ -28,7 +31,9 @@ def synthetic_messages(n: int, speakers: int = 8, group: str = "bench", seed: in
     rng = random.Random(seed)
     names = [f"person{i}" for i in range(speakers)]
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    cols: dict[str, list[Any]] = {k: [] for k in ("msg_id", "session_id", "turn", "ts", "speaker", "text")}
+    cols: dict[str, list[Any]] = {
+        k: [] for k in ("msg_id", "session_id", "turn", "ts", "speaker", "text")
+    }
     for i in range(n):
         cols["msg_id"].append(f"m{i:08d}")
         cols["session_id"].append(f"s{i // 50:06d}")
@@ -57,8 +62,13 @@ def run(n: int = 100_000, speakers: int = 8) -> dict:
         disk = _folder_bytes(home.group_path("bench"))
 
         start = time.perf_counter()
-        columns = {"doc_id": table["msg_id"].to_pylist(), "kind": ["message"] * n,
-                   **{c: table[c].to_pylist() for c in ("group_id", "speaker", "session_id", "text", "ts")}}
+        columns = {
+            "doc_id": table["msg_id"].to_pylist(),
+            "kind": ["message"] * n,
+            **{
+                c: table[c].to_pylist() for c in ("group_id", "speaker", "session_id", "text", "ts")
+            },
+        }
         TantivyIndex(Path(tmp) / "tantivy-only").add_columns(columns)
         tantivy_s = time.perf_counter() - start
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -70,6 +80,7 @@ def run(n: int = 100_000, speakers: int = 8) -> dict:
         "peak_rss_mb": round(peak_kb / 1024, 1),
         "tantivy_only_messages_per_s": round(n / tantivy_s, 1),
         "ratio_vs_tantivy_only": round(tantivy_s / full_s, 3),
-        "note": "full = validation + Kuzu COPY (beside the Tantivy indexing) + Tantivy commit + Parquet "
-                "part, all-or-nothing; tantivy-only = the same column extraction and Tantivy commit alone",
+        "note": "full = validation + Kuzu COPY (beside the Tantivy indexing) + Tantivy commit + "
+        "Parquet "
+        "part, all-or-nothing; tantivy-only = the same column extraction and Tantivy commit alone",
     }

@@ -7,6 +7,7 @@ best of three runs of each is reported (CPU time, so other load on the machine c
 
     python -m speakerflow.benchmarks.inject_operator
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -34,17 +35,33 @@ def run(seed: int = 5, rounds: int = 4, episodes: int = 80, repeats: int = 3) ->
     with tempfile.TemporaryDirectory(prefix="inject-op-") as tmp:
         store = Home(tmp).open("desk", writable=True)
         try:
-            store.append_messages(pa.Table.from_pylist([{**e, "group_id": "desk", "reply_to": None} for e in evs],
-                                                       schema=MESSAGE_SCHEMA))
+            store.append_messages(
+                pa.Table.from_pylist(
+                    [{**e, "group_id": "desk", "reply_to": None} for e in evs],
+                    schema=MESSAGE_SCHEMA,
+                )
+            )
             build_entity_graph(store, now=datetime(2026, 6, 1, tzinfo=UTC))
             qs = [next(e for e in ep.events if e["msg_id"] == ep.qid) for ep in eps if ep.qid]
-            events = pa.table({"text": [q["text"] for q in qs],
-                               "ts": pa.array([q["ts"] + timedelta(days=2) for q in qs], pa.timestamp("us", tz="UTC")),
-                               "user": [q["speaker"] for q in qs]})
+            events = pa.table(
+                {
+                    "text": [q["text"] for q in qs],
+                    "ts": pa.array(
+                        [q["ts"] + timedelta(days=2) for q in qs], pa.timestamp("us", tz="UTC")
+                    ),
+                    "user": [q["speaker"] for q in qs],
+                }
+            )
             knowledge = load_knowledge(store)
             inj = PassiveInjector(*knowledge, config=InjectConfig(record_use=False))
-            rows = list(zip(events["text"].to_pylist(), events["ts"].to_pylist(), events["user"].to_pylist(),
-                            strict=True))
+            rows = list(
+                zip(
+                    events["text"].to_pylist(),
+                    events["ts"].to_pylist(),
+                    events["user"].to_pylist(),
+                    strict=True,
+                )
+            )
             for text, ts, user in rows:  # warm the intent memo, as a running service has it
                 inj.inject(text, ts, user)
             ref, op_ms = [], []
@@ -59,8 +76,12 @@ def run(seed: int = 5, rounds: int = 4, episodes: int = 80, repeats: int = 3) ->
                     raise AssertionError("the Inject operator and PassiveInjector.inject disagree")
         finally:
             store.close()
-    return {"events": len(rows), "facts": len(knowledge[0].items), "inject_cpu_ms": round(min(ref), 3),
-            "operator_cpu_ms": round(min(op_ms), 3)}
+    return {
+        "events": len(rows),
+        "facts": len(knowledge[0].items),
+        "inject_cpu_ms": round(min(ref), 3),
+        "operator_cpu_ms": round(min(op_ms), 3),
+    }
 
 
 if __name__ == "__main__":

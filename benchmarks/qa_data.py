@@ -15,6 +15,7 @@ skipped question was dropped.
 >>> normalise_locomo_evidence(["D8:6; D9:17", "D:11:26", "D30:05", "D"])
 ['D8:6', 'D9:17', 'D11:26', 'D30:5']
 """
+
 from __future__ import annotations
 
 import json
@@ -27,11 +28,19 @@ import pyarrow as pa
 
 from speakerflow.ops.loaders import load
 
-LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+LOCOMO_CATEGORIES = {
+    1: "multi-hop",
+    2: "temporal",
+    3: "open-domain",
+    4: "single-hop",
+    5: "adversarial",
+}
 #: The LoCoMo dev/test halves: tune on ``dev`` (and the SocialMem training networks) only;
 #: ``test`` is reported untouched by tuning.
-LOCOMO_SPLITS: dict[str, tuple[str, ...]] = {"dev": ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43"),
-                 "test": ("conv-44", "conv-47", "conv-48", "conv-49", "conv-50")}
+LOCOMO_SPLITS: dict[str, tuple[str, ...]] = {
+    "dev": ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43"),
+    "test": ("conv-44", "conv-47", "conv-48", "conv-49", "conv-50"),
+}
 _DIA = re.compile(r"D:?(\d+):0*(\d+)")
 
 
@@ -49,7 +58,8 @@ class QAItem:
 
 @dataclass
 class QAData:
-    """Messages per group and the usable questions; ``skipped`` counts dropped questions by reason."""
+    """Messages per group and the usable questions; ``skipped`` counts dropped questions by
+    reason."""
 
     fmt: str
     groups: list[tuple[str, pa.Table]]
@@ -64,8 +74,12 @@ class QAData:
         unknown = [g for g in wanted if g not in known]
         if unknown:
             raise ValueError(f"unknown group(s) {unknown}; this data has {known}")
-        return QAData(self.fmt, [(gid, t) for gid, t in self.groups if gid in wanted],
-                      [q for q in self.questions if q.group in wanted], Counter(self.skipped))
+        return QAData(
+            self.fmt,
+            [(gid, t) for gid, t in self.groups if gid in wanted],
+            [q for q in self.questions if q.group in wanted],
+            Counter(self.skipped),
+        )
 
     def by_group(self) -> dict[str, list[QAItem]]:
         out: dict[str, list[QAItem]] = {}
@@ -114,11 +128,24 @@ def _locomo_questions(path: Path, known: dict[str, set[str]], skipped: Counter) 
                 if category == "adversarial":
                     skipped["adversarial (category 5)"] += 1
                     continue
-                ids = [e for e in normalise_locomo_evidence(qa.get("evidence") or []) if e in known.get(gid, ())]
+                ids = [
+                    e
+                    for e in normalise_locomo_evidence(qa.get("evidence") or [])
+                    if e in known.get(gid, ())
+                ]
                 if not ids:
                     skipped["evidence does not resolve"] += 1
                     continue
-                out.append(QAItem(f"{gid}#{i}", gid, qa["question"], str(qa.get("answer", "")), category, tuple(ids)))
+                out.append(
+                    QAItem(
+                        f"{gid}#{i}",
+                        gid,
+                        qa["question"],
+                        str(qa.get("answer", "")),
+                        category,
+                        tuple(ids),
+                    )
+                )
     return out
 
 
@@ -139,8 +166,16 @@ def _socialmem_questions(path: Path, known: dict[str, set[str]], skipped: Counte
                 skipped["evidence does not resolve"] += 1
                 continue
             answer = qa.get("answer") or qa.get("correct_option") or ""
-            out.append(QAItem(qa.get("id") or f"{gid}#{i}", gid, qa["question"], str(answer),
-                              qa.get("category", "?"), tuple(ids)))
+            out.append(
+                QAItem(
+                    qa.get("id") or f"{gid}#{i}",
+                    gid,
+                    qa["question"],
+                    str(answer),
+                    qa.get("category", "?"),
+                    tuple(ids),
+                )
+            )
     return out
 
 

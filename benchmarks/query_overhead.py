@@ -10,6 +10,7 @@ their ratio and how many questions got identical evidence and answers.
     .venv/bin/python -m speakerflow.benchmarks.query_overhead ../shared/data/locomo/locomo10.json \
         --format locomo --limit 300
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,18 +48,26 @@ def run(data: str, fmt: str, limit: int | None = None, embedder: str = "minilm")
         for i, q in enumerate(questions):
             with home.open(q.group) as store:
                 out: dict[str, Any] = {}
-                for name in (("direct", "pipeline") if i % 2 == 0 else ("pipeline", "direct")):
+                for name in ("direct", "pipeline") if i % 2 == 0 else ("pipeline", "direct"):
                     clear_query_memo(embedder_for(config))
                     t0 = time.perf_counter()
-                    out[name] = direct_path(store, q.question, config) if name == "direct" else \
-                        answer_question(store, q.question, config)
+                    out[name] = (
+                        direct_path(store, q.question, config)
+                        if name == "direct"
+                        else answer_question(store, q.question, config)
+                    )
                     ms[name].append((time.perf_counter() - t0) * 1000)
                 _, composed, answer = out["direct"]  # direct_path: (projection, composed, answer)
-                same += composed.evidence == out["pipeline"].evidence and answer == out["pipeline"].answer
+                same += (
+                    composed.evidence == out["pipeline"].evidence
+                    and answer == out["pipeline"].answer
+                )
     report: dict[str, Any] = {"questions": len(questions), "identical": same}
     for name, values in ms.items():
-        report[name] = {"p50": round(float(np.percentile(values, 50)), 2),
-                        "p95": round(float(np.percentile(values, 95)), 2)}
+        report[name] = {
+            "p50": round(float(np.percentile(values, 50)), 2),
+            "p95": round(float(np.percentile(values, 95)), 2),
+        }
     report["ratio_p50"] = round(report["pipeline"]["p50"] / report["direct"]["p50"], 3)
     report["ratio_p95"] = round(report["pipeline"]["p95"] / report["direct"]["p95"], 3)
     return report

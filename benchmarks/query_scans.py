@@ -13,6 +13,7 @@ cited ids stay identical. The path is chosen through ``$SPEAKERFLOW_BOUNDED_RECA
 The home is built on first use (the one-group stream of :mod:`.scale`, ingested in batches
 of 10,000, the rules Writer over the newest 2,000 messages) and reused afterwards.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,12 +41,22 @@ def _build(home, table, n: int, writer_sample: int) -> None:
         msgs = store.messages()
         buffer = RecordBuffer(store, flush_every=64)
         sample = min(n, writer_sample)
-        write_pipeline()(msgs.slice(n - sample, sample), Context(store=buffer, backends={"writer": make_writer("rules")}))
+        write_pipeline()(
+            msgs.slice(n - sample, sample),
+            Context(store=buffer, backends={"writer": make_writer("rules")}),
+        )
         buffer.flush()
 
 
-def run(n: int, home_dir: str | Path, cap: int | None = None, questions: int = 40, writer_sample: int = 2_000,
-        seed: int = 7, rounds: int = 2) -> dict:
+def run(
+    n: int,
+    home_dir: str | Path,
+    cap: int | None = None,
+    questions: int = 40,
+    writer_sample: int = 2_000,
+    seed: int = 7,
+    rounds: int = 2,
+) -> dict:
     """Time the exact path and the bounded path (:mod:`speakerflow.ops.recall_bounded`) on
     the same store and questions, ``rounds`` times each, alternating; count agreements."""
     import os
@@ -58,11 +69,17 @@ def run(n: int, home_dir: str | Path, cap: int | None = None, questions: int = 4
     if not home.group_path("big").exists():
         _build(home, synthetic_stream(n, "one", seed), n, writer_sample)
     cfg = QueryConfig(embedder="none")
-    saved = {k: os.environ.get(k) for k in ("SPEAKERFLOW_BOUNDED_RECALL_ABOVE", "SPEAKERFLOW_BM25_CAP")}
+    saved = {
+        k: os.environ.get(k) for k in ("SPEAKERFLOW_BOUNDED_RECALL_ABOVE", "SPEAKERFLOW_BM25_CAP")
+    }
     if cap is not None:
         os.environ["SPEAKERFLOW_BM25_CAP"] = str(cap)
-    report: dict = {"messages": n, "bm25_cap": bm25_cap(), "questions": questions,
-                    "load_avg_1m_at_start": round(os.getloadavg()[0], 2)}
+    report: dict = {
+        "messages": n,
+        "bm25_cap": bm25_cap(),
+        "questions": questions,
+        "load_avg_1m_at_start": round(os.getloadavg()[0], 2),
+    }
     answers: dict[str, list] = {}
     try:
         with home.open("big") as store:
@@ -72,16 +89,22 @@ def run(n: int, home_dir: str | Path, cap: int | None = None, questions: int = 4
             # the source message of a question, and every message with its speaker and text (the
             # stream repeats sentences, so a copy answers as well as the source)
             sources = [msgs["msg_id"][i].as_py() for _, i in asked]
-            same = pc.and_(pc.is_in(msgs["text"], pa.array([msgs["text"][i].as_py() for _, i in asked])),
-                           pc.is_in(msgs["speaker"], pa.array([msgs["speaker"][i].as_py() for _, i in asked])))
+            same = pc.and_(
+                pc.is_in(msgs["text"], pa.array([msgs["text"][i].as_py() for _, i in asked])),
+                pc.is_in(msgs["speaker"], pa.array([msgs["speaker"][i].as_py() for _, i in asked])),
+            )
             copies: dict[tuple, set] = {}
-            for mid, sp, tx in zip(*(msgs.filter(same)[c].to_pylist() for c in ("msg_id", "speaker", "text")),
-                                   strict=True):
+            for mid, sp, tx in zip(
+                *(msgs.filter(same)[c].to_pylist() for c in ("msg_id", "speaker", "text")),
+                strict=True,
+            ):
                 copies.setdefault((sp, tx), set()).add(mid)
             gold = [copies[(msgs["speaker"][i].as_py(), msgs["text"][i].as_py())] for _, i in asked]
             report["messages"] = msgs.num_rows
             for label in ("exact", "bounded") * rounds:
-                os.environ["SPEAKERFLOW_BOUNDED_RECALL_ABOVE"] = str(10**12) if label == "exact" else "0"
+                os.environ["SPEAKERFLOW_BOUNDED_RECALL_ABOVE"] = (
+                    str(10**12) if label == "exact" else "0"
+                )
                 answer_question(store, qs[0], cfg)  # warm-up (view, index, per-view indexes)
                 ms, out = [], []
                 for q in qs:
@@ -90,8 +113,12 @@ def run(n: int, home_dir: str | Path, cap: int | None = None, questions: int = 4
                     ms.append((time.perf_counter() - t0) * 1000)
                     out.append((res.cited_ids(10), res.answer))
                 answers[label] = out
-                report.setdefault(label, []).append({"p50_ms": round(float(np.percentile(ms, 50)), 1),
-                                                     "p95_ms": round(float(np.percentile(ms, 95)), 1)})
+                report.setdefault(label, []).append(
+                    {
+                        "p50_ms": round(float(np.percentile(ms, 50)), 1),
+                        "p95_ms": round(float(np.percentile(ms, 95)), 1),
+                    }
+                )
     finally:
         for k, v in saved.items():
             if v is None:
@@ -100,21 +127,33 @@ def run(n: int, home_dir: str | Path, cap: int | None = None, questions: int = 4
                 os.environ[k] = v
     for label in ("exact", "bounded"):
         cited = [c for c, _ in answers[label]]
-        report[f"{label}_source_in_cited10"] = sum(src in c for src, c in zip(sources, cited, strict=True))
-        report[f"{label}_copy_in_cited10"] = sum(bool(g & set(c)) for g, c in zip(gold, cited, strict=True))
+        report[f"{label}_source_in_cited10"] = sum(
+            src in c for src, c in zip(sources, cited, strict=True)
+        )
+        report[f"{label}_copy_in_cited10"] = sum(
+            bool(g & set(c)) for g, c in zip(gold, cited, strict=True)
+        )
     a, b = answers["exact"], answers["bounded"]
     report["identical_cited10_and_answer"] = sum(x == y for x, y in zip(a, b, strict=True))
     report["same_answer"] = sum(x[1] == y[1] for x, y in zip(a, b, strict=True))
-    report["mean_overlap_cited10"] = round(float(np.mean([len(set(x[0]) & set(y[0])) / max(1, len(x[0]))
-                                                          for x, y in zip(a, b, strict=True)])), 3)
+    report["mean_overlap_cited10"] = round(
+        float(
+            np.mean(
+                [len(set(x[0]) & set(y[0])) / max(1, len(x[0])) for x, y in zip(a, b, strict=True)]
+            )
+        ),
+        3,
+    )
     return report
 
 
-def locomo_index_check(data: str | Path, groups: tuple[str, ...] = ("conv-26", "conv-30", "conv-41", "conv-42",
-                                                                     "conv-43")) -> dict:
+def locomo_index_check(
+    data: str | Path,
+    groups: tuple[str, ...] = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43"),
+) -> dict:
     """LoCoMo: the text index written by the ingest path (Arrow, JSON lines) against one written
     by the old per-row path from the same messages: every QA question's BM25 hits (ids, scores,
-    order), unfiltered and per speaker, with a limit of the group's size (what exact recall asks)."""
+    order), unfiltered and per speaker, with a limit of the group's size (what exact recall asks)."""  # noqa: E501
     import tempfile
 
     from speakerflow.graphs import Home, SearchFilter
@@ -122,8 +161,15 @@ def locomo_index_check(data: str | Path, groups: tuple[str, ...] = ("conv-26", "
     from speakerflow.graphs.text_index import TantivyIndex
     from speakerflow.ops.loaders import load
 
-    qa = {c["sample_id"]: [q["question"] for q in c["qa"]] for c in json.loads(Path(data).read_text())}
-    out: dict[str, Any] = {"groups": list(groups), "searches": 0, "identical": 0, "hits_compared": 0}
+    qa = {
+        c["sample_id"]: [q["question"] for q in c["qa"]] for c in json.loads(Path(data).read_text())
+    }
+    out: dict[str, Any] = {
+        "groups": list(groups),
+        "searches": 0,
+        "identical": 0,
+        "hits_compared": 0,
+    }
     with tempfile.TemporaryDirectory(prefix="speakerflow-locomo-index-") as tmp:
         home = Home(Path(tmp) / "home")
         for gid, table in load(data, "locomo"):
@@ -134,8 +180,9 @@ def locomo_index_check(data: str | Path, groups: tuple[str, ...] = ("conv-26", "
                 rows = TantivyIndex(Path(tmp) / f"rows-{gid}")
                 rows.add_columns(GroupStore._index_columns(store.messages()))
                 n = store.messages().num_rows
-                filters = [SearchFilter(kind="message")] + [SearchFilter(kind="message", speaker=p)
-                                                            for p in store.roster()]
+                filters = [SearchFilter(kind="message")] + [
+                    SearchFilter(kind="message", speaker=p) for p in store.roster()
+                ]
                 for q in qa[gid]:
                     for flt in filters:
                         a, b = rows.search(q, n, flt), store.search(q, n, flt)
@@ -148,13 +195,24 @@ def locomo_index_check(data: str | Path, groups: tuple[str, ...] = ("conv-26", "
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--messages", type=int, default=100_000)
-    p.add_argument("--home", default=None, help="folder of the experiment's home (built on first use)")
-    p.add_argument("--cap", type=int, default=None, help="BM25 candidates of the bounded path (default: "
-                   "$SPEAKERFLOW_BM25_CAP or the module's BM25_CAP)")
+    p.add_argument(
+        "--home", default=None, help="folder of the experiment's home (built on first use)"
+    )
+    p.add_argument(
+        "--cap",
+        type=int,
+        default=None,
+        help="BM25 candidates of the bounded path (default: "
+        "$SPEAKERFLOW_BM25_CAP or the module's BM25_CAP)",
+    )
     p.add_argument("--questions", type=int, default=40)
     p.add_argument("--rounds", type=int, default=2)
-    p.add_argument("--locomo", default=None, help="instead: compare the ingest path's index with the per-row one "
-                   "on this locomo10.json (dev conversations; --home is not used)")
+    p.add_argument(
+        "--locomo",
+        default=None,
+        help="instead: compare the ingest path's index with the per-row one "
+        "on this locomo10.json (dev conversations; --home is not used)",
+    )
     a = p.parse_args(argv)
     if a.locomo:
         print(json.dumps(locomo_index_check(a.locomo)))

@@ -23,6 +23,7 @@ stream of ``n`` messages is a prefix of the stream of ``m > n`` messages.
     speakerflow bench scale --messages 100000 --out report.json        # 1k, 10k, 100k
     speakerflow bench scale --messages 1000000 --out report.json       # ... and 1M
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,8 +49,11 @@ from speakerflow.schemas import MESSAGE_SCHEMA
 
 GROUP_SIZE = 1_000  # messages per group in the "many groups" shape
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
-NAMES = ("Ana Ben Caro Dev Eli Fay Gus Hana Ivo Jun Kai Lea Max Nia Oli Pia Quin Rae Sam Tia Uma Vic Wes "
-         "Xia Yan Zoe Abe Bea Cal Dan Eva Finn Gia Hal Isa Jay Kit Lou Mia Ned").split()
+NAMES = (
+    "Ana Ben Caro Dev Eli Fay Gus Hana Ivo Jun Kai Lea Max Nia Oli Pia Quin Rae Sam Tia Uma Vic "
+    "Wes "
+    "Xia Yan Zoe Abe Bea Cal Dan Eva Finn Gia Hal Isa Jay Kit Lou Mia Ned"
+).split()
 _SENT = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -74,15 +78,19 @@ def _sentences(locomo: Path | None = LOCOMO) -> list[str]:
 def _fact_templates() -> tuple[list[str], list[str], list[str], dict[str, list[str]]]:
     from speakerflow.benchmarks.harness.generator import ASSETS, STATE, TRADERS, WORDS
 
-    templates = [t for rel in ("fee", "regime", "liquidity", "win_rate", "max_drawdown", "status")
-                 for t in STATE[rel].split("|")]
+    templates = [
+        t
+        for rel in ("fee", "regime", "liquidity", "win_rate", "max_drawdown", "status")
+        for t in STATE[rel].split("|")
+    ]
     assets = [a for names in ASSETS.values() for a in names[:2]]
     traders = [f"@{t}" for t in TRADERS]
     return templates, assets, traders, WORDS
 
 
-def synthetic_stream(n: int, shape: str = "one", seed: int = 7, group: str = "big",
-                     locomo: Path | None = LOCOMO) -> pa.Table:
+def synthetic_stream(
+    n: int, shape: str = "one", seed: int = 7, group: str = "big", locomo: Path | None = LOCOMO
+) -> pa.Table:
     """``n`` messages of the shape ``one`` (one group ``group``) or ``many`` (groups
     ``g000000``, ``g000001`` ... of :data:`GROUP_SIZE` messages each), deterministic."""
     sents = _sentences(locomo)
@@ -91,8 +99,10 @@ def synthetic_stream(n: int, shape: str = "one", seed: int = 7, group: str = "bi
     text_rng = random.Random(seed)  # texts, sessions, times, replies
     who_rng = random.Random(seed + 1)  # rosters and speakers
     t = datetime(2025, 1, 1, tzinfo=UTC)
-    cols: dict[str, list] = {k: [] for k in ("msg_id", "group_id", "session_id", "turn", "ts", "speaker", "text",
-                                              "reply_to")}
+    cols: dict[str, list] = {
+        k: []
+        for k in ("msg_id", "group_id", "session_id", "turn", "ts", "speaker", "text", "reply_to")
+    }
     roster: list[str] = []
     weights: list[float] = []
     session_left = turn = 0
@@ -118,8 +128,12 @@ def synthetic_stream(n: int, shape: str = "one", seed: int = 7, group: str = "bi
         speaker = who_rng.choices(roster, weights)[0]
         if text_rng.random() < 0.05:
             tpl = text_rng.choice(templates)
-            text = tpl.format(a=text_rng.choice(assets), t=text_rng.choice(traders),
-                              v=f"{text_rng.randint(1, 60) / 10:.1f}%", w=text_rng.choice(word_values))
+            text = tpl.format(
+                a=text_rng.choice(assets),
+                t=text_rng.choice(traders),
+                v=f"{text_rng.randint(1, 60) / 10:.1f}%",
+                w=text_rng.choice(word_values),
+            )
         else:
             k = text_rng.choices((1, 2, 3), (0.5, 0.35, 0.15))[0]
             text = " ".join(text_rng.choice(sents) for _ in range(k))
@@ -154,8 +168,10 @@ class CachedEmbedder:
         self.encoded = 0
         if self.path is not None and self.path.exists():
             with np.load(self.path, allow_pickle=False) as data:
-                raw = data["keys"].tobytes()  # fixed 20-byte digests (an S20 item would drop trailing NULs)
-                keys = [raw[i:i + 20] for i in range(0, len(raw), 20)]
+                raw = data[
+                    "keys"
+                ].tobytes()  # fixed 20-byte digests (an S20 item would drop trailing NULs)
+                keys = [raw[i : i + 20] for i in range(0, len(raw), 20)]
                 self.table = dict(zip(keys, data["vecs"], strict=True))
 
     @staticmethod
@@ -179,16 +195,25 @@ class CachedEmbedder:
             return
         keys = list(self.table)
         tmp = self.path.with_suffix(".tmp.npz")
-        np.savez(tmp, keys=np.frombuffer(b"".join(keys), dtype="S20"), vecs=np.stack([self.table[k] for k in keys]))
+        np.savez(
+            tmp,
+            keys=np.frombuffer(b"".join(keys), dtype="S20"),
+            vecs=np.stack([self.table[k] for k in keys]),
+        )
         tmp.replace(self.path)
 
 
 def labelled(table: pa.Table) -> list[str]:
     """``"speaker: text"`` per message: what the dense channel embeds."""
-    return [f"{s}: {t}" for s, t in zip(table["speaker"].to_pylist(), table["text"].to_pylist(), strict=True)]
+    return [
+        f"{s}: {t}"
+        for s, t in zip(table["speaker"].to_pylist(), table["text"].to_pylist(), strict=True)
+    ]
 
 
-def embed_stream(n: int, cache: str | Path, seed: int = 7, chunk: int = 2_000, threads: int = 1) -> dict:
+def embed_stream(
+    n: int, cache: str | Path, seed: int = 7, chunk: int = 2_000, threads: int = 1
+) -> dict:
     """Embed the labelled texts of the one-group stream of ``n`` messages into ``cache``
     (resumable: texts already there are skipped; saved every ``chunk`` messages)."""
     import torch
@@ -201,18 +226,23 @@ def embed_stream(n: int, cache: str | Path, seed: int = 7, chunk: int = 2_000, t
     start = time.perf_counter()
     for lo in range(0, n, chunk):
         before = emb.encoded
-        emb.encode(texts[lo:lo + chunk])
+        emb.encode(texts[lo : lo + chunk])
         if emb.encoded > before:
             emb.save()
-            print(f"{lo + chunk}/{n} embedded ({emb.encoded / (time.perf_counter() - start):.1f}/s)", flush=True)
+            print(
+                f"{lo + chunk}/{n} embedded ({emb.encoded / (time.perf_counter() - start):.1f}/s)",
+                flush=True,
+            )
     return {"messages": n, "encoded": emb.encoded, "seconds": round(time.perf_counter() - start, 1)}
 
 
 # -- one size, one shape (runs in its own process) ----------------------------------------------
 _WORD = re.compile(r"[A-Za-z][a-z]{3,}")
-_STOP = set("that this with have been what when where there their they them then than your from were will "
-            "would could should about just like really know think going also much very some into more "
-            "thats it's yeah thanks thank make made sure good great love things thing feel well".split())
+_STOP = set(
+    "that this with have been what when where there their they them then than your from were will "
+    "would could should about just like really know think going also much very some into more "
+    "thats it's yeah thanks thank make made sure good great love things thing feel well".split()
+)
 
 
 def _questions(table: pa.Table, count: int, seed: int) -> list[str]:
@@ -232,8 +262,14 @@ def questions_with_sources(table: pa.Table, count: int, seed: int) -> list[tuple
         if len(words) < 2:
             continue
         topic = " ".join(rng.sample(words, min(len(words), rng.randint(2, 3)))).lower()
-        shape = rng.choice(("What did {s} say about {t}?", "When did {s} mention {t}?", "Who talked about {t}?",
-                            "What does {s} think of {t}?"))
+        shape = rng.choice(
+            (
+                "What did {s} say about {t}?",
+                "When did {s} mention {t}?",
+                "Who talked about {t}?",
+                "What does {s} think of {t}?",
+            )
+        )
         out.append((shape.format(s=speakers[i], t=topic), i))
     return out
 
@@ -251,9 +287,21 @@ def _slices(n: int, size: int):
         yield lo, min(size, n - lo)
 
 
-def measure(n: int, shape: str, workdir: str | Path, seed: int = 7, batch: int = 10_000, writer_sample: int = 10_000,
-            entity_sample: int = 10_000, queries: int = 40, query_groups: int = 10, embed_cache: str | None = None,
-            dense_max: int = 0, injections: int = 100, exact_queries: int = 20) -> dict[str, Any]:
+def measure(
+    n: int,
+    shape: str,
+    workdir: str | Path,
+    seed: int = 7,
+    batch: int = 10_000,
+    writer_sample: int = 10_000,
+    entity_sample: int = 10_000,
+    queries: int = 40,
+    query_groups: int = 10,
+    embed_cache: str | None = None,
+    dense_max: int = 0,
+    injections: int = 100,
+    exact_queries: int = 20,
+) -> dict[str, Any]:
     """Measure one size and shape in this process (see the module doc); returns one report row."""
     from speakerflow.graphs import Home
     from speakerflow.graphs.records import RecordBuffer
@@ -261,7 +309,12 @@ def measure(n: int, shape: str, workdir: str | Path, seed: int = 7, batch: int =
     from speakerflow.pipelines.query_path import QueryConfig, answer_question
     from speakerflow.pipelines.write_path import write_group, write_pipeline
 
-    row: dict[str, Any] = {"messages": n, "shape": shape, "seed": seed, "load_avg_1m_at_start": round(os.getloadavg()[0], 2)}
+    row: dict[str, Any] = {
+        "messages": n,
+        "shape": shape,
+        "seed": seed,
+        "load_avg_1m_at_start": round(os.getloadavg()[0], 2),
+    }
     t0 = time.perf_counter()
     table = synthetic_stream(n, shape, seed)
     row["generate_s"] = round(time.perf_counter() - t0, 2)
@@ -295,12 +348,14 @@ def measure(n: int, shape: str, workdir: str | Path, seed: int = 7, batch: int =
         with home.open(gids[0], writable=True) as store:
             msgs = store.messages()
             buffer = RecordBuffer(store, flush_every=64)
-            written = write_pipeline()(msgs.slice(n - sample, sample), Context(store=buffer,
-                                                                                 backends={"writer": _rules_writer()}))
+            written = write_pipeline()(
+                msgs.slice(n - sample, sample),
+                Context(store=buffer, backends={"writer": _rules_writer()}),
+            )
             buffer.flush()
             records = written.num_rows
     else:
-        for gid in gids[-max(1, sample // GROUP_SIZE):]:
+        for gid in gids[-max(1, sample // GROUP_SIZE) :]:
             with home.open(gid, writable=True) as store:
                 records += write_group(store, "rules", progress=False).accepted
     writer_s = time.perf_counter() - t0
@@ -309,7 +364,9 @@ def measure(n: int, shape: str, workdir: str | Path, seed: int = 7, batch: int =
     row["writer_records"] = records
 
     # the entity path (facts) on a bounded sample, then passive injection on that fact graph
-    row.update(_entities_and_injection(home, gids, shape, n, min(n, entity_sample), injections, seed))
+    row.update(
+        _entities_and_injection(home, gids, shape, n, min(n, entity_sample), injections, seed)
+    )
 
     # the rules query path, read-only stores like a server's
     cfg = QueryConfig(embedder="none")
@@ -320,8 +377,13 @@ def measure(n: int, shape: str, workdir: str | Path, seed: int = 7, batch: int =
     else:  # questions about a group's own messages, spread over ``query_groups`` groups
         targets = random.Random(seed).sample(gids, min(query_groups, len(gids)))
         per = max(1, queries // len(targets))
-        asked = [(gid, q) for j, gid in enumerate(targets)
-                 for q in _questions(table.slice(gids.index(gid) * GROUP_SIZE, GROUP_SIZE), per, seed + j)]
+        asked = [
+            (gid, q)
+            for j, gid in enumerate(targets)
+            for q in _questions(
+                table.slice(gids.index(gid) * GROUP_SIZE, GROUP_SIZE), per, seed + j
+            )
+        ]
         asked = [asked[j * per + i] for i in range(per) for j in range(len(targets))]  # round robin
     qs = [q for _, q in asked]
     stores = {}
@@ -329,7 +391,9 @@ def measure(n: int, shape: str, workdir: str | Path, seed: int = 7, batch: int =
         for gid in targets:
             t0 = time.perf_counter()
             stores[gid] = store = home.open(gid)
-            answer_question(store, next(q for g, q in asked if g == gid), cfg)  # opens index and graph, builds the view
+            answer_question(
+                store, next(q for g, q in asked if g == gid), cfg
+            )  # opens index and graph, builds the view
             cold.append((time.perf_counter() - t0) * 1000)
         for gid, q in asked:
             t0 = time.perf_counter()
@@ -341,8 +405,11 @@ def measure(n: int, shape: str, workdir: str | Path, seed: int = 7, batch: int =
         row["queries"] = len(warm)
         if shape == "one" and exact_queries:
             row.update(_exact_against_bounded(stores[targets[0]], qs[:exact_queries], cfg))
-        row.update(_dense(stores[targets[0]], qs, embed_cache) if embed_cache and shape == "one" and n <= dense_max
-                   else {"dense_query_p50_ms": None, "dense_query_p95_ms": None})
+        row.update(
+            _dense(stores[targets[0]], qs, embed_cache)
+            if embed_cache and shape == "one" and n <= dense_max
+            else {"dense_query_p50_ms": None, "dense_query_p95_ms": None}
+        )
     finally:
         for store in stores.values():
             store.close()
@@ -361,7 +428,11 @@ def _exact_against_bounded(store, qs: list[str], cfg) -> dict[str, Any]:
     from speakerflow.pipelines.query_path import answer_question
 
     saved = os.environ.get("SPEAKERFLOW_BOUNDED_RECALL_ABOVE")
-    out: dict[str, Any] = {"bounded_above": bounded_above(), "bm25_cap": bm25_cap(), "exact_queries": len(qs)}
+    out: dict[str, Any] = {
+        "bounded_above": bounded_above(),
+        "bm25_cap": bm25_cap(),
+        "exact_queries": len(qs),
+    }
     res: dict[str, list] = {}
     try:
         for label, above in (("exact", str(10**12)), ("bounded", saved or "")):
@@ -383,8 +454,9 @@ def _exact_against_bounded(store, qs: list[str], cfg) -> dict[str, Any]:
     pairs = list(zip(res["exact"], res["bounded"], strict=True))
     out["same_cited10_and_answer"] = sum(a == b for a, b in pairs)
     out["same_answer"] = sum(a[1] == b[1] for a, b in pairs)
-    out["mean_overlap_cited10"] = round(float(np.mean([len(set(a[0]) & set(b[0])) / max(1, len(a[0]))
-                                                       for a, b in pairs])), 3)
+    out["mean_overlap_cited10"] = round(
+        float(np.mean([len(set(a[0]) & set(b[0])) / max(1, len(a[0])) for a, b in pairs])), 3
+    )
     return out
 
 
@@ -399,10 +471,15 @@ def _hot_paths(store, table: pa.Table, batch: int) -> dict[str, Any]:
 
     n = min(batch, table.num_rows)
     probe = table.slice(table.num_rows - n, n)  # half stored ids, half new ones
-    ids = pc.if_else(pa.array(np.arange(n) % 2 == 0), probe["msg_id"],
-                     pc.binary_join_element_wise("new-", probe["msg_id"], ""))
+    ids = pc.if_else(
+        pa.array(np.arange(n) % 2 == 0),
+        probe["msg_id"],
+        pc.binary_join_element_wise("new-", probe["msg_id"], ""),
+    )
     out: dict[str, Any] = {"batch": n, "stored": store._msg_ids().__len__()}
-    t0 = time.perf_counter()  # before: re-read and re-sort the group, every stored id into a set, a loop
+    t0 = (
+        time.perf_counter()
+    )  # before: re-read and re-sort the group, every stored id into a set, a loop
     store._messages = None
     seen = set(store.messages()["msg_id"].to_pylist())
     keep = []
@@ -433,8 +510,9 @@ def _rules_writer():
     return make_writer("rules")
 
 
-def _entities_and_injection(home, gids: list[str], shape: str, n: int, sample: int, events: int,
-                            seed: int) -> dict[str, Any]:
+def _entities_and_injection(
+    home, gids: list[str], shape: str, n: int, sample: int, events: int, seed: int
+) -> dict[str, Any]:
     """The entity path over ``sample`` messages, then ``events`` injections on that graph."""
     from speakerflow.benchmarks.harness.generator import ASSETS, TRADERS
     from speakerflow.ops.inject import InjectConfig, PassiveInjector
@@ -444,7 +522,9 @@ def _entities_and_injection(home, gids: list[str], shape: str, n: int, sample: i
     gid = gids[0] if shape == "one" else gids[-1]
     out: dict[str, Any] = {"entity_sample": sample if shape == "one" else min(n, GROUP_SIZE)}
     with home.open(gid, writable=True) as store:
-        if shape == "one" and sample < n:  # mark the rest as processed: the path reads the sample only
+        if (
+            shape == "one" and sample < n
+        ):  # mark the rest as processed: the path reads the sample only
             rest = store.messages()["msg_id"].to_pylist()[: n - sample]
             (Path(store.root) / "entity_path.json").write_text(json.dumps({"processed": rest}))
         t0 = time.perf_counter()
@@ -459,8 +539,11 @@ def _entities_and_injection(home, gids: list[str], shape: str, n: int, sample: i
         now = datetime(2030, 1, 1, tzinfo=UTC)
         lat = []
         for _ in range(events):
-            text = (f"Prepare an order to buy {rng.choice(assets)}; should I copy @{rng.choice(TRADERS)}? "
-                    "fees and drawdown and liquidity?")
+            text = (
+                f"Prepare an order to buy {rng.choice(assets)}; should I copy "
+                f"@{rng.choice(TRADERS)}? "
+                "fees and drawdown and liquidity?"
+            )
             lat.append(inj.inject(text, now, user=rng.choice(store.roster())).seconds * 1000)
     out["injection_p50_ms"] = _pct(lat, 50)
     out["injection_p95_ms"] = _pct(lat, 95)
@@ -482,7 +565,10 @@ def _dense(store, qs: list[str], embed_cache: str) -> dict[str, Any]:
     view = GroupView.of(store)
     t0 = time.perf_counter()
     mat = view.dense_matrix(emb)
-    out: dict[str, Any] = {"embed_s": round(time.perf_counter() - t0, 2), "embedded_now": emb.encoded}
+    out: dict[str, Any] = {
+        "embed_s": round(time.perf_counter() - t0, 2),
+        "embedded_now": emb.encoded,
+    }
     t0 = time.perf_counter()
     index = group_index(view, emb)
     out["ann_index"] = index is not None
@@ -501,20 +587,32 @@ def _dense(store, qs: list[str], embed_cache: str) -> dict[str, Any]:
         t0 = time.perf_counter()
         rows, sims = ann.top_k_exact(mat, qvec, 50)
         exact.append((time.perf_counter() - t0) * 1000)
-        if index is not None:  # tie-aware recall of the top 50: ANN hits at least as close as the 50th
+        if (
+            index is not None
+        ):  # tie-aware recall of the top 50: ANN hits at least as close as the 50th
             got = np.sort(scores[scores > 0])[::-1][:50]
             hit.append(float(np.sum(got >= sims[-1] - 1e-6)) / len(sims))
     emb.save()
-    out.update(dense_query_p50_ms=_pct(dense, 50), dense_query_p95_ms=_pct(dense, 95),
-               dense_encode_p50_ms=_pct(enc, 50), dense_channel_p50_ms=_pct(search, 50),
-               dense_channel_p95_ms=_pct(search, 95),
-               brute_top50_p50_ms=_pct(exact, 50), ann_k=ANN_K,
-               ann_recall_at_50=round(statistics.mean(hit), 4) if hit else None)
+    out.update(
+        dense_query_p50_ms=_pct(dense, 50),
+        dense_query_p95_ms=_pct(dense, 95),
+        dense_encode_p50_ms=_pct(enc, 50),
+        dense_channel_p50_ms=_pct(search, 50),
+        dense_channel_p95_ms=_pct(search, 95),
+        brute_top50_p50_ms=_pct(exact, 50),
+        ann_k=ANN_K,
+        ann_recall_at_50=round(statistics.mean(hit), 4) if hit else None,
+    )
     return out
 
 
-def ann_sweep(n: int, cache: str | Path, params: tuple[tuple[int, int], ...] = ((32, 100), (48, 200)),
-              efs: tuple[int, ...] = (128, 256, 512, 1024), seed: int = 7) -> list[dict[str, Any]]:
+def ann_sweep(
+    n: int,
+    cache: str | Path,
+    params: tuple[tuple[int, int], ...] = ((32, 100), (48, 200)),
+    efs: tuple[int, ...] = (128, 256, 512, 1024),
+    seed: int = 7,
+) -> list[dict[str, Any]]:
     """Recall of the top 50 (tie-aware: hits at least as close as the exact 50th) and search
     p50 of :class:`~speakerflow.graphs.ann.AnnIndex` against brute force over the stream's
     ``n`` MiniLM vectors (from ``cache``), for 100 questions about the stream and 100 LoCoMo
@@ -549,17 +647,34 @@ def ann_sweep(n: int, cache: str | Path, params: tuple[tuple[int, int], ...] = (
                 _, got = index.search(q, 50)
                 ms.append((time.perf_counter() - t0) * 1000)
                 hits.append(float(np.sum(got >= sims[-1] - 1e-6)) / len(sims))
-            out.append({"messages": n, "M": m, "ef_construction": efc, "build_s": round(build, 1), "ef_search": ef,
-                        "recall_at_50": round(statistics.mean(hits), 4),
-                        "recall_at_50_stream_questions": round(statistics.mean(hits[:100]), 4),
-                        "recall_at_50_locomo_questions": round(statistics.mean(hits[100:]), 4) if len(hits) > 100 else None,
-                        "worst_question": round(min(hits), 3), "search_p50_ms": _pct(ms, 50)})
+            out.append(
+                {
+                    "messages": n,
+                    "M": m,
+                    "ef_construction": efc,
+                    "build_s": round(build, 1),
+                    "ef_search": ef,
+                    "recall_at_50": round(statistics.mean(hits), 4),
+                    "recall_at_50_stream_questions": round(statistics.mean(hits[:100]), 4),
+                    "recall_at_50_locomo_questions": round(statistics.mean(hits[100:]), 4)
+                    if len(hits) > 100
+                    else None,
+                    "worst_question": round(min(hits), 3),
+                    "search_p50_ms": _pct(ms, 50),
+                }
+            )
     return out
 
 
 # -- the sweep --------------------------------------------------------------------------------
-def ingest_ab(n: int = 100_000, rev: str = "1630a2e", batch: int = 10_000, rounds: int = 2, seed: int = 7,
-              workdir: str | Path | None = None) -> dict[str, Any]:
+def ingest_ab(
+    n: int = 100_000,
+    rev: str = "1630a2e",
+    batch: int = 10_000,
+    rounds: int = 2,
+    seed: int = 7,
+    workdir: str | Path | None = None,
+) -> dict[str, Any]:
     """Ingest throughput of the store code at git revision ``rev`` (before the columnar
     dedup and Arrow index write) against the current code, in this process, alternating,
     each into a fresh home, the big group in batches of ``batch``. The old ``GroupStore``
@@ -571,15 +686,25 @@ def ingest_ab(n: int = 100_000, rev: str = "1630a2e", batch: int = 10_000, round
 
     from speakerflow.graphs import store as new_store
 
-    source = subprocess.run(["git", "show", f"{rev}:graphs/store.py"], capture_output=True, text=True, check=True,
-                            cwd=Path(new_store.__file__).resolve().parents[1]).stdout
+    source = subprocess.run(
+        ["git", "show", f"{rev}:graphs/store.py"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(new_store.__file__).resolve().parents[1],
+    ).stdout
     old = types.ModuleType("speakerflow.graphs._store_at_rev")
     old.__package__ = "speakerflow.graphs"
     old.__spec__ = importlib.util.spec_from_loader(old.__name__, loader=None)
     sys.modules[old.__name__] = old
     exec(compile(source, f"{rev}:graphs/store.py", "exec"), old.__dict__)  # noqa: S102 - our own file at rev
     table = synthetic_stream(n, "one", seed)
-    out: dict[str, Any] = {"messages": n, "batch": batch, "rev": rev, "load_avg_1m_at_start": round(os.getloadavg()[0], 2)}
+    out: dict[str, Any] = {
+        "messages": n,
+        "batch": batch,
+        "rev": rev,
+        "load_avg_1m_at_start": round(os.getloadavg()[0], 2),
+    }
     for _ in range(rounds):
         for label, cls in (("before", old.GroupStore), ("after", new_store.GroupStore)):
             with tempfile.TemporaryDirectory(prefix="speakerflow-ab-", dir=workdir) as tmp:
@@ -587,7 +712,9 @@ def ingest_ab(n: int = 100_000, rev: str = "1630a2e", batch: int = 10_000, round
                 with cls(Path(tmp) / "big", "big", writable=True) as st:
                     for lo, size in _slices(n, batch):
                         st.append_messages(table.slice(lo, size))
-                out.setdefault(f"{label}_messages_per_s", []).append(round(n / (time.perf_counter() - t0), 1))
+                out.setdefault(f"{label}_messages_per_s", []).append(
+                    round(n / (time.perf_counter() - t0), 1)
+                )
     out["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
     return out
 
@@ -604,9 +731,18 @@ def _child_main(argv: list[str]) -> None:
     Path(a.out).write_text(json.dumps(row))
 
 
-def run(messages: int = 100_000, out: str | Path | None = None, shapes: tuple[str, ...] = ("one", "many"),
-        sizes: list[int] | None = None, timeout_s: int = 3600, workdir: str | Path | None = None,
-        log=print, keep: list[dict[str, Any]] | None = None, threads: int | None = 1, **opts: Any) -> dict[str, Any]:
+def run(
+    messages: int = 100_000,
+    out: str | Path | None = None,
+    shapes: tuple[str, ...] = ("one", "many"),
+    sizes: list[int] | None = None,
+    timeout_s: int = 3600,
+    workdir: str | Path | None = None,
+    log=print,
+    keep: list[dict[str, Any]] | None = None,
+    threads: int | None = 1,
+    **opts: Any,
+) -> dict[str, Any]:
     """Measure every size of 1k, 10k, 100k, 1M up to ``messages`` (or ``sizes``) in both
     shapes, each in a fresh subprocess; write ``out`` (JSON) and a log-log plot beside it.
 
@@ -614,7 +750,12 @@ def run(messages: int = 100_000, out: str | Path | None = None, shapes: tuple[st
     second spinning thread per matrix product costs more than it gives; ``None`` leaves them)."""
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
     if threads:
-        env.update({k: str(threads) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")})
+        env.update(
+            {
+                k: str(threads)
+                for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+            }
+        )
     sizes = sizes or [s for s in (1_000, 10_000, 100_000, 1_000_000) if s <= messages] or [messages]
     rows: list[dict[str, Any]] = []
     for n in sizes:
@@ -623,10 +764,26 @@ def run(messages: int = 100_000, out: str | Path | None = None, shapes: tuple[st
                 continue  # one group of 1,000 is the "one" shape
             with tempfile.TemporaryDirectory(prefix="speakerflow-scale-", dir=workdir) as tmp:
                 res = Path(tmp) / "row.json"
-                cmd = [sys.executable, "-m", "speakerflow.benchmarks.scale", "--child", "--n", str(n), "--shape", shape,
-                       "--workdir", tmp, "--out", str(res), "--opts", json.dumps(opts)]
+                cmd = [
+                    sys.executable,
+                    "-m",
+                    "speakerflow.benchmarks.scale",
+                    "--child",
+                    "--n",
+                    str(n),
+                    "--shape",
+                    shape,
+                    "--workdir",
+                    tmp,
+                    "--out",
+                    str(res),
+                    "--opts",
+                    json.dumps(opts),
+                ]
                 t0 = time.perf_counter()
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
+                proc = subprocess.run(
+                    cmd, capture_output=True, text=True, timeout=timeout_s, env=env
+                )
                 if proc.returncode != 0:
                     raise RuntimeError(f"scale child {n} {shape} failed:\n{proc.stderr[-4000:]}")
                 row = json.loads(res.read_text())
@@ -634,23 +791,34 @@ def run(messages: int = 100_000, out: str | Path | None = None, shapes: tuple[st
             rows.append(row)
             log(json.dumps(row))
     done = {(r["messages"], r["shape"]) for r in rows}
-    rows = sorted([r for r in keep or [] if (r["messages"], r["shape"]) not in done] + rows,
-                  key=lambda r: (r["messages"], r["shape"] != "one"))
+    rows = sorted(
+        [r for r in keep or [] if (r["messages"], r["shape"]) not in done] + rows,
+        key=lambda r: (r["messages"], r["shape"] != "one"),
+    )
     report = {
         "sizes": rows,
-        "machine": {"cpus": os.cpu_count(), "threads_per_child": threads,
-                    "load_avg_at_end": [round(x, 2) for x in os.getloadavg()]},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "threads_per_child": threads,
+            "load_avg_at_end": [round(x, 2) for x in os.getloadavg()],
+        },
         "notes": [
             "each size and shape ran in its own subprocess; peak_rss_mb is that process's maximum "
             "resident set (the synthetic stream it generated included)",
-            "writer_messages_per_s is measured on writer_sample messages (the newest of the big group, or the "
-            "last whole groups of 1,000); where writer_sample < messages the Writer did not see the whole stream",
-            "query_*: answer_question with embedder='none' (BM25, window and session channels, System 2 records, "
+            "writer_messages_per_s is measured on writer_sample messages (the newest of the big "
+            "group, or the "
+            "last whole groups of 1,000); where writer_sample < messages the Writer did not see "
+            "the whole stream",
+            "query_*: answer_question with embedder='none' (BM25, window and session channels, "
+            "System 2 records, "
             "rules answerer) on read-only stores after one warm-up query per store (query_cold_ms)",
             "dense_query_*: a fresh MiniLM encode of the question (1 thread) + the dense channel "
-            "(ops/dense_index.py: the group's faiss HNSW top-k above its threshold, brute force below); "
-            "dense_encode_* is the encode alone, dense_channel_* the channel alone; null where not run",
-            "injection_*: PassiveInjector on the fact graph the rules entity path built from entity_sample "
+            "(ops/dense_index.py: the group's faiss HNSW top-k above its threshold, brute force "
+            "below); "
+            "dense_encode_* is the encode alone, dense_channel_* the channel alone; null where not "
+            "run",
+            "injection_*: PassiveInjector on the fact graph the rules entity path built from "
+            "entity_sample "
             "messages of the same stream",
         ],
     }
@@ -670,30 +838,52 @@ def plot(report: dict[str, Any], path: str | Path) -> Path | None:
         import matplotlib.pyplot as plt
     except ImportError:  # pragma: no cover - matplotlib is a core dependency
         return None
-    panels = [("ingest µs / message", lambda r: 1e6 / r["ingest_messages_per_s"]),
-              ("rules Writer µs / message", lambda r: 1e6 / r["writer_messages_per_s"]),
-              ("bytes on disk / message", lambda r: r["bytes_per_message"]),
-              ("peak RSS (MB)", lambda r: r["peak_rss_mb"]),
-              ("rules query p50 / p95 (ms)", lambda r: r["query_p50_ms"]),
-              ("dense query p50 (ms): encode + channel", lambda r: r.get("dense_query_p50_ms")),
-              ("injection p50 (ms)", lambda r: r.get("injection_p50_ms"))]
+    panels = [
+        ("ingest µs / message", lambda r: 1e6 / r["ingest_messages_per_s"]),
+        ("rules Writer µs / message", lambda r: 1e6 / r["writer_messages_per_s"]),
+        ("bytes on disk / message", lambda r: r["bytes_per_message"]),
+        ("peak RSS (MB)", lambda r: r["peak_rss_mb"]),
+        ("rules query p50 / p95 (ms)", lambda r: r["query_p50_ms"]),
+        ("dense query p50 (ms): encode + channel", lambda r: r.get("dense_query_p50_ms")),
+        ("injection p50 (ms)", lambda r: r.get("injection_p50_ms")),
+    ]
     fig, axes = plt.subplots(2, 4, figsize=(16, 7))
     for ax, (title, get) in zip(axes.flat, panels, strict=False):
         for shape, style in (("one", "o-"), ("many", "s--")):
             rows = [r for r in report["sizes"] if r.get("shape") == shape and get(r)]
             if rows:
-                ax.plot([r["messages"] for r in rows], [get(r) for r in rows], style,
-                        label="one group" if shape == "one" else "groups of 1,000")
+                ax.plot(
+                    [r["messages"] for r in rows],
+                    [get(r) for r in rows],
+                    style,
+                    label="one group" if shape == "one" else "groups of 1,000",
+                )
             if title.startswith("dense"):
-                for key, lab in (("dense_channel_p50_ms", "channel only"), ("brute_top50_p50_ms", "brute-force top-50")):
+                for key, lab in (
+                    ("dense_channel_p50_ms", "channel only"),
+                    ("brute_top50_p50_ms", "brute-force top-50"),
+                ):
                     rows = [r for r in report["sizes"] if r.get("shape") == shape and r.get(key)]
                     if rows:
-                        ax.plot([r["messages"] for r in rows], [r[key] for r in rows], ":", marker=".", label=lab)
+                        ax.plot(
+                            [r["messages"] for r in rows],
+                            [r[key] for r in rows],
+                            ":",
+                            marker=".",
+                            label=lab,
+                        )
             if title.startswith("rules query"):
-                rows = [r for r in report["sizes"] if r.get("shape") == shape and r.get("query_p95_ms")]
+                rows = [
+                    r for r in report["sizes"] if r.get("shape") == shape and r.get("query_p95_ms")
+                ]
                 if rows:
-                    ax.plot([r["messages"] for r in rows], [r["query_p95_ms"] for r in rows], ":", alpha=0.6,
-                            label=f"p95 ({shape})")
+                    ax.plot(
+                        [r["messages"] for r in rows],
+                        [r["query_p95_ms"] for r in rows],
+                        ":",
+                        alpha=0.6,
+                        label=f"p95 ({shape})",
+                    )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(title, fontsize=10)
@@ -722,7 +912,9 @@ def main(argv: list[str] | None = None) -> None:
     if argv and argv[0] == "ingest-ab":
         p = argparse.ArgumentParser()
         p.add_argument("--messages", type=int, default=100_000)
-        p.add_argument("--rev", default="1630a2e", help="git revision of graphs/store.py to compare against")
+        p.add_argument(
+            "--rev", default="1630a2e", help="git revision of graphs/store.py to compare against"
+        )
         p.add_argument("--rounds", type=int, default=2)
         a = p.parse_args(argv[1:])
         print(json.dumps(ingest_ab(a.messages, a.rev, rounds=a.rounds)))
@@ -744,44 +936,106 @@ if __name__ == "__main__":
 
 def add_bench(bsub: argparse._SubParsersAction) -> None:
     """``speakerflow bench scale`` (registered by ``speakerflow/cli/bench.py``)."""
-    p = bsub.add_parser("scale", help="cost against size (1k..1M messages): ingest, Writer, disk, RSS, query, "
-                                      "dense, injection; one big group and groups of 1,000")
-    p.add_argument("--messages", type=int, default=100_000, help="largest size: 1k, 10k, 100k, 1M up to it")
-    p.add_argument("--out", default=None, help="write the report JSON here (the log-log plot beside it, .png)")
-    p.add_argument("--shapes", default="one,many", help="one (one big group), many (groups of 1,000), or both")
-    p.add_argument("--writer-sample", type=int, default=10_000, help="messages the rules Writer runs on per size")
-    p.add_argument("--entity-sample", type=int, default=10_000, help="messages the entity path reads per size")
+    p = bsub.add_parser(
+        "scale",
+        help="cost against size (1k..1M messages): ingest, Writer, disk, RSS, query, "
+        "dense, injection; one big group and groups of 1,000",
+    )
+    p.add_argument(
+        "--messages", type=int, default=100_000, help="largest size: 1k, 10k, 100k, 1M up to it"
+    )
+    p.add_argument(
+        "--out", default=None, help="write the report JSON here (the log-log plot beside it, .png)"
+    )
+    p.add_argument(
+        "--shapes", default="one,many", help="one (one big group), many (groups of 1,000), or both"
+    )
+    p.add_argument(
+        "--writer-sample",
+        type=int,
+        default=10_000,
+        help="messages the rules Writer runs on per size",
+    )
+    p.add_argument(
+        "--entity-sample", type=int, default=10_000, help="messages the entity path reads per size"
+    )
     p.add_argument("--queries", type=int, default=40, help="timed questions per size and shape")
-    p.add_argument("--embed-cache", default=None,
-                   help="MiniLM vectors of the stream (built by python -m speakerflow.benchmarks.scale embed); "
-                        "enables the dense columns (big group only)")
+    p.add_argument(
+        "--embed-cache",
+        default=None,
+        help="MiniLM vectors of the stream (built by python -m speakerflow.benchmarks.scale "
+        "embed); "
+        "enables the dense columns (big group only)",
+    )
     p.add_argument("--dense-max", type=int, default=100_000, help="largest size with dense queries")
     p.add_argument("--seed", type=int, default=7, help="seed of the synthetic stream (default 7)")
-    p.add_argument("--ingest-batch", type=int, default=10_000, help="messages per append into the big group")
-    p.add_argument("--exact-queries", type=int, default=20,
-                   help="questions timed on both the exact and the bounded query path, big group only (0: skip)")
-    p.add_argument("--threads", type=int, default=1, help="OpenMP/BLAS threads per child (0: library default)")
-    p.add_argument("--sizes", default=None, help="comma-separated sizes to measure instead of 1k, 10k ... --messages")
-    p.add_argument("--append", action="store_true",
-                   help="keep the rows of an existing --out report for the sizes and shapes not measured now")
-    p.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
+    p.add_argument(
+        "--ingest-batch", type=int, default=10_000, help="messages per append into the big group"
+    )
+    p.add_argument(
+        "--exact-queries",
+        type=int,
+        default=20,
+        help="questions timed on both the exact and the bounded query path, big group only (0: "
+        "skip)",
+    )
+    p.add_argument(
+        "--threads", type=int, default=1, help="OpenMP/BLAS threads per child (0: library default)"
+    )
+    p.add_argument(
+        "--sizes",
+        default=None,
+        help="comma-separated sizes to measure instead of 1k, 10k ... --messages",
+    )
+    p.add_argument(
+        "--append",
+        action="store_true",
+        help="keep the rows of an existing --out report for the sizes and shapes not measured now",
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print the report as JSON instead of a table"
+    )
     p.set_defaults(func=_run_cli)
 
 
 def _run_cli(args: argparse.Namespace) -> int:
-    keep = json.loads(Path(args.out).read_text())["sizes"] if args.append and args.out and Path(args.out).exists() else []
-    report = run(args.messages, out=args.out, shapes=tuple(s for s in args.shapes.split(",") if s),
-                 sizes=[int(x) for x in args.sizes.split(",")] if args.sizes else None, keep=keep,
-                 threads=args.threads or None, batch=args.ingest_batch,
-                 writer_sample=args.writer_sample, entity_sample=args.entity_sample, queries=args.queries,
-                 embed_cache=args.embed_cache, dense_max=args.dense_max if args.embed_cache else 0, seed=args.seed,
-                 exact_queries=args.exact_queries,
-                 log=lambda line: print(line, file=sys.stderr, flush=True))
+    keep = (
+        json.loads(Path(args.out).read_text())["sizes"]
+        if args.append and args.out and Path(args.out).exists()
+        else []
+    )
+    report = run(
+        args.messages,
+        out=args.out,
+        shapes=tuple(s for s in args.shapes.split(",") if s),
+        sizes=[int(x) for x in args.sizes.split(",")] if args.sizes else None,
+        keep=keep,
+        threads=args.threads or None,
+        batch=args.ingest_batch,
+        writer_sample=args.writer_sample,
+        entity_sample=args.entity_sample,
+        queries=args.queries,
+        embed_cache=args.embed_cache,
+        dense_max=args.dense_max if args.embed_cache else 0,
+        seed=args.seed,
+        exact_queries=args.exact_queries,
+        log=lambda line: print(line, file=sys.stderr, flush=True),
+    )
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    cols = ["shape", "messages", "groups", "ingest_messages_per_s", "writer_messages_per_s", "bytes_per_message",
-            "peak_rss_mb", "query_p50_ms", "query_p95_ms", "dense_query_p50_ms"]
+    cols = [
+        "shape",
+        "messages",
+        "groups",
+        "ingest_messages_per_s",
+        "writer_messages_per_s",
+        "bytes_per_message",
+        "peak_rss_mb",
+        "query_p50_ms",
+        "query_p95_ms",
+        "dense_query_p50_ms",
+    ]
     rows = [[str(r.get(c, "-")) for c in cols] for r in report.get("sizes", [])]
     widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
     for line in [cols, *rows]:

@@ -11,6 +11,7 @@ separately), ask and ingest latencies as the client sees them (p50/p95/p99, ms),
 query-path and in-server times the server reports, requests/s, and the server's RSS (now
 and peak). Client and server share this machine's cores: the latencies include that.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -31,17 +32,49 @@ import httpx
 from speakerflow.settings import BUNDLED_SAMPLE
 
 QUESTIONS = [
-    "Where will the offsite be?", "Who prefers Lisbon?", "What is the budget per person?",
-    "When is the offsite?", "What did Ben say about the flights?", "Who will book the hotel?",
-    "What does Chloe think about Porto?", "What did Dev decide?",
+    "Where will the offsite be?",
+    "Who prefers Lisbon?",
+    "What is the budget per person?",
+    "When is the offsite?",
+    "What did Ben say about the flights?",
+    "Who will book the hotel?",
+    "What does Chloe think about Porto?",
+    "What did Dev decide?",
 ]
-TOPICS = ["the hotel booking", "the train to Porto", "the workshop agenda", "dinner on Tuesday",
-          "the budget sheet", "the client demo", "the flight times", "the team photo", "the venue",
-          "the catering order", "the slides", "the travel refunds", "the museum visit", "the late checkout",
-          "the airport transfer", "the boat trip", "the wine tasting", "the room list", "the name badges",
-          "the projector", "the rain plan", "the visa letters", "the vegan menu", "the bus schedule"]
-TEMPLATES = ["What did {p} say about {t}?", "Who mentioned {t}?", "When was {t} discussed?",
-             "What does {p} think about {t}?", "Did {p} agree to {t}?", "What was decided about {t}?"]
+TOPICS = [
+    "the hotel booking",
+    "the train to Porto",
+    "the workshop agenda",
+    "dinner on Tuesday",
+    "the budget sheet",
+    "the client demo",
+    "the flight times",
+    "the team photo",
+    "the venue",
+    "the catering order",
+    "the slides",
+    "the travel refunds",
+    "the museum visit",
+    "the late checkout",
+    "the airport transfer",
+    "the boat trip",
+    "the wine tasting",
+    "the room list",
+    "the name badges",
+    "the projector",
+    "the rain plan",
+    "the visa letters",
+    "the vegan menu",
+    "the bus schedule",
+]
+TEMPLATES = [
+    "What did {p} say about {t}?",
+    "Who mentioned {t}?",
+    "When was {t} discussed?",
+    "What does {p} think about {t}?",
+    "Did {p} agree to {t}?",
+    "What was decided about {t}?",
+]
 PEOPLE = ["Ana", "Ben", "Chloe", "Dev"]
 
 
@@ -53,7 +86,13 @@ def question(rng: random.Random) -> str:
     return rng.choice(TEMPLATES).format(p=rng.choice(PEOPLE), t=rng.choice(TOPICS))
 
 
-VERBS = ["I will handle", "Can someone check", "I prefer to postpone", "Good news about", "I am worried about"]
+VERBS = [
+    "I will handle",
+    "Can someone check",
+    "I prefer to postpone",
+    "Good news about",
+    "I am worried about",
+]
 
 _SERVE = "import sys; from speakerflow.cli import main; sys.exit(main())"
 
@@ -82,15 +121,28 @@ def _pct(values: list[float], q: float) -> float | None:
 
 
 def _summary(values: list[float]) -> dict[str, Any]:
-    return {"count": len(values), "p50_ms": _pct(values, 0.50), "p95_ms": _pct(values, 0.95),
-            "p99_ms": _pct(values, 0.99), "mean_ms": round(statistics.fmean(values), 2) if values else None}
+    return {
+        "count": len(values),
+        "p50_ms": _pct(values, 0.50),
+        "p95_ms": _pct(values, 0.95),
+        "p99_ms": _pct(values, 0.99),
+        "mean_ms": round(statistics.fmean(values), 2) if values else None,
+    }
 
 
 class Server:
     """``speakerflow serve`` in a subprocess on 127.0.0.1 (stopped on exit)."""
 
-    def __init__(self, home: Path, keys: dict[str, list[str]], embedder: str, start_timeout: float = 300.0,
-                 reads: str = "snapshot", batch_queries: bool = True, ask_threads: int = 32):
+    def __init__(
+        self,
+        home: Path,
+        keys: dict[str, list[str]],
+        embedder: str,
+        start_timeout: float = 300.0,
+        reads: str = "snapshot",
+        batch_queries: bool = True,
+        ask_threads: int = 32,
+    ):
         self.home = home
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -99,14 +151,37 @@ class Server:
         env.pop("SPEAKERFLOW_HOME", None)
         self._log_fh = self.log.open("w")
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _SERVE, "serve", "--home", str(home / "store"), "--host", "127.0.0.1",
-             "--port", str(self.port), "--embedder", embedder, "--log-level", "warning", "--reads", reads,
-             "--ask-threads", str(ask_threads), *([] if batch_queries else ["--no-query-batching"])],
-            stdout=self._log_fh, stderr=subprocess.STDOUT, env=env)
+            [
+                sys.executable,
+                "-c",
+                _SERVE,
+                "serve",
+                "--home",
+                str(home / "store"),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--embedder",
+                embedder,
+                "--log-level",
+                "warning",
+                "--reads",
+                reads,
+                "--ask-threads",
+                str(ask_threads),
+                *([] if batch_queries else ["--no-query-batching"]),
+            ],
+            stdout=self._log_fh,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
         deadline = time.monotonic() + start_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with {self.proc.returncode}: {self.log.read_text()[-2000:]}")
+                raise RuntimeError(
+                    f"server exited with {self.proc.returncode}: {self.log.read_text()[-2000:]}"
+                )
             try:
                 if httpx.get(self.url + "/healthz", timeout=2.0).status_code == 200:
                     return
@@ -152,8 +227,9 @@ def _sample_rows() -> list[dict]:
     return rows
 
 
-async def _wait_written(client: httpx.AsyncClient, groups: list[str], keys: dict[str, dict[str, str]],
-                        timeout: float) -> None:
+async def _wait_written(
+    client: httpx.AsyncClient, groups: list[str], keys: dict[str, dict[str, str]], timeout: float
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         states = []
@@ -167,9 +243,18 @@ async def _wait_written(client: httpx.AsyncClient, groups: list[str], keys: dict
     raise RuntimeError(f"background writes did not finish within {timeout:.0f}s")
 
 
-async def _load(url: str, clients: int, seconds: float, groups: list[str], keys: dict[str, dict[str, str]],
-                ingest_share: float, rng_seed: int, progress: bool, solo_asks: int = 100,
-                cpu_probe=lambda: None) -> dict[str, Any]:
+async def _load(
+    url: str,
+    clients: int,
+    seconds: float,
+    groups: list[str],
+    keys: dict[str, dict[str, str]],
+    ingest_share: float,
+    rng_seed: int,
+    progress: bool,
+    solo_asks: int = 100,
+    cpu_probe=lambda: None,
+) -> dict[str, Any]:
     ask_ms: list[float] = []
     ask_query_ms: list[float] = []
     ask_server_ms: list[float] = []
@@ -184,17 +269,25 @@ async def _load(url: str, clients: int, seconds: float, groups: list[str], keys:
             r.raise_for_status()
         await _wait_written(client, groups, keys, timeout=600)
         for g in groups:  # one warm ask per group
-            (await client.post(f"/v1/groups/{g}/ask", json={"question": QUESTIONS[0]}, headers=keys[g])).raise_for_status()
+            (
+                await client.post(
+                    f"/v1/groups/{g}/ask", json={"question": QUESTIONS[0]}, headers=keys[g]
+                )
+            ).raise_for_status()
 
         solo: dict[str, list[float]] = {"ask_ms": [], "server_ms": [], "query_ms": []}
         rng = random.Random(rng_seed)
         solo_deadline = time.perf_counter() + min(10.0, seconds)
-        for n in range(solo_asks):  # one client, one ask at a time: the warm latency without queueing
+        for n in range(
+            solo_asks
+        ):  # one client, one ask at a time: the warm latency without queueing
             if time.perf_counter() > solo_deadline:
                 break
             g = groups[n % len(groups)]
             t0 = time.perf_counter()
-            r = await client.post(f"/v1/groups/{g}/ask", json={"question": question(rng)}, headers=keys[g])
+            r = await client.post(
+                f"/v1/groups/{g}/ask", json={"question": question(rng)}, headers=keys[g]
+            )
             if r.status_code != 200:
                 errors.append(f"{r.status_code} {r.text[:200]}")
                 continue
@@ -215,18 +308,29 @@ async def _load(url: str, clients: int, seconds: float, groups: list[str], keys:
                 t0 = time.perf_counter()
                 try:
                     if rng.random() < ingest_share:
-                        ts = f"2026-04-{1 + n % 28:02d}T{rng.randrange(8, 19):02d}:{rng.randrange(60):02d}:00Z"
-                        batch = [{"msg_id": f"c{i}-r{n}-m{j}", "session_id": f"bench-{i}", "ts": ts,
-                                  "speaker": rng.choice(PEOPLE),
-                                  "text": f"{rng.choice(VERBS)} {rng.choice(TOPICS)}."} for j in range(5)]
-                        r = await client.post(f"/v1/groups/{g}/messages", json=batch, headers=keys[g])
+                        hour, minute = rng.randrange(8, 19), rng.randrange(60)
+                        ts = f"2026-04-{1 + n % 28:02d}T{hour:02d}:{minute:02d}:00Z"
+                        batch = [
+                            {
+                                "msg_id": f"c{i}-r{n}-m{j}",
+                                "session_id": f"bench-{i}",
+                                "ts": ts,
+                                "speaker": rng.choice(PEOPLE),
+                                "text": f"{rng.choice(VERBS)} {rng.choice(TOPICS)}.",
+                            }
+                            for j in range(5)
+                        ]
+                        r = await client.post(
+                            f"/v1/groups/{g}/messages", json=batch, headers=keys[g]
+                        )
                         ms = (time.perf_counter() - t0) * 1000
                         if r.status_code == 200:
                             ingest_ms.append(ms)
                             counts["ingested_messages"] += r.json()["ingested"]
                     else:
-                        r = await client.post(f"/v1/groups/{g}/ask", json={"question": question(rng)},
-                                              headers=keys[g])
+                        r = await client.post(
+                            f"/v1/groups/{g}/ask", json={"question": question(rng)}, headers=keys[g]
+                        )
                         ms = (time.perf_counter() - t0) * 1000
                         if r.status_code == 200:
                             body = r.json()
@@ -244,30 +348,60 @@ async def _load(url: str, clients: int, seconds: float, groups: list[str], keys:
         async def ticker() -> None:
             while time.perf_counter() < deadline:
                 await asyncio.sleep(min(10.0, max(0.0, deadline - time.perf_counter())))
-                print(f"  {time.perf_counter() - start:5.1f}s  {counts['requests']} requests, "
-                      f"{len(errors)} errors", file=sys.stderr, flush=True)
+                print(
+                    f"  {time.perf_counter() - start:5.1f}s  {counts['requests']} requests, "
+                    f"{len(errors)} errors",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
         tasks = [worker(i) for i in range(clients)] + ([ticker()] if progress else [])
         await asyncio.gather(*tasks)
         elapsed = time.perf_counter() - start
         cpu_end, own_end = cpu_probe(), time.process_time()
-        cpu = {"server_cpu_s": round(cpu_end - cpu_start, 1) if cpu_start is not None and cpu_end is not None else None,
-               "client_cpu_s": round(own_end - own_start, 1)}
+        cpu = {
+            "server_cpu_s": round(cpu_end - cpu_start, 1)
+            if cpu_start is not None and cpu_end is not None
+            else None,
+            "client_cpu_s": round(own_end - own_start, 1),
+        }
         await _wait_written(client, groups, keys, timeout=600)
         writes = {}
         for g in groups:
             st = (await client.get(f"/v1/groups/{g}/status", headers=keys[g])).json()
-            writes[g] = {"writes": st["write"]["writes"], "last_error": st["write"]["last_error"],
-                         "messages": st["stats"]["messages"], "records": st["stats"]["records"]}
-    return {"elapsed_s": round(elapsed, 2), "ask_ms": ask_ms, "ask_query_ms": ask_query_ms,
-            "ask_server_ms": ask_server_ms, "ask_wait_ms": ask_wait_ms, "ingest_ms": ingest_ms,
-            "errors": errors, "counts": counts,
-            "writes": writes, "solo": solo, "cpu": cpu}
+            writes[g] = {
+                "writes": st["write"]["writes"],
+                "last_error": st["write"]["last_error"],
+                "messages": st["stats"]["messages"],
+                "records": st["stats"]["records"],
+            }
+    return {
+        "elapsed_s": round(elapsed, 2),
+        "ask_ms": ask_ms,
+        "ask_query_ms": ask_query_ms,
+        "ask_server_ms": ask_server_ms,
+        "ask_wait_ms": ask_wait_ms,
+        "ingest_ms": ingest_ms,
+        "errors": errors,
+        "counts": counts,
+        "writes": writes,
+        "solo": solo,
+        "cpu": cpu,
+    }
 
 
-def run(clients: int = 32, seconds: float = 60.0, groups: int = 8, ingest_share: float = 0.1,
-        embedder: str = "minilm", progress: bool = True, seed: int = 0, reads: str = "snapshot",
-        batch_queries: bool = True, ask_threads: int = 32) -> dict[str, Any]:
+def run(
+    clients: int = 32,
+    seconds: float = 60.0,
+    groups: int = 8,
+    ingest_share: float = 0.1,
+    embedder: str = "minilm",
+    progress: bool = True,
+    seed: int = 0,
+    reads: str = "snapshot",
+    batch_queries: bool = True,
+    ask_threads: int = 32,
+) -> dict[str, Any]:
     """Start a server, load it, stop it; returns the report (see the module docstring).
     ``reads``: the server's read path (``serve --reads``: ``snapshot`` or ``locked``);
     ``batch_queries=False``: ``serve --no-query-batching``; ``ask_threads``: ``serve
@@ -280,39 +414,80 @@ def run(clients: int = 32, seconds: float = 60.0, groups: int = 8, ingest_share:
     by_group = {groups_[0]: {"Authorization": f"Bearer {k}"} for k, groups_ in api_keys.items()}
     with tempfile.TemporaryDirectory(prefix="speakerflow-bench-serve-") as tmp:
         t0 = time.perf_counter()
-        with Server(Path(tmp), api_keys, embedder, reads=reads, batch_queries=batch_queries,
-                    ask_threads=ask_threads) as server:
+        with Server(
+            Path(tmp),
+            api_keys,
+            embedder,
+            reads=reads,
+            batch_queries=batch_queries,
+            ask_threads=ask_threads,
+        ) as server:
             start_s = time.perf_counter() - t0
             if progress:
-                print(f"server up on {server.url} in {start_s:.1f}s; seeding {groups} group(s), then "
-                      f"{clients} client(s) for {seconds:g}s", file=sys.stderr, flush=True)
+                print(
+                    f"server up on {server.url} in {start_s:.1f}s; seeding {groups} group(s), then "
+                    f"{clients} client(s) for {seconds:g}s",
+                    file=sys.stderr,
+                    flush=True,
+                )
             load_before = os.getloadavg()[0]
-            res = asyncio.run(_load(server.url, clients, seconds, names, by_group, ingest_share, seed, progress,
-                                    cpu_probe=server.cpu_s))
+            res = asyncio.run(
+                _load(
+                    server.url,
+                    clients,
+                    seconds,
+                    names,
+                    by_group,
+                    ingest_share,
+                    seed,
+                    progress,
+                    cpu_probe=server.cpu_s,
+                )
+            )
             load_after = os.getloadavg()[0]
             rss, peak = server.rss_mb()
             alive = server.proc.poll() is None
     write_errors = [f"{g}: {w['last_error']}" for g, w in res["writes"].items() if w["last_error"]]
     requests = res["counts"]["requests"]
     return {
-        "benchmark": "serve", "clients": clients, "seconds": seconds, "groups": groups, "ingest_share": ingest_share,
-        "embedder": embedder, "reads": reads, "query_batching": batch_queries, "ask_threads": ask_threads, "cpus": os.cpu_count(), "server_start_s": round(start_s, 2),
+        "benchmark": "serve",
+        "clients": clients,
+        "seconds": seconds,
+        "groups": groups,
+        "ingest_share": ingest_share,
+        "embedder": embedder,
+        "reads": reads,
+        "query_batching": batch_queries,
+        "ask_threads": ask_threads,
+        "cpus": os.cpu_count(),
+        "server_start_s": round(start_s, 2),
         "load_avg_1m": [round(load_before, 1), round(load_after, 1)],
         # CPU seconds used during the concurrent phase: by the server process, by the clients
         **res["cpu"],
-        "elapsed_s": res["elapsed_s"], "requests": requests,
+        "elapsed_s": res["elapsed_s"],
+        "requests": requests,
         "requests_per_s": round(requests / res["elapsed_s"], 1) if res["elapsed_s"] else None,
         "errors": len(res["errors"]) + len(write_errors) + (0 if alive else 1),
         "error_samples": (res["errors"] + write_errors)[:5] + ([] if alive else ["server died"]),
-        "ask": {**_summary(res["ask_ms"]), "query_path_p50_ms": _pct(res["ask_query_ms"], 0.5),
-                "query_path_p95_ms": _pct(res["ask_query_ms"], 0.95),
-                "server_p50_ms": _pct(res["ask_server_ms"], 0.5), "server_p95_ms": _pct(res["ask_server_ms"], 0.95),
-                "group_wait_p50_ms": _pct(res["ask_wait_ms"], 0.5), "group_wait_p95_ms": _pct(res["ask_wait_ms"], 0.95),
-                "with_citations": res["counts"]["asks_with_citations"]},
+        "ask": {
+            **_summary(res["ask_ms"]),
+            "query_path_p50_ms": _pct(res["ask_query_ms"], 0.5),
+            "query_path_p95_ms": _pct(res["ask_query_ms"], 0.95),
+            "server_p50_ms": _pct(res["ask_server_ms"], 0.5),
+            "server_p95_ms": _pct(res["ask_server_ms"], 0.95),
+            "group_wait_p50_ms": _pct(res["ask_wait_ms"], 0.5),
+            "group_wait_p95_ms": _pct(res["ask_wait_ms"], 0.95),
+            "with_citations": res["counts"]["asks_with_citations"],
+        },
         "ingest": {**_summary(res["ingest_ms"]), "messages": res["counts"]["ingested_messages"]},
-        "ask_one_client": {**_summary(res["solo"]["ask_ms"]), "server_p50_ms": _pct(res["solo"]["server_ms"], 0.5),
-                           "query_path_p50_ms": _pct(res["solo"]["query_ms"], 0.5)},
-        "server_rss_mb": rss, "server_peak_rss_mb": peak, "writes": res["writes"],
+        "ask_one_client": {
+            **_summary(res["solo"]["ask_ms"]),
+            "server_p50_ms": _pct(res["solo"]["server_ms"], 0.5),
+            "query_path_p50_ms": _pct(res["solo"]["query_ms"], 0.5),
+        },
+        "server_rss_mb": rss,
+        "server_peak_rss_mb": peak,
+        "writes": res["writes"],
     }
 
 
@@ -320,20 +495,28 @@ def format_report(report: dict[str, Any]) -> str:
     """The report as a few lines for people."""
     a, i, s = report["ask"], report["ingest"], report["ask_one_client"]
     lines = [
-        f"bench serve: {report['clients']} clients, {report['groups']} groups, {report['elapsed_s']}s, "
+        f"bench serve: {report['clients']} clients, {report['groups']} groups, "
+        f"{report['elapsed_s']}s, "
         f"embedder {report['embedder']}, reads {report.get('reads', 'locked')}, query batching "
-        f"{report.get('query_batching', False)}, ask threads {report.get('ask_threads')}, {report['cpus']} CPU(s), "
+        f"{report.get('query_batching', False)}, ask threads {report.get('ask_threads')}, "
+        f"{report['cpus']} CPU(s), "
         f"load average {report.get('load_avg_1m')}",
-        f"  requests     {report['requests']} ({report['requests_per_s']}/s), errors {report['errors']}",
-        f"  ask          {a['count']}: p50 {a['p50_ms']} ms, p95 {a['p95_ms']} ms, p99 {a['p99_ms']} ms "
-        f"(in server p50 {a['server_p50_ms']} ms, of it waiting for the group p50 {a['group_wait_p50_ms']} ms; "
+        f"  requests     {report['requests']} ({report['requests_per_s']}/s), errors "
+        f"{report['errors']}",
+        f"  ask          {a['count']}: p50 {a['p50_ms']} ms, p95 {a['p95_ms']} ms, p99 "
+        f"{a['p99_ms']} ms "
+        f"(in server p50 {a['server_p50_ms']} ms, of it waiting for the group p50 "
+        f"{a['group_wait_p50_ms']} ms; "
         f"query path p50 {a['query_path_p50_ms']} ms); "
         f"{a['with_citations']} with cited ids",
         f"  ask, 1 client {s['count']} before the load: p50 {s['p50_ms']} ms, p95 {s['p95_ms']} ms "
         f"(in server p50 {s['server_p50_ms']} ms; query path p50 {s['query_path_p50_ms']} ms)",
-        f"  ingest       {i['count']} requests, {i['messages']} messages: p50 {i['p50_ms']} ms, p95 {i['p95_ms']} ms",
-        f"  server RSS   {report['server_rss_mb']} MiB (peak {report['server_peak_rss_mb']} MiB); CPU seconds "
-        f"used meanwhile: server {report.get('server_cpu_s')}, clients {report.get('client_cpu_s')}",
+        f"  ingest       {i['count']} requests, {i['messages']} messages: p50 {i['p50_ms']} ms, "
+        f"p95 {i['p95_ms']} ms",
+        f"  server RSS   {report['server_rss_mb']} MiB (peak {report['server_peak_rss_mb']} MiB); "
+        "CPU seconds "
+        f"used meanwhile: server {report.get('server_cpu_s')}, "
+        f"clients {report.get('client_cpu_s')}",
     ]
     lines += [f"  error: {e}" for e in report["error_samples"]]
     return "\n".join(lines)

@@ -1,4 +1,5 @@
 """Stores: the Kuzu temporal graph, the Tantivy BM25 index, and one store per group."""
+
 from .kuzu_graph import KuzuGraph, UnboundParameterError
 from .store import (
     GroupBusyError,
@@ -12,7 +13,18 @@ from .store import (
 from .text_index import Hit, InMemoryIndex, SearchFilter, TantivyIndex, query_terms
 
 __all__ = [
-    "KuzuGraph", "UnboundParameterError", "GroupBusyError", "GroupStore", "Home", "IngestResult",
-    "StoreError", "check_group_id", "conform", "Hit", "InMemoryIndex", "SearchFilter",
-    "TantivyIndex", "query_terms",
+    "KuzuGraph",
+    "UnboundParameterError",
+    "GroupBusyError",
+    "GroupStore",
+    "Home",
+    "IngestResult",
+    "StoreError",
+    "check_group_id",
+    "conform",
+    "Hit",
+    "InMemoryIndex",
+    "SearchFilter",
+    "TantivyIndex",
+    "query_terms",
 ]

@@ -25,6 +25,7 @@ Vectors are L2-normalised float32 rows; the metric is the inner product (= cosin
 >>> ids[0], round(float(sims[0]), 3)
 ('m7', 1.0)
 """
+
 from __future__ import annotations
 
 import os
@@ -54,8 +55,14 @@ class AnnIndex:
     """An HNSW index (``M`` links per node, ``ef_construction`` at build, ``ef_search`` at
     query time, at least ``k``) over id-labelled vectors, optionally persisted at ``path``."""
 
-    def __init__(self, dim: int, path: str | Path | None = None, m: int = 48, ef_construction: int = 200,
-                 ef_search: int = 512):
+    def __init__(
+        self,
+        dim: int,
+        path: str | Path | None = None,
+        m: int = 48,
+        ef_construction: int = 200,
+        ef_search: int = 512,
+    ):
         self.dim, self.m, self.ef_construction, self.ef_search = dim, m, ef_construction, ef_search
         self.path = Path(path) if path is not None else None
         self.ids: list[str] = []
@@ -132,14 +139,18 @@ class AnnIndex:
             return len(missing)
 
     # -- query --------------------------------------------------------------------------
-    def search(self, qvec: np.ndarray, k: int, live: dict[str, int] | None = None) -> tuple[list[str], np.ndarray]:
+    def search(
+        self, qvec: np.ndarray, k: int, live: dict[str, int] | None = None
+    ) -> tuple[list[str], np.ndarray]:
         """The ``k`` best ids for ``qvec`` (best first) and their inner products; with
         ``live`` (id -> anything), ids not in it are skipped (the index over-fetches)."""
         if self._index is None or not self.ids:
             return [], np.zeros(0, dtype=np.float32)
         want = min(len(self.ids), k if live is None else k + max(8, k // 4))
         self._index.hnsw.efSearch = max(self.ef_search, want)
-        sims, rows = self._index.search(np.ascontiguousarray(qvec, dtype=np.float32).reshape(1, -1), want)
+        sims, rows = self._index.search(
+            np.ascontiguousarray(qvec, dtype=np.float32).reshape(1, -1), want
+        )
         out_ids, out_sims = [], []
         for r, s in zip(rows[0].tolist(), sims[0].tolist(), strict=True):
             if r < 0:

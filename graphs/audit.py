@@ -4,6 +4,7 @@
 the fault benchmark and the crash tests check after a recovery; it is also handy after
 any incident (``speakerflow.graphs.audit.audit(store)``).
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -25,7 +26,10 @@ def audit(store: Any) -> dict[str, Any]:
     msgs = store.messages()
     pq_ids = msgs["msg_id"].to_pylist()
     pq_set = set(pq_ids)
-    out: dict[str, Any] = {"messages": len(pq_ids), "pending_batch": store.pending_batch() is not None}
+    out: dict[str, Any] = {
+        "messages": len(pq_ids),
+        "pending_batch": store.pending_batch() is not None,
+    }
     dup = sum(c - 1 for c in Counter(pq_ids).values() if c > 1)
     recs = store.records().to_pylist()
     rec_ids = [r["entry_id"] for r in recs]
@@ -34,7 +38,11 @@ def audit(store: Any) -> dict[str, Any]:
         fact_ev: list[str] = []
     else:
         g_ids = [r["id"] for r in store.graph.rows("MATCH (m:Message) RETURN m.msg_id AS id")]
-        fact_ev = [m for r in store.graph.rows("MATCH (f:Fact) RETURN f.evidence_ids AS ev") for m in (r["ev"] or [])]
+        fact_ev = [
+            m
+            for r in store.graph.rows("MATCH (f:Fact) RETURN f.evidence_ids AS ev")
+            for m in (r["ev"] or [])
+        ]
     ix_ids = store.index.doc_ids("message")
     ix_rec = store.index.doc_ids("record")
     dup += sum(c - 1 for c in Counter(g_ids).values() if c > 1)
@@ -47,13 +55,22 @@ def audit(store: Any) -> dict[str, Any]:
     orphaned += sum(1 for r in recs if r["superseded_by"] and r["superseded_by"] not in rec_set)
     orphaned += sum(1 for m in fact_ev if m not in pq_set)
     out.update(
-        records=len(rec_ids), duplicated=dup,
-        graph_only=len(g_set - pq_set), index_only=len(ix_set - pq_set),
+        records=len(rec_ids),
+        duplicated=dup,
+        graph_only=len(g_set - pq_set),
+        index_only=len(ix_set - pq_set),
         parquet_only=len(pq_set - g_set) + len(pq_set - ix_set),
-        record_index_only=len(ixr_set - rec_set), record_graph_only=len(rec_set - ixr_set),
+        record_index_only=len(ixr_set - rec_set),
+        record_graph_only=len(rec_set - ixr_set),
         orphaned=orphaned,
         watermark_unknown=len(set(store.meta(WRITTEN_KEY, [])) - pq_set),
     )
-    out["mismatched"] = (out["graph_only"] + out["index_only"] + out["parquet_only"] + out["record_index_only"]
-                         + out["record_graph_only"] + out["watermark_unknown"])
+    out["mismatched"] = (
+        out["graph_only"]
+        + out["index_only"]
+        + out["parquet_only"]
+        + out["record_index_only"]
+        + out["record_graph_only"]
+        + out["watermark_unknown"]
+    )
     return out

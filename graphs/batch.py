@@ -15,6 +15,7 @@ Fault points: ``failpoint("messages.indexed")`` does nothing unless the environm
 * ``SPEAKERFLOW_FAILPOINT_LOG=FILE`` appends each point reached, one name per line (the
   fault benchmark lists the step boundaries of a clean run this way).
 """
+
 from __future__ import annotations
 
 import json

@@ -12,6 +12,7 @@ entities and facts once into dicts (entity -> fact ids, slot -> fact ids). Write
 cache at once and to Kuzu in batches (:meth:`flush`, a handful of statements however many
 facts); :meth:`load` after :meth:`flush` reproduces the same cache.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -66,11 +67,16 @@ class FactItem:
     @property
     def value(self) -> str:
         """The literal value, or the object entity id."""
-        return self.object_id[len(VALUE_PREFIX):] if self.object_id.startswith(VALUE_PREFIX) else self.object_id
+        return (
+            self.object_id[len(VALUE_PREFIX) :]
+            if self.object_id.startswith(VALUE_PREFIX)
+            else self.object_id
+        )
 
     @property
     def slot(self) -> tuple[str, ...]:
-        """Contradiction scope: (subject, relation) for literal values, + object for entity objects."""
+        """Contradiction scope: (subject, relation) for literal values, + object for entity
+        objects."""
         if self.object_id.startswith(VALUE_PREFIX):
             return (self.subject_id, self.relation)
         return (self.subject_id, self.relation, self.object_id)
@@ -83,7 +89,9 @@ class FactItem:
 
 def edge_id_for(group_id: str, subject: str, relation: str, object_id: str, evidence: str) -> str:
     """A stable fact id from its content and first evidence (reruns do not duplicate)."""
-    h = hashlib.sha1(f"{group_id}|{subject}|{relation}|{object_id}|{evidence}".encode()).hexdigest()[:16]
+    h = hashlib.sha1(
+        f"{group_id}|{subject}|{relation}|{object_id}|{evidence}".encode()
+    ).hexdigest()[:16]
     return f"f_{h}"
 
 
@@ -114,11 +122,22 @@ def recover_facts(store, man: dict) -> dict:
     in the graph) -> the state committed with it (the entity path's processed ids) is written;
     not committed -> Kuzu discarded it, and the entity path redoes those events."""
     ids = list(man.get("facts", []))
-    found = {r["id"] for r in store.graph.rows("MATCH (f:Fact) WHERE f.edge_id IN $ids RETURN f.edge_id AS id",
-                                               {"ids": ids})} if ids else set()
+    found = (
+        {
+            r["id"]
+            for r in store.graph.rows(
+                "MATCH (f:Fact) WHERE f.edge_id IN $ids RETURN f.edge_id AS id", {"ids": ids}
+            )
+        }
+        if ids
+        else set()
+    )
     if found and len(found) != len(ids):
-        raise RuntimeError(f"group {store.group_id!r}: facts batch half in the graph ({len(found)} of {len(ids)}); "
-                           "Kuzu transactions should make this impossible")
+        raise RuntimeError(
+            f"group {store.group_id!r}: facts batch half in the graph ({len(found)} of "
+            f"{len(ids)}); "
+            "Kuzu transactions should make this impossible"
+        )
     committed = bool(found)  # a flush of updates only cannot tell: its events are redone
     if committed and man.get("state_file"):
         batch.write_json_atomic(Path(store.root) / man["state_file"], man["state"])
@@ -126,7 +145,8 @@ def recover_facts(store, man: dict) -> dict:
 
 
 class FactGraph:
-    """Cache + batched Kuzu writer for one group's facts. ``graph=None`` is a pure in-memory double."""
+    """Cache + batched Kuzu writer for one group's facts. ``graph=None`` is a pure in-memory
+    double."""
 
     def __init__(self, graph=None, group_id: str = "group"):
         self.graph = graph
@@ -148,7 +168,8 @@ class FactGraph:
         #: facts first known after their valid_at (corrections): the as-of fast path skips them
         self._late: set[str] = set()
         self._late_by: set[str] = set()
-        #: the latest time any evidence or fact refers to: an as-of view at or after it is the current view
+        #: the latest time any evidence or fact refers to: an as-of view at or after it is the
+        #: current view
         self.horizon: datetime | None = None
         #: number of tier-3 (rumour) facts: injection skips the rumour pass when there are none
         self.rumours = 0
@@ -159,18 +180,30 @@ class FactGraph:
     # -- reading ------------------------------------------------------------------------
     def load(self, with_records: bool = True) -> FactGraph:
         """(Re)build the cache from Kuzu: every Entity and Fact (and SpeakerMem record heads)."""
-        for table in (self.items, self.entities, self.by_entity, self.by_slot, self._regime, self._links, self._span):
+        for table in (
+            self.items,
+            self.entities,
+            self.by_entity,
+            self.by_slot,
+            self._regime,
+            self._links,
+            self._span,
+        ):
             table.clear()
         self._late.clear()
         self._late_by.clear()
         self.horizon, self.rumours = None, 0
         if self.graph is None:
             return self
-        for r in self.graph.rows("MATCH (m:Message) RETURN m.msg_id AS id, m.ts AS ts, m.speaker AS speaker"):
+        for r in self.graph.rows(
+            "MATCH (m:Message) RETURN m.msg_id AS id, m.ts AS ts, m.speaker AS speaker"
+        ):
             if r["ts"] is not None:
                 self.note_message(r["id"], _aware(r["ts"]), r["speaker"] or "")
-        for r in self.graph.rows("MATCH (e:Entity) RETURN e.entity_id AS entity_id, e.group_id AS group_id, "
-                                 "e.name AS name, e.etype AS etype, e.aliases AS aliases"):
+        for r in self.graph.rows(
+            "MATCH (e:Entity) RETURN e.entity_id AS entity_id, e.group_id AS group_id, "
+            "e.name AS name, e.etype AS etype, e.aliases AS aliases"
+        ):
             self.entities[r["entity_id"]] = Entity(**r)
         cols = ", ".join(f"f.{c} AS {c}" for c in _FACT_COLS)
         for r in self.graph.arrow(f"MATCH (f:Fact) RETURN {cols}").to_pylist():
@@ -178,7 +211,9 @@ class FactGraph:
                 if isinstance(v, datetime):
                     r[k] = _aware(v)
             self._index(FactItem(**r))
-        for r in self.graph.rows("MATCH (a:Fact)-[:SUPERSEDES]->(b:Fact) RETURN a.edge_id AS a, b.edge_id AS b"):
+        for r in self.graph.rows(
+            "MATCH (a:Fact)-[:SUPERSEDES]->(b:Fact) RETURN a.edge_id AS a, b.edge_id AS b"
+        ):
             if r["b"] in self.items:
                 self.items[r["b"]].superseded_by = r["a"]
         if with_records:
@@ -189,14 +224,29 @@ class FactGraph:
     def _load_records(self) -> None:
         """SpeakerMem record heads become person facts (a person's stance is knowledge too)."""
         rows = self.graph.rows(
-            "MATCH (r:Record) WHERE r.invalid_at IS NULL RETURN r.entry_id AS id, r.owner AS owner, r.utype AS utype, "
-            "r.content AS content, r.from_ids AS from_ids, r.valid_at AS valid_at, r.confidence AS confidence, "
-            "r.maturity AS maturity, r.layer AS layer")
+            "MATCH (r:Record) WHERE r.invalid_at IS NULL RETURN r.entry_id AS id, r.owner AS "
+            "owner, r.utype AS utype, "
+            "r.content AS content, r.from_ids AS from_ids, r.valid_at AS valid_at, r.confidence AS "
+            "confidence, "
+            "r.maturity AS maturity, r.layer AS layer"
+        )
         for r in rows:
             subject = f"person:{r['owner']}" if r["owner"] != "GROUP" else "group:GROUP"
             t = _aware(r["valid_at"])
-            item = FactItem(f"rec_{r['id']}", self.group_id, subject, r["utype"], VALUE_PREFIX + r["content"][:200],
-                            r["content"][:200], list(r["from_ids"]), t, t, t, float(r["confidence"]), r["maturity"])
+            item = FactItem(
+                f"rec_{r['id']}",
+                self.group_id,
+                subject,
+                r["utype"],
+                VALUE_PREFIX + r["content"][:200],
+                r["content"][:200],
+                list(r["from_ids"]),
+                t,
+                t,
+                t,
+                float(r["confidence"]),
+                r["maturity"],
+            )
             self._index(item)
 
     def _index(self, item: FactItem) -> None:
@@ -204,7 +254,11 @@ class FactGraph:
         if self.horizon is None or item.valid_at > self.horizon:
             self.horizon = item.valid_at
         self.rumours += item.trust_tier >= 3
-        if item.evidence_ids and item.evidence_ids[0] in self.msg_meta and self.msg_meta[item.evidence_ids[0]][0] > item.valid_at:
+        if (
+            item.evidence_ids
+            and item.evidence_ids[0] in self.msg_meta
+            and self.msg_meta[item.evidence_ids[0]][0] > item.valid_at
+        ):
             self._late.add(item.edge_id)
             self._late_by.add(item.edge_id)
         self.items[item.edge_id] = item
@@ -216,8 +270,14 @@ class FactGraph:
             self._links[obj].append((item.edge_id, item.subject_id))
         self.by_slot[item.slot].append(item.edge_id)
 
-    def neighbourhood(self, entity_ids, hops: int = 1, limit: int = 300, fanout: int = 25,
-                      at: datetime | None = None) -> list[FactItem]:
+    def neighbourhood(
+        self,
+        entity_ids,
+        hops: int = 1,
+        limit: int = 300,
+        fanout: int = 25,
+        at: datetime | None = None,
+    ) -> list[FactItem]:
         """Facts within ``hops`` of ``entity_ids`` (BFS over subject/object links), newest first
         per entity, at most ``limit`` (the structural candidate pool); beyond the first hop at
         most ``fanout`` facts per entity, so a hub reached by a hop cannot fill the pool.
@@ -234,8 +294,11 @@ class FactGraph:
                     if fid in seen_f:
                         continue
                     seen_f.add(fid)
-                    if at is not None and (items[fid].valid_at > at or fid in self._late) \
-                            and self.known_span(items[fid])[0] > at:
+                    if (
+                        at is not None
+                        and (items[fid].valid_at > at or fid in self._late)
+                        and self.known_span(items[fid])[0] > at
+                    ):
                         continue
                     out.append(items[fid])
                     if len(out) >= limit:
@@ -254,8 +317,10 @@ class FactGraph:
         for _ in range(max(1, hops)):
             rows = self.graph.rows(
                 "MATCH (f:Fact)-[:SUBJECT|:OBJECT]->(e:Entity) WHERE e.entity_id IN $ids "
-                "OPTIONAL MATCH (f)-[:SUBJECT|:OBJECT]->(o:Entity) RETURN f.edge_id AS f, o.entity_id AS o",
-                {"ids": sorted(frontier)})
+                "OPTIONAL MATCH (f)-[:SUBJECT|:OBJECT]->(o:Entity) RETURN f.edge_id AS f, "
+                "o.entity_id AS o",
+                {"ids": sorted(frontier)},
+            )
             found |= {r["f"] for r in rows}
             frontier = {r["o"] for r in rows if r["o"] and r["o"] not in seen}
             seen |= frontier
@@ -264,16 +329,22 @@ class FactGraph:
     def provenance(self, edge_id: str) -> list[dict]:
         """The raw Message rows a fact rests on (via FROM_MSG)."""
         return self.graph.rows(
-            "MATCH (f:Fact)-[:FROM_MSG]->(m:Message) WHERE f.edge_id = $id RETURN m.msg_id AS msg_id, "
-            "m.source_type AS source_type, m.source_ref AS source_ref, m.ts AS ts, m.speaker AS speaker, m.text AS text",
-            {"id": edge_id})
+            "MATCH (f:Fact)-[:FROM_MSG]->(m:Message) WHERE f.edge_id = $id RETURN m.msg_id AS "
+            "msg_id, "
+            "m.source_type AS source_type, m.source_ref AS source_ref, m.ts AS ts, m.speaker AS "
+            "speaker, m.text AS text",
+            {"id": edge_id},
+        )
 
     def regime(self, entity_id: str, at: datetime | None = None) -> str | None:
         """The market state M_t of an entity: its newest first-hand (trust tier 1-2) ``regime``
-        value valid at ``at`` (default: now, cached until a write). A tier-3 rumour never sets it."""
+        value valid at ``at`` (default: now, cached until a write). A tier-3 rumour never sets it."""  # noqa: E501
         if at is not None:
-            cur = [v for i in self.by_slot.get((entity_id, "regime"), ())
-                   if self.items[i].trust_tier < 3 and (v := self.as_of(self.items[i], at)) is not None]
+            cur = [
+                v
+                for i in self.by_slot.get((entity_id, "regime"), ())
+                if self.items[i].trust_tier < 3 and (v := self.as_of(self.items[i], at)) is not None
+            ]
             return max(cur, key=lambda i: i.valid_at).value if cur else None
         if entity_id not in self._regime:
             cur = [i for i in self.current((entity_id, "regime")) if i.trust_tier < 3]
@@ -292,7 +363,9 @@ class FactGraph:
         """(first, last) time of the item's evidence events (its ``valid_at`` when unknown)."""
         sp = self._span.get(item.edge_id)
         if sp is None:
-            ts = [self.msg_meta[m][0] for m in item.evidence_ids if m in self.msg_meta] or [item.valid_at]
+            ts = [self.msg_meta[m][0] for m in item.evidence_ids if m in self.msg_meta] or [
+                item.valid_at
+            ]
             sp = self._span[item.edge_id] = (min(ts), max(ts))
         return sp
 
@@ -310,12 +383,16 @@ class FactGraph:
         about it was known yet or it was already invalid; else the item itself or a copy with
         only the evidence up to ``at`` (validations, last validation and maturity recomputed,
         a later invalidation undone)."""
-        if len(item.evidence_ids) <= 1 and item.edge_id not in self._late:  # fast path: one event, known at valid_at
+        if (
+            len(item.evidence_ids) <= 1 and item.edge_id not in self._late
+        ):  # fast path: one event, known at valid_at
             if item.valid_at > at:
                 return None
             if item.invalid_at is None:
                 return item
-            if item.invalid_at <= at and (item.superseded_by is None or item.superseded_by not in self._late_by):
+            if item.invalid_at <= at and (
+                item.superseded_by is None or item.superseded_by not in self._late_by
+            ):
                 known = self.invalidation_known(item)  # a datetime: the item is invalidated
                 if known is not None and known <= at:
                     return None
@@ -335,9 +412,16 @@ class FactGraph:
         dropped = len(item.evidence_ids) - len(ev)
         validations = max(0, item.validations - dropped)
         lv = max((meta[m][0] for m in ev if m in meta), default=item.valid_at)
-        return replace(item, evidence_ids=ev, validations=validations, last_validated=max(lv, item.valid_at),
-                       invalid_at=None, expired_at=None, superseded_by=None,
-                       maturity=next_maturity("candidate", item.reuse_count, validations, item.utility))
+        return replace(
+            item,
+            evidence_ids=ev,
+            validations=validations,
+            last_validated=max(lv, item.valid_at),
+            invalid_at=None,
+            expired_at=None,
+            superseded_by=None,
+            maturity=next_maturity("candidate", item.reuse_count, validations, item.utility),
+        )
 
     def current(self, slot: tuple, at: datetime | None = None) -> list[FactItem]:
         """Facts of ``slot`` not invalidated (at ``at``, default: ever)."""
@@ -366,7 +450,8 @@ class FactGraph:
             self._dirty.add(edge_id)
 
     def invalidate(self, edge_id: str, at: datetime, by: str | None, now: datetime) -> None:
-        """Set ``invalid_at``/``expired_at`` on a fact (kept, never deleted) and link ``by`` SUPERSEDES it."""
+        """Set ``invalid_at``/``expired_at`` on a fact (kept, never deleted) and link ``by``
+        SUPERSEDES it."""
         item = self.items[edge_id]
         self._regime.clear()
         item.invalid_at, item.expired_at, item.updated_at = at, now, now
@@ -397,8 +482,15 @@ class FactGraph:
         # the folder of the manifest, when this flush writes one (never inside another batch)
         manifest = root if root is not None and batch.pending(root) is None else None
         if manifest is not None:
-            state = {"state_file": self.commit_state[0], "state": self.commit_state[1]} if self.commit_state else {}
-            batch.begin(manifest, {"kind": "facts", "facts": list(self._new), "new": [], "hide": [], **state})
+            state = (
+                {"state_file": self.commit_state[0], "state": self.commit_state[1]}
+                if self.commit_state
+                else {}
+            )
+            batch.begin(
+                manifest,
+                {"kind": "facts", "facts": list(self._new), "new": [], "hide": [], **state},
+            )
             failpoint("facts.manifest")
         g.execute("BEGIN TRANSACTION")
         try:
@@ -428,43 +520,107 @@ class FactGraph:
         """The statements of :meth:`flush` (run inside its transaction)."""
         if self._ents_dirty:
             rows = [self.entities[e].model_dump() for e in sorted(self._ents_dirty)]
-            g.execute("UNWIND $rows AS r MERGE (e:Entity {entity_id: r.entity_id}) SET e.group_id = r.group_id, "
-                      "e.name = r.name, e.etype = r.etype, e.aliases = r.aliases", {"rows": rows})
+            g.execute(
+                "UNWIND $rows AS r MERGE (e:Entity {entity_id: r.entity_id}) SET e.group_id = "
+                "r.group_id, "
+                "e.name = r.name, e.etype = r.etype, e.aliases = r.aliases",
+                {"rows": rows},
+            )
         new = [self.items[f] for f in self._new]
         if new:
-            self._ensure_entities({i.subject_id for i in new} | {i.object_id for i in new if not i.object_id.startswith(VALUE_PREFIX)})
+            self._ensure_entities(
+                {i.subject_id for i in new}
+                | {i.object_id for i in new if not i.object_id.startswith(VALUE_PREFIX)}
+            )
             table = pa.Table.from_pylist([i.row() for i in new], schema=EDGE_SCHEMA)
             g.copy_nodes("Fact", table)
             subj = [{"f": i.edge_id, "e": i.subject_id} for i in new]
-            obj = [{"f": i.edge_id, "e": i.object_id} for i in new if not i.object_id.startswith(VALUE_PREFIX)]
+            obj = [
+                {"f": i.edge_id, "e": i.object_id}
+                for i in new
+                if not i.object_id.startswith(VALUE_PREFIX)
+            ]
             ev = [{"f": i.edge_id, "m": m} for i in new for m in i.evidence_ids]
-            g.execute("UNWIND $rows AS r MATCH (f:Fact {edge_id: r.f}), (e:Entity {entity_id: r.e}) CREATE (f)-[:SUBJECT]->(e)", {"rows": subj})
+            g.execute(
+                "UNWIND $rows AS r MATCH (f:Fact {edge_id: r.f}), (e:Entity {entity_id: r.e}) "
+                "CREATE (f)-[:SUBJECT]->(e)",
+                {"rows": subj},
+            )
             if obj:
-                g.execute("UNWIND $rows AS r MATCH (f:Fact {edge_id: r.f}), (e:Entity {entity_id: r.e}) CREATE (f)-[:OBJECT]->(e)", {"rows": obj})
-            g.execute("UNWIND $rows AS r MATCH (f:Fact {edge_id: r.f}), (m:Message {msg_id: r.m}) CREATE (f)-[:FROM_MSG]->(m)", {"rows": ev})
-        dirty = [self.items[f] for f in sorted(self._dirty) if f in self.items and not f.startswith("rec_")]
+                g.execute(
+                    "UNWIND $rows AS r MATCH (f:Fact {edge_id: r.f}), (e:Entity {entity_id: r.e}) "
+                    "CREATE (f)-[:OBJECT]->(e)",
+                    {"rows": obj},
+                )
+            g.execute(
+                "UNWIND $rows AS r MATCH (f:Fact {edge_id: r.f}), (m:Message {msg_id: r.m}) CREATE "
+                "(f)-[:FROM_MSG]->(m)",
+                {"rows": ev},
+            )
+        dirty = [
+            self.items[f]
+            for f in sorted(self._dirty)
+            if f in self.items and not f.startswith("rec_")
+        ]
         if dirty:
-            rows = [{"id": i.edge_id, "inv": _naive(i.invalid_at), "exp": _naive(i.expired_at), "upd": _naive(i.updated_at),
-                     "mat": i.maturity, "conf": i.confidence, "reuse": i.reuse_count, "val": i.validations,
-                     "util": i.utility, "lv": _naive(i.last_validated), "ev": i.evidence_ids} for i in dirty]
-            g.execute("UNWIND $rows AS r MATCH (f:Fact {edge_id: r.id}) SET f.invalid_at = CAST(r.inv AS TIMESTAMP), f.expired_at = CAST(r.exp AS TIMESTAMP), "
-                      "f.updated_at = r.upd, f.maturity = r.mat, f.confidence = r.conf, f.reuse_count = r.reuse, "
-                      "f.validations = r.val, f.utility = r.util, f.last_validated = CAST(r.lv AS TIMESTAMP), f.evidence_ids = r.ev",
-                      {"rows": rows})
+            rows = [
+                {
+                    "id": i.edge_id,
+                    "inv": _naive(i.invalid_at),
+                    "exp": _naive(i.expired_at),
+                    "upd": _naive(i.updated_at),
+                    "mat": i.maturity,
+                    "conf": i.confidence,
+                    "reuse": i.reuse_count,
+                    "val": i.validations,
+                    "util": i.utility,
+                    "lv": _naive(i.last_validated),
+                    "ev": i.evidence_ids,
+                }
+                for i in dirty
+            ]
+            g.execute(
+                "UNWIND $rows AS r MATCH (f:Fact {edge_id: r.id}) SET f.invalid_at = CAST(r.inv AS "
+                "TIMESTAMP), f.expired_at = CAST(r.exp AS TIMESTAMP), "
+                "f.updated_at = r.upd, f.maturity = r.mat, f.confidence = r.conf, f.reuse_count = "
+                "r.reuse, "
+                "f.validations = r.val, f.utility = r.util, f.last_validated = CAST(r.lv AS "
+                "TIMESTAMP), f.evidence_ids = r.ev",
+                {"rows": rows},
+            )
         if self._supersedes:
             rows = [{"a": a, "b": b} for a, b in self._supersedes]
-            g.execute("UNWIND $rows AS r MATCH (a:Fact {edge_id: r.a}), (b:Fact {edge_id: r.b}) CREATE (a)-[:SUPERSEDES]->(b)", {"rows": rows})
+            g.execute(
+                "UNWIND $rows AS r MATCH (a:Fact {edge_id: r.a}), (b:Fact {edge_id: r.b}) CREATE "
+                "(a)-[:SUPERSEDES]->(b)",
+                {"rows": rows},
+            )
 
     def _ensure_entities(self, ids: set[str]) -> None:
         missing = [e for e in ids if e not in self.entities]
         if missing:
-            self.put_entities([Entity(entity_id=e, group_id=self.group_id, name=e.split(":", 1)[-1],
-                                      etype=e.split(":", 1)[0] if ":" in e else "unknown") for e in missing])
+            self.put_entities(
+                [
+                    Entity(
+                        entity_id=e,
+                        group_id=self.group_id,
+                        name=e.split(":", 1)[-1],
+                        etype=e.split(":", 1)[0] if ":" in e else "unknown",
+                    )
+                    for e in missing
+                ]
+            )
             rows = [self.entities[e].model_dump() for e in missing]
-            self.graph.execute("UNWIND $rows AS r MERGE (e:Entity {entity_id: r.entity_id}) SET e.group_id = r.group_id, "
-                               "e.name = r.name, e.etype = r.etype, e.aliases = r.aliases", {"rows": rows})
+            self.graph.execute(
+                "UNWIND $rows AS r MERGE (e:Entity {entity_id: r.entity_id}) SET e.group_id = "
+                "r.group_id, "
+                "e.name = r.name, e.etype = r.etype, e.aliases = r.aliases",
+                {"rows": rows},
+            )
             self._ents_dirty -= set(missing)
 
     def to_edges(self) -> list[RelationEdge]:
         """Every stored fact as a validated :class:`RelationEdge` (for exports and checks)."""
-        return [RelationEdge(**i.row()) for i in self.items.values() if not i.edge_id.startswith("rec_")]
+        return [
+            RelationEdge(**i.row()) for i in self.items.values() if not i.edge_id.startswith("rec_")
+        ]

@@ -22,6 +22,7 @@ half way is finished by the next writable open (:meth:`GroupStore.recover` calls
 * then one line is appended to ``forget_log.jsonl``: time, mode, counts and a SHA-256 of
   the selector, never names or text.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -71,7 +72,9 @@ class ForgetReport:
         return asdict(self)
 
 
-_FOLD = frozenset("i me my mine you your yours we our ours he him his she her hers they them their".split())
+_FOLD = frozenset(
+    "i me my mine you your yours we our ours he him his she her hers they them their".split()
+)
 
 
 def shingles(text: str, n: int = SHINGLE, names: frozenset[str] = frozenset()) -> set[str]:
@@ -81,18 +84,26 @@ def shingles(text: str, n: int = SHINGLE, names: frozenset[str] = frozenset()) -
     so a Writer's rewording of a quote ("is this your own painting" -> "is this Mel's own
     painting") still matches the message it came from.
     """
-    words = ["_" if w in _FOLD or w in names else w for w in _WORD.findall((text or "").lower()) if w != "s"]
+    words = [
+        "_" if w in _FOLD or w in names else w
+        for w in _WORD.findall((text or "").lower())
+        if w != "s"
+    ]
     if len(words) < n:
         return {" ".join(words)} if len(words) >= 3 else set()
-    return {" ".join(words[i:i + n]) for i in range(len(words) - n + 1)}
+    return {" ".join(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
 def _selector_hash(group_id: str, mode: str, value: Any) -> str:
     return hashlib.sha256(json.dumps([group_id, mode, value], sort_keys=True).encode()).hexdigest()
 
 
-def plan_forget(store: Any, speaker: str | None = None, message_ids: list[str] | None = None,
-                everything: bool = False) -> dict[str, Any]:
+def plan_forget(
+    store: Any,
+    speaker: str | None = None,
+    message_ids: list[str] | None = None,
+    everything: bool = False,
+) -> dict[str, Any]:
     """The forget batch (manifest) for one selector: exactly one of ``speaker``,
     ``message_ids`` or ``everything``. Raises :class:`~speakerflow.graphs.StoreError` for a
     speaker or message id the group does not have."""
@@ -107,7 +118,9 @@ def plan_forget(store: Any, speaker: str | None = None, message_ids: list[str] |
         names = {speaker} | {n for n, al in store.aliases().items() if speaker in al}
         name = next((n for n in store.roster() if n in names), None)
         if name is None and not any(m["speaker"] == speaker for m in msgs):
-            raise StoreError(f"group {store.group_id!r} has no speaker {speaker!r} (roster: {store.roster()})")
+            raise StoreError(
+                f"group {store.group_id!r} has no speaker {speaker!r} (roster: {store.roster()})"
+            )
         name = name or speaker
         targets = {m["msg_id"] for m in msgs if m["speaker"] == name}
         roster_remove = [name]
@@ -116,8 +129,10 @@ def plan_forget(store: Any, speaker: str | None = None, message_ids: list[str] |
         have = {m["msg_id"] for m in msgs}
         unknown = [m for m in message_ids if m not in have]
         if unknown:
-            raise StoreError(f"group {store.group_id!r} has no message(s) {unknown[:5]}"
-                             f"{' ...' if len(unknown) > 5 else ''}; nothing was forgotten")
+            raise StoreError(
+                f"group {store.group_id!r} has no message(s) {unknown[:5]}"
+                f"{' ...' if len(unknown) > 5 else ''}; nothing was forgotten"
+            )
         targets = set(message_ids)
         person_names = set()
     else:
@@ -126,10 +141,15 @@ def plan_forget(store: Any, speaker: str | None = None, message_ids: list[str] |
         person_names = set(roster_remove)
     gone_sh: set[str] = set()
     kept_sh: set[str] = set()
-    name_words = frozenset(w for n in [*store.roster(), *(a for al in store.aliases().values() for a in al)]
-                      for w in _WORD.findall(n.lower()))
+    name_words = frozenset(
+        w
+        for n in [*store.roster(), *(a for al in store.aliases().values() for a in al)]
+        for w in _WORD.findall(n.lower())
+    )
     for m in msgs:
-        (gone_sh if m["msg_id"] in targets else kept_sh).update(shingles(m["text"], names=name_words))
+        (gone_sh if m["msg_id"] in targets else kept_sh).update(
+            shingles(m["text"], names=name_words)
+        )
     exclusive = gone_sh - kept_sh
 
     def quotes(text: str | None) -> bool:
@@ -143,14 +163,21 @@ def plan_forget(store: Any, speaker: str | None = None, message_ids: list[str] |
     for r in recs:
         ev = list(r["from_ids"] or [])
         hit = [m for m in ev if m in targets]
-        if everything or (ev and len(hit) == len(ev)) or r["source"] in roster_remove \
-                or quotes(r["content"]) or quotes(r["event"]):
+        if (
+            everything
+            or (ev and len(hit) == len(ev))
+            or r["source"] in roster_remove
+            or quotes(r["content"])
+            or quotes(r["event"])
+        ):
             delete.add(r["entry_id"])
         elif hit:
             trim[r["entry_id"]] = [m for m in ev if m not in targets]
     # messages that stay but lost a record (it quoted forgotten text, or its other evidence
     # was forgotten): they leave the writer watermark so the Writer derives them again
-    rederive = sorted({m for rid in delete for m in (by_id[rid]["from_ids"] or []) if m not in targets})
+    rederive = sorted(
+        {m for rid in delete for m in (by_id[rid]["from_ids"] or []) if m not in targets}
+    )
     relink: dict[str, list[Any]] = {}
     for r in recs:
         if r["entry_id"] in delete:
@@ -170,45 +197,92 @@ def plan_forget(store: Any, speaker: str | None = None, message_ids: list[str] |
     del_ents: list[str] = []
     if not store.in_memory and (Path(store.root) / "graph.kuzu").exists():
         g = store.graph
-        ents = g.rows("MATCH (e:Entity) RETURN e.entity_id AS id, e.name AS name, e.aliases AS aliases")
+        ents = g.rows(
+            "MATCH (e:Entity) RETURN e.entity_id AS id, e.name AS name, e.aliases AS aliases"
+        )
         low = {n.lower() for n in person_names}
-        del_ents = sorted(e["id"] for e in ents if everything or (e["name"] or "").lower() in low
-                          or any((a or "").lower() in low for a in e["aliases"] or []))
+        del_ents = sorted(
+            e["id"]
+            for e in ents
+            if everything
+            or (e["name"] or "").lower() in low
+            or any((a or "").lower() in low for a in e["aliases"] or [])
+        )
         de = set(del_ents)
-        for f in g.rows("MATCH (f:Fact) RETURN f.edge_id AS id, f.evidence_ids AS ev, f.description AS d, "
-                        "f.subject_id AS s, f.object_id AS o"):
+        for f in g.rows(
+            "MATCH (f:Fact) RETURN f.edge_id AS id, f.evidence_ids AS ev, f.description AS d, "
+            "f.subject_id AS s, f.object_id AS o"
+        ):
             ev = list(f["ev"] or [])
             hit = [m for m in ev if m in targets]
-            if everything or (ev and len(hit) == len(ev)) or f["s"] in de or f["o"] in de or quotes(f["d"]):
+            if (
+                everything
+                or (ev and len(hit) == len(ev))
+                or f["s"] in de
+                or f["o"] in de
+                or quotes(f["d"])
+            ):
                 del_facts.add(f["id"])
             elif hit:
                 trim_facts[f["id"]] = [m for m in ev if m not in targets]
         superseders: dict[str, list[str]] = {}
-        for r in g.rows("MATCH (a:Fact)-[:SUPERSEDES]->(b:Fact) RETURN a.edge_id AS a, b.edge_id AS b"):
+        for r in g.rows(
+            "MATCH (a:Fact)-[:SUPERSEDES]->(b:Fact) RETURN a.edge_id AS a, b.edge_id AS b"
+        ):
             superseders.setdefault(r["b"], []).append(r["a"])
-        reset_facts = sorted(b for b, al in superseders.items()
-                             if b not in del_facts and all(a in del_facts for a in al))
+        reset_facts = sorted(
+            b
+            for b, al in superseders.items()
+            if b not in del_facts and all(a in del_facts for a in al)
+        )
     return {
-        "kind": "forget", "batch_id": uuid.uuid4().hex, "at": datetime.now(UTC).isoformat(), "mode": mode,
-        "selector_sha256": _selector_hash(store.group_id, mode, speaker or sorted(message_ids or []) or "all"),
-        "msg_ids": sorted(targets), "roster_remove": roster_remove, "person_names": sorted(person_names),
+        "kind": "forget",
+        "batch_id": uuid.uuid4().hex,
+        "at": datetime.now(UTC).isoformat(),
+        "mode": mode,
+        "selector_sha256": _selector_hash(
+            store.group_id, mode, speaker or sorted(message_ids or []) or "all"
+        ),
+        "msg_ids": sorted(targets),
+        "roster_remove": roster_remove,
+        "person_names": sorted(person_names),
         "new": [],  # readers hide nothing extra: forgotten ids are what they must stop seeing
         "hide": sorted(targets | delete),
-        "delete_records": sorted(delete), "trim_records": trim, "relink": relink,
-        "delete_facts": sorted(del_facts), "trim_facts": trim_facts, "reset_facts": reset_facts,
-        "delete_entities": del_ents, "rederive": [] if everything else rederive,
+        "delete_records": sorted(delete),
+        "trim_records": trim,
+        "relink": relink,
+        "delete_facts": sorted(del_facts),
+        "trim_facts": trim_facts,
+        "reset_facts": reset_facts,
+        "delete_entities": del_ents,
+        "rederive": [] if everything else rederive,
     }
 
 
-def forget(store: Any, speaker: str | None = None, message_ids: list[str] | None = None,
-           everything: bool = False, dry_run: bool = False) -> ForgetReport:
-    """Forget a speaker, some messages, or everything in ``store`` (writable); see the module doc."""
+def forget(
+    store: Any,
+    speaker: str | None = None,
+    message_ids: list[str] | None = None,
+    everything: bool = False,
+    dry_run: bool = False,
+) -> ForgetReport:
+    """Forget a speaker, some messages, or everything in ``store`` (writable); see the module
+    doc."""
     man = plan_forget(store, speaker, message_ids, everything)
-    report = ForgetReport(store.group_id, man["mode"], dry_run, messages=len(man["msg_ids"]),
-                          records_deleted=len(man["delete_records"]), records_trimmed=len(man["trim_records"]),
-                          records_relinked=len(man["relink"]), facts_deleted=len(man["delete_facts"]),
-                          facts_trimmed=len(man["trim_facts"]), entities_deleted=len(man["delete_entities"]),
-                          roster_removed=list(man["roster_remove"]), rederive=len(man["rederive"]))
+    report = ForgetReport(
+        store.group_id,
+        man["mode"],
+        dry_run,
+        messages=len(man["msg_ids"]),
+        records_deleted=len(man["delete_records"]),
+        records_trimmed=len(man["trim_records"]),
+        records_relinked=len(man["relink"]),
+        facts_deleted=len(man["delete_facts"]),
+        facts_trimmed=len(man["trim_facts"]),
+        entities_deleted=len(man["delete_entities"]),
+        roster_removed=list(man["roster_remove"]),
+        rederive=len(man["rederive"]),
+    )
     if dry_run or not man["msg_ids"] and not man["roster_remove"]:
         return report
     store._require_writable()
@@ -246,7 +320,9 @@ def _apply(store: Any, man: dict[str, Any], report: ForgetReport) -> None:
         failpoint("forget.parquet")
         store.rebuild_index()  # not a delete: deleted documents would stay in old segments
         failpoint("forget.index")
-        report.embeddings_removed = _prune_embeddings(Path(store.root) / "embeddings", targets | set(del_recs))
+        report.embeddings_removed = _prune_embeddings(
+            Path(store.root) / "embeddings", targets | set(del_recs)
+        )
         failpoint("forget.embeddings")
         report.log_lines_removed = _prune_logs(store, man)
     _prune_meta(store, man)
@@ -285,33 +361,71 @@ def _apply_in_memory(store: Any, man: dict[str, Any]) -> None:
 def _apply_graph(store: Any, man: dict[str, Any]) -> None:
     g = store.graph
     trims = [{"id": k, "ev": v} for k, v in man["trim_records"].items()]
-    links = [{"id": k, "sup": v[0], "sb": v[1], "t": datetime.fromisoformat(v[2]).astimezone(UTC).replace(tzinfo=None)
-              if v[2] else None} for k, v in man["relink"].items()]
+    links = [
+        {
+            "id": k,
+            "sup": v[0],
+            "sb": v[1],
+            "t": datetime.fromisoformat(v[2]).astimezone(UTC).replace(tzinfo=None)
+            if v[2]
+            else None,
+        }
+        for k, v in man["relink"].items()
+    ]
     ftrims = [{"id": k, "ev": v} for k, v in man["trim_facts"].items()]
     g.execute("BEGIN TRANSACTION")
     try:
         if man["delete_records"]:
-            g.execute("MATCH (r:Record) WHERE r.entry_id IN $ids DETACH DELETE r", {"ids": man["delete_records"]})
+            g.execute(
+                "MATCH (r:Record) WHERE r.entry_id IN $ids DETACH DELETE r",
+                {"ids": man["delete_records"]},
+            )
         if trims:
-            g.execute("UNWIND $rows AS t MATCH (r:Record {entry_id: t.id}) SET r.from_ids = t.ev", {"rows": trims})
+            g.execute(
+                "UNWIND $rows AS t MATCH (r:Record {entry_id: t.id}) SET r.from_ids = t.ev",
+                {"rows": trims},
+            )
         if links:
-            g.execute("UNWIND $rows AS l MATCH (r:Record {entry_id: l.id}) SET r.supersedes = CAST(l.sup AS STRING), "
-                      "r.superseded_by = CAST(l.sb AS STRING), r.invalid_at = CAST(l.t AS TIMESTAMP)", {"rows": links})
+            g.execute(
+                "UNWIND $rows AS l MATCH (r:Record {entry_id: l.id}) SET r.supersedes = CAST(l.sup "
+                "AS STRING), "
+                "r.superseded_by = CAST(l.sb AS STRING), r.invalid_at = CAST(l.t AS TIMESTAMP)",
+                {"rows": links},
+            )
             pairs = [{"n": k, "o": v[0]} for k, v in man["relink"].items() if v[0]]
             if pairs:
-                g.execute("UNWIND $rows AS p MATCH (n:Record {entry_id: p.n}), (o:Record {entry_id: p.o}) "
-                          "MERGE (n)-[:SUPERSEDES]->(o)", {"rows": pairs})
+                g.execute(
+                    "UNWIND $rows AS p MATCH (n:Record {entry_id: p.n}), (o:Record {entry_id: "
+                    "p.o}) "
+                    "MERGE (n)-[:SUPERSEDES]->(o)",
+                    {"rows": pairs},
+                )
         if man["delete_facts"]:
-            g.execute("MATCH (f:Fact) WHERE f.edge_id IN $ids DETACH DELETE f", {"ids": man["delete_facts"]})
+            g.execute(
+                "MATCH (f:Fact) WHERE f.edge_id IN $ids DETACH DELETE f",
+                {"ids": man["delete_facts"]},
+            )
         if ftrims:
-            g.execute("UNWIND $rows AS t MATCH (f:Fact {edge_id: t.id}) SET f.evidence_ids = t.ev", {"rows": ftrims})
+            g.execute(
+                "UNWIND $rows AS t MATCH (f:Fact {edge_id: t.id}) SET f.evidence_ids = t.ev",
+                {"rows": ftrims},
+            )
         if man["reset_facts"]:
-            g.execute("MATCH (f:Fact) WHERE f.edge_id IN $ids SET f.invalid_at = CAST(NULL AS TIMESTAMP), "
-                      "f.expired_at = CAST(NULL AS TIMESTAMP)", {"ids": man["reset_facts"]})
+            g.execute(
+                "MATCH (f:Fact) WHERE f.edge_id IN $ids SET f.invalid_at = CAST(NULL AS "
+                "TIMESTAMP), "
+                "f.expired_at = CAST(NULL AS TIMESTAMP)",
+                {"ids": man["reset_facts"]},
+            )
         if man["delete_entities"]:
-            g.execute("MATCH (e:Entity) WHERE e.entity_id IN $ids DETACH DELETE e", {"ids": man["delete_entities"]})
+            g.execute(
+                "MATCH (e:Entity) WHERE e.entity_id IN $ids DETACH DELETE e",
+                {"ids": man["delete_entities"]},
+            )
         if man["msg_ids"]:
-            g.execute("MATCH (m:Message) WHERE m.msg_id IN $ids DETACH DELETE m", {"ids": man["msg_ids"]})
+            g.execute(
+                "MATCH (m:Message) WHERE m.msg_id IN $ids DETACH DELETE m", {"ids": man["msg_ids"]}
+            )
     except BaseException:
         try:
             g.execute("ROLLBACK")
@@ -368,7 +482,12 @@ def _prune_embeddings(folder: Path, ids: set[str]) -> int:
 def _prune_logs(store: Any, man: dict[str, Any]) -> int:
     """Drop log lines that name a forgotten message, deleted fact/entity, or a forgotten person."""
     root = Path(store.root)
-    tokens = set(man["msg_ids"]) | set(man["delete_facts"]) | set(man["delete_entities"]) | set(man["delete_records"])
+    tokens = (
+        set(man["msg_ids"])
+        | set(man["delete_facts"])
+        | set(man["delete_entities"])
+        | set(man["delete_records"])
+    )
     names = [re.compile(rf"\b{re.escape(n)}\b", re.I) for n in man["person_names"]]
     removed = 0
     for name in LOGS:
@@ -376,7 +495,11 @@ def _prune_logs(store: Any, man: dict[str, Any]) -> int:
         if not path.exists():
             continue
         lines = path.read_text().splitlines()
-        kept = [x for x in lines if not any(t in x for t in tokens if t) and not any(p.search(x) for p in names)]
+        kept = [
+            x
+            for x in lines
+            if not any(t in x for t in tokens if t) and not any(p.search(x) for p in names)
+        ]
         if len(kept) != len(lines):
             removed += len(lines) - len(kept)
             tmp = path.with_name(path.name + ".tmp")
@@ -396,8 +519,11 @@ def _prune_meta(store: Any, man: dict[str, Any]) -> None:
     meta = store._meta
     gone = set(man["roster_remove"])
     names = {n.lower() for n in man["person_names"]}
-    meta["roster"] = [{**p, "aliases": [a for a in p.get("aliases", []) if a.lower() not in names]}
-                      for p in meta["roster"] if p["name"] not in gone]
+    meta["roster"] = [
+        {**p, "aliases": [a for a in p.get("aliases", []) if a.lower() not in names]}
+        for p in meta["roster"]
+        if p["name"] not in gone
+    ]
     targets = set(man["msg_ids"]) | set(man.get("rederive", []))
     if WRITTEN_KEY in meta:
         meta[WRITTEN_KEY] = [m for m in meta[WRITTEN_KEY] if m not in targets]
@@ -408,10 +534,18 @@ def _audit_line(store: Any, man: dict[str, Any], report: ForgetReport) -> None:
     path = Path(store.root) / "forget_log.jsonl"
     if path.exists() and man["batch_id"] in path.read_text():
         return  # already logged (a recovery re-running the batch)
-    line = {"batch_id": man["batch_id"], "at": man["at"], "mode": man["mode"],
-            "selector_sha256": man["selector_sha256"], "messages": len(man["msg_ids"]),
-            "records_deleted": len(man["delete_records"]), "records_trimmed": len(man["trim_records"]),
-            "facts_deleted": len(man["delete_facts"]), "facts_trimmed": len(man["trim_facts"]),
-            "entities_deleted": len(man["delete_entities"]), "roster_removed": len(man["roster_remove"])}
+    line = {
+        "batch_id": man["batch_id"],
+        "at": man["at"],
+        "mode": man["mode"],
+        "selector_sha256": man["selector_sha256"],
+        "messages": len(man["msg_ids"]),
+        "records_deleted": len(man["delete_records"]),
+        "records_trimmed": len(man["trim_records"]),
+        "facts_deleted": len(man["delete_facts"]),
+        "facts_trimmed": len(man["trim_facts"]),
+        "entities_deleted": len(man["delete_entities"]),
+        "roster_removed": len(man["roster_remove"]),
+    }
     with open(path, "a") as fh:
         fh.write(json.dumps(line, sort_keys=True) + "\n")

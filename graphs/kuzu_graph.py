@@ -6,6 +6,7 @@ silently ignored (a ``DELETE`` would then delete every row), so every statement 
 through :meth:`KuzuGraph.execute`, which refuses unbound parameters; timestamps are stored
 naive, so we normalise to UTC on the way in and re-attach UTC on the way out.
 """
+
 from __future__ import annotations
 
 import re
@@ -112,7 +113,8 @@ class KuzuGraph:
     # -- statements -------------------------------------------------------------------
     @staticmethod
     def check_params(query: str, params: Mapping[str, Any] | None) -> None:
-        """Raise :class:`UnboundParameterError` if ``query`` names a ``$param`` not in ``params``."""
+        """Raise :class:`UnboundParameterError` if ``query`` names a ``$param`` not in
+        ``params``."""
         names = set(_PARAM.findall(_STRING_LITERAL.sub("''", query)))
         missing = sorted(names - set(params or {}))
         if missing:
@@ -169,10 +171,14 @@ class KuzuGraph:
             for name, schema, _ in NODE_TABLES:
                 cols = ", ".join(f"n.{f} AS {f}" for f in schema.names)
                 table = self.arrow(f"MATCH (n:{name}) RETURN {cols}")
-                counts[name] = new.copy_nodes(name, table.cast(naive_utc(schema.empty_table()).schema))
+                counts[name] = new.copy_nodes(
+                    name, table.cast(naive_utc(schema.empty_table()).schema)
+                )
             pks = {name: pk for name, _, pk in NODE_TABLES}
             for rel, a, b in rel_pairs():
-                table = self.arrow(f"MATCH (x:{a})-[:{rel}]->(y:{b}) RETURN x.{pks[a]} AS f, y.{pks[b]} AS t")
+                table = self.arrow(
+                    f"MATCH (x:{a})-[:{rel}]->(y:{b}) RETURN x.{pks[a]} AS f, y.{pks[b]} AS t"
+                )
                 counts[f"{rel}:{a}->{b}"] = new.copy_rels(rel, table, a, b)
         return counts
 

@@ -3,6 +3,7 @@
 It sits in ``graphs`` because the fact graph itself replays maturity for as-of views
 (:class:`speakerflow.graphs.facts.FactGraph`); :mod:`speakerflow.ops.decay` re-exports it.
 """
+
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
@@ -24,8 +25,15 @@ class MaturityConfig(BaseModel):
 DEFAULT_MATURITY = MaturityConfig()
 
 
-def next_maturity(mu: str, reuse: int, validations: int, utility: float, human: str | None = None,
-                  invalidated: bool = False, cfg: MaturityConfig | None = None) -> str:
+def next_maturity(
+    mu: str,
+    reuse: int,
+    validations: int,
+    utility: float,
+    human: str | None = None,
+    invalidated: bool = False,
+    cfg: MaturityConfig | None = None,
+) -> str:
     """One step of Psi.
 
     * a human ``"reject"`` or an invalidation -> ``deprecated``; a human ``"approve"`` moves
@@ -53,8 +61,16 @@ def next_maturity(mu: str, reuse: int, validations: int, utility: float, human: 
         return mu
     if reuse >= cfg.judge_after_reuse and utility < cfg.useless:
         return "deprecated"
-    if mu == "candidate" and (validations >= cfg.verify_validations or (reuse >= cfg.verify_reuse and utility >= cfg.useful)):
+    if mu == "candidate" and (
+        validations >= cfg.verify_validations
+        or (reuse >= cfg.verify_reuse and utility >= cfg.useful)
+    ):
         mu = "verified"
-    if mu == "verified" and validations >= cfg.proven_validations and reuse >= cfg.proven_reuse and utility >= cfg.useful:
+    if (
+        mu == "verified"
+        and validations >= cfg.proven_validations
+        and reuse >= cfg.proven_reuse
+        and utility >= cfg.useful
+    ):
         mu = "proven"
     return mu

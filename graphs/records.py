@@ -10,6 +10,7 @@ transaction) and to Tantivy (one document per record: ``kind="record"``, ``owner
 ``speaker`` = source, ``layer``); if either fails the other is undone. The in-memory
 store keeps the same rows in its records table and its BM25 double.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -39,13 +40,18 @@ def all_records(store: Any) -> list[dict[str, Any]]:
 
 def heads(store: Any, owner: str | None = None, layer: str | None = None) -> list[dict[str, Any]]:
     """Current records (not superseded), optionally of one ``owner`` and/or ``layer``."""
-    return [r for r in all_records(store)
-            if r["superseded_by"] is None
-            and (owner is None or r["owner"] == owner)
-            and (layer is None or r["layer"] == layer)]
+    return [
+        r
+        for r in all_records(store)
+        if r["superseded_by"] is None
+        and (owner is None or r["owner"] == owner)
+        and (layer is None or r["layer"] == layer)
+    ]
 
 
-def chains(store: Any, owner: str | None = None, layer: str | None = None) -> list[list[dict[str, Any]]]:
+def chains(
+    store: Any, owner: str | None = None, layer: str | None = None
+) -> list[list[dict[str, Any]]]:
     """Update chains (oldest state first, head last) ending at the selected heads."""
     by_id = {r["entry_id"]: r for r in all_records(store)}
     out = []
@@ -84,13 +90,28 @@ def mark_written(store: Any, msg_ids: Sequence[str]) -> None:
 
 def record_docs(records: Sequence[KnowledgeItem]) -> list[dict[str, Any]]:
     """Text-index documents for records (the event/matter key is searchable too)."""
-    return [{"doc_id": r.entry_id, "kind": "record", "group_id": r.group_id, "speaker": r.source,
-             "owner": r.owner, "layer": r.layer, "session_id": r.session_id,
-             "text": f"{r.content} {r.event or ''}".strip(), "ts": r.valid_at} for r in records]
+    return [
+        {
+            "doc_id": r.entry_id,
+            "kind": "record",
+            "group_id": r.group_id,
+            "speaker": r.source,
+            "owner": r.owner,
+            "layer": r.layer,
+            "session_id": r.session_id,
+            "text": f"{r.content} {r.event or ''}".strip(),
+            "ts": r.valid_at,
+        }
+        for r in records
+    ]
 
 
-def write_records(store: Any, new: Sequence[KnowledgeItem], supersede: Sequence[tuple[str, str, datetime]] = (),
-                  mark: Sequence[str] = ()) -> int:
+def write_records(
+    store: Any,
+    new: Sequence[KnowledgeItem],
+    supersede: Sequence[tuple[str, str, datetime]] = (),
+    mark: Sequence[str] = (),
+) -> int:
     """Append records and close superseded ones, all or nothing; returns records written.
 
     Parameters
@@ -108,11 +129,15 @@ def write_records(store: Any, new: Sequence[KnowledgeItem], supersede: Sequence[
     store._require_writable()
     existing = {r["entry_id"]: r for r in all_records(store)}
     new = [r for r in new if r.entry_id not in existing]
-    supersede = [s for s in supersede if s[0] in existing and existing[s[0]]["superseded_by"] is None]
+    supersede = [
+        s for s in supersede if s[0] in existing and existing[s[0]]["superseded_by"] is None
+    ]
     if any(r.group_id != store.group_id for r in new):
         bad = next(r for r in new if r.group_id != store.group_id)
-        raise ValueError(f"record {bad.entry_id}: field 'group_id' is {bad.group_id!r}; "
-                         f"the store of group {store.group_id!r} only takes its own records")
+        raise ValueError(
+            f"record {bad.entry_id}: field 'group_id' is {bad.group_id!r}; "
+            f"the store of group {store.group_id!r} only takes its own records"
+        )
     if not new and not supersede:
         if mark:
             mark_written(store, mark)
@@ -122,8 +147,15 @@ def write_records(store: Any, new: Sequence[KnowledgeItem], supersede: Sequence[
         if mark:
             mark_written(store, mark)
     else:
-        batch.begin(store.root, {"kind": "records", "new": [r.entry_id for r in new],
-                                 "supersede": [[o, n] for o, n, _ in supersede], "mark": sorted(set(mark))})
+        batch.begin(
+            store.root,
+            {
+                "kind": "records",
+                "new": [r.entry_id for r in new],
+                "supersede": [[o, n] for o, n, _ in supersede],
+                "mark": sorted(set(mark)),
+            },
+        )
         failpoint("records.manifest")
         try:
             _write_on_disk(store, new, supersede)
@@ -141,25 +173,53 @@ def write_records(store: Any, new: Sequence[KnowledgeItem], supersede: Sequence[
 
 def record_row_docs(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """:func:`record_docs` for record rows (dicts of the records table)."""
-    return [{"doc_id": r["entry_id"], "kind": "record", "group_id": r["group_id"], "speaker": r["source"],
-             "owner": r["owner"], "layer": r["layer"], "session_id": r["session_id"],
-             "text": f"{r['content']} {r['event'] or ''}".strip(), "ts": r["valid_at"]} for r in rows]
+    return [
+        {
+            "doc_id": r["entry_id"],
+            "kind": "record",
+            "group_id": r["group_id"],
+            "speaker": r["source"],
+            "owner": r["owner"],
+            "layer": r["layer"],
+            "session_id": r["session_id"],
+            "text": f"{r['content']} {r['event'] or ''}".strip(),
+            "ts": r["valid_at"],
+        }
+        for r in rows
+    ]
 
 
 def recover_records(store: Any, man: dict[str, Any]) -> dict[str, Any]:
     """Finish an interrupted records batch: the Kuzu commit decides (see ``GroupStore.recover``)."""
     ids = list(man.get("new", []))
     graph = store.graph
-    found = {r["id"]: r["sb"] for r in graph.rows(
-        "MATCH (r:Record) WHERE r.entry_id IN $ids RETURN r.entry_id AS id, r.superseded_by AS sb", {"ids": ids})}
+    found = {
+        r["id"]: r["sb"]
+        for r in graph.rows(
+            "MATCH (r:Record) WHERE r.entry_id IN $ids RETURN r.entry_id AS id, r.superseded_by AS "
+            "sb",
+            {"ids": ids},
+        )
+    }
     links = [tuple(x) for x in man.get("supersede", [])]
-    closed = {r["id"]: r["sb"] for r in graph.rows(
-        "MATCH (r:Record) WHERE r.entry_id IN $ids RETURN r.entry_id AS id, r.superseded_by AS sb",
-        {"ids": [o for o, _ in links]})} if links else {}
+    closed = (
+        {
+            r["id"]: r["sb"]
+            for r in graph.rows(
+                "MATCH (r:Record) WHERE r.entry_id IN $ids RETURN r.entry_id AS id, "
+                "r.superseded_by AS sb",
+                {"ids": [o for o, _ in links]},
+            )
+        }
+        if links
+        else {}
+    )
     committed = len(found) == len(ids) and all(closed.get(o) == n for o, n in links)
     if ids and found and not committed and len(found) != len(ids):
-        raise RuntimeError(f"group {store.group_id!r}: records batch half in the graph "
-                           f"({len(found)} of {len(ids)}); Kuzu transactions should make this impossible")
+        raise RuntimeError(
+            f"group {store.group_id!r}: records batch half in the graph "
+            f"({len(found)} of {len(ids)}); Kuzu transactions should make this impossible"
+        )
     store.set_records_table(None)
     if committed:
         rows = [r for r in store.records().to_pylist() if r["entry_id"] in set(ids)]
@@ -177,12 +237,18 @@ def _columns(docs: list[dict[str, Any]]) -> dict[str, list[Any]]:
     return {k: [d.get(k) for d in docs] for k in names} if docs else {}
 
 
-def _write_in_memory(store: Any, new: Sequence[KnowledgeItem], supersede: Sequence[tuple[str, str, datetime]]) -> None:
+def _write_in_memory(
+    store: Any, new: Sequence[KnowledgeItem], supersede: Sequence[tuple[str, str, datetime]]
+) -> None:
     closing = {old: (nid, t) for old, nid, t in supersede}
     rows = []
     for r in all_records(store):
         if r["entry_id"] in closing:
-            r = {**r, "superseded_by": closing[r["entry_id"]][0], "invalid_at": closing[r["entry_id"]][1]}
+            r = {
+                **r,
+                "superseded_by": closing[r["entry_id"]][0],
+                "invalid_at": closing[r["entry_id"]][1],
+            }
         rows.append(r)
     rows.extend(r.model_dump() for r in new)
     store.index.add(record_docs(new))
@@ -192,7 +258,9 @@ def _write_in_memory(store: Any, new: Sequence[KnowledgeItem], supersede: Sequen
         store.set_records_table(pa.Table.from_pylist(rows, schema=RECORD_SCHEMA))
 
 
-def _write_on_disk(store: Any, new: Sequence[KnowledgeItem], supersede: Sequence[tuple[str, str, datetime]]) -> None:
+def _write_on_disk(
+    store: Any, new: Sequence[KnowledgeItem], supersede: Sequence[tuple[str, str, datetime]]
+) -> None:
     graph = store.graph
     rows = naive_utc(to_table(list(new), KnowledgeItem)).to_pylist() if new else []
     links = [{"old": o, "new": n, "t": utc(t).replace(tzinfo=None)} for o, n, t in supersede]
@@ -200,16 +268,28 @@ def _write_on_disk(store: Any, new: Sequence[KnowledgeItem], supersede: Sequence
     try:
         if rows:
             graph.execute(f"UNWIND $rows AS row CREATE (r:Record {{{_PROPS}}})", {"rows": rows})
-            graph.execute("UNWIND $rows AS row MATCH (r:Record {entry_id: row.entry_id}) "
-                          "UNWIND row.from_ids AS mid MATCH (m:Message {msg_id: mid}) CREATE (r)-[:FROM_MSG]->(m)",
-                          {"rows": rows})
-            chained = [{"new": r["entry_id"], "old": r["supersedes"]} for r in rows if r["supersedes"]]
+            graph.execute(
+                "UNWIND $rows AS row MATCH (r:Record {entry_id: row.entry_id}) "
+                "UNWIND row.from_ids AS mid MATCH (m:Message {msg_id: mid}) CREATE "
+                "(r)-[:FROM_MSG]->(m)",
+                {"rows": rows},
+            )
+            chained = [
+                {"new": r["entry_id"], "old": r["supersedes"]} for r in rows if r["supersedes"]
+            ]
             if chained:  # old states in the store or in this batch
-                graph.execute("UNWIND $links AS l MATCH (o:Record {entry_id: l.old}), (n:Record {entry_id: l.new}) "
-                              "CREATE (n)-[:SUPERSEDES]->(o)", {"links": chained})
+                graph.execute(
+                    "UNWIND $links AS l MATCH (o:Record {entry_id: l.old}), (n:Record {entry_id: "
+                    "l.new}) "
+                    "CREATE (n)-[:SUPERSEDES]->(o)",
+                    {"links": chained},
+                )
         if links:
-            graph.execute("UNWIND $links AS l MATCH (o:Record {entry_id: l.old}) "
-                          "SET o.superseded_by = l.new, o.invalid_at = l.t", {"links": links})
+            graph.execute(
+                "UNWIND $links AS l MATCH (o:Record {entry_id: l.old}) "
+                "SET o.superseded_by = l.new, o.invalid_at = l.t",
+                {"links": links},
+            )
         store.index.add(record_docs(new))
         failpoint("records.indexed")
     except BaseException:
@@ -254,12 +334,17 @@ class RecordBuffer:
 
     def __init__(self, store: Any, flush_every: int | None = None):
         if flush_every is not None and flush_every < 1:
-            raise ValueError(f"flush_every must be >= 1 batch (or None: flush only when asked), got {flush_every}")
+            raise ValueError(
+                "flush_every must be >= 1 batch (or None: flush only when asked), got "
+                f"{flush_every}"
+            )
         self.store = store
         self.group_id = store.group_id
         self.flush_every = flush_every
         msgs = store.messages()
-        self._session_of = dict(zip(msgs["msg_id"].to_pylist(), msgs["session_id"].to_pylist(), strict=True))
+        self._session_of = dict(
+            zip(msgs["msg_id"].to_pylist(), msgs["session_id"].to_pylist(), strict=True)
+        )
         self._session_msgs: dict[str, list[str]] = {}
         for mid, sid in self._session_of.items():
             self._session_msgs.setdefault(sid, []).append(mid)
@@ -283,8 +368,14 @@ class RecordBuffer:
         self._written.update(fresh)
         self._staged.extend(fresh)
         self._batches += 1
-        if self.flush_every is not None and self._batches >= self.flush_every and (
-                self._session_complete(msg_ids) or self._batches >= SESSION_FLUSH_CAP * self.flush_every):
+        if (
+            self.flush_every is not None
+            and self._batches >= self.flush_every
+            and (
+                self._session_complete(msg_ids)
+                or self._batches >= SESSION_FLUSH_CAP * self.flush_every
+            )
+        ):
             self.flush()
 
     def _session_complete(self, msg_ids: Sequence[str]) -> bool:
@@ -325,8 +416,13 @@ class RecordBuffer:
         staged message ids to the store's watermark; returns records written."""
         rows = self._rows
         new = [KnowledgeItem.model_validate(r) for r in rows if r["entry_id"] not in self._original]
-        closing = [(r["entry_id"], r["superseded_by"], r["invalid_at"]) for r in rows
-                   if r["entry_id"] in self._original and r["superseded_by"] and not self._original[r["entry_id"]]]
+        closing = [
+            (r["entry_id"], r["superseded_by"], r["invalid_at"])
+            for r in rows
+            if r["entry_id"] in self._original
+            and r["superseded_by"]
+            and not self._original[r["entry_id"]]
+        ]
         written = write_records(self.store, new, closing, mark=self._staged)
         self._load()
         return written

@@ -5,6 +5,7 @@
 A group is the unit of isolation, of write serialisation (one writer process, enforced by
 a lock file and by Kuzu itself) and of parallelism (groups run in parallel processes).
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -67,7 +68,9 @@ def conform(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
             try:
                 cols.append(table[f.name].cast(f.type))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                raise StoreError(f"{what}: column '{f.name}' cannot be read as {f.type}: {exc}") from None
+                raise StoreError(
+                    f"{what}: column '{f.name}' cannot be read as {f.type}: {exc}"
+                ) from None
         elif f.nullable:
             cols.append(pa.nulls(table.num_rows, f.type))
         else:
@@ -83,8 +86,14 @@ def conform(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
 class GroupStore:
     """A group's store. Open it with :meth:`Home.open`; close it (or use ``with``)."""
 
-    def __init__(self, root: Path, group_id: str, writable: bool = True, in_memory: bool = False,
-                 wait_s: float | None = None):
+    def __init__(
+        self,
+        root: Path,
+        group_id: str,
+        writable: bool = True,
+        in_memory: bool = False,
+        wait_s: float | None = None,
+    ):
         self.group_id = check_group_id(group_id)
         self.root = Path(root)
         self.writable = writable
@@ -136,7 +145,9 @@ class GroupStore:
             man = None if self.writable else self.pending_batch()
             if man and man.get("kind") == "messages":
                 parts = [p for p in parts if p.name != man["part"]]
-            chunks = [c for p in parts for c in pq.read_table(p, columns=["msg_id"])["msg_id"].chunks]
+            chunks = [
+                c for p in parts for c in pq.read_table(p, columns=["msg_id"])["msg_id"].chunks
+            ]
             ids = pa.chunked_array(chunks, pa.string())
             if man and man.get("hide"):
                 ids = ids.filter(pc.invert(pc.is_in(ids, pa.array(man["hide"], pa.string()))))
@@ -163,7 +174,8 @@ class GroupStore:
                 waited = f" (waited {wait_s:g} s)" if wait_s > 0 else ""
                 raise GroupBusyError(
                     f"group {self.group_id!r} is being written by another process{waited}; "
-                    "groups are written by one process at a time (run different groups in parallel, "
+                    "groups are written by one process at a time (run different groups in "
+                    "parallel, "
                     "or wait longer: SPEAKERFLOW_LOCK_WAIT=seconds)"
                 ) from None
         self._lock_fd = fd
@@ -251,7 +263,9 @@ class GroupStore:
             table = pa.concat_tables(tables) if tables else MESSAGE_SCHEMA.empty_table()
             if len(hide):
                 table = table.filter(pc.invert(pc.is_in(table["msg_id"], hide)))
-            self._messages = table.sort_by([("ts", "ascending"), ("session_id", "ascending"), ("turn", "ascending")])
+            self._messages = table.sort_by(
+                [("ts", "ascending"), ("session_id", "ascending"), ("turn", "ascending")]
+            )
         return self._messages
 
     def append_messages(self, table: pa.Table) -> IngestResult:
@@ -269,10 +283,14 @@ class GroupStore:
         bad = pc.not_equal(table["group_id"], self.group_id)
         if pc.any(bad).as_py():
             row = pc.index(bad, True).as_py()
-            raise StoreError(f"{where}: row {row}: field 'group_id' is {table['group_id'][row].as_py()!r}; "
-                             "a group's store only takes its own messages")
+            raise StoreError(
+                f"{where}: row {row}: field 'group_id' is {table['group_id'][row].as_py()!r}; "
+                "a group's store only takes its own messages"
+            )
         keep, repeats = self._new_rows(table["msg_id"])
-        if len(repeats):  # a repeat is skipped only if it is the same message, never silently replaced
+        if len(
+            repeats
+        ):  # a repeat is skipped only if it is the same message, never silently replaced
             self._check_repeats(table, keep, repeats, where)
         result = IngestResult(self.group_id, added=len(keep), skipped=table.num_rows - len(keep))
         if not len(keep):
@@ -283,7 +301,9 @@ class GroupStore:
         before = self._msg_ids()
         self._write_messages(new)
         if not self.in_memory:  # the id column grows by the batch; nothing is re-read
-            self.__dict__["_stored_ids"] = pa.chunked_array([*before.chunks, *new["msg_id"].chunks], pa.string())
+            self.__dict__["_stored_ids"] = pa.chunked_array(
+                [*before.chunks, *new["msg_id"].chunks], pa.string()
+            )
         return result
 
     def _new_rows(self, ids: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
@@ -293,11 +313,16 @@ class GroupStore:
         stored = self._msg_ids()
         batch_ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
         hits = stored.filter(pc.is_in(stored, value_set=batch_ids)) if len(stored) else stored
-        old = pc.is_in(batch_ids, value_set=hits.combine_chunks()).to_numpy(zero_copy_only=False) if len(hits) \
+        old = (
+            pc.is_in(batch_ids, value_set=hits.combine_chunks()).to_numpy(zero_copy_only=False)
+            if len(hits)
             else np.zeros(len(batch_ids), dtype=bool)
+        )
         first = np.ones(len(batch_ids), dtype=bool)
         distinct = pc.unique(batch_ids)
-        if len(distinct) < len(batch_ids):  # repeats inside the batch: only the first occurrence counts
+        if len(distinct) < len(
+            batch_ids
+        ):  # repeats inside the batch: only the first occurrence counts
             code = pc.index_in(batch_ids, value_set=distinct).to_numpy()
             at = np.full(len(distinct), len(batch_ids))
             np.minimum.at(at, code, np.arange(len(batch_ids)))
@@ -306,7 +331,9 @@ class GroupStore:
         fresh = first & ~old
         return np.flatnonzero(fresh), np.flatnonzero(~fresh)
 
-    def _check_repeats(self, table: pa.Table, keep: np.ndarray, repeats: np.ndarray, where: str) -> None:
+    def _check_repeats(
+        self, table: pa.Table, keep: np.ndarray, repeats: np.ndarray, where: str
+    ) -> None:
         """Raise :class:`StoreError` when a repeated id comes with another text than the
         stored one (or than its first occurrence in the batch)."""
         ids, texts = table["msg_id"].to_pylist(), table["text"].to_pylist()
@@ -320,8 +347,10 @@ class GroupStore:
         for i in repeats:
             old = known.get(ids[i], first.get(ids[i]))
             if old != texts[i]:
-                raise StoreError(f"{where}: row {i}: field 'msg_id' {ids[i]!r} is already stored with "
-                                 "different text; messages are immutable (nothing was written)")
+                raise StoreError(
+                    f"{where}: row {i}: field 'msg_id' {ids[i]!r} is already stored with "
+                    "different text; messages are immutable (nothing was written)"
+                )
 
     def _add_speakers(self, names: list[str]) -> None:
         known = set(self.roster())
@@ -331,37 +360,61 @@ class GroupStore:
                 known.add(name)
                 self._meta["roster"].append({"name": name, "aliases": []})
                 added = True
-        if added or not (self.root / "group.json").exists():  # group.json (and its watermark) only rewritten on change
+        if (
+            added or not (self.root / "group.json").exists()
+        ):  # group.json (and its watermark) only rewritten on change
             self._save_meta()
 
     @staticmethod
     def _index_columns(new: pa.Table) -> dict[str, list]:
         n = new.num_rows
         return {
-            "doc_id": new["msg_id"].to_pylist(), "kind": ["message"] * n, "group_id": new["group_id"].to_pylist(),
-            "speaker": new["speaker"].to_pylist(), "session_id": new["session_id"].to_pylist(),
-            "text": new["text"].to_pylist(), "ts": new["ts"].to_pylist(),
+            "doc_id": new["msg_id"].to_pylist(),
+            "kind": ["message"] * n,
+            "group_id": new["group_id"].to_pylist(),
+            "speaker": new["speaker"].to_pylist(),
+            "session_id": new["session_id"].to_pylist(),
+            "text": new["text"].to_pylist(),
+            "ts": new["ts"].to_pylist(),
         }
 
     def _next_part(self) -> str:
         folder = self.root / "messages"
-        nums = [int(p.stem.split("-")[1]) for p in folder.glob("part-*.parquet") if p.stem.split("-")[1].isdigit()]
+        nums = [
+            int(p.stem.split("-")[1])
+            for p in folder.glob("part-*.parquet")
+            if p.stem.split("-")[1].isdigit()
+        ]
         return f"part-{(max(nums) + 1) if nums else 0:06d}.parquet"
 
     @staticmethod
     def _index_table(new: pa.Table) -> pa.Table:
         """The text index's fields of messages as Arrow columns (see :meth:`_index_columns`)."""
-        return pa.table({"doc_id": new["msg_id"], "kind": pa.repeat("message", new.num_rows).cast(pa.string()),
-                         "group_id": new["group_id"], "speaker": new["speaker"], "session_id": new["session_id"],
-                         "text": new["text"], "ts": new["ts"]})
+        return pa.table(
+            {
+                "doc_id": new["msg_id"],
+                "kind": pa.repeat("message", new.num_rows).cast(pa.string()),
+                "group_id": new["group_id"],
+                "speaker": new["speaker"],
+                "session_id": new["session_id"],
+                "text": new["text"],
+                "ts": new["ts"],
+            }
+        )
 
     def _write_messages(self, new: pa.Table) -> None:
         speakers = pc.unique(new["speaker"]).to_pylist()  # in order of first appearance
         if self.in_memory:
             columns = self._index_columns(new)
-            self.index.add([dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)])
+            self.index.add(
+                [
+                    dict(zip(columns, row, strict=True))
+                    for row in zip(*columns.values(), strict=True)
+                ]
+            )
             self._messages = pa.concat_tables([self._messages, new]).sort_by(
-                [("ts", "ascending"), ("session_id", "ascending"), ("turn", "ascending")])
+                [("ts", "ascending"), ("session_id", "ascending"), ("turn", "ascending")]
+            )
             self._add_speakers(speakers)
             return
         folder = self.root / "messages"
@@ -385,7 +438,9 @@ class GroupStore:
         if graph_error is not None or index_error is not None:
             ids = new["msg_id"].to_pylist()
             if graph_error is None:
-                graph.execute("MATCH (m:Message) WHERE m.msg_id IN $ids DETACH DELETE m", {"ids": ids})
+                graph.execute(
+                    "MATCH (m:Message) WHERE m.msg_id IN $ids DETACH DELETE m", {"ids": ids}
+                )
             if index_error is None:
                 self.index.delete(ids)
             tmp.unlink(missing_ok=True)
@@ -410,8 +465,20 @@ class GroupStore:
 
         msgs = self._index_columns(self.messages())
         recs = _columns(record_row_docs(self.records().to_pylist()))
-        columns = {k: msgs.get(k, [None] * len(msgs["doc_id"])) + recs.get(k, []) for k in
-                   ("doc_id", "kind", "group_id", "speaker", "owner", "layer", "session_id", "text", "ts")}
+        columns = {
+            k: msgs.get(k, [None] * len(msgs["doc_id"])) + recs.get(k, [])
+            for k in (
+                "doc_id",
+                "kind",
+                "group_id",
+                "speaker",
+                "owner",
+                "layer",
+                "session_id",
+                "text",
+                "ts",
+            )
+        }
         self.index.rebuild(columns)
         return len(columns["doc_id"])
 
@@ -429,7 +496,9 @@ class GroupStore:
         failpoint("compact.copied")
         self._graph.close()
         self._graph = None
-        if any(p.stat().st_size for p in self.root.glob("graph.kuzu.wal*")) or any(self.root.glob("graph.kuzu.compact.wal*")):
+        if any(p.stat().st_size for p in self.root.glob("graph.kuzu.wal*")) or any(
+            self.root.glob("graph.kuzu.compact.wal*")
+        ):
             for stale in self.root.glob("graph.kuzu.compact*"):
                 stale.unlink()
             return None
@@ -455,7 +524,11 @@ class GroupStore:
         """
         if self.in_memory:
             return None
-        for stray in (self.root / "messages").glob(".part-*.tmp") if (self.root / "messages").exists() else ():
+        for stray in (
+            (self.root / "messages").glob(".part-*.tmp")
+            if (self.root / "messages").exists()
+            else ()
+        ):
             man = batch.pending(self.root)
             if not man or man.get("kind") != "messages" or stray.name != f".{man.get('part')}.tmp":
                 stray.unlink()  # staged before its manifest was written: never part of a batch
@@ -478,7 +551,9 @@ class GroupStore:
 
             done = recover_facts(self, man)
         else:
-            raise StoreError(f"group {self.group_id!r}: unknown batch kind {kind!r} in {batch.MANIFEST}")
+            raise StoreError(
+                f"group {self.group_id!r}: unknown batch kind {kind!r} in {batch.MANIFEST}"
+            )
         batch.end(self.root)
         self._messages = None
         self._records = None
@@ -493,7 +568,12 @@ class GroupStore:
         new = pq.read_table(path)
         ids = new["msg_id"].to_pylist()
         graph = self.graph
-        have = {r["id"] for r in graph.rows("MATCH (m:Message) WHERE m.msg_id IN $ids RETURN m.msg_id AS id", {"ids": ids})}
+        have = {
+            r["id"]
+            for r in graph.rows(
+                "MATCH (m:Message) WHERE m.msg_id IN $ids RETURN m.msg_id AS id", {"ids": ids}
+            )
+        }
         missing = [i for i, mid in enumerate(ids) if mid not in have]
         if missing:
             graph.copy_nodes("Message", new.take(pa.array(missing)))
@@ -533,7 +613,9 @@ class GroupStore:
             table = conform(_utc_columns(raw), RECORD_SCHEMA, f"group {self.group_id!r} records")
             hidden = set() if self.writable else self._hidden_ids()
             if hidden:  # a reader does not see the records of an unfinished batch
-                table = table.filter(pc.invert(pc.is_in(table["entry_id"], pa.array(sorted(hidden), pa.string()))))
+                table = table.filter(
+                    pc.invert(pc.is_in(table["entry_id"], pa.array(sorted(hidden), pa.string())))
+                )
             self._records = table
         return self._records
 
@@ -561,10 +643,13 @@ class GroupStore:
         hidden = set() if self.writable else self._hidden_ids()
         if not hidden:
             return self.index.search(query, k, flt)
-        return [h for h in self.index.search(query, k + len(hidden), flt) if h.doc_id not in hidden][:k]
+        return [
+            h for h in self.index.search(query, k + len(hidden), flt) if h.doc_id not in hidden
+        ][:k]
 
-    def search_keys(self, query: str, k: int = 10, flt: SearchFilter | None = None
-                    ) -> tuple[list[int], list[float]] | None:
+    def search_keys(
+        self, query: str, k: int = 10, flt: SearchFilter | None = None
+    ) -> tuple[list[int], list[float]] | None:
         """:meth:`search` as (:func:`~speakerflow.graphs.text_index.doc_key` of each hit,
         scores), without fetching each hit's stored id; ``None`` when the index has no keys
         or a reader must hide a batch still being written (then use :meth:`search`)."""
@@ -608,12 +693,18 @@ class Home:
     def groups(self) -> list[str]:
         """Ids of the groups that have a store, sorted."""
         base = self.root / "groups"
-        return sorted(p.name for p in base.iterdir() if p.is_dir() and GROUP_ID.match(p.name)) if base.exists() else []
+        return (
+            sorted(p.name for p in base.iterdir() if p.is_dir() and GROUP_ID.match(p.name))
+            if base.exists()
+            else []
+        )
 
     def group_path(self, group_id: str) -> Path:
         return self.root / "groups" / check_group_id(group_id)
 
-    def open(self, group_id: str, writable: bool = False, wait_s: float | None = None) -> GroupStore:
+    def open(
+        self, group_id: str, writable: bool = False, wait_s: float | None = None
+    ) -> GroupStore:
         """Open a group's store; ``writable=True`` takes the group's single-writer lock,
         waiting up to ``wait_s`` seconds for another writer (default ``$SPEAKERFLOW_LOCK_WAIT``
         or 0) before :class:`GroupBusyError`. A writable open also creates ``<home>/inbox``,

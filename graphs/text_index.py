@@ -3,6 +3,7 @@
 :class:`TantivyIndex` is the real index (one per group); :class:`InMemoryIndex` is a small
 pure-Python BM25 with the same interface, for fast unit tests.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -20,8 +21,10 @@ import pyarrow as pa
 FILTER_FIELDS = ("doc_id", "kind", "group_id", "speaker", "owner", "layer", "session_id")
 _WORD = re.compile(r"[A-Za-z0-9]+")
 STOPWORDS = frozenset(
-    "a an and are as at be but by did do does for from had has have he her hers him his how i if in "
-    "into is it its me my of on or our she so that the their them they this to was we were what when "
+    "a an and are as at be but by did do does for from had has have he her hers him his how i if "
+    "in "
+    "into is it its me my of on or our she so that the their them they this to was we were what "
+    "when "
     "where which who whom why will with you your".split()
 )
 
@@ -33,7 +36,9 @@ KEY_FIELD = "doc_key"
 def doc_key(doc_id: str) -> int:
     """A 63-bit key of a document id (blake2b): what the index keeps as a fast field, so a
     search can return ids of many hits without fetching each stored document."""
-    return int.from_bytes(hashlib.blake2b(doc_id.encode(), digest_size=8).digest(), "little") >> 1  # fits an i64
+    return (
+        int.from_bytes(hashlib.blake2b(doc_id.encode(), digest_size=8).digest(), "little") >> 1
+    )  # fits an i64
 
 
 def query_terms(text: str) -> list[str]:
@@ -175,8 +180,11 @@ class TantivyIndex:
             ts = ts.dt.convert_time_zone("UTC") if zoned else ts.dt.replace_time_zone("UTC")
             frame = frame.with_columns(ts.dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"))
         if self.keyed and "doc_id" in names:
-            frame = frame.with_columns(pl.Series(KEY_FIELD, [doc_key(d) for d in frame["doc_id"].to_list()],
-                                                 dtype=pl.Int64))
+            frame = frame.with_columns(
+                pl.Series(
+                    KEY_FIELD, [doc_key(d) for d in frame["doc_id"].to_list()], dtype=pl.Int64
+                )
+            )
         lines = frame.write_ndjson().split("\n")  # JSON escapes newlines inside strings
         writer = self._writer_or_open()
         try:
@@ -223,8 +231,11 @@ class TantivyIndex:
         n = searcher.num_docs
         if n == 0:
             return []
-        q = (self._t.Query.term_query(self.schema, "kind", kind) if kind
-             else self._t.Query.all_query())
+        q = (
+            self._t.Query.term_query(self.schema, "kind", kind)
+            if kind
+            else self._t.Query.all_query()
+        )
         result = searcher.search(q, limit=max(n, 1), count=False)
         return [searcher.doc(addr)["doc_id"][0] for _, addr in result.hits]
 
@@ -245,7 +256,9 @@ class TantivyIndex:
         searcher, hits = found
         return [Hit(searcher.doc(addr)["doc_id"][0], float(score)) for score, addr in hits]
 
-    def search_keys(self, query: str, k: int = 10, flt: SearchFilter | None = None) -> tuple[list[int], list[float]] | None:
+    def search_keys(
+        self, query: str, k: int = 10, flt: SearchFilter | None = None
+    ) -> tuple[list[int], list[float]] | None:
         """:meth:`search` as (:func:`doc_key` of each hit, scores), best first, read from the
         key fast field instead of each stored document; ``None`` for an index without keys."""
         if not self.keyed:
@@ -256,7 +269,9 @@ class TantivyIndex:
         searcher, hits = found
         keys = searcher.fast_field_values(KEY_FIELD, [addr for _, addr in hits])
         if any(key is None for key in keys):  # a segment written without keys: read the ids
-            return [doc_key(searcher.doc(addr)["doc_id"][0]) for _, addr in hits], [float(s) for s, _ in hits]
+            return [doc_key(searcher.doc(addr)["doc_id"][0]) for _, addr in hits], [
+                float(s) for s, _ in hits
+            ]
         return keys, [float(s) for s, _ in hits]
 
     def _search(self, query: str, k: int, flt: SearchFilter | None):
@@ -276,7 +291,9 @@ class TantivyIndex:
             clauses.append(
                 (
                     Occur.Must,
-                    Query.range_query(self.schema, "ts", self._t.FieldType.Date, flt.since, flt.until),
+                    Query.range_query(
+                        self.schema, "ts", self._t.FieldType.Date, flt.since, flt.until
+                    ),
                 )
             )
         searcher = self.index.searcher()
@@ -334,13 +351,17 @@ class InMemoryIndex:
     def count(self) -> int:
         return len(self.docs)
 
-    def search_keys(self, query: str, k: int = 10, flt: SearchFilter | None = None) -> tuple[list[int], list[float]]:
+    def search_keys(
+        self, query: str, k: int = 10, flt: SearchFilter | None = None
+    ) -> tuple[list[int], list[float]]:
         hits = self.search(query, k, flt)
         return [doc_key(h.doc_id) for h in hits], [h.score for h in hits]
 
     def add_columns(self, columns: dict[str, list[Any]], replace: bool = False) -> None:
         names = list(columns)
-        self.add([dict(zip(names, row, strict=True)) for row in zip(*columns.values(), strict=True)])
+        self.add(
+            [dict(zip(names, row, strict=True)) for row in zip(*columns.values(), strict=True)]
+        )
 
     def replace_columns(self, columns: dict[str, list[Any]]) -> None:
         self.add_columns(columns, replace=True)

@@ -1,4 +1,5 @@
 """Operators: typed, metered steps over Arrow tables, and their composition."""
+
 from .base import (
     Context,
     MissingDependencyError,
@@ -12,6 +13,14 @@ from .pipeline import ForEach, Pipeline
 from .registry import register
 
 __all__ = [
-    "Context", "MissingDependencyError", "Operator", "OperatorConfig", "OperatorStats",
-    "SchemaMismatchError", "Lambda", "ForEach", "Pipeline", "register",
+    "Context",
+    "MissingDependencyError",
+    "Operator",
+    "OperatorConfig",
+    "OperatorStats",
+    "SchemaMismatchError",
+    "Lambda",
+    "ForEach",
+    "Pipeline",
+    "register",
 ]

@@ -47,6 +47,7 @@ a content word with the question (and none is close in embedding), the answer is
 
 :class:`Answer` is the operator (Compose's ``evidence`` and ``context`` -> ``answer``).
 """
+
 from __future__ import annotations
 
 import math
@@ -69,33 +70,60 @@ from .temporal import MONTHS, WEEKDAYS, describe, resolve
 
 NO_INFO = "There is no information available in the conversation to answer this question."
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-_WHEN = re.compile(r"^\s*(when|what (date|day|time|year|month|week)|(in )?which (year|month|day|week)|"
-                   r"how long ago|since when)\b", re.I)
-_WHY = re.compile(r"^\s*(why|how come)\b|\b(what|which) (was|is|were|are) the (main )?reasons?\b|"
-                  r"\bfor what reason\b|\bwhat (made|makes|caused|led)\b", re.I)
+_WHEN = re.compile(
+    r"^\s*(when|what (date|day|time|year|month|week)|(in )?which (year|month|day|week)|"
+    r"how long ago|since when)\b",
+    re.I,
+)
+_WHY = re.compile(
+    r"^\s*(why|how come)\b|\b(what|which) (was|is|were|are) the (main )?reasons?\b|"
+    r"\bfor what reason\b|\bwhat (made|makes|caused|led)\b",
+    re.I,
+)
 _WHO = re.compile(r"^\s*(who|whom|whose)\b|^\s*which (person|member|one|of (them|the \w+))\b", re.I)
-_WHERE = re.compile(r"^\s*where\b|\b(what|which) (place|city|country|town|venue|location|restaurant|street)\b|"
-                    r"\bin which (city|place|country|town)\b", re.I)
-_CHANGE_Q = re.compile(r"\b(chang\w*|no longer|any ?more|shift\w*|evolv\w*|switch\w*|became|become|"
-                       r"develop\w*|progress\w*)\b", re.I)
+_WHERE = re.compile(
+    r"^\s*where\b|\b(what|which) (place|city|country|town|venue|location|restaurant|street)\b|"
+    r"\bin which (city|place|country|town)\b",
+    re.I,
+)
+_CHANGE_Q = re.compile(
+    r"\b(chang\w*|no longer|any ?more|shift\w*|evolv\w*|switch\w*|became|become|"
+    r"develop\w*|progress\w*)\b",
+    re.I,
+)
 _EACH = re.compile(r"\b(each|every(one|body)?|respective(ly)?|both)\b", re.I)
-_DECISION_Q = re.compile(r"\b(decid\w*|decision|agree\w*|settle\w*|vot\w+|chose|choose|chosen|consensus|rules?|"
-                         r"norms?|plan(ned)?|final(ly)?|conclu\w+|resolv\w+)\b", re.I)
+_DECISION_Q = re.compile(
+    r"\b(decid\w*|decision|agree\w*|settle\w*|vot\w+|chose|choose|chosen|consensus|rules?|"
+    r"norms?|plan(ned)?|final(ly)?|conclu\w+|resolv\w+)\b",
+    re.I,
+)
 _NOW = re.compile(r"\b(now|currently|current|these days|at the moment|still|latest|today)\b", re.I)
 _TIME_WORD_Q = re.compile(r"\b(date|day|month|year|week|time|when|weekend)\b", re.I)
-_REASON = re.compile(r"\b(because|since|cause|'cause|due to|thanks to|so that|in order to|that's why|"
-                     r"that is why|the reason|reasons?|as it|as they|as i|as we)\b|,\s*so\b", re.I)
-_SETTLE = re.compile(r"\b(settled|agreed|decided|decision|final|it is|it's|will be|let'?s go with|we'?ll go with|"
-                     r"going with|confirmed|voted?|chose|official|deal|done)\b", re.I)
+_REASON = re.compile(
+    r"\b(because|since|cause|'cause|due to|thanks to|so that|in order to|that's why|"
+    r"that is why|the reason|reasons?|as it|as they|as i|as we)\b|,\s*so\b",
+    re.I,
+)
+_SETTLE = re.compile(
+    r"\b(settled|agreed|decided|decision|final|it is|it's|will be|let'?s go with|we'?ll go with|"
+    r"going with|confirmed|voted?|chose|official|deal|done)\b",
+    re.I,
+)
 #: a location is said as a prepositional phrase ("in Porto", "at the park"); a bare place noun
 #: ("pick a venue") names the matter, not where it is
-_PLACE = re.compile(r"\b(in|at|to|from|near|into|around|outside|inside) "
-                    r"(?:(?:the|a|an|my|our|his|her|their|this|that) )?"
-                    r"(?:[A-Z][\w'-]+|(?:place|city|town|country|venue|home|house|lane|street|road|park|restaurant|"
-                    r"cafe|caf\u00e9|hotel|office|beach|lake|village|layby|station|studio|shop|school|church|gym)\b)")
-_RELATIVE = re.compile(r"\b(yesterday|today|tonight|tomorrow|ago|last|next|this|past|coming|weekend|day before|"
-                       r"day after|following|previous|mon|tues?|wed|thu|thurs|fri|sat|sun)\w*\b|\bin \w+ "
-                       r"(days?|weeks?|months?|years?)\b", re.I)
+_PLACE = re.compile(
+    r"\b(in|at|to|from|near|into|around|outside|inside) "
+    r"(?:(?:the|a|an|my|our|his|her|their|this|that) )?"
+    r"(?:[A-Z][\w'-]+|(?:place|city|town|country|venue|home|house|lane|street|road|park|restaurant|"
+    r"cafe|caf\u00e9|hotel|office|beach|lake|village|layby|station|studio|shop|school|church|"
+    r"gym)\b)"
+)
+_RELATIVE = re.compile(
+    r"\b(yesterday|today|tonight|tomorrow|ago|last|next|this|past|coming|weekend|day before|"
+    r"day after|following|previous|mon|tues?|wed|thu|thurs|fri|sat|sun)\w*\b|\bin \w+ "
+    r"(days?|weeks?|months?|years?)\b",
+    re.I,
+)
 _CALENDAR = frozenset(MONTHS) | frozenset(WEEKDAYS)
 _NAME_WORD = re.compile(r"[A-Z][\w'-]+")
 
@@ -107,7 +135,7 @@ Rules: attribute every fact to the right person; when several people are listed,
 never replace a person's own view with the group's outcome; use history only for questions about
 change; for "who never ..." the answer is the people marked (none); if the material does not
 contain the answer, reply exactly: {no_info}
-Be concise."""
+Be concise."""  # noqa: E501
 
 
 class AnswerConfig(OperatorConfig):
@@ -145,8 +173,20 @@ class AnswerConfig(OperatorConfig):
 def stem(word: str) -> str:
     """A light suffix stemmer (plural, -ing, -ed, -ly) so "park" meets "parking"."""
     w = word.lower().removesuffix("'s").removesuffix("\u2019s")
-    for suffix, keep in (("ies", "y"), ("ing", ""), ("edly", ""), ("ed", ""), ("ly", ""), ("es", ""), ("s", "")):
-        if w.endswith(suffix) and len(w) - len(suffix) >= 3 and not (suffix == "s" and w.endswith("ss")):
+    for suffix, keep in (
+        ("ies", "y"),
+        ("ing", ""),
+        ("edly", ""),
+        ("ed", ""),
+        ("ly", ""),
+        ("es", ""),
+        ("s", ""),
+    ):
+        if (
+            w.endswith(suffix)
+            and len(w) - len(suffix) >= 3
+            and not (suffix == "s" and w.endswith("ss"))
+        ):
             w = w[: len(w) - len(suffix)] + keep
             if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiouls":
                 w = w[:-1]  # running -> runn -> run
@@ -187,7 +227,9 @@ class Unit:
     cites: tuple = ()  # a record's from_ids
     session: str | None = None
     records: set = field(default_factory=set)  # keys of the records citing this message
-    settles: bool = False  # the message that settled a GROUP record (its source's latest cited message)
+    settles: bool = (
+        False  # the message that settled a GROUP record (its source's latest cited message)
+    )
     context: float = 0.0  # the best question match among the records citing it (set by _score)
 
 
@@ -214,19 +256,44 @@ class Messages:
 def _units(evidence: list[EvidenceItem], messages: Messages | None) -> list[Unit]:
     units: dict[tuple, Unit] = {}
 
-    def add(key_id, text, speaker, ts, item: EvidenceItem, via_record, history, span, is_record=False,
-            record_key=None, settles=False):
+    def add(
+        key_id,
+        text,
+        speaker,
+        ts,
+        item: EvidenceItem,
+        via_record,
+        history,
+        span,
+        is_record=False,
+        record_key=None,
+        settles=False,
+    ):
         sents = _split(text) or [text]
         session = messages.session(key_id) if messages and not is_record else None
         for i, s in enumerate(sents):
             key = (key_id, i)
             u = units.get(key)
             if u is None:
-                u = units[key] = Unit(s, None if is_record else key_id if messages else
-                                      item.msg_ids[0] if item.msg_ids else None,
-                                      speaker, ts, item.rank, index=i, siblings=tuple(sents), terms=terms(s),
-                                      session=session, is_record=is_record,
-                                      cites=tuple(item.msg_ids) if is_record else ())
+                u = units[key] = Unit(
+                    s,
+                    None
+                    if is_record
+                    else key_id
+                    if messages
+                    else item.msg_ids[0]
+                    if item.msg_ids
+                    else None,
+                    speaker,
+                    ts,
+                    item.rank,
+                    index=i,
+                    siblings=tuple(sents),
+                    terms=terms(s),
+                    session=session,
+                    is_record=is_record,
+                    cites=tuple(item.msg_ids) if is_record else (),
+                )
             u.rank = min(u.rank, item.rank)
             if item.row:
                 u.rows.add(item.row)
@@ -249,16 +316,39 @@ def _units(evidence: list[EvidenceItem], messages: Messages | None) -> list[Unit
             # a GROUP record was settled by its source's latest message among those it cites
             # (a one-message GROUP record settles nothing unless it says so: "we need to pick a
             # venue" is the proposal, not the outcome)
-            settling = next((mid for mid, m in reversed(found) if m[0] == item.speaker), None) \
-                if item.row == "GROUP" and (len(found) > 1 or any(_SETTLE.search(m[2]) for _, m in found)) \
+            settling = (
+                next((mid for mid, m in reversed(found) if m[0] == item.speaker), None)
+                if item.row == "GROUP"
+                and (len(found) > 1 or any(_SETTLE.search(m[2]) for _, m in found))
                 else None
+            )
             for j, (mid, (speaker, ts, text)) in enumerate(found):
-                add(mid, text, speaker, ts, item, True, bool(span) and j < len(found) - 1, span,
-                    record_key=item.entry_id or item.text, settles=mid == settling)
+                add(
+                    mid,
+                    text,
+                    speaker,
+                    ts,
+                    item,
+                    True,
+                    bool(span) and j < len(found) - 1,
+                    span,
+                    record_key=item.entry_id or item.text,
+                    settles=mid == settling,
+                )
         if item.kind == "record":
             # the record's own statement of the state: what an UPDATE chain changes
-            add(item.entry_id or item.text, item.text, item.row if item.row not in (None, "GROUP") else item.speaker,
-                item.ts, item, True, False, (), is_record=True, record_key=item.entry_id or item.text)
+            add(
+                item.entry_id or item.text,
+                item.text,
+                item.row if item.row not in (None, "GROUP") else item.speaker,
+                item.ts,
+                item,
+                True,
+                False,
+                (),
+                is_record=True,
+                record_key=item.entry_id or item.text,
+            )
         else:
             mid = item.msg_ids[0] if item.msg_ids else item.text
             add(mid, item.text, item.speaker, item.ts, item, False, False, ())
@@ -269,7 +359,8 @@ def _units(evidence: list[EvidenceItem], messages: Messages | None) -> list[Unit
 
 
 def question_type(projection: Projection) -> str:
-    """``why``, ``when``, ``who``, ``where``, ``change``, ``per-person``, ``decision`` or ``what``."""
+    """``why``, ``when``, ``who``, ``where``, ``change``, ``per-person``, ``decision`` or
+    ``what``."""
     q = projection.question
     people = [r for r in projection.rows if r not in ("ALL", "GROUP")]
     if _WHY.search(q):
@@ -294,7 +385,9 @@ def question_type(projection: Projection) -> str:
 # --- scoring -----------------------------------------------------------------------------------
 
 
-def _dense(units: list[Unit], question: str, messages: Messages | None, embedder) -> dict[str, float]:
+def _dense(
+    units: list[Unit], question: str, messages: Messages | None, embedder
+) -> dict[str, float]:
     if embedder is None or messages is None:
         return {}
     from .embed import encode_query
@@ -312,14 +405,27 @@ def _dense(units: list[Unit], question: str, messages: Messages | None, embedder
     return {view.ids[r]: float(s) for r, s in zip(rows, sims, strict=True)}
 
 
-def _score(units: list[Unit], projection: Projection, qtype: str, dense: dict[str, float],
-           config: AnswerConfig, names: list[str]) -> tuple[set[str], set[str], dict]:
+def _score(
+    units: list[Unit],
+    projection: Projection,
+    qtype: str,
+    dense: dict[str, float],
+    config: AnswerConfig,
+    names: list[str],
+) -> tuple[set[str], set[str], dict]:
     """Score every unit in place; returns the question's stemmed content words, the
     matter's values (recurring capitalised words of the best units) and, per value, the
     values said in the same sentence."""
     words = terms(projection.issue) or terms(projection.question)
-    words |= {stem(w) for w in query_terms(projection.question) if w.lower() not in {n.lower() for n in names}} \
-        if qtype in ("why", "when", "where", "who") else set()
+    words |= (
+        {
+            stem(w)
+            for w in query_terms(projection.question)
+            if w.lower() not in {n.lower() for n in names}
+        }
+        if qtype in ("why", "when", "where", "who")
+        else set()
+    )
     words -= {stem(n) for n in names}
     n = len(units) or 1
 
@@ -331,12 +437,20 @@ def _score(units: list[Unit], projection: Projection, qtype: str, dense: dict[st
         df.update(words & u.terms)
     # the matter's values: capitalised words of the best lexical units that recur in the evidence
     # (the cities, routes, names of things argued about), added at half weight
-    first = sorted((u for u in units if not u.is_record and words & u.terms),
-                   key=lambda u: (-idf_sum(words & u.terms, df), u.rank))[:8]
+    first = sorted(
+        (u for u in units if not u.is_record and words & u.terms),
+        key=lambda u: (-idf_sum(words & u.terms, df), u.rank),
+    )[:8]
     lowered = {x.lower() for x in names} | _CALENDAR
-    values = {stem(m.group(0)) for u in first if words & u.terms
-              for m in _NAME_WORD.finditer(u.text) if m.start() > 0 and m.group(0).lower() not in lowered
-              and m.group(0).lower() in {t.lower() for t in query_terms(m.group(0))}} - words
+    values = {
+        stem(m.group(0))
+        for u in first
+        if words & u.terms
+        for m in _NAME_WORD.finditer(u.text)
+        if m.start() > 0
+        and m.group(0).lower() not in lowered
+        and m.group(0).lower() in {t.lower() for t in query_terms(m.group(0))}
+    } - words
     vdf: Counter = Counter()
     for u in units:
         vdf.update(values & u.terms)
@@ -356,8 +470,11 @@ def _score(units: list[Unit], projection: Projection, qtype: str, dense: dict[st
     df.update({v: vdf[v] for v in values})
     present = {u.msg_id for u in units if not u.is_record}
     matched = {u.msg_id for u in units if not u.is_record and (words | values) & u.terms}
-    named = set() if projection.source or qtype == "per-person" else \
-        {r for r in projection.rows if r not in ("ALL", "GROUP")}
+    named = (
+        set()
+        if projection.source or qtype == "per-person"
+        else {r for r in projection.rows if r not in ("ALL", "GROUP")}
+    )
     time_q = qtype == "when" or bool(_TIME_WORD_Q.search(projection.question))
     decision_q = qtype == "decision" or bool(_DECISION_Q.search(projection.question))
     # System 2 ties messages to one matter: a message cited by a record is on the matter of the
@@ -375,17 +492,26 @@ def _score(units: list[Unit], projection: Projection, qtype: str, dense: dict[st
         hit = hit or (values & u.terms)
         context_hit = False
         if not u.is_record and u.context > lex:
-            # the message that settled a GROUP record answers a decision question as well as the record does
+            # the message that settled a GROUP record answers a decision question as well as the
+            # record does
             lex += (1.0 if decision_q and u.settles else config.context_weight) * (u.context - lex)
             context_hit = u.context > 0
-        s = lex + config.dense_weight * max(0.0, dense.get(u.msg_id or "", 0.0)) + 1.0 / (1 + u.rank)
+        s = (
+            lex
+            + config.dense_weight * max(0.0, dense.get(u.msg_id or "", 0.0))
+            + 1.0 / (1 + u.rank)
+        )
         if u.text.rstrip().endswith("?"):
             s -= config.question_penalty * (0.3 if qtype == "per-person" else 1.0)
-        if qtype == "why" and (_REASON.search(u.text) or any(_REASON.search(x) for x in u.siblings)):
+        if qtype == "why" and (
+            _REASON.search(u.text) or any(_REASON.search(x) for x in u.siblings)
+        ):
             s += config.type_bonus
         if time_q and resolve(u.text, u.ts or _today()):
             s += config.type_bonus
-        if qtype == "where" and any(m.group(0).split()[-1].lower() not in _CALENDAR for m in _PLACE.finditer(u.text)):
+        if qtype == "where" and any(
+            m.group(0).split()[-1].lower() not in _CALENDAR for m in _PLACE.finditer(u.text)
+        ):
             s += config.type_bonus
         if decision_q:
             if _SETTLE.search(u.text):
@@ -400,16 +526,25 @@ def _score(units: list[Unit], projection: Projection, qtype: str, dense: dict[st
             s += config.type_bonus  # "why did Dev ...": Dev's own words and records first
         if projection.source and u.speaker == projection.source:
             s += 1.0  # "what does A think of B": A's own words about B first
-        if u.history and projection.tense == "head" and qtype != "change" and u.record_span[-1] in matched:
+        if (
+            u.history
+            and projection.tense == "head"
+            and qtype != "change"
+            and u.record_span[-1] in matched
+        ):
             s -= config.record_bonus  # superseded by a later message on the same matter
         if qtype == "change" and u.record_span:
             s += config.record_bonus
         if u.is_record and qtype != "change" and set(u.cites) & present:
-            s = float("-inf")  # the person's own words are at hand: the Writer's restatement is not quoted
+            s = float(
+                "-inf"
+            )  # the person's own words are at hand: the Writer's restatement is not quoted
         elif u.is_record:
             s -= 0.25
         u.raw = s
-        u.score = s if (hit or context_hit or dense.get(u.msg_id or "", 0.0) >= 0.45) else float("-inf")
+        u.score = (
+            s if (hit or context_hit or dense.get(u.msg_id or "", 0.0) >= 0.45) else float("-inf")
+        )
     return words, values, cooc
 
 
@@ -515,8 +650,9 @@ def _full(u: Unit, min_words: int = 5) -> str:
     return " ".join(u.siblings)
 
 
-def _latest_on_matter(cands: list[Unit], best: Unit, words: tuple, floor: float = 0.5,
-                      need_issue: bool = False) -> Unit:
+def _latest_on_matter(
+    cands: list[Unit], best: Unit, words: tuple, floor: float = 0.5, need_issue: bool = False
+) -> Unit:
     """The latest of ``cands`` on the same matter as ``best`` scoring at least ``floor`` of it
     (a later statement on the matter supersedes an earlier one). Same matter: a value of the
     matter (a city, a route ...) when ``best`` names one, else a question word ``best`` holds;
@@ -525,17 +661,32 @@ def _latest_on_matter(cands: list[Unit], best: Unit, words: tuple, floor: float 
     core = {w for w in issue if not _NOW.fullmatch(w)}  # "now", "still" say when, not what
     mine = values & best.terms
     # the alternatives of best's values: values said together with them somewhere in the evidence
-    shared = (mine | {v for v in values if cooc.get(v, set()) & mine}) or (issue & best.terms) or best.terms
-    pool = [c for c in cands if c.raw >= floor * best.raw and (c.terms & shared) and c.ts is not None
-            and (not need_issue or c.terms & core & best.terms)]
+    shared = (
+        (mine | {v for v in values if cooc.get(v, set()) & mine})
+        or (issue & best.terms)
+        or best.terms
+    )
+    pool = [
+        c
+        for c in cands
+        if c.raw >= floor * best.raw
+        and (c.terms & shared)
+        and c.ts is not None
+        and (not need_issue or c.terms & core & best.terms)
+    ]
     if not pool or best.ts is None:
         return best
     latest = max(pool, key=lambda c: (c.ts or best.ts, c.score))  # every c.ts is set (pool)
     return latest if latest.ts is not None and latest.ts > best.ts else best
 
 
-def _change(units: list[Unit], ranked: list[Unit], projection: Projection, config: AnswerConfig,
-            names: list[str]) -> str:
+def _change(
+    units: list[Unit],
+    ranked: list[Unit],
+    projection: Projection,
+    config: AnswerConfig,
+    names: list[str],
+) -> str:
     best = ranked[0]
     # System 2: a record that spans several messages is the before/after itself; records of
     # one row with different times are the states of an UPDATE chain
@@ -549,10 +700,19 @@ def _change(units: list[Unit], ranked: list[Unit], projection: Projection, confi
                 if a.text != b.text:
                     return _change_line(a, b, config)
         if u.is_record and u.ts is not None:
-            chain = [v for v in ranked if v.is_record and v.rows == u.rows and v.ts is not None
-                     and set(v.cites) & set(u.cites)]  # states of one matter: they rest on shared messages
+            chain = [
+                v
+                for v in ranked
+                if v.is_record
+                and v.rows == u.rows
+                and v.ts is not None
+                and set(v.cites) & set(u.cites)
+            ]  # states of one matter: they rest on shared messages
             if len({v.ts for v in chain}) >= 2:
-                a, b = min(chain, key=lambda v: (v.ts, -v.score)), max(chain, key=lambda v: (v.ts, v.score))
+                a, b = (
+                    min(chain, key=lambda v: (v.ts, -v.score)),
+                    max(chain, key=lambda v: (v.ts, v.score)),
+                )
                 if a.text != b.text:
                     return _change_line(a, b, config)
     people = [r for r in projection.rows if r in names]
@@ -562,7 +722,10 @@ def _change(units: list[Unit], ranked: list[Unit], projection: Projection, confi
         mine = [u for u in ranked if u.ts is not None][:6]
     if len({u.ts for u in mine}) < 2:
         return _line(best, config)
-    first_ts, last_ts = min(u.ts for u in mine if u.ts is not None), max(u.ts for u in mine if u.ts is not None)
+    first_ts, last_ts = (
+        min(u.ts for u in mine if u.ts is not None),
+        max(u.ts for u in mine if u.ts is not None),
+    )
     early = max((u for u in mine if u.ts == first_ts), key=lambda u: u.score)
     late = max((u for u in mine if u.ts == last_ts), key=lambda u: u.score)
     return _change_line(early, late, config)
@@ -572,8 +735,14 @@ def _change_line(a: Unit, b: Unit, config: AnswerConfig) -> str:
     return f"earlier ({_date(a.ts)}): {_line(a, config)}; later ({_date(b.ts)}): {_line(b, config)}"
 
 
-def _person_lines(units: list[Unit], ranked: list[Unit], evidence: list[EvidenceItem], projection: Projection,
-                  words: tuple, config: AnswerConfig) -> str:
+def _person_lines(
+    units: list[Unit],
+    ranked: list[Unit],
+    evidence: list[EvidenceItem],
+    projection: Projection,
+    words: tuple,
+    config: AnswerConfig,
+) -> str:
     """One line per person: their own statement on the matter (their latest for ``head``)."""
     rows = [r for r in dict.fromkeys(e.row for e in evidence) if r not in (None, "GROUP", "ALL")]
     named = [r for r in projection.rows if r not in ("ALL", "GROUP")]
@@ -583,18 +752,29 @@ def _person_lines(units: list[Unit], ranked: list[Unit], evidence: list[Evidence
     top_sessions = {u.session for u in ranked if u.score >= 0.8 * ranked[0].score} - {None}
     lines = []
     for person in people:
-        mine = [u for u in units if u.speaker == person and not u.is_record] or \
-            [u for u in units if u.speaker == person]
+        mine = [u for u in units if u.speaker == person and not u.is_record] or [
+            u for u in units if u.speaker == person
+        ]
         for u in mine:
-            u.score = u.raw + (config.record_bonus * 0.5 if person in u.rows else 0.0) \
+            u.score = (
+                u.raw
+                + (config.record_bonus * 0.5 if person in u.rows else 0.0)
                 + (config.type_bonus if u.session in top_sessions else 0.0)
+            )
         mine.sort(key=lambda u: (-u.score, u.rank))
         if mine:
-            best = _latest_on_matter(mine, mine[0], words, floor=0.3) if projection.tense == "head" else mine[0]
+            best = (
+                _latest_on_matter(mine, mine[0], words, floor=0.3)
+                if projection.tense == "head"
+                else mine[0]
+            )
             line = _line(best, config, _statement(best, config))
             values = words[1]
-            if best.msg_id != mine[0].msg_id and (values & best.terms) != (values & mine[0].terms) \
-                    and values & mine[0].terms:  # the person's stance moved between values
+            if (
+                best.msg_id != mine[0].msg_id
+                and (values & best.terms) != (values & mine[0].terms)
+                and values & mine[0].terms
+            ):  # the person's stance moved between values
                 line += f" (earlier, {_date(mine[0].ts)}: {_statement(mine[0], config)})"
             lines.append(line)
         elif person in empty:
@@ -605,21 +785,32 @@ def _person_lines(units: list[Unit], ranked: list[Unit], evidence: list[Evidence
     return "\n".join(lines)
 
 
-def answer_rules(projection: Projection, evidence: list[EvidenceItem], config: AnswerConfig | None = None,
-                 view=None, embedder=None, roster: list[str] | None = None) -> str:
+def answer_rules(
+    projection: Projection,
+    evidence: list[EvidenceItem],
+    config: AnswerConfig | None = None,
+    view=None,
+    embedder=None,
+    roster: list[str] | None = None,
+) -> str:
     """The extractive answer (see the module doc). ``view`` (a GroupView) lets records answer
     with their messages' own words; ``embedder`` adds the question-message cosine; ``roster``
     names the people (default: the view's speakers, else those of the evidence)."""
     config = config or AnswerConfig()
     messages = Messages(view) if view is not None else None
-    names = sorted(set(roster or []) | set(messages.roster if messages else [])
-                   | {e.speaker for e in evidence if e.speaker}
-                   | {e.row for e in evidence if e.row not in (None, "GROUP", "ALL")})
+    names = sorted(
+        set(roster or [])
+        | set(messages.roster if messages else [])
+        | {e.speaker for e in evidence if e.speaker}
+        | {e.row for e in evidence if e.row not in (None, "GROUP", "ALL")}
+    )
     units = _units(evidence, messages)
     if not units:
         return NO_INFO
     qtype = question_type(projection)
-    dense = _dense(units, projection.question, messages, embedder) if config.dense_weight > 0 else {}
+    dense = (
+        _dense(units, projection.question, messages, embedder) if config.dense_weight > 0 else {}
+    )
     words = _score(units, projection, qtype, dense, config, names)
     ranked = sorted((u for u in units if u.score > float("-inf")), key=lambda u: (-u.score, u.rank))
     if not ranked:
@@ -627,8 +818,11 @@ def answer_rules(projection: Projection, evidence: list[EvidenceItem], config: A
     best = ranked[0]
     if qtype == "per-person" and (is_rollup(projection) or _EACH.search(projection.question)):
         return _person_lines(units, ranked, evidence, projection, words, config)
-    if qtype == "change" or (projection.tense == "full" and _CHANGE_Q.search(projection.question)
-                             and qtype not in ("why", "when", "who", "where")):
+    if qtype == "change" or (
+        projection.tense == "full"
+        and _CHANGE_Q.search(projection.question)
+        and qtype not in ("why", "when", "who", "where")
+    ):
         return _change(units, ranked, projection, config, names)
     if qtype == "why":
         return _line(best, config, _with_reason(best))
@@ -641,7 +835,11 @@ def answer_rules(projection: Projection, evidence: list[EvidenceItem], config: A
         return f"{date} ({_who(best)}: {best.text})" if _who(best) else f"{date} ({best.text})"
     if qtype == "who":
         name = _named(best, projection, names)
-        if name is None and best.speaker and best.speaker.lower() not in projection.question.lower():
+        if (
+            name is None
+            and best.speaker
+            and best.speaker.lower() not in projection.question.lower()
+        ):
             name = best.speaker
         return f"{name} ({_line(best, config)})" if name else _line(best, config)
     if qtype == "decision":
@@ -658,13 +856,23 @@ def answer_rules(projection: Projection, evidence: list[EvidenceItem], config: A
     return _line(best, config)
 
 
-def answer_chat(projection: Projection, context: str, chat, config: AnswerConfig | None = None) -> tuple[str, int]:
+def answer_chat(
+    projection: Projection, context: str, chat, config: AnswerConfig | None = None
+) -> tuple[str, int]:
     """Ask a chat model; returns (answer, tokens used)."""
     config = config or AnswerConfig()
-    result = chat.chat([{"role": "system", "content": ANSWER_PROMPT.format(no_info=NO_INFO)},
-                        {"role": "user", "content": f"Question: {projection.question}\n{context}\n"
-                                                    "Answer using the material above."}],
-                       max_tokens=config.max_tokens, temperature=0.0)
+    result = chat.chat(
+        [
+            {"role": "system", "content": ANSWER_PROMPT.format(no_info=NO_INFO)},
+            {
+                "role": "user",
+                "content": f"Question: {projection.question}\n{context}\n"
+                "Answer using the material above.",
+            },
+        ],
+        max_tokens=config.max_tokens,
+        temperature=0.0,
+    )
     return result.text.strip() or NO_INFO, result.tokens
 
 
@@ -685,20 +893,25 @@ class Answer(Operator):
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         chat = ctx.backends.get("answer")
         if self.config.backend == "chat" and chat is None:
-            raise ValueError("Answer(backend='chat') needs ctx.backends['answer'] = <a ChatBackend>; "
-                             "or use backend='rules'")
+            raise ValueError(
+                "Answer(backend='chat') needs ctx.backends['answer'] = <a ChatBackend>; "
+                "or use backend='rules'"
+            )
         view = None
         if self.config.backend != "chat" and ctx.store is not None:
             from .recall import GroupView
 
             view = GroupView.of(ctx.store)
         answers = []
-        for projection, evidence, context in zip(projections(table), evidence_items(table),
-                                                 table["context"].to_pylist(), strict=True):
+        for projection, evidence, context in zip(
+            projections(table), evidence_items(table), table["context"].to_pylist(), strict=True
+        ):
             if self.config.backend == "chat":
                 answer, used = answer_chat(projection, context, chat, self.config)
                 self.stats.count_model_call(used)
             else:
-                answer = answer_rules(projection, evidence, self.config, view, ctx.backends.get("embedder"))
+                answer = answer_rules(
+                    projection, evidence, self.config, view, ctx.backends.get("embedder")
+                )
             answers.append(answer or NO_INFO)
         return put_columns(table, {"answer": answers}, self.produces)

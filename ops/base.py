@@ -14,6 +14,7 @@ with an install hint) and meters every call in :class:`OperatorStats`.
 >>> Upper()(pa.table({"text": ["hi"]}))["text"].to_pylist()
 ['HI']
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -104,7 +105,11 @@ def put_columns(table: pa.Table, columns: dict[str, Any], schema: pa.Schema) -> 
     typed by the fields of ``schema``: how a passthrough operator adds what it produces."""
     for name, values in columns.items():
         spec = schema.field(name)
-        array = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(values, spec.type)
+        array = (
+            values
+            if isinstance(values, (pa.Array, pa.ChunkedArray))
+            else pa.array(values, spec.type)
+        )
         if name in table.column_names:
             table = table.set_column(table.column_names.index(name), spec, array)
         else:
@@ -151,7 +156,8 @@ class Operator:
         missing = [c for c in self.consumes if c not in table.column_names]
         if missing:
             raise SchemaMismatchError(
-                f"operator {self.op_name!r} needs column(s) {missing}; the table has {table.column_names}"
+                f"operator {self.op_name!r} needs column(s) {missing}; the table has "
+                f"{table.column_names}"
             )
         start = time.perf_counter()
         out = self.run(table, ctx or Context())
@@ -159,7 +165,9 @@ class Operator:
         if self.passthrough:
             lost += [c for c in table.column_names if c not in out.column_names]
         if lost:
-            raise SchemaMismatchError(f"operator {self.op_name!r} did not return column(s) {lost} it declares")
+            raise SchemaMismatchError(
+                f"operator {self.op_name!r} did not return column(s) {lost} it declares"
+            )
         self.stats.calls += 1
         self.stats.rows_in += table.num_rows
         self.stats.rows_out += out.num_rows

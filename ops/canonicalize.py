@@ -13,6 +13,7 @@ surface is attached to an existing entity the decision goes to :attr:`Canonicali
 >>> c.resolve_surface("Bitcoinn", "unknown"), c.merge_log[-1]["method"]
 ('asset:BTC', 'fuzzy')
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -57,8 +58,13 @@ class Canonicalizer:
         Optional :data:`ModelMatcher`, asked only when exact and fuzzy tests fail.
     """
 
-    def __init__(self, lexicon: Lexicon | None = None, fuzzy_cutoff: float = 86.0,
-                 model: ModelMatcher | None = None, group_id: str = "group"):
+    def __init__(
+        self,
+        lexicon: Lexicon | None = None,
+        fuzzy_cutoff: float = 86.0,
+        model: ModelMatcher | None = None,
+        group_id: str = "group",
+    ):
         self.lexicon = lexicon or Lexicon()
         self.fuzzy_cutoff = fuzzy_cutoff
         self.model = model
@@ -101,11 +107,17 @@ class Canonicalizer:
                 else:
                     self._create(eid, tick or base.upper(), "asset", surface)
                 return eid
-        if len(key) >= 4 and (len(self._keys) != len(self.alias_table) or etype not in self._keys_by_type):
+        if len(key) >= 4 and (
+            len(self._keys) != len(self.alias_table) or etype not in self._keys_by_type
+        ):
             self._refresh_keys(etype)
         if len(key) >= 4 and (key, etype) not in self._misses:
             keys = self._keys_by_type[etype]
-            best = process.extractOne(key, keys, scorer=fuzz.ratio, score_cutoff=self.fuzzy_cutoff) if keys else None
+            best = (
+                process.extractOne(key, keys, scorer=fuzz.ratio, score_cutoff=self.fuzzy_cutoff)
+                if keys
+                else None
+            )
             if best is None and etype == "unknown":
                 self._misses.add((key, etype))  # forgotten whenever the alias table grows
             if best is not None:
@@ -120,7 +132,12 @@ class Canonicalizer:
                 return picked
         if etype in CREATABLE:
             eid = f"{etype}:{key}" if etype != "person" else f"person:{surface.strip()}"
-            self._create(eid, surface.strip().lstrip("@") if etype != "trader" else surface.strip(), etype, surface)
+            self._create(
+                eid,
+                surface.strip().lstrip("@") if etype != "trader" else surface.strip(),
+                etype,
+                surface,
+            )
             return eid
         return None
 
@@ -130,7 +147,9 @@ class Canonicalizer:
             self._keys = dict(self.alias_table)
             self._keys_by_type.clear()
             self._misses.clear()
-        self._keys_by_type[etype] = [k for k, (_, t) in self._keys.items() if etype in (t, "unknown") and len(k) >= 3]
+        self._keys_by_type[etype] = [
+            k for k, (_, t) in self._keys.items() if etype in (t, "unknown") and len(k) >= 3
+        ]
 
     def _create(self, eid: str, name: str, etype: str, surface: str) -> None:
         self.entities[eid] = EntityState(eid, name, etype, {name})
@@ -152,8 +171,15 @@ class Canonicalizer:
             return
         self.alias_table[key] = (eid, self.entities[eid].etype)
         self.entities[eid].aliases.add(surface.strip())
-        self.merge_log.append({"surface": surface, "entity_id": eid, "method": method, "score": round(score, 1),
-                               "at": datetime.now(UTC).isoformat()})
+        self.merge_log.append(
+            {
+                "surface": surface,
+                "entity_id": eid,
+                "method": method,
+                "score": round(score, 1),
+                "at": datetime.now(UTC).isoformat(),
+            }
+        )
 
     def merge(self, keep: str, drop: str, reason: str) -> None:
         """Fold entity ``drop`` into ``keep`` (aliases move; logged with ``reason``)."""
@@ -161,19 +187,37 @@ class Canonicalizer:
         for a in gone.aliases:
             self.alias_table[norm(a)] = (keep, self.entities[keep].etype)
             self.entities[keep].aliases.add(a)
-        self.merge_log.append({"surface": gone.name, "entity_id": keep, "method": "merge", "dropped": drop,
-                               "reason": reason, "at": datetime.now(UTC).isoformat()})
+        self.merge_log.append(
+            {
+                "surface": gone.name,
+                "entity_id": keep,
+                "method": "merge",
+                "dropped": drop,
+                "reason": reason,
+                "at": datetime.now(UTC).isoformat(),
+            }
+        )
 
     # -- persistence --------------------------------------------------------------------
     def to_records(self) -> list[Entity]:
         """Entities as :class:`~speakerflow.schemas.Entity` records (aliases sorted)."""
-        return [Entity(entity_id=s.entity_id, group_id=self.group_id, name=s.name, etype=s.etype,
-                       aliases=sorted(s.aliases)) for s in self.entities.values()]
+        return [
+            Entity(
+                entity_id=s.entity_id,
+                group_id=self.group_id,
+                name=s.name,
+                etype=s.etype,
+                aliases=sorted(s.aliases),
+            )
+            for s in self.entities.values()
+        ]
 
     def load(self, rows: list[dict]) -> None:
         """Load entity rows (``entity_id``, ``name``, ``etype``, ``aliases``) from the graph."""
         for r in rows:
-            st = EntityState(r["entity_id"], r["name"], r["etype"], set(r.get("aliases") or []) | {r["name"]})
+            st = EntityState(
+                r["entity_id"], r["name"], r["etype"], set(r.get("aliases") or []) | {r["name"]}
+            )
             self.entities[st.entity_id] = st
             for a in st.aliases:
                 self.alias_table[norm(a)] = (st.entity_id, st.etype)
@@ -187,7 +231,8 @@ class CanonicalizeConfig(OperatorConfig):
 
 @register
 class Canonicalize(Operator):
-    """Detect output -> the same rows (passthrough) plus ``entity_ids`` (None where nothing matched)."""
+    """Detect output -> the same rows (passthrough) plus ``entity_ids`` (None where nothing
+    matched)."""
 
     name = "canonicalize"
     consumes = ("msg_id", "surfaces", "etypes")
@@ -202,7 +247,11 @@ class Canonicalize(Operator):
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         before = len(self.canon.merge_log)
-        ids = [[self.canon.resolve_surface(s, t) for s, t in zip(ss, ts, strict=True)]
-               for ss, ts in zip(table["surfaces"].to_pylist(), table["etypes"].to_pylist(), strict=True)]
+        ids = [
+            [self.canon.resolve_surface(s, t) for s, t in zip(ss, ts, strict=True)]
+            for ss, ts in zip(
+                table["surfaces"].to_pylist(), table["etypes"].to_pylist(), strict=True
+            )
+        ]
         self.stats.bump("merges", len(self.canon.merge_log) - before)
         return put_columns(table, {"entity_ids": ids}, self.produces)

@@ -29,6 +29,7 @@ The context text has two parts, as the answerer expects::
 :class:`Compose` is the operator (``selected`` + ``memory`` -> ``evidence``, ``context``,
 ``tokens``, ``cited_ids``).
 """
+
 from __future__ import annotations
 
 import re
@@ -106,13 +107,29 @@ def _fmt_ts(ts) -> str:
     return ts.strftime("%Y-%m-%d %H:%M") if ts is not None else "?"
 
 
-def compose(view: GroupView, selected: list[Selected], s2_items: list[dict], projection: Projection,
-            config: ComposeConfig | None = None) -> Composed:
+def compose(
+    view: GroupView,
+    selected: list[Selected],
+    s2_items: list[dict],
+    projection: Projection,
+    config: ComposeConfig | None = None,
+) -> Composed:
     """Merge System 1 selections and System 2 row items into ordered evidence and context."""
     config = config or ComposeConfig()
-    s1 = [{"kind": "excerpt", "row": None, "text": view.texts[s.row], "msg_ids": [view.ids[s.row]],
-           "score": s.score, "speaker": view.speakers[s.row], "ts": view.ts[s.row], "entry_id": None,
-           "history": False} for s in selected]
+    s1 = [
+        {
+            "kind": "excerpt",
+            "row": None,
+            "text": view.texts[s.row],
+            "msg_ids": [view.ids[s.row]],
+            "score": s.score,
+            "speaker": view.speakers[s.row],
+            "ts": view.ts[s.row],
+            "entry_id": None,
+            "history": False,
+        }
+        for s in selected
+    ]
     s2 = [it for it in s2_items if it["kind"] != "empty_row"]
     pool = s1 + s2
     if config.merge == "rrf":
@@ -124,7 +141,9 @@ def compose(view: GroupView, selected: list[Selected], s2_items: list[dict], pro
     else:
         key = [it["score"] for it in pool]
     order = sorted(range(len(pool)), key=lambda i: (-key[i], i))
-    person_rows = [r for r in dict.fromkeys(it["row"] for it in s2_items) if r not in (None, "GROUP")]
+    person_rows = [
+        r for r in dict.fromkeys(it["row"] for it in s2_items) if r not in (None, "GROUP")
+    ]
     first: list[int] = []
     if config.row_first and len(person_rows) >= 2 and is_rollup(projection):
         best = {}
@@ -141,17 +160,26 @@ def compose(view: GroupView, selected: list[Selected], s2_items: list[dict], pro
     ranked += [len(pool) + j for j in range(len(empty))]
     items = pool + empty
     evidence = [
-        EvidenceItem(rank=r, kind=items[i]["kind"], row=items[i]["row"], text=items[i]["text"],
-                     msg_ids=items[i]["msg_ids"], speaker=items[i]["speaker"], ts=items[i]["ts"],
-                     entry_id=items[i]["entry_id"], score=float(items[i]["score"]))
+        EvidenceItem(
+            rank=r,
+            kind=items[i]["kind"],
+            row=items[i]["row"],
+            text=items[i]["text"],
+            msg_ids=items[i]["msg_ids"],
+            speaker=items[i]["speaker"],
+            ts=items[i]["ts"],
+            entry_id=items[i]["entry_id"],
+            score=float(items[i]["score"]),
+        )
         for r, i in enumerate(ranked)
     ]
     context = render_context(s1, s2_items)
     return Composed(evidence, context, count_tokens(context), cited)
 
 
-def _fuse_ids(pool: list[dict], n_s1: int, ranked: list[int], first: list[int],
-              config: ComposeConfig) -> tuple[list[str], list[int]]:
+def _fuse_ids(
+    pool: list[dict], n_s1: int, ranked: list[int], first: list[int], config: ComposeConfig
+) -> tuple[list[str], list[int]]:
     """Id-level fusion (``merge="ids"``): returns the cited ids in composed order and the
     items reordered by the place of the first id each one brings in (ties keep ``ranked``)."""
     s1_ids = list(dict.fromkeys(m for i in ranked if i < n_s1 for m in pool[i]["msg_ids"]))
@@ -165,9 +193,14 @@ def _fuse_ids(pool: list[dict], n_s1: int, ranked: list[int], first: list[int],
     rest = sorted((m for m in score if m not in set(front)), key=lambda m: -score[m])
     cited = front + rest
     place = {m: j for j, m in enumerate(cited)}
-    where = {i: min((place[m] for m in pool[i]["msg_ids"] if m in place), default=len(cited)) for i in ranked}
+    where = {
+        i: min((place[m] for m in pool[i]["msg_ids"] if m in place), default=len(cited))
+        for i in ranked
+    }
     lead = set(first)
-    return cited, first + sorted((i for i in ranked if i not in lead), key=lambda i: (where[i], ranked.index(i)))
+    return cited, first + sorted(
+        (i for i in ranked if i not in lead), key=lambda i: (where[i], ranked.index(i))
+    )
 
 
 def render_context(s1: list[dict], s2_items: list[dict]) -> str:
@@ -208,18 +241,35 @@ class Compose(Operator):
 
     name = "compose"
     consumes = ("question_id", *PROJECTION_COLUMNS, "selected", "memory")
-    produces = schema_of(("evidence", pa.list_(EVIDENCE_ITEM)), ("context", pa.string()), ("tokens", pa.int64()),
-                         ("cited_ids", pa.list_(pa.string())))
+    produces = schema_of(
+        ("evidence", pa.list_(EVIDENCE_ITEM)),
+        ("context", pa.string()),
+        ("tokens", pa.int64()),
+        ("cited_ids", pa.list_(pa.string())),
+    )
     passthrough = True
     Config = ComposeConfig
     config: ComposeConfig
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         view = GroupView.of(ctx.store)
-        composed: list[Composed] = [compose(view, selections(view, chosen), memory, projection, self.config)
-                    for projection, chosen, memory in zip(projections(table), table["selected"].to_pylist(),
-                                                          table["memory"].to_pylist(), strict=True)]
+        composed: list[Composed] = [
+            compose(view, selections(view, chosen), memory, projection, self.config)
+            for projection, chosen, memory in zip(
+                projections(table),
+                table["selected"].to_pylist(),
+                table["memory"].to_pylist(),
+                strict=True,
+            )
+        ]
         self.stats.bump("context_tokens", sum(c.tokens for c in composed))
-        return put_columns(table, {"evidence": [[e.model_dump() for e in c.evidence] for c in composed],
-                                   "context": [c.context for c in composed], "tokens": [c.tokens for c in composed],
-                                   "cited_ids": [c.cited_ids() for c in composed]}, self.produces)
+        return put_columns(
+            table,
+            {
+                "evidence": [[e.model_dump() for e in c.evidence] for c in composed],
+                "context": [c.context for c in composed],
+                "tokens": [c.tokens for c in composed],
+                "cited_ids": [c.cited_ids() for c in composed],
+            },
+            self.produces,
+        )

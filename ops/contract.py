@@ -44,6 +44,7 @@ last, a write whose (owner, layer, content) an earlier write of the output alrea
 Repairs the check made on the way (``alias``, ``utype_coerced``, ``update_to_add``,
 ``provenance_filled``) are listed in ``Verdict.repairs``; they never change the verdict.
 """
+
 from __future__ import annotations
 
 import json
@@ -58,30 +59,57 @@ from speakerflow.ops.people import PersonResolver
 from speakerflow.ops.upsert import add_entry_id, entry_id
 from speakerflow.schemas import GROUP_LAYERS, GROUP_OWNER, LAYERS, PERSON_LAYERS, RECORD_TYPES
 
-__all__ = ["Batch", "Verdict", "VerdictKind", "check_action", "norm_text", "store_ids", "writer_form",
-           "fill_provenance", "MIN_BUDGET", "MIN_SUPPORT", "Grounding", "grounding"]
+__all__ = [
+    "Batch",
+    "Verdict",
+    "VerdictKind",
+    "check_action",
+    "norm_text",
+    "store_ids",
+    "writer_form",
+    "fill_provenance",
+    "MIN_BUDGET",
+    "MIN_SUPPORT",
+    "Grounding",
+    "grounding",
+]
 
 VerdictKind = Literal["write", "noop", "duplicate", "truncated", "reject"]
 #: Budget of a writing position: max(MIN_BUDGET, 2 * number of messages).
 MIN_BUDGET = 8
 _WORDS = re.compile(r"[a-z0-9]+")
 #: Fields a Writer writes (what :func:`writer_form` keeps), in a fixed order.
-WRITER_FIELDS = ("action", "entry_id", "owner", "source", "layer", "utype", "content", "event", "from_ids")
+WRITER_FIELDS = (
+    "action",
+    "entry_id",
+    "owner",
+    "source",
+    "layer",
+    "utype",
+    "content",
+    "event",
+    "from_ids",
+)
 
 #: ``new_id(batch, normalised action)`` -> id of the record the action writes.
 IdScheme = Callable[["Batch", dict[str, Any]], str]
 
 
 def norm_text(text: Any) -> str:
-    """Lower-cased words joined by single spaces: how contents compare (no-op UPDATEs, duplicates)."""
+    """Lower-cased words joined by single spaces: how contents compare (no-op UPDATEs,
+    duplicates)."""
     return " ".join(_WORDS.findall(str(text or "").lower()))
 
 
 def store_ids(batch: Batch, action: dict[str, Any]) -> str:
     """The store's ids (:mod:`speakerflow.ops.upsert`): hashes of group, segment and action."""
     if action["action"] == "ADD":
-        return add_entry_id(batch.group_id, batch.segment_id, action["owner"], action["layer"], action["content"])
-    return entry_id(batch.group_id, batch.segment_id, "UPDATE", action["entry_id"], action["content"])
+        return add_entry_id(
+            batch.group_id, batch.segment_id, action["owner"], action["layer"], action["content"]
+        )
+    return entry_id(
+        batch.group_id, batch.segment_id, "UPDATE", action["entry_id"], action["content"]
+    )
 
 
 #: Share of a record's content words (names and numbers aside) that its evidence must contain.
@@ -89,25 +117,38 @@ def store_ids(batch: Batch, action: dict[str, Any]) -> str:
 #: training networks: ``python -m speakerflow.benchmarks.grounding``, docs/reliability.md).
 MIN_SUPPORT = 0.5
 _STOP = frozenset(
-    "a an and are as at be been being but by can could did do does doing for from had has have having he her "
-    "here hers him his how i if in into is it its just me more most my no nor not now of off on once only or "
-    "other our ours out over own she should so some such than that the their theirs them then there these they "
-    "this those through to too under until up very was we were what when where which while who whom why will "
-    "with would you your yours also am let lets s t ll re ve d m don didn doesn isn wasn aren weren won yes "
-    "yeah oh wow really".split())
-_MONTHS = ("january february march april may june july august september october november december "
-           "jan feb mar apr jun jul aug sep sept oct nov dec").split()
+    "a an and are as at be been being but by can could did do does doing for from had has have "
+    "having he her "
+    "here hers him his how i if in into is it its just me more most my no nor not now of off on "
+    "once only or "
+    "other our ours out over own she should so some such than that the their theirs them then "
+    "there these they "
+    "this those through to too under until up very was we were what when where which while who "
+    "whom why will "
+    "with would you your yours also am let lets s t ll re ve d m don didn doesn isn wasn aren "
+    "weren won yes "
+    "yeah oh wow really".split()
+)
+_MONTHS = (
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec"
+).split()
 _CALENDAR = frozenset(_MONTHS) | frozenset(
-    "monday tuesday wednesday thursday friday saturday sunday today yesterday tomorrow".split())
+    "monday tuesday wednesday thursday friday saturday sunday today yesterday tomorrow".split()
+)
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z]*|\d+")
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
 _SENTENCE = re.compile(r"[^.!?;\n]+")
 #: An instruction to the memory system (prompt injection), not a statement about anyone: a
 #: sentence that opens with one of these verbs and names the memory, its records or its rules.
-_ORDER_VERBS = frozenset("ignore disregard forget add write insert store save record delete remove erase drop "
-                         "update overwrite append".split())
-_MEMORY_NOUNS = frozenset("record records memory memories database db rules rule instructions prompt system "
-                          "entry entries".split())
+_ORDER_VERBS = frozenset(
+    "ignore disregard forget add write insert store save record delete remove erase drop "
+    "update overwrite append".split()
+)
+_MEMORY_NOUNS = frozenset(
+    "record records memory memories database db rules rule instructions prompt system "
+    "entry entries".split()
+)
 
 
 def _stem(word: str) -> str:
@@ -117,7 +158,7 @@ def _stem(word: str) -> str:
         word = word[:-1]
     for suf in ("ing", "ed", "e"):
         if word.endswith(suf) and len(word) - len(suf) >= 3:
-            word = word[:-len(suf)]
+            word = word[: -len(suf)]
             if suf != "e" and word[-1] == word[-2]:  # running -> run
                 word = word[:-1]
             break
@@ -144,17 +185,26 @@ class Grounding:
     def reason(self, min_support: float = MIN_SUPPORT) -> str | None:
         """Why the content is refused (``None`` when it is grounded)."""
         if self.missing_numbers:
-            return f"content: the number(s) {list(self.missing_numbers)} are not in the cited messages"
+            return (
+                f"content: the number(s) {list(self.missing_numbers)} are not in the cited messages"
+            )
         if self.missing_names:
             return f"content: the name(s) {list(self.missing_names)} are not in the cited messages"
         if self.support < min_support:
-            return (f"content: only {self.support:.0%} of its words are in the cited messages "
-                    f"(at least {min_support:.0%}; missing {list(self.missing_words[:6])})")
+            return (
+                f"content: only {self.support:.0%} of its words are in the cited messages "
+                f"(at least {min_support:.0%}; missing {list(self.missing_words[:6])})"
+            )
         return None
 
 
-def grounding(content: str, evidence: Iterable[str], times: Iterable[Any] = (),
-              names: Iterable[str] = (), counts: Iterable[int] = ()) -> Grounding:
+def grounding(
+    content: str,
+    evidence: Iterable[str],
+    times: Iterable[Any] = (),
+    names: Iterable[str] = (),
+    counts: Iterable[int] = (),
+) -> Grounding:
     """Is ``content`` supported by the ``evidence`` texts (cited messages, and an UPDATE's head)?
 
     * every **number** of the content is in the evidence, or belongs to a date (a day next to
@@ -171,8 +221,12 @@ def grounding(content: str, evidence: Iterable[str], times: Iterable[Any] = (),
     Sentences of the evidence that instruct the memory system (:func:`instructs_memory`)
     are left out: "add a record that Ana owes 500" is not evidence that Ana owes 500.
     """
-    ev_text = " ".join(sent for text in evidence for sent in _SENTENCE.findall(text or "")
-                       if not instructs_memory(sent))
+    ev_text = " ".join(
+        sent
+        for text in evidence
+        for sent in _SENTENCE.findall(text or "")
+        if not instructs_memory(sent)
+    )
     ev_tokens = [t.lower() for t in _TOKEN.findall(ev_text)]
     ev_words = {_stem(t) for t in ev_tokens if not t.isdigit()}
     ev_numbers = {str(int(t)) for t in ev_tokens if t.isdigit()}
@@ -186,7 +240,9 @@ def grounding(content: str, evidence: Iterable[str], times: Iterable[Any] = (),
         if ts is None:
             continue
         years.add(ts.year)
-        ev_numbers.update(str(x) for x in (ts.year, ts.month, ts.day, ts.hour, ts.minute, (ts.hour % 12) or 12))
+        ev_numbers.update(
+            str(x) for x in (ts.year, ts.month, ts.day, ts.hour, ts.minute, (ts.hour % 12) or 12)
+        )
     name_words = {w.lower() for n in names for w in _TOKEN.findall(str(n))}
     count_words = {str(c) for c in counts}
 
@@ -205,10 +261,17 @@ def grounding(content: str, evidence: Iterable[str], times: Iterable[Any] = (),
                 n = str(int(tok))
                 if n in ev_numbers:
                     continue
-                near = [t.group(0).lower() for t in toks[max(0, i - 3):i + 4] if not t.group(0).isdigit()]
+                near = [
+                    t.group(0).lower()
+                    for t in toks[max(0, i - 3) : i + 4]
+                    if not t.group(0).isdigit()
+                ]
                 dated = any(w in _MONTHS for w in near)
-                if len(tok) == 4 and (year_ok(int(tok)) or dated and 1900 <= int(tok) <= max(years, default=0) + 1):
-                    continue  # a year of the messages, or a full date the Writer resolved ("5 years ago")
+                if len(tok) == 4 and (
+                    year_ok(int(tok)) or dated and 1900 <= int(tok) <= max(years, default=0) + 1
+                ):
+                    # a year of the messages, or a full date the Writer resolved ("5 years ago")
+                    continue
                 if int(tok) <= 31 and dated or n in count_words:
                     continue  # a day of a date; a count of the cited messages or their sessions
                 missing_numbers.append(tok)
@@ -216,8 +279,8 @@ def grounding(content: str, evidence: Iterable[str], times: Iterable[Any] = (),
             low = tok.lower().split("'")[0]
             if low in name_words or low in _CALENDAR:
                 continue
-            prev = sent[:m.start()].rstrip()
-            inside = bool(prev) and prev[-1] not in ":\"([-–—*" and i > 0
+            prev = sent[: m.start()].rstrip()
+            inside = bool(prev) and prev[-1] not in ':"([-–—*' and i > 0
             if tok[0].isupper() and inside and low not in _STOP and low != "i":
                 if _stem(low) not in ev_words:
                     missing_names.append(tok.split("'")[0])
@@ -226,11 +289,17 @@ def grounding(content: str, evidence: Iterable[str], times: Iterable[Any] = (),
                 words.append(low)
     found = [w for w in words if _stem(w) in ev_words]
     support = len(found) / len(words) if words else 1.0
-    return Grounding(support, tuple(dict.fromkeys(missing_numbers)), tuple(dict.fromkeys(missing_names)),
-                     tuple(w for w in dict.fromkeys(words) if _stem(w) not in ev_words))
+    return Grounding(
+        support,
+        tuple(dict.fromkeys(missing_numbers)),
+        tuple(dict.fromkeys(missing_names)),
+        tuple(w for w in dict.fromkeys(words) if _stem(w) not in ev_words),
+    )
 
 
-def fill_provenance(messages: Iterable[Mapping[str, Any]], source: str | None, content: str) -> list[str]:
+def fill_provenance(
+    messages: Iterable[Mapping[str, Any]], source: str | None, content: str
+) -> list[str]:
     """Message ids for an action that cites none: the source's best-matching message.
 
     Ranks ``messages`` by shared words with ``content`` (the source's own messages first);
@@ -292,33 +361,49 @@ class Batch:
     #: messages' texts, so it applies only when ``msg_ids`` is known
     ground: bool = True
     # -- what earlier actions of this output did (filled by check_action) --
-    written: dict[str, dict[str, Any]] = field(default_factory=dict)   # id -> normalised record
-    moved: dict[str, str] = field(default_factory=dict)                # head updated here -> its new id
-    keys: set[tuple[str, str, str]] = field(default_factory=set)       # (owner, layer, norm content)
-    created: list[str] = field(default_factory=list)                   # ids written, in order
+    written: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> normalised record
+    moved: dict[str, str] = field(default_factory=dict)  # head updated here -> its new id
+    keys: set[tuple[str, str, str]] = field(default_factory=set)  # (owner, layer, norm content)
+    created: list[str] = field(default_factory=list)  # ids written, in order
 
     def __post_init__(self) -> None:
-        self.people = _resolver(tuple(self.roster),
-                                tuple(sorted((k, tuple(v)) for k, v in dict(self.aliases).items())))
+        self.people = _resolver(
+            tuple(self.roster), tuple(sorted((k, tuple(v)) for k, v in dict(self.aliases).items()))
+        )
         self.head_by_id = {h["entry_id"]: h for h in self.heads}
         self.head_keys = {(h["owner"], h["layer"], norm_text(h["content"])) for h in self.heads}
 
     @classmethod
-    def from_segment(cls, segment: Any, *, heads: Iterable[dict[str, Any]] | None = None,
-                     new_id: IdScheme = store_ids) -> Batch:
+    def from_segment(
+        cls,
+        segment: Any,
+        *,
+        heads: Iterable[dict[str, Any]] | None = None,
+        new_id: IdScheme = store_ids,
+    ) -> Batch:
         """The batch of a :class:`~speakerflow.ops.writer.base.Segment` (its heads unless
         ``heads`` is given)."""
-        return cls(roster=tuple(segment.roster), heads=tuple(segment.heads if heads is None else heads),
-                   aliases=dict(segment.aliases), messages=tuple(segment.messages),
-                   msg_ids=frozenset(segment.msg_ids), history_ids=frozenset(segment.history_ids),
-                   max_actions=segment.max_actions, group_id=segment.group_id,
-                   segment_id=segment.segment_id, new_id=new_id, history=tuple(segment.history))
+        return cls(
+            roster=tuple(segment.roster),
+            heads=tuple(segment.heads if heads is None else heads),
+            aliases=dict(segment.aliases),
+            messages=tuple(segment.messages),
+            msg_ids=frozenset(segment.msg_ids),
+            history_ids=frozenset(segment.history_ids),
+            max_actions=segment.max_actions,
+            group_id=segment.group_id,
+            segment_id=segment.segment_id,
+            new_id=new_id,
+            history=tuple(segment.history),
+        )
 
     def message(self, msg_id: str) -> dict[str, Any] | None:
         """The segment or history message ``msg_id`` (``None`` if its text is not known)."""
         memo = self.__dict__.get("_by_id")
         if memo is None:
-            memo = self.__dict__["_by_id"] = {m["msg_id"]: m for m in (*self.history, *self.messages)}
+            memo = self.__dict__["_by_id"] = {
+                m["msg_id"]: m for m in (*self.history, *self.messages)
+            }
         return memo.get(msg_id)
 
     def target(self, eid: Any) -> dict[str, Any] | None:
@@ -330,7 +415,9 @@ class Batch:
 
 
 @lru_cache(maxsize=256)
-def _resolver(roster: tuple[str, ...], aliases: tuple[tuple[str, tuple[str, ...]], ...]) -> PersonResolver:
+def _resolver(
+    roster: tuple[str, ...], aliases: tuple[tuple[str, tuple[str, ...]], ...]
+) -> PersonResolver:
     return PersonResolver(roster, dict(aliases))
 
 
@@ -354,7 +441,9 @@ def check_action(raw: Any, batch: Batch, position: int) -> Verdict:
     if position >= batch.max_actions:
         size = f" for {len(batch.messages)} message(s)" if batch.messages else ""
         return Verdict("truncated", reason=f"over the limit: max_actions={batch.max_actions}{size}")
-    if isinstance(raw, dict) and set(raw) == {"_invalid"}:  # ChatWriter's marker for a non-object item
+    if isinstance(raw, dict) and set(raw) == {
+        "_invalid"
+    }:  # ChatWriter's marker for a non-object item
         raw = raw["_invalid"]
     if not isinstance(raw, dict):
         return _reject(f"shape: an action must be a JSON object, got {type(raw).__name__}", repairs)
@@ -371,22 +460,44 @@ def check_action(raw: Any, batch: Batch, position: int) -> Verdict:
         head = batch.target(raw.get("entry_id"))
         if head is not None:
             if norm_text(head["content"]) == norm_text(content):
-                return Verdict("noop", reason="UPDATE changes nothing",
-                               proposal=writer_form({**raw, "action": "UPDATE"}))
-            return _finish(batch, raw, "UPDATE", head["owner"], head["source"], head["layer"],
-                           raw.get("utype") or head.get("utype"), content, head["entry_id"], repairs)
+                return Verdict(
+                    "noop",
+                    reason="UPDATE changes nothing",
+                    proposal=writer_form({**raw, "action": "UPDATE"}),
+                )
+            return _finish(
+                batch,
+                raw,
+                "UPDATE",
+                head["owner"],
+                head["source"],
+                head["layer"],
+                raw.get("utype") or head.get("utype"),
+                content,
+                head["entry_id"],
+                repairs,
+            )
         repairs.append("update_to_add")
         if not all(raw.get(k) for k in ("owner", "source", "layer")):
-            return _reject(f"entry_id: {raw.get('entry_id')!r} is not a current head, and the action "
-                           "lacks owner/source/layer to be added instead", repairs)
+            return _reject(
+                f"entry_id: {raw.get('entry_id')!r} is not a current head, and the action "
+                "lacks owner/source/layer to be added instead",
+                repairs,
+            )
     raw_owner = str(raw.get("owner") or "")
-    owner = GROUP_OWNER if raw_owner.strip().upper() == GROUP_OWNER else batch.people.resolve(raw_owner)
+    owner = (
+        GROUP_OWNER if raw_owner.strip().upper() == GROUP_OWNER else batch.people.resolve(raw_owner)
+    )
     if owner is None:
-        return _reject(f"owner: {raw.get('owner')!r} is not in the roster {list(batch.roster)} nor GROUP",
-                       repairs)
+        return _reject(
+            f"owner: {raw.get('owner')!r} is not in the roster {list(batch.roster)} nor GROUP",
+            repairs,
+        )
     source = batch.people.resolve(str(raw.get("source") or ""))
     if source is None:
-        return _reject(f"source: {raw.get('source')!r} is not in the roster {list(batch.roster)}", repairs)
+        return _reject(
+            f"source: {raw.get('source')!r} is not in the roster {list(batch.roster)}", repairs
+        )
     if owner != raw.get("owner") or source != raw.get("source"):
         repairs.append("alias")
     layer = raw.get("layer")
@@ -397,13 +508,28 @@ def check_action(raw: Any, batch: Batch, position: int) -> Verdict:
     if layer in PERSON_LAYERS and owner == GROUP_OWNER:
         return _reject(f"owner: layer {layer} holds person records, owner is GROUP", repairs)
     if (owner, layer, norm_text(content)) in batch.head_keys:
-        return Verdict("duplicate", reason="duplicate of a current head (same owner, layer and content)",
-                       repairs=tuple(repairs))
-    return _finish(batch, raw, "ADD", owner, source, layer, raw.get("utype"), content, None, repairs)
+        return Verdict(
+            "duplicate",
+            reason="duplicate of a current head (same owner, layer and content)",
+            repairs=tuple(repairs),
+        )
+    return _finish(
+        batch, raw, "ADD", owner, source, layer, raw.get("utype"), content, None, repairs
+    )
 
 
-def _finish(batch: Batch, raw: dict[str, Any], kind: str, owner: str, source: str, layer: str, utype: Any,
-            content: str, target: str | None, repairs: list[str]) -> Verdict:
+def _finish(
+    batch: Batch,
+    raw: dict[str, Any],
+    kind: str,
+    owner: str,
+    source: str,
+    layer: str,
+    utype: Any,
+    content: str,
+    target: str | None,
+    repairs: list[str],
+) -> Verdict:
     cited = raw.get("from_ids")
     if cited:
         if not isinstance(cited, list) or not all(isinstance(c, str) for c in cited):
@@ -411,10 +537,15 @@ def _finish(batch: Batch, raw: dict[str, Any], kind: str, owner: str, source: st
         if batch.msg_ids is not None:
             outside = [c for c in cited if c not in batch.msg_ids and c not in batch.history_ids]
             if outside:
-                return _reject(f"from_ids: {outside} are not messages of segment {batch.segment_id}", repairs)
+                return _reject(
+                    f"from_ids: {outside} are not messages of segment {batch.segment_id}", repairs
+                )
             if not any(c in batch.msg_ids for c in cited):
-                return _reject(f"from_ids: cite at least one message of segment {batch.segment_id} "
-                               "(earlier messages only beside it)", repairs)
+                return _reject(
+                    f"from_ids: cite at least one message of segment {batch.segment_id} "
+                    "(earlier messages only beside it)",
+                    repairs,
+                )
         from_ids = list(dict.fromkeys(cited))
     else:
         repairs.append("provenance_filled")
@@ -426,19 +557,37 @@ def _finish(batch: Batch, raw: dict[str, Any], kind: str, owner: str, source: st
     event = raw.get("event") if isinstance(raw.get("event"), str) and raw["event"].strip() else None
     key = (owner, layer, norm_text(content))
     if key in batch.keys:
-        return Verdict("duplicate", reason="duplicate of an earlier action in this batch", repairs=tuple(repairs))
+        return Verdict(
+            "duplicate",
+            reason="duplicate of an earlier action in this batch",
+            repairs=tuple(repairs),
+        )
     if batch.ground and batch.msg_ids is not None:
         cited_msgs = [m for m in (batch.message(i) for i in from_ids) if m is not None]
         head = batch.target(target) if target is not None else None
         evidence = [m.get("text") or "" for m in cited_msgs] + ([head["content"]] if head else [])
-        g = grounding(content, evidence, [m.get("ts") for m in cited_msgs],
-                      [*batch.roster, *(a for al in dict(batch.aliases).values() for a in al)],
-                      counts=(len(cited_msgs), len({m.get("session_id") for m in cited_msgs})))
+        g = grounding(
+            content,
+            evidence,
+            [m.get("ts") for m in cited_msgs],
+            [*batch.roster, *(a for al in dict(batch.aliases).values() for a in al)],
+            counts=(len(cited_msgs), len({m.get("session_id") for m in cited_msgs})),
+        )
         why = g.reason()
         if why is not None:
             return _reject(why, repairs)
-    action = {"action": kind, "segment_id": batch.segment_id, "layer": layer, "owner": owner, "source": source,
-              "utype": utype, "content": content, "event": event, "entry_id": target, "from_ids": from_ids}
+    action = {
+        "action": kind,
+        "segment_id": batch.segment_id,
+        "layer": layer,
+        "owner": owner,
+        "source": source,
+        "utype": utype,
+        "content": content,
+        "event": event,
+        "entry_id": target,
+        "from_ids": from_ids,
+    }
     new = batch.new_id(batch, action)
     batch.keys.add(key)
     batch.written[new] = {**action, "entry_id": new}
@@ -446,7 +595,9 @@ def _finish(batch: Batch, raw: dict[str, Any], kind: str, owner: str, source: st
         batch.moved[target] = new
     batch.created.append(new)
     proposal = writer_form({**action, "from_ids": from_ids if cited else None})
-    if kind == "UPDATE":  # a Writer names the record it continues; owner, source and layer are inherited
+    if (
+        kind == "UPDATE"
+    ):  # a Writer names the record it continues; owner, source and layer are inherited
         proposal = {k: v for k, v in proposal.items() if k not in ("owner", "source", "layer")}
     return Verdict("write", action=action, entry_id=new, repairs=tuple(repairs), proposal=proposal)
 

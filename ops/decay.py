@@ -5,7 +5,8 @@
   :data:`speakerflow.ops.lexicon.RELATIONS`), ``t_l`` the last-validated time (else valid-at)
   and ``dist`` 0 when the regimes agree or either is unknown, else 1.
 * effective confidence ``c_eff = c * d_t * 1[not invalidated at t]``.
-* maturity ``Psi(mu, reuse nu, validations upsilon, utility q, human h)``: see :func:`next_maturity`.
+* maturity ``Psi(mu, reuse nu, validations upsilon, utility q, human h)``: see
+  :func:`next_maturity`.
 
 >>> from datetime import datetime, timedelta, UTC
 >>> t0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -14,6 +15,7 @@
 >>> round(decay(t0, t0, 30.0, "bullish", "bearish", gamma=0.5), 4)       # regime mismatch
 0.6065
 """
+
 from __future__ import annotations
 
 import math
@@ -23,7 +25,8 @@ from types import SimpleNamespace
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
-from speakerflow.graphs.maturity import (  # moved to graphs (the fact graph replays it); re-exported
+# moved to graphs (the fact graph replays it); re-exported
+from speakerflow.graphs.maturity import (
     DEFAULT_MATURITY as DEFAULT_MATURITY,
 )
 from speakerflow.graphs.maturity import MaturityConfig as MaturityConfig
@@ -59,9 +62,16 @@ def regime_distance(item_regime: str | None, current: str | None) -> float:
     return 0.0 if not item_regime or not current or item_regime == current else 1.0
 
 
-def decay(now: datetime, last_validated: datetime, half_life_days: float, item_regime: str | None = None,
-          current_regime: str | None = None, gamma: float = 0.5) -> float:
-    """``exp(-ln2/half_life * days) * exp(-gamma * dist)``; 1.0 for a just-validated item in its regime."""
+def decay(
+    now: datetime,
+    last_validated: datetime,
+    half_life_days: float,
+    item_regime: str | None = None,
+    current_regime: str | None = None,
+    gamma: float = 0.5,
+) -> float:
+    """``exp(-ln2/half_life * days) * exp(-gamma * dist)``; 1.0 for a just-validated item in its
+    regime."""
     days = max(0.0, (now - last_validated).total_seconds() / DAY)
     lam = math.log(2) / half_life_days
     return math.exp(-lam * days) * math.exp(-gamma * regime_distance(item_regime, current_regime))
@@ -81,8 +91,13 @@ def time_decay(item, now: datetime, cfg: DecayConfig | None = None) -> float:
     return math.exp(-lam * days) if days > 0 else 1.0
 
 
-def effective_confidence(item, now: datetime, current_regime: str | None = None,
-                         cfg: DecayConfig | None = None, fresh: float | None = None) -> float:
+def effective_confidence(
+    item,
+    now: datetime,
+    current_regime: str | None = None,
+    cfg: DecayConfig | None = None,
+    fresh: float | None = None,
+) -> float:
     """``c * d_t * 1[valid at now]`` for an item with ``confidence``, ``relation``, ``valid_at``,
     ``last_validated``, ``regime_tag`` and ``invalid_at`` attributes; ``fresh`` reuses an
     already computed :func:`time_decay`."""
@@ -96,8 +111,20 @@ def effective_confidence(item, now: datetime, current_regime: str | None = None,
 
 
 #: The fact columns :class:`Decay` reads.
-FACT_COLUMNS = ("edge_id", "subject_id", "relation", "confidence", "valid_at", "last_validated", "regime_tag",
-                "invalid_at", "maturity", "reuse_count", "validations", "utility")
+FACT_COLUMNS = (
+    "edge_id",
+    "subject_id",
+    "relation",
+    "confidence",
+    "valid_at",
+    "last_validated",
+    "regime_tag",
+    "invalid_at",
+    "maturity",
+    "reuse_count",
+    "validations",
+    "utility",
+)
 
 
 class DecayOpConfig(OperatorConfig):
@@ -124,8 +151,14 @@ class Decay(Operator):
 
     name = "decay"
     consumes = FACT_COLUMNS
-    produces = pa.schema([("edge_id", pa.string()), ("decay", pa.float64()), ("effective_confidence", pa.float64()),
-                          ("maturity", pa.string())])
+    produces = pa.schema(
+        [
+            ("edge_id", pa.string()),
+            ("decay", pa.float64()),
+            ("effective_confidence", pa.float64()),
+            ("maturity", pa.string()),
+        ]
+    )
     passthrough = True
     Config = DecayOpConfig
     config: DecayOpConfig
@@ -147,8 +180,13 @@ class Decay(Operator):
             dist = regime_distance(item.regime_tag, reg)
             decays.append(fresh * (math.exp(-dcfg.gamma * dist) if dist else 1.0))
             ceffs.append(effective_confidence(item, now, reg, dcfg, fresh=fresh))
-            mu = next_maturity(item.maturity, item.reuse_count or 0, item.validations or 0, item.utility or 0.0,
-                               invalidated=item.invalid_at is not None and item.invalid_at <= now)
+            mu = next_maturity(
+                item.maturity,
+                item.reuse_count or 0,
+                item.validations or 0,
+                item.utility or 0.0,
+                invalidated=item.invalid_at is not None and item.invalid_at <= now,
+            )
             mats.append(mu)
             if mu != item.maturity:
                 changed += 1
@@ -159,4 +197,6 @@ class Decay(Operator):
         self.stats.bump("maturity_changes", changed)
         if cfg.apply and changed:
             fg.flush()
-        return put_columns(table, {"decay": decays, "effective_confidence": ceffs, "maturity": mats}, self.produces)
+        return put_columns(
+            table, {"decay": decays, "effective_confidence": ceffs, "maturity": mats}, self.produces
+        )

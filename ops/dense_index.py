@@ -11,6 +11,7 @@ reads as "no evidence" (a rank past ``k`` would add less than ``w / (60 + k)`` a
 messages it lacks and keeps it on the view, so ingest-time warming
 (:func:`speakerflow.ops.recall.warm_message_embeddings`) pays the build, not a query.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -37,7 +38,9 @@ def group_index(view, embedder) -> ann.AnnIndex | None:
     indexes = store.__dict__.setdefault("_ann_indexes", {})  # per store: survives a new view
     index = indexes.get(embedder.name)
     if index is None:
-        path = None if store.in_memory else Path(store.root) / "embeddings" / f"{_key(embedder)}.faiss"
+        path = (
+            None if store.in_memory else Path(store.root) / "embeddings" / f"{_key(embedder)}.faiss"
+        )
         index = indexes[embedder.name] = ann.AnnIndex(embedder.dim, path)
     if embedder.name not in synced:
         index.sync(view.ids, view.dense_matrix(embedder), save=not store.in_memory)

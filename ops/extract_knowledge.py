@@ -14,6 +14,7 @@ Two backends share one validator (:func:`read_value` + entity resolution):
 Confidence starts from the source's trust tier (1: 0.9, 2: 0.75, 3: 0.5) and is scaled by
 0.6 for hedged wording ("rumour", "maybe").
 """
+
 from __future__ import annotations
 
 import re
@@ -57,12 +58,27 @@ from .registry import register
 
 TRUST_CONFIDENCE = {1: 0.9, 2: 0.75, 3: 0.5}
 SUBJECT_TYPES = ("asset", "trader", "person")
-#: ending/anaphor words per entity-valued relation ("that exposure is gone", "dropped that strategy")
-ANAPHOR_RELATION = {"exposure": "exposed_to", "risk": "exposed_to", "concern": "exposed_to", "worry": "exposed_to",
-                    "scare": "exposed_to", "issue": "exposed_to", "threat": "exposed_to", "strategy": "uses_strategy",
-                    "trade": "uses_strategy", "setup": "uses_strategy", "approach": "uses_strategy", "play": "uses_strategy"}
-#: an ending said after the value it ends ("the chop in ETH is done", "that aggressive phase is over")
-AFTER_END = re.compile(r"\b(is|are|'s|was)?\s*(done|over|finished|behind us|gone|ended|dead|no more)\b", re.IGNORECASE)
+#: ending/anaphor words per entity-valued relation ("that exposure is gone", "dropped that
+#: strategy")
+ANAPHOR_RELATION = {
+    "exposure": "exposed_to",
+    "risk": "exposed_to",
+    "concern": "exposed_to",
+    "worry": "exposed_to",
+    "scare": "exposed_to",
+    "issue": "exposed_to",
+    "threat": "exposed_to",
+    "strategy": "uses_strategy",
+    "trade": "uses_strategy",
+    "setup": "uses_strategy",
+    "approach": "uses_strategy",
+    "play": "uses_strategy",
+}
+#: an ending said after the value it ends ("the chop in ETH is done", "that aggressive phase is
+#: over")
+AFTER_END = re.compile(
+    r"\b(is|are|'s|was)?\s*(done|over|finished|behind us|gone|ended|dead|no more)\b", re.IGNORECASE
+)
 #: relations a threshold or conditional clause ("alerts fire past a 25% drawdown") must not assert
 STATS = ("win_rate", "max_drawdown", "fee", "status")
 
@@ -96,12 +112,17 @@ class Candidate:
     def slot(self) -> tuple[str, ...]:
         rel = RELATION_BY_NAME.get(self.relation)
         multi = rel is not None and rel.value not in ("percent", "category")
-        return (self.subject_id, self.relation, self.value) if multi else (self.subject_id, self.relation)
+        return (
+            (self.subject_id, self.relation, self.value)
+            if multi
+            else (self.subject_id, self.relation)
+        )
 
 
 @dataclass
 class Event:
-    """The fields of a System 1 row extraction needs (``addressee``: who a reply is to, if known)."""
+    """The fields of a System 1 row extraction needs (``addressee``: who a reply is to, if
+    known)."""
 
     msg_id: str
     text: str
@@ -126,14 +147,17 @@ def read_value(rel: Relation, text: str, after: int = 0) -> str | None:
 def _segment(clause: str, at: int) -> tuple[int, int]:
     """The comma/dash-separated stretch of ``clause`` around position ``at``."""
     starts = [0] + [m.end() for m in re.finditer(r",|—|–|\s-\s|\|", clause) if m.end() <= at]
-    ends = [m.start() for m in re.finditer(r",|—|–|\s-\s|\|", clause) if m.start() >= at] + [len(clause)]
+    ends = [m.start() for m in re.finditer(r",|—|–|\s-\s|\|", clause) if m.start() >= at] + [
+        len(clause)
+    ]
     return max(starts), min(ends)
 
 
 def _decoy(clause: str, v) -> bool:
-    """A percentage whose own segment names a return, yield, spread, discount, move... (:data:`DECOY`)."""
+    """A percentage whose own segment names a return, yield, spread, discount, move...
+    (:data:`DECOY`)."""
     s0, s1 = _segment(clause, v.start)
-    near = clause[max(s0, v.start - 30):min(s1, v.end + 20)]
+    near = clause[max(s0, v.start - 30) : min(s1, v.end + 20)]
     return bool(DECOY.search(near))
 
 
@@ -154,8 +178,15 @@ class KnowledgeExtractor:
     by default; ``None`` turns it off: lexicon phrases and value words only).
     """
 
-    def __init__(self, canon: Canonicalizer, detector: Detector, backend="rules", classifier="default",
-                 threshold: float | None = None, values="default"):
+    def __init__(
+        self,
+        canon: Canonicalizer,
+        detector: Detector,
+        backend="rules",
+        classifier="default",
+        threshold: float | None = None,
+        values="default",
+    ):
         self.canon = canon
         self.detector = detector
         self.backend = backend
@@ -163,17 +194,31 @@ class KnowledgeExtractor:
         self.model_calls = 0
         self.tokens = 0
         self.classifier = relation_classifier() if classifier == "default" else classifier
-        #: regime values described in words ("bleeding, lower lows" is bearish) when no value word is there
-        self.values = (regime_classifier() if classifier == "default" else None) if values == "default" else values
+        #: regime values described in words ("bleeding, lower lows" is bearish) when no value word
+        #: is there
+        self.values = (
+            (regime_classifier() if classifier == "default" else None)
+            if values == "default"
+            else values
+        )
         self.value_threshold = VALUE_THRESHOLD
         self.threshold = RELATION_THRESHOLD if threshold is None else threshold
         rels = sorted(RELATION_BY_NAME.values(), key=lambda r: -max(len(p) for p in r.phrases))
-        self._phrases = [(r, re.compile(r"\b(" + "|".join(re.escape(p) for p in r.phrases) + r")\b", re.IGNORECASE))
-                         for r in rels]
+        self._phrases = [
+            (
+                r,
+                re.compile(
+                    r"\b(" + "|".join(re.escape(p) for p in r.phrases) + r")\b", re.IGNORECASE
+                ),
+            )
+            for r in rels
+        ]
         self._recent: dict[str, str] = {}
         self._last_obj: dict[str, tuple[str, str]] = {}
         self._said: dict[str, list[Candidate]] = {}
-        self._inferred: set[str] = set()  # events with a regime read by the classifier (no regime word)
+        self._inferred: set[str] = (
+            set()
+        )  # events with a regime read by the classifier (no regime word)
 
     def extract(self, event: Event, detection: Detection | None = None) -> list[Candidate]:
         """Candidate facts in ``event`` (detected entities are canonicalised on the way)."""
@@ -185,14 +230,18 @@ class KnowledgeExtractor:
     def _rules(self, ev: Event) -> list[Candidate]:
         out: list[Candidate] = []
         local: dict[str, str] = {}
-        cue = bool(CORRECTION.search(ev.text))  # "CORRECTION: ... Correct value 0.08%." spans clauses
+        cue = bool(
+            CORRECTION.search(ev.text)
+        )  # "CORRECTION: ... Correct value 0.08%." spans clauses
         for clause in clauses(ev.text):
             if QUESTION.search(clause):
                 continue
             typed = []
             second = bool(SECOND_PERSON.search(clause))
             for m in self.detector.detect(clause).mentions:
-                if second and m.surface.startswith("@"):  # "@omar your cap ...": the addressee, a person
+                if second and m.surface.startswith(
+                    "@"
+                ):  # "@omar your cap ...": the addressee, a person
                     people = self.detector.people
                     name = (people.resolve(m.surface) if people else None) or m.surface[1:]
                     typed.append((m, f"person:{name}", "person"))
@@ -212,11 +261,26 @@ class KnowledgeExtractor:
                 if st in SUBJECT_TYPES:
                     local[st] = c.subject_id
                     self._recent[st] = c.subject_id
-        if ev.msg_id in self._inferred:  # a regime word elsewhere in the event beats a regime read without one
+        if (
+            ev.msg_id in self._inferred
+        ):  # a regime word elsewhere in the event beats a regime read without one
             self._inferred.discard(ev.msg_id)
-            worded = {c.subject_id for c in out if c.relation == "regime" and c.op == "assert" and categories(c.description, "regime")}
-            out = [c for c in out if not (c.relation == "regime" and c.subject_id in worded
-                                          and not categories(c.description, "regime"))]
+            worded = {
+                c.subject_id
+                for c in out
+                if c.relation == "regime"
+                and c.op == "assert"
+                and categories(c.description, "regime")
+            }
+            out = [
+                c
+                for c in out
+                if not (
+                    c.relation == "regime"
+                    and c.subject_id in worded
+                    and not categories(c.description, "regime")
+                )
+            ]
         seen: set[tuple] = set()
         kept = []
         for c in out:
@@ -225,7 +289,11 @@ class KnowledgeExtractor:
                 kept.append(c)
         out = kept
         setting = {(c.subject_id, c.relation) for c in out if c.op != "end"}
-        out = [c for c in out if not (c.op == "end" and c.slot == (c.subject_id, c.relation) and c.slot in setting)]
+        out = [
+            c
+            for c in out
+            if not (c.op == "end" and c.slot == (c.subject_id, c.relation) and c.slot in setting)
+        ]
         said = [c for c in out if c.op != "end"]
         if said:
             self._said[ev.speaker] = (self._said.get(ev.speaker, []) + said)[-8:]
@@ -242,26 +310,46 @@ class KnowledgeExtractor:
             objs = [(m, eid) for m, eid, t in typed if t == rel.value]
             if not objs:
                 ana = ANAPHOR.search(clause)
-                if (ending or (phrase and negated_near(clause, phrase.start()))) and ana \
-                        and ANAPHOR_RELATION.get(ana.group(1).lower()) == rel.name and rel.name in self._last_obj:
+                if (
+                    (ending or (phrase and negated_near(clause, phrase.start())))
+                    and ana
+                    and ANAPHOR_RELATION.get(ana.group(1).lower()) == rel.name
+                    and rel.name in self._last_obj
+                ):
                     subj, obj = self._last_obj[rel.name]
                     out.append(self._candidate(ev, subj, rel, obj, clause, op="end"))
                     ended = True
                 continue
             subject = self._subject(ev, clause, rel, objs[0][0].start, typed, local)
-            explicit = any(t == rel.subject for _m, _e, t in typed) or THIRD_PERSON.search(clause) \
-                or not any(t in SUBJECT_TYPES for _m, _e, t in typed) and local.get(rel.subject)
+            explicit = (
+                any(t == rel.subject for _m, _e, t in typed)
+                or THIRD_PERSON.search(clause)
+                or not any(t in SUBJECT_TYPES for _m, _e, t in typed)
+                and local.get(rel.subject)
+            )
             if subject is None or not explicit:
                 continue
             for m, obj in objs:
-                seg = _segment(clause, m.start)  # an ending or a "not" reaches the objects of its own segment
-                neg = negated_near(clause, m.start) or (phrase is not None and seg[0] <= phrase.start() < seg[1]
-                                                        and negated_near(clause, phrase.start()))
-                end_cue = ENDING.search(clause[seg[0]:seg[1]])
-                if end_cue and re.search(r"\b(?:for|to|into|in favou?r of)\s+(?:\w+\s+){0,2}$",
-                                         clause[seg[0] + end_cue.end():m.start]) and m.start > seg[0] + end_cue.end() \
-                        and any(o_m.start < m.start and seg[0] <= o_m.start for o_m, _o in objs):
-                    end_cue = None  # "ditched funding arb for market making": the second one is the new value
+                seg = _segment(
+                    clause, m.start
+                )  # an ending or a "not" reaches the objects of its own segment
+                neg = negated_near(clause, m.start) or (
+                    phrase is not None
+                    and seg[0] <= phrase.start() < seg[1]
+                    and negated_near(clause, phrase.start())
+                )
+                end_cue = ENDING.search(clause[seg[0] : seg[1]])
+                if (
+                    end_cue
+                    and re.search(
+                        r"\b(?:for|to|into|in favou?r of)\s+(?:\w+\s+){0,2}$",
+                        clause[seg[0] + end_cue.end() : m.start],
+                    )
+                    and m.start > seg[0] + end_cue.end()
+                    and any(o_m.start < m.start and seg[0] <= o_m.start for o_m, _o in objs)
+                ):
+                    # "ditched funding arb for market making": the second one is the new value
+                    end_cue = None
                 if end_cue or neg:
                     out.append(self._candidate(ev, subject, rel, obj, clause, op="end"))
                     ended = True
@@ -270,8 +358,11 @@ class KnowledgeExtractor:
                 self._last_obj[rel.name] = (subject, obj)
         # scalar relations: values found by kind, the relation by phrase, value word or prototype
         claims: dict[str, tuple[Relation, int, str | None]] = {}
-        pvals = [v for v in percents(clause) if v.role in ("new", "plain") and not clause[v.start] == "+"
-                 and not _decoy(clause, v)]
+        pvals = [
+            v
+            for v in percents(clause)
+            if v.role in ("new", "plain") and not clause[v.start] == "+" and not _decoy(clause, v)
+        ]
         if pvals:  # ("+41%" is a move or a return, never a level)
             for rel, anchor, value in self._percent_relations(ev, clause, typed, pvals):
                 claims.setdefault(rel.name, (rel, anchor, value))
@@ -280,7 +371,9 @@ class KnowledgeExtractor:
                 continue
             rel = RELATION_BY_NAME[v.relation]
             seg = _segment(clause, v.start)
-            stop = [m for m in AFTER_END.finditer(clause[v.end:seg[1]])]  # "the chop in ETH is done"
+            stop = [
+                m for m in AFTER_END.finditer(clause[v.end : seg[1]])
+            ]  # "the chop in ETH is done"
             if (v.role == "negated" or stop) and rel.name not in claims and rel.value_cues:
                 # "BTC's no longer ranging", "the chop in ETH is done": that value stops holding
                 subject = self._subject(ev, clause, rel, v.start, typed, local)
@@ -296,17 +389,28 @@ class KnowledgeExtractor:
             if ended and rel.name == "status":
                 continue  # "she stopped running the basis trade" ended a strategy, not the trader
             claims[rel.name] = (rel, ph.start() if ph else v.start, None)
-        if "regime" not in claims and self.values is not None and any(t == "asset" for _m, _e, t in typed) \
-                and not categories(clause, "regime"):
-            # no regime word in the clause (a regime word, asserted, negated or ended, is read as such)
-            for s0, s1 in _segments(clause):  # each comma-separated stretch on its own ("..., and the trend's still up")
+        if (
+            "regime" not in claims
+            and self.values is not None
+            and any(t == "asset" for _m, _e, t in typed)
+            and not categories(clause, "regime")
+        ):
+            # no regime word in the clause (a regime word, asserted, negated or ended, is read as
+            # such)
+            for s0, s1 in _segments(
+                clause
+            ):  # each comma-separated stretch on its own ("..., and the trend's still up")
                 piece = [(m.start - s0, m.end - s0, t) for m, _e, t in typed if s0 <= m.start < s1]
                 masked = mask(clause[s0:s1], piece)
                 if len(masked.split()) < 2 or NEGATOR.search(masked):
                     continue
                 sc = self.values.scores(masked)
                 best = max(sc, key=lambda k: sc[k])
-                if best != "_none" and sc[best] >= self.value_threshold and sc[best] - sc["_none"] >= VALUE_MARGIN:
+                if (
+                    best != "_none"
+                    and sc[best] >= self.value_threshold
+                    and sc[best] - sc["_none"] >= VALUE_MARGIN
+                ):
                     anchor = next(m.start for m, _e, t in typed if t == "asset")
                     claims["regime"] = (RELATION_BY_NAME["regime"], anchor, best)
                     self._inferred.add(ev.msg_id)
@@ -339,17 +443,22 @@ class KnowledgeExtractor:
             out: list[tuple[Relation, int, str]] = []
             loose = []
             for v in pvals:
+
                 def dist(p, v=v):
                     return v.start - p[2] if p[2] <= v.start else p[1] - v.end + 8
+
                 seg = _segment(clause, v.start)
-                near = [p for p in found if seg[0] <= p[1] < seg[1]]  # "BTC up 3%, fees 0.1%": 3% has no phrase
+                near = [
+                    p for p in found if seg[0] <= p[1] < seg[1]
+                ]  # "BTC up 3%, fees 0.1%": 3% has no phrase
                 if not near and len(pvals) > 1:
                     loose.append(v)
                     continue
                 rel, at, _ = min(near or found, key=dist)
                 if all(r is not rel for r, _a, _v in out):
                     out.append((rel, at, v.value))
-            # a percentage with no phrase of its own ("55% wins, max DD 27%"): its segment by prototype
+            # a percentage with no phrase of its own ("55% wins, max DD 27%"): its segment by
+            # prototype
             for v in loose:
                 hit = self._segment_relation(ev, clause, typed, v, {r.name for r, _a, _v in out})
                 if hit is not None:
@@ -365,11 +474,15 @@ class KnowledgeExtractor:
                     out.append(hit)
             return out
         types = {t for _m, _e, t in typed}
-        if ev.source_type in ("user_turn", "message") and (FIRST_PERSON.search(clause) or SECOND_PERSON.search(clause)):
+        if ev.source_type in ("user_turn", "message") and (
+            FIRST_PERSON.search(clause) or SECOND_PERSON.search(clause)
+        ):
             types.add("person")
         if PRONOUN.search(clause) or not types & set(SUBJECT_TYPES):
             types |= {t for t in SUBJECT_TYPES if t in self._recent}
-        labels = tuple(r.name for r in RELATION_BY_NAME.values() if r.value == "percent" and r.subject in types)
+        labels = tuple(
+            r.name for r in RELATION_BY_NAME.values() if r.value == "percent" and r.subject in types
+        )
         if not labels:
             return []
         masked = mask(clause, [(m.start, m.end, t) for m, _e, t in typed])
@@ -379,15 +492,20 @@ class KnowledgeExtractor:
             return []
         return [(RELATION_BY_NAME[best], pvals[0].start, pvals[0].value)]
 
-    def _segment_relation(self, ev, clause, typed, v, taken: set[str]) -> tuple[Relation, int, str] | None:
+    def _segment_relation(
+        self, ev, clause, typed, v, taken: set[str]
+    ) -> tuple[Relation, int, str] | None:
         """The percent relation of the segment holding ``v`` by nearest prototype, the clause's
         subject type put before it when the segment names none ("the trader: n% profitable")."""
         if self.classifier is None:
             return None
         s0, s1 = _segment(clause, v.start)
         types = {t for _m, _e, t in typed}
-        labels = tuple(r.name for r in RELATION_BY_NAME.values()
-                       if r.value == "percent" and r.subject in types and r.name not in taken)
+        labels = tuple(
+            r.name
+            for r in RELATION_BY_NAME.values()
+            if r.value == "percent" and r.subject in types and r.name not in taken
+        )
         if not labels:
             return None
         piece = [(m.start - s0, m.end - s0, t) for m, _e, t in typed if s0 <= m.start < s1]
@@ -401,33 +519,67 @@ class KnowledgeExtractor:
             return None
         return RELATION_BY_NAME[best], v.start, v.value
 
-    def _correction(self, ev: Event, clause: str, found: list[Candidate], cue: bool = False) -> Candidate | None:
-        """"typo above, it's 0.04% not 0.4%": the value replaces one the same speaker just stated."""
+    def _correction(
+        self, ev: Event, clause: str, found: list[Candidate], cue: bool = False
+    ) -> Candidate | None:
+        """ "typo above, it's 0.04% not 0.4%": the value replaces one the same speaker just
+        stated."""
         vals = percents(clause) or categories(clause)
         wrong = [v for v in vals if v.role == "negated"]
-        right = [v for v in vals if v.role in ("new", "plain")] or [v for v in vals if v.role != "negated"]
+        right = [v for v in vals if v.role in ("new", "plain")] or [
+            v for v in vals if v.role != "negated"
+        ]
         cue = cue or bool(CORRECTION.search(clause))
         if not right or not (cue or wrong):
             return None
-        if not cue and not any(re.search(r"\bnot\s*$", clause[:w.start]) for w in wrong):
+        if not cue and not any(re.search(r"\bnot\s*$", clause[: w.start]) for w in wrong):
             return None
         if not cue and found and not self._said.get(ev.speaker):
             return None  # "AVAX fee 0.05%? nope, it's 0.06%": nothing of this speaker's to correct
         x, y = right[0], (wrong[0].value if wrong else None)
         same_kind = [c for c in found if c.value == x.value]
         prev = self._said.get(ev.speaker, [])
-        target = (same_kind[0] if same_kind else None)
+        target = same_kind[0] if same_kind else None
         if target is None:
-            target = next((c for c in reversed(prev) if y is not None and c.value == y), None) or \
-                next((c for c in reversed(prev) if x.relation is None and c.value.endswith("%")
-                      or x.relation is not None and c.relation == x.relation), None)
+            target = next(
+                (c for c in reversed(prev) if y is not None and c.value == y), None
+            ) or next(
+                (
+                    c
+                    for c in reversed(prev)
+                    if x.relation is None
+                    and c.value.endswith("%")
+                    or x.relation is not None
+                    and c.relation == x.relation
+                ),
+                None,
+            )
         if target is not None:
             rel = RELATION_BY_NAME[target.relation]
-            return self._candidate(ev, target.subject_id, rel, x.value, clause, op="correct",
-                                   replaces=y if y is not None else (None if same_kind else target.value))
+            return self._candidate(
+                ev,
+                target.subject_id,
+                rel,
+                x.value,
+                clause,
+                op="correct",
+                replaces=y if y is not None else (None if same_kind else target.value),
+            )
         conf = TRUST_CONFIDENCE.get(ev.trust_tier, 0.5)
-        return Candidate("", x.relation or "", x.value, clause[:200], (ev.msg_id,), conf, "shared", ev.ts, ev.trust_tier,
-                         "correct", y, ev.speaker)
+        return Candidate(
+            "",
+            x.relation or "",
+            x.value,
+            clause[:200],
+            (ev.msg_id,),
+            conf,
+            "shared",
+            ev.ts,
+            ev.trust_tier,
+            "correct",
+            y,
+            ev.speaker,
+        )
 
     def _subject(self, ev, clause, rel, p0, typed, local) -> str | None:
         if rel.subject == "person":
@@ -445,10 +597,13 @@ class KnowledgeExtractor:
         if PRONOUN.search(clause):
             return local.get(rel.subject) or self._recent.get(rel.subject)
         # carry the previous sentence's subject only into a clause that names no subject ("It ...")
-        return local.get(rel.subject) if not any(t in SUBJECT_TYPES for _m, _e, t in typed) else None
+        return (
+            local.get(rel.subject) if not any(t in SUBJECT_TYPES for _m, _e, t in typed) else None
+        )
 
     def _addressee(self, ev, clause, typed) -> str | None:
-        """Who "you"/"your" is: an @mention or a vocative name in the clause, else the event's addressee."""
+        """Who "you"/"your" is: an @mention or a vocative name in the clause, else the event's
+        addressee."""
         people = self.detector.people
         for m, eid, t in typed:
             if m.surface.startswith("@"):
@@ -462,23 +617,51 @@ class KnowledgeExtractor:
 
     def _etype(self, eid: str, m: Mention | None) -> str:
         st = self.canon.entities.get(eid)
-        return st.etype if st else (eid.split(":", 1)[0] if ":" in eid else (m.etype if m else "unknown"))
+        return (
+            st.etype
+            if st
+            else (eid.split(":", 1)[0] if ":" in eid else (m.etype if m else "unknown"))
+        )
 
-    def _candidate(self, ev: Event, subject: str, rel: Relation, value: str, clause: str, op: str = "assert",
-                   replaces: str | None = None) -> Candidate:
+    def _candidate(
+        self,
+        ev: Event,
+        subject: str,
+        rel: Relation,
+        value: str,
+        clause: str,
+        op: str = "assert",
+        replaces: str | None = None,
+    ) -> Candidate:
         conf = TRUST_CONFIDENCE.get(ev.trust_tier, 0.5) * (0.6 if HEDGE.search(clause) else 1.0)
         if rel.owner_scoped:
             self.canon.resolve_surface(subject.split(":", 1)[1], "person")
         scope = f"user:{subject.split(':', 1)[1]}" if rel.owner_scoped else "shared"
-        return Candidate(subject, rel.name, value, clause[:200], (ev.msg_id,), round(conf, 4), scope, ev.ts, ev.trust_tier,
-                         op, replaces, ev.speaker)
+        return Candidate(
+            subject,
+            rel.name,
+            value,
+            clause[:200],
+            (ev.msg_id,),
+            round(conf, 4),
+            scope,
+            ev.ts,
+            ev.trust_tier,
+            op,
+            replaces,
+            ev.speaker,
+        )
 
     # -- chat model -----------------------------------------------------------------------
     def _chat(self, ev: Event, det: Detection) -> list[Candidate]:
         rels = ", ".join(f"{r.name} ({r.subject}: {r.value})" for r in RELATION_BY_NAME.values())
         prompt = [
-            {"role": "system", "content": "Extract durable facts from a financial event. Reply with a JSON list of "
-                                          '{"subject": ..., "relation": ..., "value": ...}; relations: ' + rels},
+            {
+                "role": "system",
+                "content": "Extract durable facts from a financial event. Reply with a JSON list "
+                "of "
+                '{"subject": ..., "relation": ..., "value": ...}; relations: ' + rels,
+            },
             {"role": "user", "content": f"speaker: {ev.speaker}\nevent: {ev.text}"},
         ]
         res = self.backend.chat(prompt, max_tokens=400, temperature=0.0)
@@ -489,8 +672,12 @@ class KnowledgeExtractor:
         if isinstance(rows, dict) and isinstance(rows.get("facts"), list):
             rows = rows["facts"]
         if fixed.error or not isinstance(rows, list):
-            self._reject(ev, None, f"reply is not a JSON list ({fixed.error or type(rows).__name__}); "
-                                   "fix the prompt or the model")
+            self._reject(
+                ev,
+                None,
+                f"reply is not a JSON list ({fixed.error or type(rows).__name__}); "
+                "fix the prompt or the model",
+            )
             return []
         out = []
         for i, row in enumerate(rows):
@@ -500,27 +687,41 @@ class KnowledgeExtractor:
         return out
 
     def _validate_row(self, ev: Event, i: int, row) -> Candidate | None:
-        if not isinstance(row, dict) or not all(isinstance(row.get(k), str) for k in ("subject", "relation", "value")):
+        if not isinstance(row, dict) or not all(
+            isinstance(row.get(k), str) for k in ("subject", "relation", "value")
+        ):
             self._reject(ev, i, "row needs string fields subject, relation, value")
             return None
         rel = RELATION_BY_NAME.get(row["relation"])
         if rel is None:
-            self._reject(ev, i, f"field 'relation' is {row['relation']!r}; use one of {sorted(RELATION_BY_NAME)}")
+            self._reject(
+                ev,
+                i,
+                f"field 'relation' is {row['relation']!r}; use one of {sorted(RELATION_BY_NAME)}",
+            )
             return None
-        subj_surface = ev.speaker if row["subject"].lower() in ("i", "me", "user", ev.speaker.lower()) else row["subject"]
+        subj_surface = (
+            ev.speaker
+            if row["subject"].lower() in ("i", "me", "user", ev.speaker.lower())
+            else row["subject"]
+        )
         subject = self.canon.resolve_surface(subj_surface, rel.subject)
         if subject is None:
             self._reject(ev, i, f"field 'subject' {row['subject']!r} is not a {rel.subject}")
             return None
         if row["value"].lower() not in ev.text.lower() and rel.value != "category":
-            self._reject(ev, i, f"field 'value' {row['value']!r} is not in the event text (ungrounded)")
+            self._reject(
+                ev, i, f"field 'value' {row['value']!r} is not in the event text (ungrounded)"
+            )
             return None
         if rel.value in ("percent", "category"):
             value = read_value(rel, row["value"])
         else:
             value = self.canon.resolve_surface(row["value"], rel.value)
         if value is None:
-            self._reject(ev, i, f"field 'value' {row['value']!r} is not a valid {rel.value} for {rel.name}")
+            self._reject(
+                ev, i, f"field 'value' {row['value']!r} is not a valid {rel.value} for {rel.name}"
+            )
             return None
         return self._candidate(ev, subject, rel, value, ev.text)
 
@@ -529,12 +730,22 @@ class KnowledgeExtractor:
         return None
 
 
-CANDIDATE_SCHEMA = pa.schema([
-    ("subject_id", pa.string()), ("relation", pa.string()), ("value", pa.string()), ("description", pa.string()),
-    ("evidence_ids", pa.list_(pa.string())), ("confidence", pa.float64()), ("scope", pa.string()),
-    ("valid_at", pa.timestamp("us", tz="UTC")), ("trust_tier", pa.int64()), ("op", pa.string()),
-    ("replaces", pa.string()), ("speaker", pa.string()),
-])
+CANDIDATE_SCHEMA = pa.schema(
+    [
+        ("subject_id", pa.string()),
+        ("relation", pa.string()),
+        ("value", pa.string()),
+        ("description", pa.string()),
+        ("evidence_ids", pa.list_(pa.string())),
+        ("confidence", pa.float64()),
+        ("scope", pa.string()),
+        ("valid_at", pa.timestamp("us", tz="UTC")),
+        ("trust_tier", pa.int64()),
+        ("op", pa.string()),
+        ("replaces", pa.string()),
+        ("speaker", pa.string()),
+    ]
+)
 
 
 class ExtractKnowledgeConfig(OperatorConfig):
@@ -567,14 +778,25 @@ class ExtractKnowledge(Operator):
         backend = ctx.backends.get("extract", self.config.backend)
         ex = KnowledgeExtractor(canon, detector, backend)
         optional = ("source_type", "trust_tier", "reply_to", "addressee")
-        cols = [c for c in ("msg_id", "text", "speaker", "ts", *optional) if c in table.column_names]
+        cols = [
+            c for c in ("msg_id", "text", "speaker", "ts", *optional) if c in table.column_names
+        ]
         rows = []
         given = table.select(cols).to_pylist()
         speaker_of = {r["msg_id"]: r["speaker"] for r in given} if "reply_to" in cols else {}
         for r in given:
-            addressee = r["addressee"] if "addressee" in cols else speaker_of.get(r.get("reply_to") or "")
-            ev = Event(r["msg_id"], r["text"] or "", r["speaker"], r["ts"], r.get("source_type") or "message",
-                       r.get("trust_tier") or 1, addressee=addressee)
+            addressee = (
+                r["addressee"] if "addressee" in cols else speaker_of.get(r.get("reply_to") or "")
+            )
+            ev = Event(
+                r["msg_id"],
+                r["text"] or "",
+                r["speaker"],
+                r["ts"],
+                r.get("source_type") or "message",
+                r.get("trust_tier") or 1,
+                addressee=addressee,
+            )
             for c in ex.extract(ev):
                 rows.append({**c.__dict__, "evidence_ids": list(c.evidence_ids)})
         self.stats.model_calls += ex.model_calls

@@ -12,7 +12,8 @@ another user's private items.
 True
 >>> g.allow(0.8, "candidate", "shared", "high", "ana"), g.allow(0.8, "verified", "user:ben", "low", "ana")
 (False, False)
-"""
+"""  # noqa: E501
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -40,7 +41,10 @@ class Governance:
         self.config = config or GovernanceConfig()
         ranks = [MATURITY_RANK[self.config.theta[r]] for r in ("low", "medium", "high")]
         if ranks != sorted(ranks):
-            raise ValueError(f"theta must not fall as risk rises (low <= medium <= high); got {self.config.theta}")
+            raise ValueError(
+                "theta must not fall as risk rises (low <= medium <= high); got "
+                f"{self.config.theta}"
+            )
         self.refused: dict[str, int] = {"confidence": 0, "maturity": 0, "scope": 0}
         self._overlays: dict[str | None, frozenset[str]] = {}
 
@@ -55,10 +59,13 @@ class Governance:
         try:
             return MATURITY_RANK[self.config.theta[risk]]
         except KeyError:
-            raise ValueError(f"risk class {risk!r} unknown; use one of {sorted(self.config.theta)}") from None
+            raise ValueError(
+                f"risk class {risk!r} unknown; use one of {sorted(self.config.theta)}"
+            ) from None
 
     def allow(self, c_eff: float, maturity: str, scope: str, risk: str, user: str | None) -> bool:
-        """True if an item with these properties may inform an action of class ``risk`` for ``user``."""
+        """True if an item with these properties may inform an action of class ``risk`` for
+        ``user``."""
         if scope not in self.overlay(user):
             self.refused["scope"] += 1
             return False
@@ -107,12 +114,20 @@ class Govern(Operator):
         risks = table["risk"].to_pylist() if "risk" in table.column_names else [cfg.risk] * n
         users = table["user"].to_pylist() if "user" in table.column_names else [cfg.user] * n
         allowed, refused = [], []
-        for c_eff, mu, scope, risk, user in zip(table["effective_confidence"].to_pylist(), table["maturity"].to_pylist(),
-                                                table["scope"].to_pylist(), risks, users, strict=True):
+        for c_eff, mu, scope, risk, user in zip(
+            table["effective_confidence"].to_pylist(),
+            table["maturity"].to_pylist(),
+            table["scope"].to_pylist(),
+            risks,
+            users,
+            strict=True,
+        ):
             before = dict(gov.refused)
             ok = gov.allow(c_eff, mu, scope or "shared", risk or cfg.risk, user)
             allowed.append(ok)
-            refused.append(None if ok else next(k for k, v in gov.refused.items() if v != before[k]))
+            refused.append(
+                None if ok else next(k for k, v in gov.refused.items() if v != before[k])
+            )
         for reason, count in gov.refused.items():
             self.stats.bump(f"refused_{reason}", count)
         out = put_columns(table, {"allowed": allowed, "refused": refused}, self.produces)

@@ -7,6 +7,7 @@ group's fact graph, alias table (:class:`~speakerflow.ops.canonicalize.Canonical
 ``ctx.state`` so that the next operator sees what the previous one wrote. Without a store
 they share an empty in-memory graph (``ctx.state["canonicalizer"]`` when one is there).
 """
+
 from __future__ import annotations
 
 from datetime import UTC, datetime

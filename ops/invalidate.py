@@ -17,6 +17,7 @@ and for a person's facts (owner, matter). Never the whole group.
 
 A first-tier source (trust tier 1) counts as one validation, so its facts start verified.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,7 +45,8 @@ FACT_SCHEMA = EDGE_SCHEMA.append(pa.field("superseded_by", pa.string()))
 
 
 class UpsertConfig(BaseModel):
-    """``invalidation``: write-time invalidation on (InKH) or off (KH-NoInv); ``delta``: Gamma threshold."""
+    """``invalidation``: write-time invalidation on (InKH) or off (KH-NoInv); ``delta``: Gamma
+    threshold."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     invalidation: bool = True
@@ -53,7 +55,8 @@ class UpsertConfig(BaseModel):
 
 @dataclass
 class UpsertResult:
-    """Counts of one :func:`upsert_facts` call; ``touched``: ids of the facts it added or changed."""
+    """Counts of one :func:`upsert_facts` call; ``touched``: ids of the facts it added or
+    changed."""
 
     added: int = 0
     validated: int = 0
@@ -62,8 +65,12 @@ class UpsertResult:
     touched: list[str] = field(default_factory=list, repr=False)
 
     def as_dict(self) -> dict[str, int]:
-        return {"added": self.added, "validated": self.validated, "invalidated": self.invalidated,
-                "kept_conflicts": self.kept_conflicts}
+        return {
+            "added": self.added,
+            "validated": self.validated,
+            "invalidated": self.invalidated,
+            "kept_conflicts": self.kept_conflicts,
+        }
 
 
 def object_of(c: Candidate) -> str:
@@ -77,8 +84,9 @@ def current_regime(fg: FactGraph, entity_id: str) -> str | None:
     return fg.regime(entity_id)
 
 
-def upsert_facts(fg: FactGraph, candidates: list[Candidate], now: datetime,
-                 cfg: UpsertConfig | None = None) -> UpsertResult:
+def upsert_facts(
+    fg: FactGraph, candidates: list[Candidate], now: datetime, cfg: UpsertConfig | None = None
+) -> UpsertResult:
     """Apply ``candidates`` to ``fg`` (cache now; Kuzu on ``fg.flush()``).
 
     * ``assert``: a value already current from a source of the same standing (first-hand:
@@ -107,7 +115,9 @@ def upsert_facts(fg: FactGraph, candidates: list[Candidate], now: datetime,
             if not c.subject_id or not c.relation:
                 continue
         obj = object_of(c)
-        probe = FactItem("", fg.group_id, c.subject_id, c.relation, obj, "", [], c.valid_at, now, now)
+        probe = FactItem(
+            "", fg.group_id, c.subject_id, c.relation, obj, "", [], c.valid_at, now, now
+        )
         valid = fg.current(probe.slot)
         same = [i for i in valid if i.object_id == obj]
         rumour = c.trust_tier >= 3
@@ -154,12 +164,18 @@ def _end(fg: FactGraph, c: Candidate, now: datetime, cfg: UpsertConfig, res: Ups
             res.kept_conflicts += 1
 
 
-def _correct(fg: FactGraph, c: Candidate, now: datetime, cfg: UpsertConfig, res: UpsertResult) -> bool:
+def _correct(
+    fg: FactGraph, c: Candidate, now: datetime, cfg: UpsertConfig, res: UpsertResult
+) -> bool:
     """Retract the value the same speaker stated last (``c.replaces``) and put ``c.value`` in its
     place; False when no such statement is found (the candidate is then read as a plain claim)."""
     wrong = None
     for item in sorted(fg.items.values(), key=lambda i: i.valid_at, reverse=True):
-        if item.invalid_at is not None or item.valid_at > c.valid_at or item.edge_id.startswith("rec_"):
+        if (
+            item.invalid_at is not None
+            or item.valid_at > c.valid_at
+            or item.edge_id.startswith("rec_")
+        ):
             continue
         if c.subject_id and (item.subject_id, item.relation) != (c.subject_id, c.relation):
             continue
@@ -167,7 +183,9 @@ def _correct(fg: FactGraph, c: Candidate, now: datetime, cfg: UpsertConfig, res:
             continue
         if c.replaces is not None and item.value != c.replaces:
             continue
-        if c.replaces is None and (item.value == c.value or item.value.endswith("%") != c.value.endswith("%")):
+        if c.replaces is None and (
+            item.value == c.value or item.value.endswith("%") != c.value.endswith("%")
+        ):
             continue
         speakers = {fg.msg_meta[m][1] for m in item.evidence_ids if m in fg.msg_meta}
         if c.speaker in speakers:
@@ -176,9 +194,20 @@ def _correct(fg: FactGraph, c: Candidate, now: datetime, cfg: UpsertConfig, res:
     if wrong is None:
         return False
     rel = RELATION_BY_NAME.get(wrong.relation)
-    fixed = Candidate(wrong.subject_id, wrong.relation, c.value, c.description, c.evidence_ids, c.confidence,
-                      wrong.scope if rel is None or rel.owner_scoped else c.scope, wrong.valid_at, c.trust_tier,
-                      "assert", None, c.speaker)
+    fixed = Candidate(
+        wrong.subject_id,
+        wrong.relation,
+        c.value,
+        c.description,
+        c.evidence_ids,
+        c.confidence,
+        wrong.scope if rel is None or rel.owner_scoped else c.scope,
+        wrong.valid_at,
+        c.trust_tier,
+        "assert",
+        None,
+        c.speaker,
+    )
     obj = object_of(fixed)
     item = _new_item(fg, fixed, obj, now)
     if not fg.add(item):
@@ -210,10 +239,23 @@ def _new_item(fg: FactGraph, c: Candidate, obj: str, now: datetime) -> FactItem:
     regime = fg.regime(c.subject_id, c.valid_at) if c.relation != "regime" else c.value
     return FactItem(
         edge_id=edge_id_for(fg.group_id, c.subject_id, c.relation, obj, c.evidence_ids[0]),
-        group_id=fg.group_id, subject_id=c.subject_id, relation=c.relation, object_id=obj,
-        description=c.description, evidence_ids=list(c.evidence_ids), valid_at=c.valid_at, updated_at=now,
-        created_at=now, confidence=c.confidence, maturity=next_maturity("candidate", 0, validations, 0.0),
-        regime_tag=regime, scope=c.scope, validations=validations, last_validated=c.valid_at, trust_tier=c.trust_tier)
+        group_id=fg.group_id,
+        subject_id=c.subject_id,
+        relation=c.relation,
+        object_id=obj,
+        description=c.description,
+        evidence_ids=list(c.evidence_ids),
+        valid_at=c.valid_at,
+        updated_at=now,
+        created_at=now,
+        confidence=c.confidence,
+        maturity=next_maturity("candidate", 0, validations, 0.0),
+        regime_tag=regime,
+        scope=c.scope,
+        validations=validations,
+        last_validated=c.valid_at,
+        trust_tier=c.trust_tier,
+    )
 
 
 def candidates_from(table: pa.Table) -> list[Candidate]:
@@ -253,7 +295,8 @@ class Invalidate(Operator):
     """Candidate facts -> the upserted facts, with write-time invalidations applied.
 
     Each candidate row (``ExtractKnowledge``'s output, in row order) goes through
-    :func:`upsert_facts` on the group's fact graph (:func:`~speakerflow.ops.group_state.knowledge_of`:
+    :func:`upsert_facts` on the group's fact graph
+    (:func:`~speakerflow.ops.group_state.knowledge_of`:
     ``ctx.store``'s graph, loaded once per run). The output holds every fact the call added,
     validated or invalidated (``invalid_at``, ``expired_at``, ``superseded_by`` set on the
     invalidated ones). Stats: ``added``, ``validated``, ``invalidated``, ``kept_conflicts``,
@@ -261,7 +304,11 @@ class Invalidate(Operator):
     """
 
     name = "invalidate"
-    consumes = tuple(f.name for f in CANDIDATE_SCHEMA if f.name not in ("op", "replaces", "speaker", "trust_tier"))
+    consumes = tuple(
+        f.name
+        for f in CANDIDATE_SCHEMA
+        if f.name not in ("op", "replaces", "speaker", "trust_tier")
+    )
     produces = FACT_SCHEMA
     Config = InvalidateConfig
     config: InvalidateConfig
@@ -281,7 +328,8 @@ class Invalidate(Operator):
         return out
 
     def _log_merges(self, ctx: Context, merge_log: list[dict[str, Any]]) -> None:
-        """Append the merges not yet logged in this run (``ctx.state["merges_logged"]`` counts them)."""
+        """Append the merges not yet logged in this run (``ctx.state["merges_logged"]`` counts
+        them)."""
         store = ctx.store
         done = ctx.state.get("merges_logged", 0)
         if not self.config.merge_log or store is None or store.in_memory or done >= len(merge_log):

@@ -16,6 +16,7 @@
 >>> evidence_recall(["a", "b", "a", "c"], ["c", "x"], 3)
 0.5
 """
+
 from __future__ import annotations
 
 import json
@@ -63,48 +64,78 @@ def evidence_recall(cited: list[str], gold: list[str] | tuple[str, ...], budget:
 
 JUDGE_PROMPT = """You are a strict judge of whether an agent's answer matches the gold answer to a question.
 Paraphrases with the same meaning count as correct. Give a short reasoning paragraph, then the
-verdict on its own last line as: Final: Correct  or  Final: Incorrect"""
+verdict on its own last line as: Final: Correct  or  Final: Incorrect"""  # noqa: E501
 
 RUBRIC_PROMPT = """You grade answers about social group conversations on factual correctness, 0.0 to 1.0.
 A concise correct answer scores the same as a verbose one. Attributing a fact to the wrong person
 scores at most 0.3. "NOT ENOUGH INFORMATION" scores 0.0. 1.0: core fact and attribution correct;
 0.7-0.9: one minor part missing; 0.4-0.6: right direction, wrong or missing key detail;
 0.0-0.3: wrong attribution, wrong fact, contradiction or no answer. For per-person questions the
-score is the fraction of members recalled correctly. Output JSON only: {"score": 0.0, "rationale": "..."}"""
+score is the fraction of members recalled correctly. Output JSON only: {"score": 0.0, "rationale": "..."}"""  # noqa: E501
 
 _FINAL = re.compile(r"final\s*:\s*(correct|incorrect)", re.I)
 
 
 def llm_judge(chat, question: str, gold: str, answer: str, question_id: str = "") -> Judgment:
-    """Binary verdict (1.0 correct, 0.0 incorrect) from a chat model; ``ValueError`` if it gives none."""
-    reply = chat.chat([{"role": "system", "content": JUDGE_PROMPT},
-                       {"role": "user", "content": f"Question: {question}\nGold Answer: {gold}\nAgent Answer: {answer}"}],
-                      max_tokens=300, temperature=0.0)
+    """Binary verdict (1.0 correct, 0.0 incorrect) from a chat model; ``ValueError`` if it gives
+    none."""
+    reply = chat.chat(
+        [
+            {"role": "system", "content": JUDGE_PROMPT},
+            {
+                "role": "user",
+                "content": f"Question: {question}\nGold Answer: {gold}\nAgent Answer: {answer}",
+            },
+        ],
+        max_tokens=300,
+        temperature=0.0,
+    )
     verdicts = _FINAL.findall(reply.text)
     if not verdicts:
-        raise ValueError(f"judge reply for {question_id or question!r} has no 'Final: Correct/Incorrect' line")
+        raise ValueError(
+            f"judge reply for {question_id or question!r} has no 'Final: Correct/Incorrect' line"
+        )
     value = 1.0 if verdicts[-1].lower() == "correct" else 0.0
-    return Judgment(question_id=question_id, metric="llm_judge", value=value, detail=reply.text[-500:])
+    return Judgment(
+        question_id=question_id, metric="llm_judge", value=value, detail=reply.text[-500:]
+    )
 
 
 def rubric_score(chat, question: str, gold: str, answer: str, question_id: str = "") -> Judgment:
-    """SocialMemBench rubric score in [0, 1] from a chat model; ``ValueError`` on unusable output."""
-    reply = chat.chat([{"role": "system", "content": RUBRIC_PROMPT},
-                       {"role": "user", "content": f"Question: {question}\nGold answer: {gold}\nGenerated answer: {answer}"}],
-                      max_tokens=200, temperature=0.0)
+    """SocialMemBench rubric score in [0, 1] from a chat model; ``ValueError`` on unusable
+    output."""
+    reply = chat.chat(
+        [
+            {"role": "system", "content": RUBRIC_PROMPT},
+            {
+                "role": "user",
+                "content": f"Question: {question}\nGold answer: {gold}\nGenerated answer: {answer}",
+            },
+        ],
+        max_tokens=200,
+        temperature=0.0,
+    )
     match = re.search(r"\{.*\}", reply.text, re.S)
     try:
         data: Any = json.loads(match.group(0)) if match else None
         score = float(data["score"])
     except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-        raise ValueError(f"rubric reply for {question_id or question!r} is not JSON with a numeric 'score'") from None
+        raise ValueError(
+            f"rubric reply for {question_id or question!r} is not JSON with a numeric 'score'"
+        ) from None
     if not 0.0 <= score <= 1.0:
         raise ValueError(f"rubric score {score} for {question_id or question!r} is outside [0, 1]")
-    return Judgment(question_id=question_id, metric="rubric", value=score, detail=str(data.get("rationale", ""))[:500])
+    return Judgment(
+        question_id=question_id,
+        metric="rubric",
+        value=score,
+        detail=str(data.get("rationale", ""))[:500],
+    )
 
 
 class JudgeConfig(OperatorConfig):
-    """Budgets for evidence recall; ``llm`` adds the binary model judge (``ctx.backends["judge"]``)."""
+    """Budgets for evidence recall; ``llm`` adds the binary model judge
+    (``ctx.backends["judge"]``)."""
 
     budgets: tuple[int, ...] = (5, 10, 20)
     llm: bool = False
@@ -132,10 +163,19 @@ class Judge(Operator):
         out: list[Judgment] = []
         for row in table.to_pylist():
             qid = row["question_id"]
-            out.append(Judgment(question_id=qid, metric="token_f1", value=token_f1(row["answer"], row["gold"])))
+            out.append(
+                Judgment(
+                    question_id=qid, metric="token_f1", value=token_f1(row["answer"], row["gold"])
+                )
+            )
             for b in self.config.budgets:
-                out.append(Judgment(question_id=qid, metric=f"recall@{b}",
-                                    value=evidence_recall(row["cited_ids"], row["gold_ids"], b)))
+                out.append(
+                    Judgment(
+                        question_id=qid,
+                        metric=f"recall@{b}",
+                        value=evidence_recall(row["cited_ids"], row["gold_ids"], b),
+                    )
+                )
             if chat is not None:
                 try:
                     out.append(llm_judge(chat, row["question"], row["gold"], row["answer"], qid))

@@ -4,6 +4,7 @@
 wiki writer and maintenance can use it without importing a higher layer; the fact graph
 itself is loaded by :func:`speakerflow.graphs.knowledge.load_fact_graph`.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -24,7 +25,9 @@ def people_of(store: Any) -> PersonResolver | None:
     return PersonResolver(roster, aliases=store.aliases()) if roster else None
 
 
-def load_knowledge(store: Any, with_records: bool = True) -> tuple[FactGraph, Canonicalizer, Detector]:
+def load_knowledge(
+    store: Any, with_records: bool = True
+) -> tuple[FactGraph, Canonicalizer, Detector]:
     """The group's fact cache (loaded from Kuzu once), alias table and detector."""
     fg = load_fact_graph(store, with_records=with_records)
     canon = Canonicalizer(group_id=store.group_id)

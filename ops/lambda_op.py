@@ -1,4 +1,5 @@
 """The escape hatch: wrap any ``f(table, ctx) -> table`` as an operator."""
+
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -7,6 +7,7 @@ confidence fell below epsilon) are applied; high-impact changes (entity merges a
 deprecating a proven fact, hubs to review) go to ``<group>/review_queue.jsonl`` for a human.
 Every action is appended to ``<group>/maintenance_log.jsonl``.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,7 +34,8 @@ PROBES = {"hub": 30, "link": 20, "quality": 15, "stale": 15, "merge": 10, "split
 
 
 def sample_probe(rng: random.Random) -> str:
-    """One probe type drawn with the mix :data:`PROBES` (hub/link/quality/stale/merge/split = 30/20/15/15/10/10)."""
+    """One probe type drawn with the mix :data:`PROBES` (hub/link/quality/stale/merge/split =
+    30/20/15/15/10/10)."""
     return rng.choices(list(PROBES), weights=list(PROBES.values()))[0]
 
 
@@ -49,8 +51,11 @@ def discover_links(fg: FactGraph, min_co_mentions: int = 2, top: int = 5) -> lis
         for m in k.evidence_ids:
             by_msg[m] |= ents
     pairs = Counter(frozenset(p) for ents in by_msg.values() for p in combinations(sorted(ents), 2))
-    return [{"kind": "link", "entities": sorted(p), "co_mentions": n} for p, n in pairs.most_common()
-            if n >= min_co_mentions and p not in linked][:top]
+    return [
+        {"kind": "link", "entities": sorted(p), "co_mentions": n}
+        for p, n in pairs.most_common()
+        if n >= min_co_mentions and p not in linked
+    ][:top]
 
 
 def recompute(fg: FactGraph, now: datetime) -> int:
@@ -59,7 +64,13 @@ def recompute(fg: FactGraph, now: datetime) -> int:
     for k in fg.items.values():
         if k.edge_id.startswith("rec_"):
             continue
-        mu = next_maturity(k.maturity, k.reuse_count, k.validations, k.utility, invalidated=k.invalid_at is not None)
+        mu = next_maturity(
+            k.maturity,
+            k.reuse_count,
+            k.validations,
+            k.utility,
+            invalidated=k.invalid_at is not None,
+        )
         if mu != k.maturity:
             k.maturity = mu
             k.updated_at = now
@@ -69,20 +80,29 @@ def recompute(fg: FactGraph, now: datetime) -> int:
 
 
 def apply_review(store, edge_id: str, decision: str, now: datetime | None = None) -> dict:
-    """Apply a human review (``approve``/``reject``) to one fact: Psi with h, logged, written to Kuzu."""
+    """Apply a human review (``approve``/``reject``) to one fact: Psi with h, logged, written to
+    Kuzu."""
     if decision not in ("approve", "reject"):
         raise ValueError(f"review decision {decision!r}: use approve or reject")
     now = now or datetime.now(UTC)
     fg, _, _ = load_knowledge(store, with_records=False)
     if edge_id not in fg.items:
-        raise KeyError(f"no fact {edge_id!r} in group {store.group_id!r}; see review_queue.jsonl or the wiki")
+        raise KeyError(
+            f"no fact {edge_id!r} in group {store.group_id!r}; see review_queue.jsonl or the wiki"
+        )
     k = fg.items[edge_id]
     before = k.maturity
     k.maturity = next_maturity(k.maturity, k.reuse_count, k.validations, k.utility, human=decision)
     k.updated_at = now
     fg.touch(edge_id)
     fg.flush()
-    entry = {"at": now.isoformat(), "review": decision, "edge_id": edge_id, "from": before, "to": k.maturity}
+    entry = {
+        "at": now.isoformat(),
+        "review": decision,
+        "edge_id": edge_id,
+        "from": before,
+        "to": k.maturity,
+    }
     if not store.in_memory:
         with open(Path(store.root) / "maintenance_log.jsonl", "a") as fh:
             fh.write(json.dumps(entry) + "\n")
@@ -100,9 +120,19 @@ def tick(store, now: datetime | None = None, seed: int = 0) -> dict:
     queue: list[dict[str, Any]] = []
     fixes = 0
     for k in list(fg.items.values()):  # staleness sweep
-        if k.invalid_at is None and k.maturity != "deprecated" and effective_confidence(k, now) < eps:
+        if (
+            k.invalid_at is None
+            and k.maturity != "deprecated"
+            and effective_confidence(k, now) < eps
+        ):
             if k.maturity == "proven":
-                queue.append({"kind": "deprecate_proven", "edge_id": k.edge_id, "reason": "effective confidence below epsilon"})
+                queue.append(
+                    {
+                        "kind": "deprecate_proven",
+                        "edge_id": k.edge_id,
+                        "reason": "effective confidence below epsilon",
+                    }
+                )
             else:
                 k.maturity = "deprecated"
                 fg.touch(k.edge_id)
@@ -118,14 +148,24 @@ def tick(store, now: datetime | None = None, seed: int = 0) -> dict:
     elif probe == "merge":
         ents = sorted(fg.entities.values(), key=lambda e: e.entity_id)
         for i, a in enumerate(ents):
-            for b in ents[i + 1:]:
+            for b in ents[i + 1 :]:
                 if a.etype == b.etype and fuzz.ratio(a.name.lower(), b.name.lower()) >= 90:
-                    queue.append({"kind": "merge", "keep": a.entity_id, "drop": b.entity_id,
-                                  "score": fuzz.ratio(a.name.lower(), b.name.lower())})
+                    queue.append(
+                        {
+                            "kind": "merge",
+                            "keep": a.entity_id,
+                            "drop": b.entity_id,
+                            "score": fuzz.ratio(a.name.lower(), b.name.lower()),
+                        }
+                    )
     elif probe == "split":
         for ent in fg.entities.values():
             names = [x.lower() for x in ent.aliases]
-            if len(names) > 1 and min(fuzz.partial_ratio(names[0], n) for n in names) < 30 and ent.etype != "asset":
+            if (
+                len(names) > 1
+                and min(fuzz.partial_ratio(names[0], n) for n in names) < 30
+                and ent.etype != "asset"
+            ):
                 queue.append({"kind": "split", "entity_id": ent.entity_id, "aliases": ent.aliases})
     elif probe == "quality":
         for k in fg.items.values():
@@ -134,16 +174,30 @@ def tick(store, now: datetime | None = None, seed: int = 0) -> dict:
     changed = recompute(fg, now)
     fg.flush()
     lines: list[dict[str, Any]] = [{"at": now.isoformat(), "probe": probe, **x} for x in log]
-    lines.append({"at": now.isoformat(), "probe": probe, "fixes": fixes, "queued": len(queue), "recomputed": changed})
+    lines.append(
+        {
+            "at": now.isoformat(),
+            "probe": probe,
+            "fixes": fixes,
+            "queued": len(queue),
+            "recomputed": changed,
+        }
+    )
     if not store.in_memory:
         root = Path(store.root)
         with open(root / "maintenance_log.jsonl", "a") as fh:
             fh.writelines(json.dumps(x, default=str) + "\n" for x in lines)
         with open(root / "review_queue.jsonl", "a") as fh:
             fh.writelines(json.dumps({"at": now.isoformat(), **q}) + "\n" for q in queue)
-    return {"probe": probe, "probes_run": ["stale_sweep", probe, "recompute"], "fixes_applied": fixes,
-            "queued_for_review": len(queue), "review_items": queue, "recomputed": changed,
-            "log_lines": [json.dumps(x, default=str) for x in lines]}
+    return {
+        "probe": probe,
+        "probes_run": ["stale_sweep", probe, "recompute"],
+        "fixes_applied": fixes,
+        "queued_for_review": len(queue),
+        "review_items": queue,
+        "recomputed": changed,
+        "log_lines": [json.dumps(x, default=str) for x in lines],
+    }
 
 
 class MaintainConfig(OperatorConfig):
@@ -156,10 +210,17 @@ class MaintainConfig(OperatorConfig):
 
 
 #: One row per review item a tick queued, or one summary row when it queued none.
-MAINTAIN_SCHEMA = pa.schema([
-    ("tick", pa.int64()), ("probe", pa.string()), ("fixes_applied", pa.int64()), ("recomputed", pa.int64()),
-    ("queued_for_review", pa.int64()), ("review_kind", pa.string()), ("review_item", pa.string()),
-])
+MAINTAIN_SCHEMA = pa.schema(
+    [
+        ("tick", pa.int64()),
+        ("probe", pa.string()),
+        ("fixes_applied", pa.int64()),
+        ("recomputed", pa.int64()),
+        ("queued_for_review", pa.int64()),
+        ("review_kind", pa.string()),
+        ("review_item", pa.string()),
+    ]
+)
 
 
 @register
@@ -184,11 +245,22 @@ class Maintain(Operator):
         rows = []
         for i in range(self.config.ticks):
             rep = tick(ctx.store, now=now, seed=self.config.seed + i)
-            base = {"tick": i, "probe": rep["probe"], "fixes_applied": rep["fixes_applied"],
-                    "recomputed": rep["recomputed"], "queued_for_review": rep["queued_for_review"]}
+            base = {
+                "tick": i,
+                "probe": rep["probe"],
+                "fixes_applied": rep["fixes_applied"],
+                "recomputed": rep["recomputed"],
+                "queued_for_review": rep["queued_for_review"],
+            }
             items = rep["review_items"] or [None]
-            rows += [{**base, "review_kind": q["kind"] if q else None,
-                      "review_item": json.dumps(q, default=str) if q else None} for q in items]
+            rows += [
+                {
+                    **base,
+                    "review_kind": q["kind"] if q else None,
+                    "review_item": json.dumps(q, default=str) if q else None,
+                }
+                for q in items
+            ]
             self.stats.bump("fixes", rep["fixes_applied"])
             self.stats.bump("queued", rep["queued_for_review"])
             self.stats.bump("recomputed", rep["recomputed"])

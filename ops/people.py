@@ -20,6 +20,7 @@ to ``None`` rather than to a guess.
 >>> [m[0] for m in r.mentions("Told Mom that Benny and Ana will come")]
 ['Mum', 'Ben', 'Ana Ruiz']
 """
+
 from __future__ import annotations
 
 import re
@@ -86,7 +87,9 @@ class PersonResolver:
                 (name,) = hits
                 for w in words - set(strong):
                     candidates[w].add(name)
-        self._table: dict[str, str] = {k: next(iter(v)) for k, v in candidates.items() if len(v) == 1}
+        self._table: dict[str, str] = {
+            k: next(iter(v)) for k, v in candidates.items() if len(v) == 1
+        }
         self._table.update(strong)
         # multi-word keys (full names, multi-word aliases) are matched as phrases
         self._phrases = sorted((k for k in self._table if " " in k), key=len, reverse=True)

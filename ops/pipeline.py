@@ -8,7 +8,8 @@
 ...            name="n", consumes=("text",), produces=pa.schema([("text", pa.string()), ("n", pa.int64())]))
 >>> (up >> n)(pa.table({"text": ["ab"]})).to_pylist()
 [{'text': 'AB', 'n': 2}]
-"""
+"""  # noqa: E501
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -40,7 +41,11 @@ class Pipeline:
         open_input = True  # every step so far hands its input columns on
         for before, after in zip(flat, flat[1:], strict=False):
             open_input = open_input and before.passthrough
-            available = available | set(before.output_columns) if before.passthrough else set(before.output_columns)
+            available = (
+                available | set(before.output_columns)
+                if before.passthrough
+                else set(before.output_columns)
+            )
             missing = [c for c in after.consumes if c not in available]
             if missing and open_input:  # the input itself reaches `after`: it must carry them
                 needs.extend(missing)
@@ -53,7 +58,9 @@ class Pipeline:
                 )
         names = [s.op_name for s in flat]
         if len(set(names)) != len(names):
-            raise ValueError(f"operator names repeat in pipeline: {names}; give each a distinct name")
+            raise ValueError(
+                f"operator names repeat in pipeline: {names}; give each a distinct name"
+            )
         self.steps = flat
         self._needs = tuple(needs)
 
@@ -74,14 +81,17 @@ class Pipeline:
         ctx = ctx or Context()
         missing = [c for c in self._needs if c not in table.column_names]
         if missing:
-            raise SchemaMismatchError(f"pipeline {self!r} needs input column(s) {missing}; the table has "
-                                      f"{table.column_names}")
+            raise SchemaMismatchError(
+                f"pipeline {self!r} needs input column(s) {missing}; the table has "
+                f"{table.column_names}"
+            )
         for step in self.steps:
             table = step(table, ctx)
         return table
 
     def stats(self) -> dict[str, dict[str, float | int]]:
-        """Per-operator stats, keyed by operator name (``each/inner`` for :class:`ForEach` steps)."""
+        """Per-operator stats, keyed by operator name (``each/inner`` for :class:`ForEach`
+        steps)."""
         out: dict[str, dict[str, float | int]] = {}
         for step in self.steps:
             out[step.op_name] = step.stats.as_metadata()
@@ -105,7 +115,13 @@ class ForEach(Operator):
 
     name = "for_each"
 
-    def __init__(self, key: str, inner: Operator | Pipeline, name: str | None = None, progress: str | None = None):
+    def __init__(
+        self,
+        key: str,
+        inner: Operator | Pipeline,
+        name: str | None = None,
+        progress: str | None = None,
+    ):
         self.key = key
         self.progress = progress
         self.inner = inner if isinstance(inner, Pipeline) else Pipeline(inner)

@@ -19,6 +19,7 @@ one loses the answer.
 >>> project_rules("What did the members finally decide about the venue?", ["Ana", "Ben"]).rows
 ['ALL', 'GROUP']
 """
+
 from __future__ import annotations
 
 import json
@@ -39,35 +40,61 @@ from .registry import register
 ALL = "ALL"
 _ROLLUP = re.compile(
     r"\b(each|every(one|body)?|all (of )?(the |them|us)?\s*(members?|participants|people|friends)?|"
-    r"who (never|didn'?t|did not|hasn'?t|has not|doesn'?t|does not)|which (members?|people|ones|of them)|"
-    r"anyone|anybody|members|whole group|respective(ly)?)\b", re.I)
+    r"who (never|didn'?t|did not|hasn'?t|has not|doesn'?t|does not)|which (members?|people|ones|of "
+    r"them)|"
+    r"anyone|anybody|members|whole group|respective(ly)?)\b",
+    re.I,
+)
 #: per-person roll-ups and "who never ..." read every member's row, not the group's conclusion
-_PER_PERSON = re.compile(r"\b(each|every(one|body)?|respective(ly)?|who (never|didn'?t|did not|"
-                         r"hasn'?t|has not|doesn'?t|does not))\b", re.I)
+_PER_PERSON = re.compile(
+    r"\b(each|every(one|body)?|respective(ly)?|who (never|didn'?t|did not|"
+    r"hasn'?t|has not|doesn'?t|does not))\b",
+    re.I,
+)
 _GROUP = re.compile(
     r"\b(decid\w*|decision|agree\w*|consensus|settled?|chose|chosen|norms?|rules?|expect\w*|"
-    r"usually|tradition\w*|the group|shared|final(ly)?|plan(ned|s)?|custom|habit\w*|collective(ly)?)\b", re.I)
+    r"usually|tradition\w*|the group|shared|final(ly)?|plan(ned|s)?|custom|habit\w*|"
+    r"collective(ly)?)\b",
+    re.I,
+)
 _CHANGE = re.compile(
-    r"\b(chang\w*|used to|originally|at first|initially|before|earlier|previous(ly)?|evolv\w*|shift\w*|"
-    r"over time|no longer|any ?more|became|become|switch\w*|revis\w*|at the time|back (in|then)|history)\b", re.I)
-_MONTHS = ("january february march april may june july august september october november december").split()
+    r"\b(chang\w*|used to|originally|at first|initially|before|earlier|previous(ly)?|evolv\w*|"
+    r"shift\w*|"
+    r"over time|no longer|any ?more|became|become|switch\w*|revis\w*|at the time|back (in|then)|"
+    r"history)\b",
+    re.I,
+)
+_MONTHS = (
+    "january february march april may june july august september october november december"
+).split()
 _DATE_WORDS = re.compile(
-    r"\b(" + "|".join(_MONTHS) + r")\b|\b(19|20)\d\d\b|\b(last|previous) (week|month|year|weekend)\b|"
-    r"\byesterday\b|\b(mon|tues|wednes|thurs|fri|satur|sun)day\b", re.I)
+    r"\b("
+    + "|".join(_MONTHS)
+    + r")\b|\b(19|20)\d\d\b|\b(last|previous) (week|month|year|weekend)\b|"
+    r"\byesterday\b|\b(mon|tues|wednes|thurs|fri|satur|sun)day\b",
+    re.I,
+)
 _DAY_MONTH_YEAR = re.compile(r"\b(\d{1,2})\s+(" + "|".join(_MONTHS) + r"),?\s+(\d{4})\b", re.I)
 _MONTH_DAY_YEAR = re.compile(r"\b(" + "|".join(_MONTHS) + r")\s+(\d{1,2}),?\s+(\d{4})\b", re.I)
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
-_PERCEIVE = re.compile(r"\b(think|thinks|thought|feel|feels|felt|see|sees|saw|view|views|perceive\w*|"
-                       r"regard\w*|describe\w*|say|says|said|opinion|impression)\b", re.I)
+_PERCEIVE = re.compile(
+    r"\b(think|thinks|thought|feel|feels|felt|see|sees|saw|view|views|perceive\w*|"
+    r"regard\w*|describe\w*|say|says|said|opinion|impression)\b",
+    re.I,
+)
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\u2019-]*")
 _QUESTION_WORDS = frozenset(
-    "what when where who whom whose which why how did does do is are was were has have had will would "
-    "could should can the a an of to in on at for about with and or as by from that this these those it "
-    "its their his her they them he she you your i me my we our be been being any some there than then "
+    "what when where who whom whose which why how did does do is are was were has have had will "
+    "would "
+    "could should can the a an of to in on at for about with and or as by from that this these "
+    "those it "
+    "its their his her they them he she you your i me my we our be been being any some there than "
+    "then "
     "into onto up out over so if not no yes "
     # roll-up and perception words say whose rows to read, not what the matter is
     "each every everyone everybody all person people member members anyone anybody group's "
-    "think thinks thought feel feels felt view views see sees say says said".split())
+    "think thinks thought feel feels felt view views see sees say says said".split()
+)
 
 
 def as_of_date(question: str) -> datetime | None:
@@ -83,7 +110,9 @@ def as_of_date(question: str) -> datetime | None:
     if year is None or month is None or day is None:
         return None
     try:
-        return datetime(year, month, day, tzinfo=UTC) + timedelta(days=1) - timedelta(microseconds=1)
+        return (
+            datetime(year, month, day, tzinfo=UTC) + timedelta(days=1) - timedelta(microseconds=1)
+        )
     except ValueError:
         return None
 
@@ -99,8 +128,10 @@ def is_rollup(projection: Projection) -> bool:
 #: questions that gather several facts over time or people: "what books has John read",
 #: "how many games ...", "what do both A and B ...", "which cities has ..." (the perfect, a count,
 #: "both", a plural asked of someone)
-_AGGREGATE = re.compile(r"\b(has|have)\b|\bhow many\b|\bboth\b|\b(what|which) (\w+ )?\w+s (has|have|does|do|did)\b",
-                        re.I)
+_AGGREGATE = re.compile(
+    r"\b(has|have)\b|\bhow many\b|\bboth\b|\b(what|which) (\w+ )?\w+s (has|have|does|do|did)\b",
+    re.I,
+)
 _BROAD = re.compile("|".join(p.pattern for p in (_ROLLUP, _GROUP, _CHANGE)), re.I)
 
 
@@ -130,14 +161,16 @@ def issue_of(question: str, names: list[str]) -> str:
     return " ".join(words) or question.strip()
 
 
-def project_rules(question: str, roster: list[str], aliases: dict[str, list[str]] | None = None) -> Projection:
+def project_rules(
+    question: str, roster: list[str], aliases: dict[str, list[str]] | None = None
+) -> Projection:
     """The rules projection of ``question`` for a group with ``roster`` (see the module doc)."""
     resolver = PersonResolver(roster, aliases or {})
     mentions = resolver.mentions(question)
     names = list(dict.fromkeys(m[0] for m in mentions))
     owner = source = None
     group_words = bool(_GROUP.search(question))
-    if len(names) == 2 and _PERCEIVE.search(question[mentions[0][2]:]):
+    if len(names) == 2 and _PERCEIVE.search(question[mentions[0][2] :]):
         first_end = next(m[2] for m in mentions if m[0] == names[0])
         second_start = next(m[1] for m in mentions if m[0] == names[1])
         if _PERCEIVE.search(question[first_end:second_start]):
@@ -156,8 +189,15 @@ def project_rules(question: str, roster: list[str], aliases: dict[str, list[str]
     full = bool(_CHANGE.search(question) or _DATE_WORDS.search(question) or as_of)
     # "what does A think of B": B's name stays in the issue (the matter is B)
     issue = issue_of(question, ([source] if source else []) if owner else names)
-    return Projection(question=question, issue=issue, rows=rows,
-                      tense="full" if full else "head", owner=owner, source=source, as_of=as_of)
+    return Projection(
+        question=question,
+        issue=issue,
+        rows=rows,
+        tense="full" if full else "head",
+        owner=owner,
+        source=source,
+        as_of=as_of,
+    )
 
 
 PROJECT_PROMPT = """You decide what slice of a group chat's memory answers a question.
@@ -173,7 +213,9 @@ Return JSON with three fields:
 Answer with JSON only."""
 
 
-def parse_projection(text: str, question: str, roster: list[str], aliases: dict | None = None) -> Projection:
+def parse_projection(
+    text: str, question: str, roster: list[str], aliases: dict | None = None
+) -> Projection:
     """Validate a model's JSON projection against the roster; raises ``ValueError`` if unusable."""
     match = re.search(r"\{.*\}", text, re.S)
     if not match:
@@ -192,8 +234,15 @@ def parse_projection(text: str, question: str, roster: list[str], aliases: dict 
     tense: Literal["head", "full"] = "head" if data.get("tense") == "head" else "full"
     issue = str(data.get("issue") or "").strip() or issue_of(question, [])
     rules = project_rules(question, roster, aliases)
-    return Projection(question=question, issue=issue, rows=rows or [ALL], tense=tense,
-                      owner=rules.owner, source=rules.source, as_of=rules.as_of)
+    return Projection(
+        question=question,
+        issue=issue,
+        rows=rows or [ALL],
+        tense=tense,
+        owner=rules.owner,
+        source=rules.source,
+        as_of=rules.as_of,
+    )
 
 
 class ProjectConfig(OperatorConfig):
@@ -216,13 +265,20 @@ class Project(Operator):
     Config = ProjectConfig
     config: ProjectConfig
 
-    def project(self, question: str, roster: list[str], aliases: dict | None, chat=None) -> Projection:
+    def project(
+        self, question: str, roster: list[str], aliases: dict | None, chat=None
+    ) -> Projection:
         """Project one question (chat backend when configured, rules otherwise or on bad output)."""
         if self.config.backend == "chat" and chat is not None:
-            user = f"Question: {question}\nRoster of this group: {', '.join(roster)}\n" \
-                   'Return {"issue": "...", "rows": [...], "tense": "head|full"}'
-            result = chat.chat([{"role": "system", "content": PROJECT_PROMPT}, {"role": "user", "content": user}],
-                               max_tokens=self.config.max_tokens, temperature=0.0)
+            user = (
+                f"Question: {question}\nRoster of this group: {', '.join(roster)}\n"
+                'Return {"issue": "...", "rows": [...], "tense": "head|full"}'
+            )
+            result = chat.chat(
+                [{"role": "system", "content": PROJECT_PROMPT}, {"role": "user", "content": user}],
+                max_tokens=self.config.max_tokens,
+                temperature=0.0,
+            )
             self.stats.count_model_call(result.tokens)
             try:
                 return parse_projection(result.text, question, roster, aliases)
@@ -233,7 +289,13 @@ class Project(Operator):
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         roster, aliases = ctx.store.roster(), ctx.store.aliases()
         chat = ctx.backends.get("project")
-        rows = [self.project(q, roster, aliases, chat).model_dump() for q in table["question"].to_pylist()]
+        rows = [
+            self.project(q, roster, aliases, chat).model_dump()
+            for q in table["question"].to_pylist()
+        ]
         projected = pa.Table.from_pylist(rows, schema=PROJECTION_SCHEMA)
-        return put_columns(with_question_ids(table), {n: projected[n] for n in PROJECTION_SCHEMA.names},
-                           self.produces)
+        return put_columns(
+            with_question_ids(table),
+            {n: projected[n] for n in PROJECTION_SCHEMA.names},
+            self.produces,
+        )

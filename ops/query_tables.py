@@ -24,6 +24,7 @@ Answer         ``answer``
 :func:`evidence_table` flattens the ``evidence`` column into an
 :data:`~speakerflow.schemas.EVIDENCE_SCHEMA` table with ``question_id``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -42,14 +43,31 @@ PROJECTION_COLUMNS = tuple(PROJECTION_SCHEMA.names)
 
 #: One System 1 candidate: the message, its score on the fused scale, how it got in
 #: (``recall``, ``expand``, ``ask``) and, for an expanded turn, its anchor message.
-CANDIDATE = pa.struct([("msg_id", pa.string()), ("score", pa.float64()), ("via", pa.string()),
-                       ("anchor", pa.string())])
+CANDIDATE = pa.struct(
+    [
+        ("msg_id", pa.string()),
+        ("score", pa.float64()),
+        ("via", pa.string()),
+        ("anchor", pa.string()),
+    ]
+)
 
 #: One System 2 item (a record, a verbatim fallback ``excerpt`` or an ``empty_row``).
-MEMORY_ITEM = pa.struct([
-    ("kind", pa.string()), ("row", pa.string()), ("text", pa.string()), ("msg_ids", pa.list_(pa.string())),
-    ("score", pa.float64()), ("speaker", pa.string()), ("ts", TIMESTAMP), ("entry_id", pa.string()),
-    ("history", pa.bool_()), ("source", pa.string()), ("owner", pa.string())])
+MEMORY_ITEM = pa.struct(
+    [
+        ("kind", pa.string()),
+        ("row", pa.string()),
+        ("text", pa.string()),
+        ("msg_ids", pa.list_(pa.string())),
+        ("score", pa.float64()),
+        ("speaker", pa.string()),
+        ("ts", TIMESTAMP),
+        ("entry_id", pa.string()),
+        ("history", pa.bool_()),
+        ("source", pa.string()),
+        ("owner", pa.string()),
+    ]
+)
 
 #: One composed evidence item (the fields of :class:`~speakerflow.schemas.EvidenceItem`).
 EVIDENCE_ITEM = pa.struct(list(EVIDENCE_SCHEMA))
@@ -70,7 +88,9 @@ def with_question_ids(table: pa.Table) -> pa.Table:
             dup = sorted({i for i in ids if ids.count(i) > 1})
             raise ValueError(f"question_id repeats {dup[:5]}: give every question row its own id")
         return table
-    return table.append_column(QUESTION_ID, pa.array([f"q{i}" for i in range(table.num_rows)], pa.string()))
+    return table.append_column(
+        QUESTION_ID, pa.array([f"q{i}" for i in range(table.num_rows)], pa.string())
+    )
 
 
 def projections(table: pa.Table) -> list[Projection]:
@@ -84,7 +104,7 @@ def fused_scores(table: pa.Table) -> list[np.ndarray]:
     col = table["fused"].combine_chunks()
     values = col.values.to_numpy(zero_copy_only=False)
     offsets = col.offsets.to_numpy()
-    return [values[offsets[i]:offsets[i + 1]] for i in range(len(col))]
+    return [values[offsets[i] : offsets[i + 1]] for i in range(len(col))]
 
 
 def fused_array(vectors: list[np.ndarray]) -> pa.ListArray:
@@ -102,9 +122,13 @@ def evidence_items(table: pa.Table) -> list[list[EvidenceItem]]:
 
 def evidence_table(table: pa.Table) -> pa.Table:
     """Flatten ``evidence``: one :data:`EVIDENCE_SCHEMA` row per item, with ``question_id``."""
-    rows = [{"question_id": qid, **item}
-            for qid, items in zip(table["question_id"].to_pylist(), table["evidence"].to_pylist(), strict=True)
-            for item in items]
+    rows = [
+        {"question_id": qid, **item}
+        for qid, items in zip(
+            table["question_id"].to_pylist(), table["evidence"].to_pylist(), strict=True
+        )
+        for item in items
+    ]
     return pa.Table.from_pylist(rows, schema=schema_of(*EVIDENCE_SCHEMA))
 
 
@@ -114,7 +138,11 @@ CANDIDATES_SCHEMA = schema_of(("rank", pa.int64()), *CANDIDATE)
 def candidates_table(table: pa.Table, column: str = "pool") -> pa.Table:
     """Flatten ``pool`` (or ``selected``): one row per candidate with ``question_id`` and its
     0-based ``rank``, then msg_id, score, via, anchor."""
-    rows = [{"question_id": qid, "rank": rank, **cand}
-            for qid, cands in zip(table["question_id"].to_pylist(), table[column].to_pylist(), strict=True)
-            for rank, cand in enumerate(cands)]
+    rows = [
+        {"question_id": qid, "rank": rank, **cand}
+        for qid, cands in zip(
+            table["question_id"].to_pylist(), table[column].to_pylist(), strict=True
+        )
+        for rank, cand in enumerate(cands)
+    ]
     return pa.Table.from_pylist(rows, schema=CANDIDATES_SCHEMA)

@@ -22,6 +22,7 @@ Embeddings are memoised by masked text, so a stream that repeats a way of saying
 for it once. :class:`PrototypeClassifier` takes any :class:`~.embed.Embedder`; the default is
 MiniLM (loaded lazily, offline), tests may pass :class:`~.embed.HashingEmbedder`.
 """
+
 from __future__ import annotations
 
 import re
@@ -32,40 +33,69 @@ import numpy as np
 
 from .lexicon import CATEGORIES, INTENT_DESCRIPTIONS, INTENT_EXAMPLES, RELATIONS, Relation
 
-CLAUSE = re.compile(r"(?<=[.!?])\s+|;\s*|\n+|,?\s+\bbut\b\s+|,?\s+\bwhile\b\s+|,?\s+\bwhereas\b\s+|\s+-{1,2}\s+")
+CLAUSE = re.compile(
+    r"(?<=[.!?])\s+|;\s*|\n+|,?\s+\bbut\b\s+|,?\s+\bwhile\b\s+|,?\s+\bwhereas\b\s+|\s+-{1,2}\s+"
+)
 PERCENT = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?\s*(?:%|percent\b|pct\b)", re.IGNORECASE)
-NEGATOR = re.compile(r"\b(?:not|never|no|isn't|aren't|wasn't|weren't|isnt|arent|don't|doesn't|nothing|without)\b|\bno longer\b",
-                     re.IGNORECASE)
-HEDGE = re.compile(r"\b(rumou?r\w*|maybe|might|unconfirmed|unverified|heard|allegedly|possibly|supposedly|gossip|"
-                   r"chatter|claims?|apparently|reportedly|could be|trust me)\b", re.IGNORECASE)
-ENDING = re.compile(r"\b(behind us|dropped|drop(?:ping)? the|no longer|stopped|quit|gone|is over|resolved|cleared|"
-                    r"ended|abandon\w*|ditch\w*|off the table|not an issue|no more|put to bed|went away|lifted|"
-                    r"wound down|retired|gave up|give up|walked away from|shelved|done with|moved on from|sorted|fixed|"
-                    r"(?:is|are) (?:done|finished)|are over)\b",
-                    re.IGNORECASE)
-ANAPHOR = re.compile(r"\b(?:that|this|the)\s+(exposure|risk|concern|worry|scare|issue|threat|strategy|trade|setup|approach|play)\b",
-                     re.IGNORECASE)
-CORRECTION = re.compile(r"\b(typo|correction|corrected|i meant|meant to (?:say|write|type)|my bad|fat[- ]?finger\w*|"
-                        r"scratch that|should (?:read|say|have said)|misspoke|mistyped|misprint\w*|misreport\w*|"
-                        r"data fix|erratum|amended|oops|sorry)\b", re.IGNORECASE)
-THRESHOLD = re.compile(r"\b(alerts? (?:fire|trigger|at|if|when|past|above|beyond)\w*|fires?|firing|trigger\w*|threshold|breach\w*|exceed\w*|past a|beyond|"
-                       r"kill[- ]switch|stop[- ]?loss|automatically|limit for|margin calls?|liquidat\w* at)\b",
-                       re.IGNORECASE)
-#: a negator that bounds a value instead of denying it: "no more than 5%", "nothing bigger than 2%", "never above 3%"
-BOUND = re.compile(r"\b(?:more|bigger|larger|higher|greater|less|lower|smaller|above|over|below|under|beyond|past)\b",
-                   re.IGNORECASE)
+NEGATOR = re.compile(
+    r"\b(?:not|never|no|isn't|aren't|wasn't|weren't|isnt|arent|don't|doesn't|nothing|without)\b|"
+    r"\bno longer\b",
+    re.IGNORECASE,
+)
+HEDGE = re.compile(
+    r"\b(rumou?r\w*|maybe|might|unconfirmed|unverified|heard|allegedly|possibly|supposedly|gossip|"
+    r"chatter|claims?|apparently|reportedly|could be|trust me)\b",
+    re.IGNORECASE,
+)
+ENDING = re.compile(
+    r"\b(behind us|dropped|drop(?:ping)? the|no longer|stopped|quit|gone|is over|resolved|cleared|"
+    r"ended|abandon\w*|ditch\w*|off the table|not an issue|no more|put to bed|went away|lifted|"
+    r"wound down|retired|gave up|give up|walked away from|shelved|done with|moved on from|sorted|"
+    r"fixed|"
+    r"(?:is|are) (?:done|finished)|are over)\b",
+    re.IGNORECASE,
+)
+ANAPHOR = re.compile(
+    r"\b(?:that|this|the)\s+(exposure|risk|concern|worry|scare|issue|threat|strategy|trade|setup|"
+    r"approach|play)\b",
+    re.IGNORECASE,
+)
+CORRECTION = re.compile(
+    r"\b(typo|correction|corrected|i meant|meant to (?:say|write|type)|my bad|fat[- ]?finger\w*|"
+    r"scratch that|should (?:read|say|have said)|misspoke|mistyped|misprint\w*|misreport\w*|"
+    r"data fix|erratum|amended|oops|sorry)\b",
+    re.IGNORECASE,
+)
+THRESHOLD = re.compile(
+    r"\b(alerts? (?:fire|trigger|at|if|when|past|above|beyond)\w*|fires?|firing|trigger\w*|"
+    r"threshold|breach\w*|exceed\w*|past a|beyond|"
+    r"kill[- ]switch|stop[- ]?loss|automatically|limit for|margin calls?|liquidat\w* at)\b",
+    re.IGNORECASE,
+)
+#: a negator that bounds a value instead of denying it: "no more than 5%", "nothing bigger than 2%",
+#: "never above 3%"
+BOUND = re.compile(
+    r"\b(?:more|bigger|larger|higher|greater|less|lower|smaller|above|over|below|under|beyond|"
+    r"past)\b",
+    re.IGNORECASE,
+)
 #: what a percentage next to these words is (a return, a yield, a spread, a gas or withdrawal fee,
 #: a discount, a funding rate, dominance): never the level of a relation here
-DECOY = re.compile(r"\b(roi|return\w*|pnl|p&l|profits?\b|yield\w*|apy|apr|dominance|spreads?|gas|withdrawal\w*|network fee|"
-                   r"discount\w*|rebate\w*|funding(?! arb)|interest|inflation|unlock\w*|supply|odds|chance|probability|"
-                   r"volume|open interest|oi|price)\b",
-                   re.IGNORECASE)
+DECOY = re.compile(
+    r"\b(roi|return\w*|pnl|p&l|profits?\b|yield\w*|apy|apr|dominance|spreads?|gas|withdrawal\w*|"
+    r"network fee|"
+    r"discount\w*|rebate\w*|funding(?! arb)|interest|inflation|unlock\w*|supply|odds|chance|"
+    r"probability|"
+    r"volume|open interest|oi|price)\b",
+    re.IGNORECASE,
+)
 QUESTION = re.compile(r"\?\s*$")
 FIRST_PERSON = re.compile(r"\b(i|i'm|im|i am|i've|my|me|mine|myself)\b", re.IGNORECASE)
 SECOND_PERSON = re.compile(r"\b(you|your|you're|youre|you are|yours|yourself|u)\b", re.IGNORECASE)
 THIRD_PERSON = re.compile(r"\b(he|she|he's|she's|his|her|hes|shes)\b", re.IGNORECASE)
 PRONOUN = re.compile(r"\b(she|he|they|her|his|their|them|it|its|that one)\b", re.IGNORECASE)
-#: Calibrated on the paraphrase dev split (tests/data/inkh_paraphrase/*_dev.jsonl); see docs/harness.md.
+#: Calibrated on the paraphrase dev split (tests/data/inkh_paraphrase/*_dev.jsonl); see
+#: docs/harness.md.
 RELATION_THRESHOLD = 0.25
 INTENT_THRESHOLD = 0.05
 #: neighbours per label of the intent classifier (:class:`ExemplarClassifier`)
@@ -76,21 +106,60 @@ VALUE_MARGIN = 0.15
 #: a coin without a regime often is instead (``_none``: one day's move, a price, news, fees):
 #: exemplars of a clause with no regime word (:func:`regime_classifier`, k nearest, centred).
 REGIME_PROTOTYPES: dict[str, tuple[str, ...]] = {
-    "bullish": ("the coin keeps rising", "the coin is trending up", "buyers are in control of the coin",
-                "the coin makes higher highs and higher lows", "dips in the coin get bought", "the coin rallies again",
-                "the coin is grinding higher", "the coin broke out to the upside", "a strong uptrend on the coin"),
-    "bearish": ("the coin keeps falling", "the coin is trending down", "sellers are in control of the coin",
-                "the coin makes lower highs and lower lows", "the coin is bleeding", "the coin slides again",
-                "rallies in the coin get sold", "the coin broke down", "the coin is in a downtrend"),
-    "ranging": ("the coin is stuck in a range", "the coin moves sideways", "the coin is going nowhere",
-                "the coin chops between two levels", "the coin has been flat for weeks", "a tight range on the coin",
-                "no direction in the coin"),
-    "volatile": ("the coin swings wildly both ways", "huge candles on the coin in both directions",
-                 "the coin is extremely volatile", "the coin whipsaws every day", "the coin's volatility is insane"),
-    "_none": ("the coin's price is n", "the coin is up n% today", "the coin is down n% on the day", "news about the coin",
-              "the coin's fee is n%", "the coin's order book is deep", "inflows into the coin's funds",
-              "a partnership announced for the coin", "the coin's funding rate", "holders of the coin",
-              "an upgrade of the coin's network", "an exploit on the coin", "the coin at nk", "nothing to do in the coin"),
+    "bullish": (
+        "the coin keeps rising",
+        "the coin is trending up",
+        "buyers are in control of the coin",
+        "the coin makes higher highs and higher lows",
+        "dips in the coin get bought",
+        "the coin rallies again",
+        "the coin is grinding higher",
+        "the coin broke out to the upside",
+        "a strong uptrend on the coin",
+    ),
+    "bearish": (
+        "the coin keeps falling",
+        "the coin is trending down",
+        "sellers are in control of the coin",
+        "the coin makes lower highs and lower lows",
+        "the coin is bleeding",
+        "the coin slides again",
+        "rallies in the coin get sold",
+        "the coin broke down",
+        "the coin is in a downtrend",
+    ),
+    "ranging": (
+        "the coin is stuck in a range",
+        "the coin moves sideways",
+        "the coin is going nowhere",
+        "the coin chops between two levels",
+        "the coin has been flat for weeks",
+        "a tight range on the coin",
+        "no direction in the coin",
+    ),
+    "volatile": (
+        "the coin swings wildly both ways",
+        "huge candles on the coin in both directions",
+        "the coin is extremely volatile",
+        "the coin whipsaws every day",
+        "the coin's volatility is insane",
+    ),
+    "_none": (
+        "the coin's price is n",
+        "the coin is up n% today",
+        "the coin is down n% on the day",
+        "news about the coin",
+        "the coin's fee is n%",
+        "the coin's order book is deep",
+        "inflows into the coin's funds",
+        "a partnership announced for the coin",
+        "the coin's funding rate",
+        "holders of the coin",
+        "an upgrade of the coin's network",
+        "an exploit on the coin",
+        "the coin at nk",
+        "nothing to do in the coin",
+    ),
 }
 #: neighbours per label of the regime classifier
 REGIME_K = 2
@@ -112,9 +181,43 @@ class Value:
     relation: str | None = None  # for category words: the relation they belong to
 
 
-_OLD_WORDS = {"from", "was", "were", "previously", "formerly", "instead", "rather", "vs", "vs.", "versus"}
-_NEW_WORDS = {"to", "now", "at", "is", "are", "be", "it's", "its", "reads", "of", "sits", "stands", "under", "below",
-              "over", "above", "into", "become", "becomes", "became", "turned", "went", "moved"}
+_OLD_WORDS = {
+    "from",
+    "was",
+    "were",
+    "previously",
+    "formerly",
+    "instead",
+    "rather",
+    "vs",
+    "vs.",
+    "versus",
+}
+_NEW_WORDS = {
+    "to",
+    "now",
+    "at",
+    "is",
+    "are",
+    "be",
+    "it's",
+    "its",
+    "reads",
+    "of",
+    "sits",
+    "stands",
+    "under",
+    "below",
+    "over",
+    "above",
+    "into",
+    "become",
+    "becomes",
+    "became",
+    "turned",
+    "went",
+    "moved",
+}
 
 
 _BREAK = re.compile(r"[,;|—–(]|\s-\s")
@@ -122,13 +225,14 @@ _BREAK = re.compile(r"[,;|—–(]|\s-\s")
 
 def _left(clause: str, start: int, width: int) -> str:
     """Up to ``width`` characters before ``start``, not crossing a comma, dash or bracket."""
-    left = clause[max(0, start - width):start]
+    left = clause[max(0, start - width) : start]
     cuts = list(_BREAK.finditer(left))
-    return left[cuts[-1].end():] if cuts else left
+    return left[cuts[-1].end() :] if cuts else left
 
 
 def _role(clause: str, start: int) -> str:
-    """How the three words before a value read it: negated, old ("from", "was") or new ("to", "now")."""
+    """How the three words before a value read it: negated, old ("from", "was") or new ("to",
+    "now")."""
     words = [w.strip(",:()'\"").lower() for w in _left(clause, start, 48).split()][-3:]
     if NEGATOR.search(" ".join(words)) and not BOUND.search(" ".join(words)):
         return "negated"
@@ -150,8 +254,12 @@ def percents(clause: str) -> list[Value]:
 
 
 _PASSIVE = re.compile(r"\b(?:was|were)\s+(?:\w+ly\s+)?$", re.IGNORECASE)
-_CAT_RX = [(rel, val, re.compile(r"\b" + re.escape(w) + r"\b", re.IGNORECASE))
-           for rel, vals in CATEGORIES.items() for val, words in vals.items() for w in words]
+_CAT_RX = [
+    (rel, val, re.compile(r"\b" + re.escape(w) + r"\b", re.IGNORECASE))
+    for rel, vals in CATEGORIES.items()
+    for val, words in vals.items()
+    for w in words
+]
 
 
 def categories(clause: str, relation: str | None = None) -> list[Value]:
@@ -164,7 +272,11 @@ def categories(clause: str, relation: str | None = None) -> list[Value]:
             if any(m.start() < v.end and v.start < m.end() for v in out):
                 continue
             role = _role(clause, m.start())
-            if role == "old" and _PASSIVE.search(_left(clause, m.start(), 16)) and re.match(r"\w+ed\b", m.group()):
+            if (
+                role == "old"
+                and _PASSIVE.search(_left(clause, m.start(), 16))
+                and re.match(r"\w+ed\b", m.group())
+            ):
                 role = "new"  # passive voice: "copying was switched off", "the trader was paused"
             out.append(Value(val, m.start(), m.end(), role, rel))
     return sorted(out, key=lambda v: v.start)
@@ -194,8 +306,13 @@ _NUM = re.compile(r"[-+]?\d+(?:\.\d+)?")
 
 def mask(clause: str, spans: list[tuple[int, int, str]]) -> str:
     """``clause`` with entity spans replaced by their type word and numbers by ``N``."""
-    words = {"asset": "the coin", "trader": "the trader", "person": "the person", "strategy": "the strategy",
-             "risk": "the risk"}
+    words = {
+        "asset": "the coin",
+        "trader": "the trader",
+        "person": "the person",
+        "strategy": "the strategy",
+        "risk": "the risk",
+    }
     out, last = [], 0
     for s, e, t in sorted(spans):
         if s < last:
@@ -255,7 +372,11 @@ class PrototypeClassifier:
     def scores(self, text: str, labels: tuple[str, ...] | None = None) -> dict[str, float]:
         """Similarity of ``text`` to each label's prototype (only ``labels``, if given)."""
         sims = self._protos() @ self.vectors([text])[0]
-        return {lab: float(s) for lab, s in zip(self._labels, sims, strict=True) if labels is None or lab in labels}
+        return {
+            lab: float(s)
+            for lab, s in zip(self._labels, sims, strict=True)
+            if labels is None or lab in labels
+        }
 
     def best(self, text: str, labels: tuple[str, ...] | None = None) -> tuple[str | None, float]:
         sc = self.scores(text, labels)
@@ -272,7 +393,9 @@ class ExemplarClassifier(PrototypeClassifier):
     cosine, so what every exemplar shares (the masked "the coin", a question's shape) does not
     decide the label. Same interface as :class:`PrototypeClassifier`."""
 
-    def __init__(self, exemplars: dict[str, tuple[str, ...]], embedder=None, k: int = 3, memo: int = 50_000):
+    def __init__(
+        self, exemplars: dict[str, tuple[str, ...]], embedder=None, k: int = 3, memo: int = 50_000
+    ):
         super().__init__(exemplars, embedder, memo)
         self.k = k
         self._rows: dict[str, np.ndarray] = {}
@@ -287,7 +410,9 @@ class ExemplarClassifier(PrototypeClassifier):
             self._mean = vecs.mean(axis=0)
             vecs = vecs - self._mean
             self._matrix = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9)
-            self._rows = {lab: np.array([i for i, o in enumerate(owner) if o == lab]) for lab in self._labels}
+            self._rows = {
+                lab: np.array([i for i, o in enumerate(owner) if o == lab]) for lab in self._labels
+            }
         return self._matrix
 
     def scores(self, text: str, labels: tuple[str, ...] | None = None) -> dict[str, float]:
@@ -336,7 +461,8 @@ def relation_classifier(embedder=None) -> PrototypeClassifier:
 
 
 def regime_classifier(embedder=None) -> PrototypeClassifier:
-    """The process-wide regime-value classifier: k nearest of :data:`REGIME_PROTOTYPES` (centred)."""
+    """The process-wide regime-value classifier: k nearest of :data:`REGIME_PROTOTYPES`
+    (centred)."""
     if embedder is not None:
         return ExemplarClassifier(dict(REGIME_PROTOTYPES), embedder, REGIME_K)
     if "regimes" not in _SHARED:
@@ -347,8 +473,10 @@ def regime_classifier(embedder=None) -> PrototypeClassifier:
 def intent_exemplars() -> dict[str, tuple[str, ...]]:
     """Each task family's descriptions and example requests (:data:`~.lexicon.INTENT_EXAMPLES`),
     plus ``other`` (chatter, requests for no knowledge)."""
-    out = {k: tuple(INTENT_DESCRIPTIONS.get(k, ())) + tuple(INTENT_EXAMPLES.get(k, ()))
-           for k in (*INTENT_DESCRIPTIONS, *INTENT_EXAMPLES)}
+    out = {
+        k: tuple(INTENT_DESCRIPTIONS.get(k, ())) + tuple(INTENT_EXAMPLES.get(k, ()))
+        for k in (*INTENT_DESCRIPTIONS, *INTENT_EXAMPLES)
+    }
     return {k: v for k, v in out.items() if v}
 
 

@@ -25,6 +25,7 @@ Channels (each a vector over the group's messages, in :meth:`GroupStore.messages
 score calibration between channels. :class:`Recall` is the operator (question table ->
 pool and fused scores); :class:`GroupView` caches the per-group arrays the channels need.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -77,7 +78,9 @@ class GroupView:
         ids, sessions = cols["msg_id"], cols["session_id"]
         n = len(ids)
         session_num: dict[str, int] = {}
-        session_of = np.array([session_num.setdefault(s, len(session_num)) for s in sessions], dtype=np.int64)
+        session_of = np.array(
+            [session_num.setdefault(s, len(session_num)) for s in sessions], dtype=np.int64
+        )
         prev = np.full(n, -1, dtype=np.int64)
         nxt = np.full(n, -1, dtype=np.int64)
         if n > 1:
@@ -85,8 +88,18 @@ class GroupView:
             idx = np.arange(1, n)
             prev[1:][same] = idx[same] - 1
             nxt[:-1][same] = idx[same]
-        view = cls(store, ids, cols["speaker"], cols["text"], cols["ts"], sessions,
-                   {m: i for i, m in enumerate(ids)}, prev, nxt, session_of)
+        view = cls(
+            store,
+            ids,
+            cols["speaker"],
+            cols["text"],
+            cols["ts"],
+            sessions,
+            {m: i for i, m in enumerate(ids)},
+            prev,
+            nxt,
+            session_of,
+        )
         store._group_view = view
         return view
 
@@ -94,13 +107,15 @@ class GroupView:
         return len(self.ids)
 
     def dense_matrix(self, embedder: Embedder) -> np.ndarray:
-        """Embeddings of ``"speaker: text"`` per message under ``embedder`` (from the group's cache)."""
+        """Embeddings of ``"speaker: text"`` per message under ``embedder`` (from the group's
+        cache)."""
         if embedder.name not in self.embeddings:
             # the speaker label goes into the embedded text: questions name people, and
             # "Ana: I prefer Lisbon" is what the message means in a multi-party chat
             labelled = [f"{s}: {t}" for s, t in zip(self.speakers, self.texts, strict=True)]
-            self.embeddings[embedder.name] = cached_embeddings(self.store, embedder, self.ids, labelled,
-                                                               kind="messages-labelled")
+            self.embeddings[embedder.name] = cached_embeddings(
+                self.store, embedder, self.ids, labelled, kind="messages-labelled"
+            )
         return self.embeddings[embedder.name]
 
     def window_rows(self, row: int, width: int = 1) -> list[int]:
@@ -131,7 +146,9 @@ class GroupView:
                 rows = self.window_rows(row, width)
                 ids.append("+".join(self.ids[r] for r in rows))
                 texts.append("\n".join(f"{self.speakers[r]}: {self.texts[r]}" for r in rows))
-            self.embeddings[key] = cached_embeddings(self.store, embedder, ids, texts, kind=f"windows-{width}")
+            self.embeddings[key] = cached_embeddings(
+                self.store, embedder, ids, texts, kind=f"windows-{width}"
+            )
         return self.embeddings[key]
 
     def neighbours(self, row: int, width: int = 1) -> list[int]:
@@ -192,7 +209,9 @@ def rank_of(scores: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def fuse(channels: dict[str, np.ndarray], weights: dict[str, float], rrf_k: float = 60.0) -> np.ndarray:
+def fuse(
+    channels: dict[str, np.ndarray], weights: dict[str, float], rrf_k: float = 60.0
+) -> np.ndarray:
     """Weighted reciprocal-rank fusion: sum of ``w / (rrf_k + rank)`` over channels.
 
     A message that a channel scores 0 (no evidence at all) gets nothing from it.
@@ -206,7 +225,9 @@ def fuse(channels: dict[str, np.ndarray], weights: dict[str, float], rrf_k: floa
         part[scores <= 0] = 0.0
         total = part if total is None else total + part
     if total is None:
-        raise ValueError(f"fusion has no channel with weight > 0 among {sorted(channels)}; set weights")
+        raise ValueError(
+            f"fusion has no channel with weight > 0 among {sorted(channels)}; set weights"
+        )
     return total
 
 
@@ -221,13 +242,24 @@ class RecallConfig(OperatorConfig):
 
     pool: int = 40
     rrf_k: float = 60.0
-    weights: dict[str, float] = {"bm25": 0.0, "window": 1.0, "session": 0.75, "dense": 0.5, "dense_window": 0.5,
-                                 "records": 0.25}
+    weights: dict[str, float] = {
+        "bm25": 0.0,
+        "window": 1.0,
+        "session": 0.75,
+        "dense": 0.5,
+        "dense_window": 0.5,
+        "records": 0.25,
+    }
     window_weight: float = 0.5
     dense_window: int = 1
     #: records channel: how many best-matching records rank their messages, and which layers
     record_top: int = 40
-    record_layers: tuple[str, ...] = ("per_speaker_core", "per_speaker_profile", "group_interaction", "group_insight")
+    record_layers: tuple[str, ...] = (
+        "per_speaker_core",
+        "per_speaker_profile",
+        "group_interaction",
+        "group_insight",
+    )
     #: System 2 by question kind (:func:`~speakerflow.ops.project.question_kind`): weight
     #: overrides for ``aggregate`` questions (only channels already on; ``-s2`` stays off)
     aggregate_weights: dict[str, float] = {"records": 0.5}
@@ -245,7 +277,9 @@ class RecallResult:
     channels: Mapping[str, np.ndarray]
 
 
-def recall(view: GroupView, query: str, config: RecallConfig, embedder: Embedder | None = None) -> RecallResult:
+def recall(
+    view: GroupView, query: str, config: RecallConfig, embedder: Embedder | None = None
+) -> RecallResult:
     """Score every message of the group for ``query`` and return the fused pool.
 
     Groups above :func:`~speakerflow.ops.recall_bounded.bounded_above` messages take the
@@ -263,19 +297,35 @@ def recall(view: GroupView, query: str, config: RecallConfig, embedder: Embedder
     if weights.get("session", 0) > 0:
         channels["session"] = session_scores(view, base)
     if embedder is not None and len(view):
-        qvec = encode_query(embedder, query) if any(
-            weights.get(c, 0) > 0 for c in ("dense", "dense_window")) else None
-        if weights.get("dense", 0) > 0 and qvec is not None:  # qvec is set whenever a dense weight is
-            channels["dense"] = dense_scores(view, embedder, qvec)  # ANN index above a size threshold
+        qvec = (
+            encode_query(embedder, query)
+            if any(weights.get(c, 0) > 0 for c in ("dense", "dense_window"))
+            else None
+        )
+        if (
+            weights.get("dense", 0) > 0 and qvec is not None
+        ):  # qvec is set whenever a dense weight is
+            channels["dense"] = dense_scores(
+                view, embedder, qvec
+            )  # ANN index above a size threshold
         if weights.get("dense_window", 0) > 0:
             sims = np.clip(view.window_matrix(embedder, config.dense_window) @ qvec, 1e-6, None)
-            channels["dense_window"] = window_max(view, sims.astype(np.float64), config.dense_window)
+            channels["dense_window"] = window_max(
+                view, sims.astype(np.float64), config.dense_window
+            )
         if weights.get("records", 0) > 0 and config.record_layers:
             from .resolve import record_channel  # resolve builds on this module
 
-            channels["records"] = record_channel(view, query, embedder, config.record_layers, config.record_top)
+            channels["records"] = record_channel(
+                view, query, embedder, config.record_layers, config.record_top
+            )
     fused = fuse(channels, weights, config.rrf_k) if len(view) else np.zeros(0)
-    if kind == "focused" and config.protect_top > 0 and "records" in channels and weights.get("records", 0) > 0:
+    if (
+        kind == "focused"
+        and config.protect_top > 0
+        and "records" in channels
+        and weights.get("records", 0) > 0
+    ):
         fused = protect_confident(channels, weights, fused, config.protect_top, config.rrf_k)
     order = np.lexsort((np.arange(len(fused)), -fused))
     pool = [int(i) for i in order[: config.pool] if fused[i] > 0]
@@ -283,7 +333,8 @@ def recall(view: GroupView, query: str, config: RecallConfig, embedder: Embedder
 
 
 def query_weights(query: str, config: RecallConfig) -> tuple[dict[str, float], str]:
-    """The channel weights for ``query`` and its kind (:func:`~speakerflow.ops.project.question_kind`):
+    """The channel weights for ``query`` and its kind
+    (:func:`~speakerflow.ops.project.question_kind`):
     ``aggregate`` questions take ``config.aggregate_weights`` for channels that are on."""
     from .project import question_kind  # project sits beside this module; imported lazily
 
@@ -317,8 +368,14 @@ def top_mask(scores: np.ndarray, top: int) -> np.ndarray:
     return mask
 
 
-def protect_confident(channels, weights: dict[str, float], fused: np.ndarray, top: int,
-                      rrf_k: float = 60.0, s1: np.ndarray | None = None) -> np.ndarray:
+def protect_confident(
+    channels,
+    weights: dict[str, float],
+    fused: np.ndarray,
+    top: int,
+    rrf_k: float = 60.0,
+    s1: np.ndarray | None = None,
+) -> np.ndarray:
     """``fused`` (System 1 plus the records channel) with System 1's confident hits protected.
 
     A message is confident when some System 1 channel (:data:`CONFIDENT_CHANNELS`) ranks it in
@@ -349,7 +406,9 @@ def protect_confident(channels, weights: dict[str, float], fused: np.ndarray, to
     return out
 
 
-def warm_message_embeddings(store, embedder: Embedder | None, config: RecallConfig | None = None) -> int:
+def warm_message_embeddings(
+    store, embedder: Embedder | None, config: RecallConfig | None = None
+) -> int:
     """Embed every message (and, when the config uses them, its dense window) now:
     ingest-time work, so no query pays for it. Returns the number of messages."""
     if embedder is None:
@@ -386,7 +445,18 @@ class Recall(Operator):
         pools, vectors = [], []
         for question in table["question"].to_pylist():
             result = recall(view, question, self.config, ctx.backends.get("embedder"))
-            pools.append([{"msg_id": view.ids[r], "score": float(result.fused[r]), "via": "recall", "anchor": None}
-                          for r in result.pool])
+            pools.append(
+                [
+                    {
+                        "msg_id": view.ids[r],
+                        "score": float(result.fused[r]),
+                        "via": "recall",
+                        "anchor": None,
+                    }
+                    for r in result.pool
+                ]
+            )
             vectors.append(result.fused)
-        return put_columns(with_question_ids(table), {"pool": pools, "fused": fused_array(vectors)}, self.produces)
+        return put_columns(
+            with_question_ids(table), {"pool": pools, "fused": fused_array(vectors)}, self.produces
+        )

@@ -29,6 +29,7 @@ The fused score vector handed to Select and Resolve stays one float per message 
 ``np.zeros(n)`` written at the candidate rows), so the operators downstream are unchanged;
 :func:`fallback_rows` is Resolve's per-person fallback without a pass over every message.
 """
+
 from __future__ import annotations
 
 import os
@@ -79,7 +80,9 @@ def speaker_index(view) -> SpeakerIndex:
     if index is None:
         names = sorted(set(view.speakers))
         lookup = {s: i for i, s in enumerate(names)}
-        codes = np.fromiter((lookup[s] for s in view.speakers), dtype=np.int32, count=len(view.speakers))
+        codes = np.fromiter(
+            (lookup[s] for s in view.speakers), dtype=np.int32, count=len(view.speakers)
+        )
         index = view.__dict__["_speaker_index"] = SpeakerIndex(names, codes)
     return index
 
@@ -91,7 +94,9 @@ def session_rows(view) -> tuple[np.ndarray, np.ndarray, bool]:
     cached = view.__dict__.get("_session_rows")
     if cached is None:
         order = np.argsort(view.session_of, kind="stable")
-        counts = np.bincount(view.session_of, minlength=int(view.session_of.max()) + 1 if len(view) else 0)
+        counts = np.bincount(
+            view.session_of, minlength=int(view.session_of.max()) + 1 if len(view) else 0
+        )
         starts = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=starts[1:])
         same = view.session_of[order[1:]] == view.session_of[order[:-1]]
@@ -113,12 +118,17 @@ def key_rows(view) -> tuple[np.ndarray, np.ndarray] | None:
     return cached
 
 
-def bm25_top(view, query: str, cap: int, speaker: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+def bm25_top(
+    view, query: str, cap: int, speaker: str | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The top ``cap`` messages by BM25 as (rows ascending, scores)."""
     flt = SearchFilter(kind="message", speaker=speaker)
     index = key_rows(view)
-    found = view.store.search_keys(query, cap, flt) if index is not None and hasattr(view.store, "search_keys") \
+    found = (
+        view.store.search_keys(query, cap, flt)
+        if index is not None and hasattr(view.store, "search_keys")
         else None
+    )
     if found is None:
         hits = view.store.search(query, cap, flt)
         pairs = [(view.pos.get(h.doc_id), h.score) for h in hits]
@@ -161,16 +171,21 @@ def _lookup(rows: np.ndarray, scores: np.ndarray, at: np.ndarray) -> np.ndarray:
     return out
 
 
-def window_sparse(view, rows: np.ndarray, scores: np.ndarray, weight: float) -> tuple[np.ndarray, np.ndarray]:
+def window_sparse(
+    view, rows: np.ndarray, scores: np.ndarray, weight: float
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`~speakerflow.ops.recall.window_scores` at the rows it can score above 0: the
     candidates and their same-session neighbours."""
     near = np.concatenate([rows, view.prev[rows], view.next[rows]])
     cand = _unique(near[near >= 0])
-    return cand, _lookup(rows, scores, cand) + weight * (_lookup(rows, scores, view.prev[cand])
-                                                        + _lookup(rows, scores, view.next[cand]))
+    return cand, _lookup(rows, scores, cand) + weight * (
+        _lookup(rows, scores, view.prev[cand]) + _lookup(rows, scores, view.next[cand])
+    )
 
 
-def session_sparse(view, rows: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+def session_sparse(
+    view, rows: np.ndarray, scores: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, bool]:
     """:func:`~speakerflow.ops.recall.session_scores` at the rows of the candidates' sessions,
     as (rows, scores, ranked): ``ranked`` when the rows come in rank order (best session
     first, ties by row), which holds when every session is a run of consecutive rows."""
@@ -186,7 +201,7 @@ def session_sparse(view, rows: np.ndarray, scores: np.ndarray) -> tuple[np.ndarr
         by = np.lexsort((first, -best))
         uniq, best, first = uniq[by], best[by], first[by]
     sizes = starts[uniq + 1] - starts[uniq]
-    out_rows = np.concatenate([order[starts[s]:starts[s + 1]] for s in uniq])
+    out_rows = np.concatenate([order[starts[s] : starts[s + 1]] for s in uniq])
     return out_rows, np.repeat(best, sizes), contiguous
 
 
@@ -195,7 +210,9 @@ def _positive(vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rows, vector[rows]
 
 
-def fuse_sparse(n: int, channels: dict[str, tuple], weights: dict[str, float], rrf_k: float = 60.0) -> np.ndarray:
+def fuse_sparse(
+    n: int, channels: dict[str, tuple], weights: dict[str, float], rrf_k: float = 60.0
+) -> np.ndarray:
     """:func:`~speakerflow.ops.recall.fuse` over sparse channels (rows, scores[, ranked]):
     ranks among the positive entries only (the same ranks; zero scores add nothing); a
     channel flagged ``ranked`` already lists its rows in rank order. Returns ``n`` floats."""
@@ -217,7 +234,9 @@ def fuse_sparse(n: int, channels: dict[str, tuple], weights: dict[str, float], r
             part[np.lexsort((rows, -scores))] = ranks
         total[rows] += part
     if not used:
-        raise ValueError(f"fusion has no channel with weight > 0 among {sorted(channels)}; set weights")
+        raise ValueError(
+            f"fusion has no channel with weight > 0 among {sorted(channels)}; set weights"
+        )
     return total
 
 
@@ -249,9 +268,14 @@ def recall_bounded(view, query: str, config, embedder=None):
         channels["session"] = session_sparse(view, rows, scores)
     dense: dict[str, np.ndarray] = {}
     if embedder is not None and n:
-        qvec = encode_query(embedder, query) if any(
-            weights.get(c, 0) > 0 for c in ("dense", "dense_window")) else None
-        if weights.get("dense", 0) > 0 and qvec is not None:  # qvec is set whenever a dense weight is
+        qvec = (
+            encode_query(embedder, query)
+            if any(weights.get(c, 0) > 0 for c in ("dense", "dense_window"))
+            else None
+        )
+        if (
+            weights.get("dense", 0) > 0 and qvec is not None
+        ):  # qvec is set whenever a dense weight is
             dense["dense"] = dense_scores(view, embedder, qvec)
         if weights.get("dense_window", 0) > 0:
             sims = np.clip(view.window_matrix(embedder, config.dense_window) @ qvec, 1e-6, None)
@@ -259,14 +283,25 @@ def recall_bounded(view, query: str, config, embedder=None):
         if weights.get("records", 0) > 0 and config.record_layers:
             from .resolve import record_channel
 
-            dense["records"] = record_channel(view, query, embedder, config.record_layers, config.record_top)
+            dense["records"] = record_channel(
+                view, query, embedder, config.record_layers, config.record_top
+            )
         channels.update({k: _positive(v) for k, v in dense.items()})
     fused = fuse_sparse(n, channels, weights, config.rrf_k)
-    if kind == "focused" and config.protect_top > 0 and "records" in channels and weights.get("records", 0) > 0 \
-            and any(weights.get(k, 0) > 0 for k in channels if k != "records"):
+    if (
+        kind == "focused"
+        and config.protect_top > 0
+        and "records" in channels
+        and weights.get("records", 0) > 0
+        and any(weights.get(k, 0) > 0 for k in channels if k != "records")
+    ):
         # System 1's confident hits are protected from the records channel, as in recall() (B1)
-        s1 = fuse_sparse(n, {k: v for k, v in channels.items() if k != "records"}, weights, config.rrf_k)
-        fused = protect_confident(_Channels(n, channels), weights, fused, config.protect_top, config.rrf_k, s1)
+        s1 = fuse_sparse(
+            n, {k: v for k, v in channels.items() if k != "records"}, weights, config.rrf_k
+        )
+        fused = protect_confident(
+            _Channels(n, channels), weights, fused, config.protect_top, config.rrf_k, s1
+        )
     if dense:
         cand = np.flatnonzero(fused > 0)
     elif "session" in channels:  # the candidates' sessions hold every row scored above

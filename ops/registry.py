@@ -2,6 +2,7 @@
 
 It refuses duplicate and reserved names instead of silently replacing an operator.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -22,7 +23,9 @@ def register(cls: type[Operator]) -> type[Operator]:
     if key in RESERVED:
         raise ValueError(f"operator name {key!r} is reserved; choose another")
     if key in _REGISTRY and _REGISTRY[key] is not cls:
-        raise ValueError(f"an operator named {key!r} is already registered ({_REGISTRY[key].__module__})")
+        raise ValueError(
+            f"an operator named {key!r} is already registered ({_REGISTRY[key].__module__})"
+        )
     _REGISTRY[key] = cls
     return cls
 
@@ -64,8 +67,15 @@ def describe(cls: type[Operator]) -> dict[str, Any]:
     fields = []
     for fname, info in cls.Config.model_fields.items():
         default = None if info.is_required() else info.get_default(call_default_factory=True)
-        fields.append({"name": fname, "type": _type_name(info.annotation), "required": info.is_required(),
-                       "default": _plain(default), "description": info.description or ""})
+        fields.append(
+            {
+                "name": fname,
+                "type": _type_name(info.annotation),
+                "required": info.is_required(),
+                "default": _plain(default),
+                "description": info.description or "",
+            }
+        )
     summary = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
     return {
         "name": (cls.name or cls.__name__).lower(),

@@ -21,6 +21,7 @@ Items are plain dicts with the :class:`~speakerflow.schemas.EvidenceItem` fields
 ``history``), scored on the System 1 fused scale so Compose can merge both tracks.
 :class:`Resolve` is the operator (projection + Recall's ``pool``/``fused`` -> ``memory``).
 """
+
 from __future__ import annotations
 
 import math
@@ -49,7 +50,12 @@ class ResolveConfig(OperatorConfig):
     min_dense: float = 0.35
     min_lexical: float = 0.3
     own_words_k: int = 0
-    layers: tuple[str, ...] = ("per_speaker_core", "per_speaker_profile", "group_interaction", "group_insight")
+    layers: tuple[str, ...] = (
+        "per_speaker_core",
+        "per_speaker_profile",
+        "group_interaction",
+        "group_insight",
+    )
     #: ``False`` switches System 2 off (the ``s2`` ablation): ``memory`` stays empty
     enabled: bool = True
 
@@ -120,14 +126,30 @@ def expand_rows(rows: list[str], roster: list[str]) -> list[str]:
 
 
 def _item(kind: str, row: str, text: str, msg_ids: list[str], score: float, **extra) -> dict:
-    return {"kind": kind, "row": row, "text": text, "msg_ids": msg_ids, "score": score,
-            "speaker": extra.get("speaker"), "ts": extra.get("ts"), "entry_id": extra.get("entry_id"),
-            "history": extra.get("history", False), "source": extra.get("source"),
-            "owner": extra.get("owner")}
+    return {
+        "kind": kind,
+        "row": row,
+        "text": text,
+        "msg_ids": msg_ids,
+        "score": score,
+        "speaker": extra.get("speaker"),
+        "ts": extra.get("ts"),
+        "entry_id": extra.get("entry_id"),
+        "history": extra.get("history", False),
+        "source": extra.get("source"),
+        "owner": extra.get("owner"),
+    }
 
 
-def resolve_rows(view: GroupView, fused: np.ndarray, projection: Projection, roster: list[str],
-                 config: ResolveConfig, embedder: Embedder | None = None, pool=None) -> list[dict]:
+def resolve_rows(
+    view: GroupView,
+    fused: np.ndarray,
+    projection: Projection,
+    roster: list[str],
+    config: ResolveConfig,
+    embedder: Embedder | None = None,
+    pool=None,
+) -> list[dict]:
     """The memory slice for ``projection`` (see the module doc): items in row order.
 
     ``fused`` are System 1 scores over all messages and ``pool`` the recalled rows: a record
@@ -158,13 +180,28 @@ def resolve_rows(view: GroupView, fused: np.ndarray, projection: Projection, ros
         return s1 + top * (0.5 * lexical + 0.5 * max(dense - config.min_dense, 0.0))
 
     def record_item(r: dict, score: float, row: str, history: bool = False) -> dict:
-        return _item("record", row, r["content"], cite_order(view, fused, r["from_ids"]), score, speaker=r["source"],
-                     ts=r["valid_at"], entry_id=r["entry_id"], history=history, source=r["source"], owner=r["owner"])
+        return _item(
+            "record",
+            row,
+            r["content"],
+            cite_order(view, fused, r["from_ids"]),
+            score,
+            speaker=r["source"],
+            ts=r["valid_at"],
+            entry_id=r["entry_id"],
+            history=history,
+            source=r["source"],
+            owner=r["owner"],
+        )
 
     usable_set = set(usable)
     items: list[dict] = []
     for row in expand_rows(projection.rows, roster):
-        owned = [i for i in records.by_owner.get(row, []) if i in usable_set and valid_at(records.rows[i], projection.as_of)]
+        owned = [
+            i
+            for i in records.by_owner.get(row, [])
+            if i in usable_set and valid_at(records.rows[i], projection.as_of)
+        ]
         scored = sorted(((relevance(i), i) for i in owned), key=lambda t: -t[0])
         picked = [(s, i) for s, i in scored if s > 0][: config.k]
         row_items: list[dict] = []
@@ -172,11 +209,20 @@ def resolve_rows(view: GroupView, fused: np.ndarray, projection: Projection, ros
             head = records.rows[i]
             row_items.append(record_item(head, score, row))
             if projection.tense == "full":
-                row_items.extend(record_item(old, score * 0.9, row, history=True) for old in chain(records, head))
-        said = [i for i in records.by_source.get(row, []) if i in usable_set and records.rows[i]["owner"] != row
-                and valid_at(records.rows[i], projection.as_of)]
+                row_items.extend(
+                    record_item(old, score * 0.9, row, history=True) for old in chain(records, head)
+                )
+        said = [
+            i
+            for i in records.by_source.get(row, [])
+            if i in usable_set
+            and records.rows[i]["owner"] != row
+            and valid_at(records.rows[i], projection.as_of)
+        ]
         extra = sorted(((relevance(i), i) for i in said), key=lambda t: -t[0])
-        row_items.extend(record_item(records.rows[i], s, row) for s, i in extra[: config.source_k] if s > 0)
+        row_items.extend(
+            record_item(records.rows[i], s, row) for s, i in extra[: config.source_k] if s > 0
+        )
         if not picked:
             row_items.extend(_fallback(view, fused, row, config.fallback_k))
         elif config.own_words_k:
@@ -218,10 +264,22 @@ class Resolve(Operator):
         view = GroupView.of(ctx.store)
         roster = ctx.store.roster()
         out = []
-        for projection, pool, fused in zip(projections(table), table["pool"].to_pylist(), fused_scores(table),
-                                           strict=True):
-            items = resolve_rows(view, fused, projection, roster, self.config, ctx.backends.get("embedder"),
-                                 [view.pos[c["msg_id"]] for c in pool]) if self.config.enabled else []
+        for projection, pool, fused in zip(
+            projections(table), table["pool"].to_pylist(), fused_scores(table), strict=True
+        ):
+            items = (
+                resolve_rows(
+                    view,
+                    fused,
+                    projection,
+                    roster,
+                    self.config,
+                    ctx.backends.get("embedder"),
+                    [view.pos[c["msg_id"]] for c in pool],
+                )
+                if self.config.enabled
+                else []
+            )
             self.stats.bump("items", len(items))
             out.append(items)
         return put_columns(table, {"memory": out}, self.produces)
@@ -234,17 +292,44 @@ def _fallback(view: GroupView, fused: np.ndarray, row: str, k: int) -> list[dict
     from .recall_bounded import fallback_rows, is_large
 
     if is_large(view):  # the same rows, without a pass over every message per person
-        return [_item("excerpt", row, view.texts[r], [view.ids[r]], float(fused[r]), speaker=row, ts=view.ts[r])
-                for r in fallback_rows(view, fused, row, k)]
+        return [
+            _item(
+                "excerpt",
+                row,
+                view.texts[r],
+                [view.ids[r]],
+                float(fused[r]),
+                speaker=row,
+                ts=view.ts[r],
+            )
+            for r in fallback_rows(view, fused, row, k)
+        ]
     mine = np.array([s == row for s in view.speakers])
     scores = np.where(mine, fused, 0.0)
     order = np.argsort(-scores, kind="stable")[:k]
-    return [_item("excerpt", row, view.texts[r], [view.ids[r]], float(scores[r]), speaker=row, ts=view.ts[r])
-            for r in order if scores[r] > 0]
+    return [
+        _item(
+            "excerpt",
+            row,
+            view.texts[r],
+            [view.ids[r]],
+            float(scores[r]),
+            speaker=row,
+            ts=view.ts[r],
+        )
+        for r in order
+        if scores[r] > 0
+    ]
 
 
-def record_channel(view: GroupView, question: str, embedder: Embedder | None, layers, top: int = 20,
-                   heads_only: bool = True) -> np.ndarray:
+def record_channel(
+    view: GroupView,
+    question: str,
+    embedder: Embedder | None,
+    layers,
+    top: int = 20,
+    heads_only: bool = True,
+) -> np.ndarray:
     """System 2 as one more System 1 recall channel: the ``top`` records most similar to the
     question (MiniLM over ``"owner: content"``) rank the messages they rest on; a message
     scores the similarity of its best such record (0 when no chosen record cites it).
@@ -258,8 +343,12 @@ def record_channel(view: GroupView, question: str, embedder: Embedder | None, la
     records = RecordView.of(view.store)
     key = (embedder.name, tuple(layers), heads_only, len(view))
     if key not in records.channel_cache:
-        usable = [i for i, r in enumerate(records.rows) if r["layer"] in layers
-                  and (not heads_only or (r.get("superseded_by") is None and r.get("invalid_at") is None))]
+        usable = [
+            i
+            for i, r in enumerate(records.rows)
+            if r["layer"] in layers
+            and (not heads_only or (r.get("superseded_by") is None and r.get("invalid_at") is None))
+        ]
         ids = [records.rows[i]["entry_id"] for i in usable]
         texts = [f"{records.rows[i]['owner']}: {records.rows[i]['content']}" for i in usable]
         mat = cached_embeddings(view.store, embedder, ids, texts, kind="records")
@@ -269,7 +358,11 @@ def record_channel(view: GroupView, question: str, embedder: Embedder | None, la
                 if mid in view.pos:
                     rec.append(j)
                     rows.append(view.pos[mid])
-        records.channel_cache[key] = (mat, np.asarray(rec, dtype=np.int64), np.asarray(rows, dtype=np.int64))
+        records.channel_cache[key] = (
+            mat,
+            np.asarray(rec, dtype=np.int64),
+            np.asarray(rows, dtype=np.int64),
+        )
     mat, rec, rows = records.channel_cache[key]
     if not len(mat):
         return out
@@ -291,7 +384,9 @@ def warm_record_embeddings(store, embedder: Embedder | None) -> int:
     return len(records.rows)
 
 
-def _dense_sims(store, records: RecordView, usable: list[int], issue: str, embedder: Embedder | None) -> dict[int, float]:
+def _dense_sims(
+    store, records: RecordView, usable: list[int], issue: str, embedder: Embedder | None
+) -> dict[int, float]:
     if embedder is None or not usable:
         return {}
     ids = [records.rows[i]["entry_id"] for i in usable]

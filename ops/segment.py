@@ -12,6 +12,7 @@ so the id is deterministic for the same input. ``Segment.max_actions`` =
 >>> Segmenter(window=25)(t)["segment_id"].to_pylist()
 ['s1#0', 's1#0', 's2#0']
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -33,8 +34,9 @@ MESSAGE_COLUMNS = ("msg_id", "session_id", "turn", "ts", "speaker", "text", "rep
 def _session_runs(table: pa.Table) -> tuple[np.ndarray, pa.Array, np.ndarray]:
     """Rows in (session, ts, turn) order (ties by row), each row's session in that order,
     and its position inside its session's run (column-wise: one Arrow sort)."""
-    order = pc.sort_indices(table, sort_keys=[("session_id", "ascending"), ("ts", "ascending"),
-                                              ("turn", "ascending")]).to_numpy()
+    order = pc.sort_indices(
+        table, sort_keys=[("session_id", "ascending"), ("ts", "ascending"), ("turn", "ascending")]
+    ).to_numpy()
     sessions = table["session_id"].take(pa.array(order)).combine_chunks()
     codes = pc.dictionary_encode(sessions).indices.to_numpy()
     at = np.arange(len(order))
@@ -60,8 +62,12 @@ def segment_ids(table: pa.Table, window: int = 25) -> list[str]:
 def segment_order(table: pa.Table) -> list[str]:
     """Segment ids by the time of their first message (then id): the order they are written."""
     first: dict[str, tuple] = {}
-    for sid, ts, turn in zip(table["segment_id"].to_pylist(), table["ts"].to_pylist(), table["turn"].to_pylist(),
-                             strict=True):
+    for sid, ts, turn in zip(
+        table["segment_id"].to_pylist(),
+        table["ts"].to_pylist(),
+        table["turn"].to_pylist(),
+        strict=True,
+    ):
         key = (ts, turn)
         if sid not in first or key < first[sid]:
             first[sid] = key
@@ -79,8 +85,14 @@ class Segmenter(Operator):
 
     name = "segment"
     consumes = ("msg_id", "session_id", "turn", "ts")
-    produces = pa.schema([("msg_id", pa.string()), ("session_id", pa.string()), ("turn", pa.int64()),
-                          ("segment_id", pa.string())])
+    produces = pa.schema(
+        [
+            ("msg_id", pa.string()),
+            ("session_id", pa.string()),
+            ("turn", pa.int64()),
+            ("segment_id", pa.string()),
+        ]
+    )
     passthrough = True
 
     class Config(OperatorConfig):
@@ -89,7 +101,9 @@ class Segmenter(Operator):
     config: Config
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
-        table = put_columns(table, {"segment_id": segment_ids(table, self.config.window)}, self.produces)
+        table = put_columns(
+            table, {"segment_id": segment_ids(table, self.config.window)}, self.produces
+        )
         if not table.num_rows:
             return table
         # write order, column-wise: a segment's first message in (ts, turn) order is the first
@@ -103,10 +117,19 @@ class Segmenter(Operator):
         head = order[np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))]
         lead = np.empty(len(order), dtype=np.int64)
         lead[order] = head  # each row -> the row of its segment's first message
-        keys = pa.table({"first_ts": table["ts"].take(pa.array(lead)), "first_turn": table["turn"].take(pa.array(lead)),
-                         "segment_id": table["segment_id"], "ts": table["ts"], "turn": table["turn"],
-                         "row": pa.array(np.arange(table.num_rows))})
-        rows = pc.sort_indices(keys, sort_keys=[(c, "ascending") for c in keys.column_names]).to_numpy()
+        keys = pa.table(
+            {
+                "first_ts": table["ts"].take(pa.array(lead)),
+                "first_turn": table["turn"].take(pa.array(lead)),
+                "segment_id": table["segment_id"],
+                "ts": table["ts"],
+                "turn": table["turn"],
+                "row": pa.array(np.arange(table.num_rows)),
+            }
+        )
+        rows = pc.sort_indices(
+            keys, sort_keys=[(c, "ascending") for c in keys.column_names]
+        ).to_numpy()
         return table.take(pa.array(rows)) if np.any(rows != np.arange(len(rows))) else table
 
 
@@ -123,7 +146,11 @@ def build_segments(
     ``heads`` are attached to every segment as given; a caller that writes segment after
     segment should rebuild them (see :func:`speakerflow.pipelines.write_path.write_group`).
     """
-    ids = table["segment_id"].to_pylist() if "segment_id" in table.column_names else segment_ids(table, window)
+    ids = (
+        table["segment_id"].to_pylist()
+        if "segment_id" in table.column_names
+        else segment_ids(table, window)
+    )
     cols = [c for c in MESSAGE_COLUMNS if c in table.column_names]
     rows = table.select(cols).to_pylist()
     grouped: dict[str, list[dict[str, Any]]] = {}
@@ -132,10 +159,15 @@ def build_segments(
     out = []
     for sid, msgs in grouped.items():
         msgs.sort(key=lambda m: (m["ts"], m["turn"]))
-        out.append(Segment(
-            segment_id=sid, group_id=group_id, roster=tuple(roster), messages=tuple(msgs),
-            heads=tuple(dict(h) for h in heads),
-            aliases={k: tuple(v) for k, v in (aliases or {}).items() if v},
-        ))
+        out.append(
+            Segment(
+                segment_id=sid,
+                group_id=group_id,
+                roster=tuple(roster),
+                messages=tuple(msgs),
+                heads=tuple(dict(h) for h in heads),
+                aliases={k: tuple(v) for k, v in (aliases or {}).items() if v},
+            )
+        )
     out.sort(key=lambda s: (s.messages[0]["ts"], s.segment_id))
     return out

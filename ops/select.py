@@ -10,7 +10,8 @@
   a neighbour scores ``expand_factor`` times its anchor, so it lands near it.
 - **Sufficiency/ASK** checks whether the top-k material covers the issue; if not, one
   terse extra query (the uncovered issue words) recalls ``ask_pool`` (20) more candidates
-  through the lexical channels, merged and re-ranked once. Rules: coverage = share of issue words found in the top-k.
+  through the lexical channels, merged and re-ranked once. Rules: coverage = share of issue words
+  found in the top-k.
 
 - **Per row**: a question about several people (two or more named, or a roll-up over
   ``ALL``) retrieves per person row as well: each person's own best-recalled messages
@@ -22,6 +23,7 @@
 The final list is cut to ``top_k`` (10) only after all of this. :class:`Select` is the
 operator (Recall's ``pool`` and ``fused`` -> ``selected``); the functions do the work.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,7 +41,11 @@ from .query_tables import CANDIDATE, PROJECTION_COLUMNS, fused_scores, projectio
 from .recall import GroupView, RecallConfig, RecallResult, recall
 from .registry import register
 
-_EXACT = re.compile(r"\b(when|how (many|much|long|often|old|far)|what (time|date|day|year|month)|which (day|year|month))\b", re.I)
+_EXACT = re.compile(
+    r"\b(when|how (many|much|long|often|old|far)|what (time|date|day|year|month)|which (day|year|"
+    r"month))\b",
+    re.I,
+)
 
 
 class SelectConfig(OperatorConfig):
@@ -76,7 +82,9 @@ class Selected:
     anchor: int | None = None
 
 
-def rank_pool(view: GroupView, result: RecallResult, projection: Projection, config: SelectConfig) -> list[Selected]:
+def rank_pool(
+    view: GroupView, result: RecallResult, projection: Projection, config: SelectConfig
+) -> list[Selected]:
     """Rules Select: pool rows by fused score, with the speaker boost for named rows."""
     people = {r for r in projection.rows if r not in ("ALL", "GROUP")}
     out = []
@@ -89,7 +97,9 @@ def rank_pool(view: GroupView, result: RecallResult, projection: Projection, con
     return out
 
 
-def expand(view: GroupView, selected: list[Selected], question: str, config: SelectConfig) -> list[Selected]:
+def expand(
+    view: GroupView, selected: list[Selected], question: str, config: SelectConfig
+) -> list[Selected]:
     """Rules Expand: neighbours of at most ``max_anchors`` anchors (see the module doc)."""
     if not config.expand or not selected:
         return selected
@@ -127,7 +137,9 @@ def person_rows(projection: Projection, roster: list[str]) -> list[str]:
     return people if len(people) >= 2 else []
 
 
-def merge_rows(view: GroupView, selected: list[Selected], fused, people: list[str], per_row: int) -> list[Selected]:
+def merge_rows(
+    view: GroupView, selected: list[Selected], fused, people: list[str], per_row: int
+) -> list[Selected]:
     """Per-row retrieval merged into ``selected``: each person's ``per_row`` best messages by
     fused score (their own words) come first, rows ordered by their best score; the rest
     follow in order. Scores are reassigned from the sorted scores so order and scale agree."""
@@ -161,18 +173,31 @@ def coverage(view: GroupView, selected: list[Selected], issue: str) -> tuple[flo
         return 1.0, []
     text = " ".join(view.texts[s.row] for s in selected).lower()
     present = set(query_terms(text))
-    missing = [w for w in words if w not in present and not any(p.startswith(w[:5]) for p in present if len(w) > 5)]
+    missing = [
+        w
+        for w in words
+        if w not in present and not any(p.startswith(w[:5]) for p in present if len(w) > 5)
+    ]
     return 1.0 - len(missing) / len(words), missing
 
 
-def ask_more(view: GroupView, selected: list[Selected], ask: str, recall_cfg: RecallConfig,
-             config: SelectConfig, embedder=None) -> list[Selected]:
-    """One supplementary recall for ``ask``; its candidates join at ``ask_weight`` of their score."""
+def ask_more(
+    view: GroupView,
+    selected: list[Selected],
+    ask: str,
+    recall_cfg: RecallConfig,
+    config: SelectConfig,
+    embedder=None,
+) -> list[Selected]:
+    """One supplementary recall for ``ask``; its candidates join at ``ask_weight`` of their
+    score."""
     # ASK terms are bare keywords: lexical channels only (no second embedding per question)
     lexical = {k: w for k, w in recall_cfg.weights.items() if k in ("bm25", "window", "session")}
     if not any(w > 0 for w in lexical.values()):
         lexical = {"bm25": 1.0}
-    extra = recall(view, ask, recall_cfg.model_copy(update={"pool": config.ask_pool, "weights": lexical}), None)
+    extra = recall(
+        view, ask, recall_cfg.model_copy(update={"pool": config.ask_pool, "weights": lexical}), None
+    )
     best = {s.row: s for s in selected}
     top = max((s.score for s in selected), default=1.0) or 1.0
     top_extra = float(extra.fused[extra.pool[0]]) if extra.pool else 1.0
@@ -184,13 +209,16 @@ def ask_more(view: GroupView, selected: list[Selected], ask: str, recall_cfg: Re
 
 
 def parse_ranking(text: str, n: int) -> tuple[list[int], list[int]]:
-    """Validate a chat model's ``{"ranked": [...], "expand": [...]}`` (1-based candidate numbers)."""
+    """Validate a chat model's ``{"ranked": [...], "expand": [...]}`` (1-based candidate
+    numbers)."""
     match = re.search(r"\{.*\}", text, re.S)
     if not match:
         raise ValueError("no JSON object in the model's selection")
     data = json.loads(match.group(0))
     ranked = [int(i) - 1 for i in data.get("ranked", []) if str(i).isdigit() and 1 <= int(i) <= n]
-    expand_ = [int(i) - 1 for i in data.get("expand", []) if str(i).isdigit() and 1 <= int(i) <= n][:2]
+    expand_ = [int(i) - 1 for i in data.get("expand", []) if str(i).isdigit() and 1 <= int(i) <= n][
+        :2
+    ]
     return list(dict.fromkeys(ranked)), expand_
 
 
@@ -210,21 +238,31 @@ def parse_sufficiency(text: str) -> tuple[bool, str]:
 SELECT_PROMPT = """You rank verbatim messages from a group chat by how necessary each is to answer the question
 (most necessary first; the first few should suffice). Optionally name at most 2 candidates whose
 neighbouring messages should be fetched, only when an exact value or event detail is clearly
-missing; usually none. Answer with JSON only: {"ranked": [numbers], "expand": [numbers]}"""
+missing; usually none. Answer with JSON only: {"ranked": [numbers], "expand": [numbers]}"""  # noqa: E501
 
 SUFFICIENCY_PROMPT = """This material is all that will be used to answer the question. Does it already contain the
 answer? If yes: {"enough": true, "ask": ""}. If something is missing: {"enough": false, "ask": "<terse
-keywords>"}. Missing per-person coverage does not count. Answer with JSON only."""
+keywords>"}. Missing per-person coverage does not count. Answer with JSON only."""  # noqa: E501
 
 
-def select_with_chat(view: GroupView, selected: list[Selected], question: str, chat, config: SelectConfig,
-                     stats=None) -> list[Selected]:
-    """Let a chat model rank the pool and pick expansion anchors (validated; falls back to ``selected``)."""
-    cands = "\n".join(f"{i + 1}. [{view.speakers[s.row]} | {view.sessions[s.row]} | {view.ts[s.row]}] "
-                      f"{view.texts[s.row]}" for i, s in enumerate(selected))
-    result = chat.chat([{"role": "system", "content": SELECT_PROMPT},
-                        {"role": "user", "content": f"Question: {question}\nCandidates:\n{cands}"}],
-                       max_tokens=300, temperature=0.0)
+def select_with_chat(
+    view: GroupView, selected: list[Selected], question: str, chat, config: SelectConfig, stats=None
+) -> list[Selected]:
+    """Let a chat model rank the pool and pick expansion anchors (validated; falls back to
+    ``selected``)."""
+    cands = "\n".join(
+        f"{i + 1}. [{view.speakers[s.row]} | {view.sessions[s.row]} | {view.ts[s.row]}] "
+        f"{view.texts[s.row]}"
+        for i, s in enumerate(selected)
+    )
+    result = chat.chat(
+        [
+            {"role": "system", "content": SELECT_PROMPT},
+            {"role": "user", "content": f"Question: {question}\nCandidates:\n{cands}"},
+        ],
+        max_tokens=300,
+        temperature=0.0,
+    )
     if stats is not None:
         stats.count_model_call(result.tokens)
     try:
@@ -235,7 +273,10 @@ def select_with_chat(view: GroupView, selected: list[Selected], question: str, c
         return selected
     order = ranked + [i for i in range(len(selected)) if i not in ranked]
     top = max((s.score for s in selected), default=1.0)
-    out = [Selected(selected[i].row, top * (1.0 - j / (len(order) + 1)), selected[i].via) for j, i in enumerate(order)]
+    out = [
+        Selected(selected[i].row, top * (1.0 - j / (len(order) + 1)), selected[i].via)
+        for j, i in enumerate(order)
+    ]
     have = {s.row for s in out}
     for i in anchors:
         anchor = out[order.index(i)]
@@ -246,22 +287,48 @@ def select_with_chat(view: GroupView, selected: list[Selected], question: str, c
     return sorted(out, key=lambda s: (-s.score, s.row))
 
 
-def select_s1(view: GroupView, result: RecallResult, projection: Projection, recall_cfg: RecallConfig,
-              config: SelectConfig, embedder=None, chat=None, stats=None, roster: list[str] | None = None
-              ) -> list[Selected]:
+def select_s1(
+    view: GroupView,
+    result: RecallResult,
+    projection: Projection,
+    recall_cfg: RecallConfig,
+    config: SelectConfig,
+    embedder=None,
+    chat=None,
+    stats=None,
+    roster: list[str] | None = None,
+) -> list[Selected]:
     """Select >> Expand >> Sufficiency/ASK >> per-row merge >> top-k for one question."""
     if chat is not None:
-        selected = select_with_chat(view, rank_pool(view, result, projection, config), projection.question,
-                                    chat, config, stats)
+        selected = select_with_chat(
+            view,
+            rank_pool(view, result, projection, config),
+            projection.question,
+            chat,
+            config,
+            stats,
+        )
     else:
-        selected = expand(view, rank_pool(view, result, projection, config), projection.question, config)
+        selected = expand(
+            view, rank_pool(view, result, projection, config), projection.question, config
+        )
     if config.ask and selected:
         ask = ""
         if chat is not None:
-            material = "\n".join(f"[{view.speakers[s.row]}] {view.texts[s.row]}" for s in selected[: config.top_k])
-            reply = chat.chat([{"role": "system", "content": SUFFICIENCY_PROMPT},
-                               {"role": "user", "content": f"Question: {projection.question}\nMaterial:\n{material}"}],
-                              max_tokens=60, temperature=0.0)
+            material = "\n".join(
+                f"[{view.speakers[s.row]}] {view.texts[s.row]}" for s in selected[: config.top_k]
+            )
+            reply = chat.chat(
+                [
+                    {"role": "system", "content": SUFFICIENCY_PROMPT},
+                    {
+                        "role": "user",
+                        "content": f"Question: {projection.question}\nMaterial:\n{material}",
+                    },
+                ],
+                max_tokens=60,
+                temperature=0.0,
+            )
             if stats is not None:
                 stats.count_model_call(reply.tokens)
             _, ask = parse_sufficiency(reply.text)
@@ -274,27 +341,44 @@ def select_s1(view: GroupView, result: RecallResult, projection: Projection, rec
                 stats.bump("asks")
             selected = ask_more(view, selected, ask, recall_cfg, config, embedder)
     if config.per_row and chat is None and len(result.fused):
-        people = person_rows(projection, roster if roster is not None else list(dict.fromkeys(view.speakers)))
+        people = person_rows(
+            projection, roster if roster is not None else list(dict.fromkeys(view.speakers))
+        )
         if len(people) <= config.per_row_max_rows:
             selected = merge_rows(view, selected, result.fused, people, config.per_row)
     return selected[: config.top_k]
 
 
-
 def candidates(view: GroupView, selected: list[Selected]) -> list[dict]:
     """Selections as :data:`~speakerflow.ops.query_tables.CANDIDATE` rows."""
-    return [{"msg_id": view.ids[s.row], "score": float(s.score), "via": s.via,
-             "anchor": view.ids[s.anchor] if s.anchor is not None else None} for s in selected]
+    return [
+        {
+            "msg_id": view.ids[s.row],
+            "score": float(s.score),
+            "via": s.via,
+            "anchor": view.ids[s.anchor] if s.anchor is not None else None,
+        }
+        for s in selected
+    ]
 
 
 def selections(view: GroupView, rows: list[dict]) -> list[Selected]:
     """CANDIDATE rows back to :class:`Selected` (unknown message ids name the row to fix)."""
     try:
-        return [Selected(view.pos[c["msg_id"]], c["score"], c["via"] or "recall",
-                         view.pos[c["anchor"]] if c["anchor"] is not None else None) for c in rows]
+        return [
+            Selected(
+                view.pos[c["msg_id"]],
+                c["score"],
+                c["via"] or "recall",
+                view.pos[c["anchor"]] if c["anchor"] is not None else None,
+            )
+            for c in rows
+        ]
     except KeyError as err:
-        raise KeyError(f"candidate msg_id {err.args[0]!r} is not a message of this group's store; "
-                       "candidates must come from Recall over the same ctx.store") from None
+        raise KeyError(
+            f"candidate msg_id {err.args[0]!r} is not a message of this group's store; "
+            "candidates must come from Recall over the same ctx.store"
+        ) from None
 
 
 @register
@@ -319,13 +403,23 @@ class Select(Operator):
         recall_cfg = self.config.ask_recall or RecallConfig()
         roster = ctx.store.roster()
         out: list[Any] = []
-        for projection, pool, fused in zip(projections(table), table["pool"].to_pylist(), fused_scores(table),
-                                           strict=True):
+        for projection, pool, fused in zip(
+            projections(table), table["pool"].to_pylist(), fused_scores(table), strict=True
+        ):
             if not self.config.enabled:
                 out.append([])
                 continue
             result = RecallResult(fused, [s.row for s in selections(view, pool)], {})
-            chosen = select_s1(view, result, projection, recall_cfg, self.config, ctx.backends.get("embedder"),
-                               chat, self.stats, roster)
+            chosen = select_s1(
+                view,
+                result,
+                projection,
+                recall_cfg,
+                self.config,
+                ctx.backends.get("embedder"),
+                chat,
+                self.stats,
+                roster,
+            )
             out.append(candidates(view, chosen))
         return put_columns(table, {"selected": out}, self.produces)

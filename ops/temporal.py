@@ -20,7 +20,8 @@ What it reads (case-insensitive unless noted):
   let's, by, until ...; otherwise the past, as most chat narrates);
 - months and dates: ``in May``, ``last December``, ``12 May``, ``May 12``, ``12 to 14 May``,
   ``3 June 2022``, ``2023-05-07``, ``the end of March``; a date without a year takes the
-  nearest such date to the message (the tense decides a near tie). Bare month names must be capitalised, and ``May``
+  nearest such date to the message (the tense decides a near tie). Bare month names must be
+  capitalised, and ``May``
   needs a preposition or a day number beside it ("May I ask" is not a date).
 
 :func:`describe` writes a span for people: ``7 May 2023``, ``6-7 May 2023``,
@@ -30,6 +31,7 @@ What it reads (case-insensitive unless noted):
 >>> describe(resolve_first("I went to the support group yesterday.", datetime(2023, 5, 8, 13, 56)))
 '7 May 2023'
 """
+
 from __future__ import annotations
 
 import calendar
@@ -37,28 +39,69 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
-          "october", "november", "december")
+MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
 _MONTH_ABBR = {m[:3]: i + 1 for i, m in enumerate(MONTHS)} | {"sept": 9}
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-            "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple of": 2, "a couple of": 2,
-            "couple": 2, "a couple": 2}
+_NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "couple of": 2,
+    "a couple of": 2,
+    "couple": 2,
+    "a couple": 2,
+}
 _VAGUE = {"a few": (2, 4), "few": (2, 4), "several": (3, 6), "some": (2, 5), "": (2, 5)}
 
-_MONTH_RE = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|" \
-            r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+_MONTH_RE = (
+    r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+    r"sept?(?:ember)?|"
+    r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
 _WEEKDAY_RE = r"(mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?"
-_COUNT_RE = r"(\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|(?:a )?couple(?: of)?)"
+_COUNT_RE = (
+    r"(\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|(?:a "
+    r")?couple(?: of)?)"
+)
 _VAGUE_RE = r"(a few|few|several|some)"
 _UNIT_RE = r"(day|week|month|year)s?"
 _ORD = r"(\d{1,2})(?:st|nd|rd|th)?"
 
-_FUTURE = re.compile(r"\b(will|shall|going to|gonna|plan(?:ning)? to|let'?s|let us|by|until|till|"
-                     r"upcoming|coming|can'?t wait|looking forward|hope to|want to|next|tomorrow|soon|"
-                     r"schedul\w+ for)\b|\w'll\b", re.I)
-_PAST = re.compile(r"\b(was|were|did|had|went|ago|yesterday|"
-                   r"(?!(?:need|feed|seed|speed|indeed|bed|red|shed|proceed|exceed|succeed)\b)\w+ed)\b", re.I)
+_FUTURE = re.compile(
+    r"\b(will|shall|going to|gonna|plan(?:ning)? to|let'?s|let us|by|until|till|"
+    r"upcoming|coming|can'?t wait|looking forward|hope to|want to|next|tomorrow|soon|"
+    r"schedul\w+ for)\b|\w'll\b",
+    re.I,
+)
+_PAST = re.compile(
+    r"\b(was|were|did|had|went|ago|yesterday|"
+    r"(?!(?:need|feed|seed|speed|indeed|bed|red|shed|proceed|exceed|succeed)\b)\w+ed)\b",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -125,7 +168,9 @@ def _year_for(month: int, day: int | None, ref: date, tense: str) -> int:
             continue
         gap = (probe - ref).days
         cost = abs(gap)
-        if abs(abs(gap) - 182) <= 20 and ((tense == "past" and gap > 0) or (tense == "future" and gap < 0)):
+        if abs(abs(gap) - 182) <= 20 and (
+            (tense == "past" and gap > 0) or (tense == "future" and gap < 0)
+        ):
             cost += 60  # a near tie: the tense wins
         if best is None or cost < best[0]:
             best = (cost, year)
@@ -167,37 +212,63 @@ def _unit_span(ref: date, unit: str, which: int) -> tuple[date, date]:
 _WHICH = {"last": -1, "previous": -1, "past": -1, "this": 0, "next": 1, "coming": 1, "following": 1}
 
 # (pattern, handler name); earlier patterns win on overlap only when longer or equal
-_PATTERNS: list[tuple[re.Pattern, str]] = [(re.compile(p, re.I), h) for p, h in [
-    (r"\b(?:the )?day before yesterday\b", "day_before_yesterday"),
-    (r"\b(?:the )?day after tomorrow\b", "day_after_tomorrow"),
-    (r"\b(?:the )?(day before|day after|next day|following day|previous day)\b", "anchored_day"),
-    (r"\b(today|tonight|this (?:morning|afternoon|evening))\b", "today"),
-    (r"\b(yesterday|last night)\b", "yesterday"),
-    (r"\btomorrow\b", "tomorrow"),
-    (rf"\b{_COUNT_RE} {_UNIT_RE} ago\b", "ago"),
-    (rf"\b(?:{_VAGUE_RE} )?{_UNIT_RE} ago\b", "vague_ago"),
-    (rf"\bin {_COUNT_RE} {_UNIT_RE}(?: time)?\b", "in_n"),
-    (rf"\b{_COUNT_RE} {_UNIT_RE} (?:from now|later)\b", "in_n"),
-    (rf"\b(?:the )?(first|second|third|fourth|last|final) (week|weekend) (?:of|in) {_MONTH_RE}\b", "week_of_month"),
-    (r"\b(last|previous|past|this|next|coming|following) (week|weekend|month|year)\b", "unit"),
-    (r"\b(?:the |this )?weekend\b", "weekend"),
-    (rf"\b(last|this|next|coming) {_WEEKDAY_RE}\b", "which_weekday"),
-    (rf"\b(?:on|by|until|till|since|from) {_WEEKDAY_RE}\b", "bare_weekday"),
-    (rf"\b{_ORD}(?:\s*(?:-|to|and|–)\s*{_ORD})? (?:of )?{_MONTH_RE},? (\d{{4}})\b", "dmy"),
-    (rf"\b{_MONTH_RE} {_ORD}(?:\s*(?:-|to|–)\s*{_ORD})?,? (\d{{4}})\b", "mdy"),
-    (r"\b(\d{4})-(\d{2})-(\d{2})\b", "iso"),
-    (rf"\b{_ORD}(?:\s*(?:-|to|and|–)\s*{_ORD})? (?:of )?{_MONTH_RE}\b", "dm"),
-    (rf"\b{_MONTH_RE} {_ORD}(?:\s*(?:-|to|–)\s*{_ORD})?\b(?!:)", "md"),
-    (rf"\b(?:the )?(end|beginning|start|middle|mid|early|late) (?:of )?{_MONTH_RE}\b", "part_month"),
-    (rf"\b(last|this|next) {_MONTH_RE}\b", "which_month"),
-    (rf"\b(?:in|during|since|until|by|of|early|late|mid|from|through) {_MONTH_RE}\b(?: (\d{{4}}))?", "in_month"),
-    (rf"\b{_MONTH_RE} (\d{{4}})\b", "month_year"),
-    (r"\b(?:in |since |of |during )?((?:19|20)\d\d)\b", "year"),
-]]
-_CAPITALISED_MONTH = re.compile(r"\b(January|February|March|April|June|July|August|September|October|November|"
-                                r"December)\b")
-_PART = {"end": (24, 31), "late": (21, 31), "beginning": (1, 7), "start": (1, 7), "early": (1, 10),
-         "middle": (11, 20), "mid": (11, 20)}
+_PATTERNS: list[tuple[re.Pattern, str]] = [
+    (re.compile(p, re.I), h)
+    for p, h in [
+        (r"\b(?:the )?day before yesterday\b", "day_before_yesterday"),
+        (r"\b(?:the )?day after tomorrow\b", "day_after_tomorrow"),
+        (
+            r"\b(?:the )?(day before|day after|next day|following day|previous day)\b",
+            "anchored_day",
+        ),
+        (r"\b(today|tonight|this (?:morning|afternoon|evening))\b", "today"),
+        (r"\b(yesterday|last night)\b", "yesterday"),
+        (r"\btomorrow\b", "tomorrow"),
+        (rf"\b{_COUNT_RE} {_UNIT_RE} ago\b", "ago"),
+        (rf"\b(?:{_VAGUE_RE} )?{_UNIT_RE} ago\b", "vague_ago"),
+        (rf"\bin {_COUNT_RE} {_UNIT_RE}(?: time)?\b", "in_n"),
+        (rf"\b{_COUNT_RE} {_UNIT_RE} (?:from now|later)\b", "in_n"),
+        (
+            r"\b(?:the )?(first|second|third|fourth|last|final) (week|weekend) (?:of|in) "
+            rf"{_MONTH_RE}\b",
+            "week_of_month",
+        ),
+        (r"\b(last|previous|past|this|next|coming|following) (week|weekend|month|year)\b", "unit"),
+        (r"\b(?:the |this )?weekend\b", "weekend"),
+        (rf"\b(last|this|next|coming) {_WEEKDAY_RE}\b", "which_weekday"),
+        (rf"\b(?:on|by|until|till|since|from) {_WEEKDAY_RE}\b", "bare_weekday"),
+        (rf"\b{_ORD}(?:\s*(?:-|to|and|–)\s*{_ORD})? (?:of )?{_MONTH_RE},? (\d{{4}})\b", "dmy"),
+        (rf"\b{_MONTH_RE} {_ORD}(?:\s*(?:-|to|–)\s*{_ORD})?,? (\d{{4}})\b", "mdy"),
+        (r"\b(\d{4})-(\d{2})-(\d{2})\b", "iso"),
+        (rf"\b{_ORD}(?:\s*(?:-|to|and|–)\s*{_ORD})? (?:of )?{_MONTH_RE}\b", "dm"),
+        (rf"\b{_MONTH_RE} {_ORD}(?:\s*(?:-|to|–)\s*{_ORD})?\b(?!:)", "md"),
+        (
+            rf"\b(?:the )?(end|beginning|start|middle|mid|early|late) (?:of )?{_MONTH_RE}\b",
+            "part_month",
+        ),
+        (rf"\b(last|this|next) {_MONTH_RE}\b", "which_month"),
+        (
+            rf"\b(?:in|during|since|until|by|of|early|late|mid|from|through) {_MONTH_RE}\b(?: "
+            rf"(\d{{4}}))?",
+            "in_month",
+        ),
+        (rf"\b{_MONTH_RE} (\d{{4}})\b", "month_year"),
+        (r"\b(?:in |since |of |during )?((?:19|20)\d\d)\b", "year"),
+    ]
+]
+_CAPITALISED_MONTH = re.compile(
+    r"\b(January|February|March|April|June|July|August|September|October|November|"
+    r"December)\b"
+)
+_PART = {
+    "end": (24, 31),
+    "late": (21, 31),
+    "beginning": (1, 7),
+    "start": (1, 7),
+    "early": (1, 10),
+    "middle": (11, 20),
+    "mid": (11, 20),
+}
 
 
 class _Resolver:
@@ -426,10 +497,15 @@ def describe(span: TimeSpan, anchored: bool = False) -> str:
             return f"{how} {m.group(2).lower()}s before {_d(span.ref)}"
     if span.start == span.end:
         return _d(span.start)
-    if span.unit == "year" or (span.start == date(span.start.year, 1, 1) and span.end == date(span.start.year, 12, 31)):
+    if span.unit == "year" or (
+        span.start == date(span.start.year, 1, 1) and span.end == date(span.start.year, 12, 31)
+    ):
         return str(span.start.year)
-    if span.unit == "month" or (span.start.day == 1 and span.start.month == span.end.month
-                                and span.end.day == calendar.monthrange(span.end.year, span.end.month)[1]):
+    if span.unit == "month" or (
+        span.start.day == 1
+        and span.start.month == span.end.month
+        and span.end.day == calendar.monthrange(span.end.year, span.end.month)[1]
+    ):
         return f"{MONTHS[span.start.month - 1].capitalize()} {span.start.year}"
     if span.start.year != span.end.year:
         return f"{_d(span.start)}-{_d(span.end)}"

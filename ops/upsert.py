@@ -13,6 +13,7 @@ a batch chain one after the other. The batch is written all or nothing
 (:func:`speakerflow.graphs.records.write_records`); then the messages the Writer handed
 to its backend for this batch (``ctx.state[PENDING_KEY]``) join the watermark.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -43,11 +44,22 @@ class Upsert(Operator):
     """Write accepted actions as records; produces the records it wrote."""
 
     name = "upsert"
-    consumes = ("action", "segment_id", "layer", "owner", "source", "content", "entry_id", "from_ids")
+    consumes = (
+        "action",
+        "segment_id",
+        "layer",
+        "owner",
+        "source",
+        "content",
+        "entry_id",
+        "from_ids",
+    )
     produces = RECORD_SCHEMA
 
     class Config(OperatorConfig):
-        confidence: float = Field(default=0.7, ge=0.0, le=1.0, description="confidence given to written records")
+        confidence: float = Field(
+            default=0.7, ge=0.0, le=1.0, description="confidence given to written records"
+        )
 
     config: Config
 
@@ -64,35 +76,65 @@ class Upsert(Operator):
         for i, a in enumerate(table.to_pylist()):
             seg = segments[a["segment_id"]]
             msgs = {m["msg_id"]: m for m in seg.messages}
-            if seg.history and not set(a["from_ids"]) <= msgs.keys():  # a record spanning earlier messages
+            if (
+                seg.history and not set(a["from_ids"]) <= msgs.keys()
+            ):  # a record spanning earlier messages
                 msgs.update((m["msg_id"], m) for m in seg.history if m["msg_id"] in a["from_ids"])
             last = max((msgs[m] for m in a["from_ids"]), key=lambda m: (m["ts"], m["turn"]))
-            coords = {"group_id": store.group_id, "session_id": last["session_id"], "turn": last["turn"],
-                      "valid_at": utc(last["ts"]), "first_seen": utc(last["ts"]), "from_ids": a["from_ids"],
-                      "confidence": self.config.confidence, "content": a["content"], "event": a["event"],
-                      "utype": a["utype"] or "fact"}
+            coords = {
+                "group_id": store.group_id,
+                "session_id": last["session_id"],
+                "turn": last["turn"],
+                "valid_at": utc(last["ts"]),
+                "first_seen": utc(last["ts"]),
+                "from_ids": a["from_ids"],
+                "confidence": self.config.confidence,
+                "content": a["content"],
+                "event": a["event"],
+                "utype": a["utype"] or "fact",
+            }
             if a["action"] == "UPDATE":
                 old_id = a["entry_id"]
                 while old_id in moved:
                     old_id = moved[old_id]
                 old = current.get(old_id)
-                if old is None:  # validated against heads; vanished only if the store changed meanwhile
+                if (
+                    old is None
+                ):  # validated against heads; vanished only if the store changed meanwhile
                     raise ValueError(f"action {i}: UPDATE of {old_id!r}, which is no longer a head")
                 eid = entry_id(store.group_id, seg.segment_id, "UPDATE", old_id, a["content"])
-                rec = KnowledgeItem(entry_id=eid, layer=old["layer"], owner=old["owner"], source=old["source"],
-                                    scope=old["scope"], supersedes=old_id, write_order=order, **coords)
+                rec = KnowledgeItem(
+                    entry_id=eid,
+                    layer=old["layer"],
+                    owner=old["owner"],
+                    source=old["source"],
+                    scope=old["scope"],
+                    supersedes=old_id,
+                    write_order=order,
+                    **coords,
+                )
                 pending = next((j for j, r in enumerate(new) if r.entry_id == old_id), None)
                 if pending is None:
                     closing.append((old_id, eid, rec.valid_at))
                 else:  # the old state was added in this batch: write it already closed
-                    new[pending] = new[pending].model_copy(update={"superseded_by": eid, "invalid_at": rec.valid_at})
+                    new[pending] = new[pending].model_copy(
+                        update={"superseded_by": eid, "invalid_at": rec.valid_at}
+                    )
                 moved[old_id] = eid
                 self.stats.bump("updates")
             else:
-                eid = add_entry_id(store.group_id, seg.segment_id, a["owner"], a["layer"], a["content"])
-                rec = KnowledgeItem(entry_id=eid, layer=a["layer"], owner=a["owner"], source=a["source"],
-                                    scope="GROUP" if a["owner"] == GROUP_OWNER else "PERSON",
-                                    write_order=order, **coords)
+                eid = add_entry_id(
+                    store.group_id, seg.segment_id, a["owner"], a["layer"], a["content"]
+                )
+                rec = KnowledgeItem(
+                    entry_id=eid,
+                    layer=a["layer"],
+                    owner=a["owner"],
+                    source=a["source"],
+                    scope="GROUP" if a["owner"] == GROUP_OWNER else "PERSON",
+                    write_order=order,
+                    **coords,
+                )
                 self.stats.bump("adds")
             current[eid] = rec.model_dump()
             new.append(rec)
@@ -102,4 +144,3 @@ class Upsert(Operator):
         if pending:  # the messages these records come from (and those that gave none) are done
             mark_written(store, pending)
         return to_table(new, KnowledgeItem)
-

@@ -31,6 +31,7 @@ in ``ctx.state["rejects"]`` (list of dicts; as an Arrow table with :data:`REJECT
 verdict of every proposal (``write``/``noop``/``duplicate``/``truncated``/``reject``) is
 kept in ``ctx.state["verdicts"]``.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,14 +47,19 @@ from speakerflow.schemas import ACTION_SCHEMA
 
 __all__ = ["REJECT_SCHEMA", "Rejected", "Validate", "fill_provenance", "norm_text"]
 
-REJECT_SCHEMA = pa.schema([
-    pa.field("segment_id", pa.string()), pa.field("position", pa.int64()),
-    pa.field("payload", pa.string()), pa.field("reason", pa.string()),
-])
+REJECT_SCHEMA = pa.schema(
+    [
+        pa.field("segment_id", pa.string()),
+        pa.field("position", pa.int64()),
+        pa.field("payload", pa.string()),
+        pa.field("reason", pa.string()),
+    ]
+)
 
 
 class Rejected(ValueError):
-    """A proposal that breaks a Validate rule; the message is the reason kept in the rejects table."""
+    """A proposal that breaks a Validate rule; the message is the reason kept in the rejects
+    table."""
 
 
 @register
@@ -76,8 +82,11 @@ class Validate(Operator):
         for row in table.to_pylist():
             seg = segments.get(row["segment_id"])
             if seg is None:
-                verdict = Verdict("reject", reason=f"segment {row['segment_id']!r} is unknown "
-                                                   "(run the Writer operator first)")
+                verdict = Verdict(
+                    "reject",
+                    reason=f"segment {row['segment_id']!r} is unknown "
+                    "(run the Writer operator first)",
+                )
             elif row["parse_error"]:
                 verdict = Verdict("reject", reason=f"parse error: {row['parse_error']}")
             else:
@@ -85,8 +94,14 @@ class Validate(Operator):
                 if batch is None:
                     batch = batches[seg.segment_id] = Batch.from_segment(seg)
                 verdict = self._judge(row["payload"], batch, row["position"])
-            verdicts.append({"segment_id": row["segment_id"], "position": row["position"],
-                             "verdict": verdict.kind, "reason": verdict.reason})
+            verdicts.append(
+                {
+                    "segment_id": row["segment_id"],
+                    "position": row["position"],
+                    "verdict": verdict.kind,
+                    "reason": verdict.reason,
+                }
+            )
             for repair in verdict.repairs:
                 self.stats.bump(repair)
             if verdict.kind == "write":
@@ -96,8 +111,14 @@ class Validate(Operator):
             else:  # reject, duplicate, truncated: kept with the reason
                 if verdict.kind == "truncated":
                     self.stats.bump("truncated")
-                rejects.append({"segment_id": row["segment_id"], "position": row["position"],
-                                "payload": row["payload"], "reason": verdict.reason})
+                rejects.append(
+                    {
+                        "segment_id": row["segment_id"],
+                        "position": row["position"],
+                        "payload": row["payload"],
+                        "reason": verdict.reason,
+                    }
+                )
                 self.stats.rejects += 1
         self.stats.bump("accepted", len(accepted))
         ctx.state["reject_table"] = pa.Table.from_pylist(rejects, schema=REJECT_SCHEMA)

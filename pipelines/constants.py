@@ -3,6 +3,7 @@
 Nothing here is a secret; secrets (API keys) only ever come from the environment through
 ``dg.EnvVar`` when a resource is used.
 """
+
 from __future__ import annotations
 
 import os

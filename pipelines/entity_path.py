@@ -12,6 +12,7 @@ A user composes the same stages with the annotating ones in front,
 ``Detect() >> Canonicalize() >> ExtractKnowledge() >> Invalidate() >> Decay()``, and gets the
 same graph (``tests/integration/test_inkh_operators.py``).
 """
+
 from __future__ import annotations
 
 import json
@@ -61,8 +62,9 @@ def new_events(store: Any, done: set[str] | frozenset[str] = frozenset()) -> pa.
     return msgs
 
 
-def build_entity_graph(store: Any, backend: Any = "rules", invalidation: bool = True,
-                       now: datetime | None = None) -> dict[str, Any]:
+def build_entity_graph(
+    store: Any, backend: Any = "rules", invalidation: bool = True, now: datetime | None = None
+) -> dict[str, Any]:
     """Extract knowledge from the group's unprocessed rows into its graph; returns counts.
 
     Parameters
@@ -79,21 +81,47 @@ def build_entity_graph(store: Any, backend: Any = "rules", invalidation: bool = 
     knowledge = load_knowledge(store, with_records=False)
     fg, canon, _ = knowledge
     state_path = None if store.in_memory else Path(store.root) / "entity_path.json"
-    done = set(json.loads(state_path.read_text())["processed"]) if state_path and state_path.exists() else set()
+    done = (
+        set(json.loads(state_path.read_text())["processed"])
+        if state_path and state_path.exists()
+        else set()
+    )
     when = now or datetime.now(UTC)
-    ctx = Context(store=store, backends={"extract": _backend(backend)}, clock=lambda: when,
-                  state={KNOWLEDGE: knowledge, "canonicalizer": canon})
+    ctx = Context(
+        store=store,
+        backends={"extract": _backend(backend)},
+        clock=lambda: when,
+        state={KNOWLEDGE: knowledge, "canonicalizer": canon},
+    )
     events = new_events(store, done)
     pipe = entity_pipeline(invalidation)
-    if state_path is not None:  # committed with the facts: a kill cannot separate them (graphs/facts.py)
-        fg.commit_state = (state_path.name, {"processed": sorted(done | set(events["msg_id"].to_pylist()))})
+    if (
+        state_path is not None
+    ):  # committed with the facts: a kill cannot separate them (graphs/facts.py)
+        fg.commit_state = (
+            state_path.name,
+            {"processed": sorted(done | set(events["msg_id"].to_pylist()))},
+        )
     pipe(events, ctx)
     ex, inv = pipe.steps[0].stats, pipe.steps[1].stats
     totals: dict[str, Any] = {"events": events.num_rows, "candidates": ex.rows_out}
-    totals.update({k: int(inv.extra.get(k, 0)) for k in ("added", "validated", "invalidated", "kept_conflicts")})
+    totals.update(
+        {
+            k: int(inv.extra.get(k, 0))
+            for k in ("added", "validated", "invalidated", "kept_conflicts")
+        }
+    )
     totals["writes"] = int(inv.extra.get("writes", 0))
-    totals.update(entities=len(fg.entities), facts=len(fg.items), merges=len(canon.merge_log),
-                  rejects=ex.rejects, model_calls=ex.model_calls, tokens=ex.tokens)
+    totals.update(
+        entities=len(fg.entities),
+        facts=len(fg.items),
+        merges=len(canon.merge_log),
+        rejects=ex.rejects,
+        model_calls=ex.model_calls,
+        tokens=ex.tokens,
+    )
     if state_path is not None:
-        state_path.write_text(json.dumps({"processed": sorted(done | set(events["msg_id"].to_pylist()))}))
+        state_path.write_text(
+            json.dumps({"processed": sorted(done | set(events["msg_id"].to_pylist()))})
+        )
     return totals

@@ -15,6 +15,7 @@ keeps forgotten text.
 >>> r.messages > 0, "Dev" in store.roster(), set(store.messages()["speaker"].to_pylist()) & {"Dev"}
 (True, False, set())
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -28,7 +29,9 @@ WIKI_DIRNAME = "wiki"
 
 def default_wiki_dir(store: Any) -> Path | None:
     """``<home>/wiki/<group>`` of an on-disk store (``None`` in memory)."""
-    return None if store.in_memory else Path(store.root).parent.parent / WIKI_DIRNAME / store.group_id
+    return (
+        None if store.in_memory else Path(store.root).parent.parent / WIKI_DIRNAME / store.group_id
+    )
 
 
 class AsOfWriter:
@@ -59,9 +62,15 @@ class AsOfWriter:
         return self.inner.propose(replace(segment, heads=heads))
 
 
-def forget_group(store: Any, speaker: str | None = None, message_ids: list[str] | None = None,
-                 everything: bool = False, dry_run: bool = False,
-                 wiki_dirs: Sequence[str | Path] = (), writer: Any = "rules") -> ForgetReport:
+def forget_group(
+    store: Any,
+    speaker: str | None = None,
+    message_ids: list[str] | None = None,
+    everything: bool = False,
+    dry_run: bool = False,
+    wiki_dirs: Sequence[str | Path] = (),
+    writer: Any = "rules",
+) -> ForgetReport:
     """Forget in ``store`` (writable), re-derive the remaining messages that lost a record
     (with ``writer``; ``None``/``"none"`` leaves that to the next ingest), then rebuild
     the wiki folders that exist.
@@ -72,13 +81,16 @@ def forget_group(store: Any, speaker: str | None = None, message_ids: list[str] 
     from speakerflow.graphs.records import WRITTEN_KEY
 
     had_writer = bool(store.meta(WRITTEN_KEY, []))
-    report = forget(store, speaker=speaker, message_ids=message_ids, everything=everything, dry_run=dry_run)
+    report = forget(
+        store, speaker=speaker, message_ids=message_ids, everything=everything, dry_run=dry_run
+    )
     report.records_rederived = 0  # type: ignore[attr-defined]
     if not dry_run and report.rederive and had_writer and writer not in (None, "none"):
         from speakerflow.pipelines.write_path import write_group
 
         report.records_rederived = write_group(  # type: ignore[attr-defined]
-            store, AsOfWriter(writer), progress=False).accepted
+            store, AsOfWriter(writer), progress=False
+        ).accepted
     dirs = [Path(d) for d in wiki_dirs]
     auto = default_wiki_dir(store)
     if auto is not None and auto.exists() and auto not in dirs:

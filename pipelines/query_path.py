@@ -17,6 +17,7 @@ Each stage is a registered operator; :func:`query_pipeline` composes them
 >>> "s2-t05" in result.cited_ids(10)
 True
 """
+
 from __future__ import annotations
 
 import time
@@ -96,10 +97,16 @@ class QueryResult:
         return Composed(self.evidence, self.context, self.tokens, self.cited).cited_ids(limit)
 
     def to_dict(self) -> dict:
-        return {"question": self.question, "answer": self.answer, "projection": self.projection.model_dump(),
-                "evidence": [e.model_dump() for e in self.evidence], "context_tokens": self.tokens,
-                "latency_ms": round(self.latency_ms, 2), "answer_ms": round(self.answer_ms, 2),
-                "model_tokens": self.model_tokens}
+        return {
+            "question": self.question,
+            "answer": self.answer,
+            "projection": self.projection.model_dump(),
+            "evidence": [e.model_dump() for e in self.evidence],
+            "context_tokens": self.tokens,
+            "latency_ms": round(self.latency_ms, 2),
+            "answer_ms": round(self.answer_ms, 2),
+            "model_tokens": self.model_tokens,
+        }
 
 
 _EMBEDDERS: dict[str, Embedder | None] = {}
@@ -162,14 +169,28 @@ def query_pipeline(config: QueryConfig | None = None, chat: bool = False) -> Pip
     recall_cfg = _recall_config(config)
     steps += [
         Recall(recall_cfg),
-        Select(config.select.model_copy(update={"ask_recall": config.select.ask_recall or recall_cfg,
-                                                "enabled": config.select.enabled and config.ablate != "s1"})),
-        Resolve(config.resolve.model_copy(update={"layers": layers,
-                                                  "enabled": config.resolve.enabled and config.ablate != "s2"})),
+        Select(
+            config.select.model_copy(
+                update={
+                    "ask_recall": config.select.ask_recall or recall_cfg,
+                    "enabled": config.select.enabled and config.ablate != "s1",
+                }
+            )
+        ),
+        Resolve(
+            config.resolve.model_copy(
+                update={
+                    "layers": layers,
+                    "enabled": config.resolve.enabled and config.ablate != "s2",
+                }
+            )
+        ),
         Compose(config.compose),
     ]
     if config.answer_question:
-        steps.append(Answer(config.answer.model_copy(update={"backend": "chat" if chat else "rules"})))
+        steps.append(
+            Answer(config.answer.model_copy(update={"backend": "chat" if chat else "rules"}))
+        )
     return Pipeline(*steps)
 
 
@@ -182,7 +203,9 @@ def query_context(store, config: QueryConfig | None = None, chat=None) -> Contex
     return Context(store=store, backends=backends)
 
 
-def direct_path(store, question: str, config: QueryConfig | None = None) -> tuple[Projection, Composed, str]:
+def direct_path(
+    store, question: str, config: QueryConfig | None = None
+) -> tuple[Projection, Composed, str]:
     """The rules query path as plain function calls, without operators or tables: the
     reference :func:`query_pipeline` is checked against (identical evidence) and the
     baseline of ``benchmarks/query_overhead.py``. Returns (projection, composed, answer)."""
@@ -191,22 +214,51 @@ def direct_path(store, question: str, config: QueryConfig | None = None) -> tupl
     view = GroupView.of(store)
     projection = project_rules(question, store.roster(), store.aliases())
     if config.ablate == "s2-group":
-        projection = projection.model_copy(update={"rows": [r for r in projection.rows if r != GROUP_OWNER]})
+        projection = projection.model_copy(
+            update={"rows": [r for r in projection.rows if r != GROUP_OWNER]}
+        )
     recall_cfg = _recall_config(config)
     result = recall(view, question, recall_cfg, embedder)
-    selected = [] if config.ablate == "s1" else select_s1(
-        view, result, projection, config.select.ask_recall or recall_cfg, config.select, embedder, None,
-        OperatorStats(), store.roster())
-    items = [] if config.ablate == "s2" else resolve_rows(
-        view, result.fused, projection, store.roster(),
-        config.resolve.model_copy(update={"layers": _layers(config)}), embedder, result.pool)
+    selected = (
+        []
+        if config.ablate == "s1"
+        else select_s1(
+            view,
+            result,
+            projection,
+            config.select.ask_recall or recall_cfg,
+            config.select,
+            embedder,
+            None,
+            OperatorStats(),
+            store.roster(),
+        )
+    )
+    items = (
+        []
+        if config.ablate == "s2"
+        else resolve_rows(
+            view,
+            result.fused,
+            projection,
+            store.roster(),
+            config.resolve.model_copy(update={"layers": _layers(config)}),
+            embedder,
+            result.pool,
+        )
+    )
     composed = compose(view, selected, items, projection, config.compose)
-    answer = answer_rules(projection, composed.evidence, config.answer, view, embedder) or NO_INFO \
-        if config.answer_question else ""
+    answer = (
+        answer_rules(projection, composed.evidence, config.answer, view, embedder) or NO_INFO
+        if config.answer_question
+        else ""
+    )
     return projection, composed, answer
 
 
-def answer_question(store, question: str, config: QueryConfig | None = None, chat=None) -> QueryResult:
+def answer_question(
+    store, question: str, config: QueryConfig | None = None, chat=None
+) -> QueryResult:
     """Answer ``question`` from ``store`` (a :class:`GroupStore`, in memory or on disk) by
     running :func:`query_pipeline` on a one-row question table."""
     config = config or QueryConfig()
@@ -222,14 +274,30 @@ def answer_question(store, question: str, config: QueryConfig | None = None, cha
     for step in pipeline.steps:
         for key, value in step.stats.extra.items():
             extra[key] = extra.get(key, 0) + value
-    return QueryResult(question, out["answer"][0].as_py() if config.answer_question else "",
-                       projections(out)[0], evidence_items(out)[0], out["context"][0].as_py(),
-                       out["tokens"][0].as_py(), total_ms - answer_ms, answer_ms,
-                       sum(s.stats.tokens for s in pipeline.steps), extra, out["cited_ids"][0].as_py())
+    return QueryResult(
+        question,
+        out["answer"][0].as_py() if config.answer_question else "",
+        projections(out)[0],
+        evidence_items(out)[0],
+        out["context"][0].as_py(),
+        out["tokens"][0].as_py(),
+        total_ms - answer_ms,
+        answer_ms,
+        sum(s.stats.tokens for s in pipeline.steps),
+        extra,
+        out["cited_ids"][0].as_py(),
+    )
 
 
-ANSWERS_SCHEMA = pa.schema([("question", pa.string()), ("answer", pa.string()), ("cited_ids", pa.list_(pa.string())),
-                            ("context_tokens", pa.int64()), ("latency_ms", pa.float64())])
+ANSWERS_SCHEMA = pa.schema(
+    [
+        ("question", pa.string()),
+        ("answer", pa.string()),
+        ("cited_ids", pa.list_(pa.string())),
+        ("context_tokens", pa.int64()),
+        ("latency_ms", pa.float64()),
+    ]
+)
 
 
 @register
@@ -249,6 +317,13 @@ class AnswerQuestions(Operator):
         for question in table["question"].to_pylist():
             res = answer_question(ctx.store, question, self.config, chat=ctx.backends.get("chat"))
             self.stats.tokens += res.model_tokens
-            rows.append({"question": question, "answer": res.answer, "cited_ids": res.cited_ids(),
-                         "context_tokens": res.tokens, "latency_ms": res.latency_ms})
+            rows.append(
+                {
+                    "question": question,
+                    "answer": res.answer,
+                    "cited_ids": res.cited_ids(),
+                    "context_tokens": res.tokens,
+                    "latency_ms": res.latency_ms,
+                }
+            )
         return pa.Table.from_pylist(rows, schema=ANSWERS_SCHEMA)

@@ -17,6 +17,7 @@ in :mod:`speakerflow.pipelines.io_manager` (re-exported here, so
 
 Heavy libraries are imported when a resource is *used*, never when definitions load.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -96,10 +97,17 @@ class HomeStore(StoreResource):
     and runs, while different groups proceed in parallel.
     """
 
-    home: str = Field(default="", description="Store home; empty = $SPEAKERFLOW_HOME, else ./.speakerflow")
-    inbox_dir: str = Field(default="", description="Folder watched for new message files; empty = <home>/inbox")
-    write_wait_s: float = Field(default=C.WRITE_LOCK_WAIT_S, ge=0,
-                                description="Seconds a step waits for another writer of its group")
+    home: str = Field(
+        default="", description="Store home; empty = $SPEAKERFLOW_HOME, else ./.speakerflow"
+    )
+    inbox_dir: str = Field(
+        default="", description="Folder watched for new message files; empty = <home>/inbox"
+    )
+    write_wait_s: float = Field(
+        default=C.WRITE_LOCK_WAIT_S,
+        ge=0,
+        description="Seconds a step waits for another writer of its group",
+    )
 
     def root(self) -> Path:
         return home_root(self.home or None)
@@ -115,17 +123,22 @@ class HomeStore(StoreResource):
         home = Home(self.root())
         path = home.group_path(group)
         if write:
-            store = _wait_for(f"group {group!r}", lambda: home.open(group, writable=True), self.write_wait_s)
+            store = _wait_for(
+                f"group {group!r}", lambda: home.open(group, writable=True), self.write_wait_s
+            )
             try:
                 yield store
             finally:
                 store.close()
             return
         if not path.exists():
-            raise dg.Failure(f"group {group!r} has no store under {self.root()}; materialise "
-                             "verbatim_track for this partition first")
+            raise dg.Failure(
+                f"group {group!r} has no store under {self.root()}; materialise "
+                "verbatim_track for this partition first"
+            )
         fd = os.open(path / ".writer.lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
+
             def shared() -> None:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -150,7 +163,9 @@ class InMemoryStore(StoreResource):
     """
 
     namespace: str = "test"
-    scratch: str = Field(default="", description="Folder for wiki pages / reports; empty = a temp dir")
+    scratch: str = Field(
+        default="", description="Folder for wiki pages / reports; empty = a temp dir"
+    )
     _stores: ClassVar[dict[tuple[str, str], GroupStore]] = {}
 
     def root(self) -> Path:
@@ -207,8 +222,12 @@ class BackendChatModel(ChatModel):
     """
 
     kind: Literal["rules", "openai", "transformers", "onnx", "none"] = "rules"
-    model: str = Field(default="", description="Model name (openai) or local model folder (transformers/onnx)")
-    base_url: str = Field(default="", description="OpenAI-compatible base URL; empty = backend default")
+    model: str = Field(
+        default="", description="Model name (openai) or local model folder (transformers/onnx)"
+    )
+    base_url: str = Field(
+        default="", description="OpenAI-compatible base URL; empty = backend default"
+    )
     api_key: str | None = Field(default=None, description="Bind with dg.EnvVar; never a literal")
 
     def _backend_config(self) -> dict[str, Any]:
@@ -224,15 +243,19 @@ class BackendChatModel(ChatModel):
 
     def chat(self) -> Any:
         if self.kind in ("rules", "none"):
-            raise dg.Failure(f"chat backend kind {self.kind!r} has no language model; "
-                             "choose openai, transformers or onnx")
+            raise dg.Failure(
+                f"chat backend kind {self.kind!r} has no language model; "
+                "choose openai, transformers or onnx"
+            )
         from speakerflow.ops.backends.factory import make_backend
+
         return make_backend(self.kind, **self._backend_config())
 
     def writer(self) -> Any:
         if self.kind in ("rules", "none"):
             return self.kind
         from speakerflow.ops.writer.registry import make_writer
+
         return make_writer(self.kind, **self._backend_config())
 
 
@@ -254,6 +277,7 @@ class ScriptedChatModel(ChatModel):
         if not self.replies:
             return "rules"
         from speakerflow.ops.writer.chat import ChatWriter as chat_writer
+
         return chat_writer(self.chat())
 
 
@@ -284,6 +308,7 @@ class HashingEmbedder(EmbedderResource):
 
 def _make_embedder(kind: str) -> Any:
     from speakerflow.ops.embed import make_embedder as make
+
     return make(kind)
 
 
@@ -295,8 +320,11 @@ def default_resources() -> dict[str, Any]:
     key bound through ``dg.EnvVar`` only when the backend needs one.
     """
     kind: Any = os.environ.get(C.WRITER_BACKEND_ENV, "rules")  # BackendChatModel validates it
-    chat = (BackendChatModel(kind="openai", api_key=dg.EnvVar(C.OPENAI_KEY_ENV))
-            if kind == "openai" else BackendChatModel(kind=kind))
+    chat = (
+        BackendChatModel(kind="openai", api_key=dg.EnvVar(C.OPENAI_KEY_ENV))
+        if kind == "openai"
+        else BackendChatModel(kind=kind)
+    )
     return {
         "store": HomeStore(),
         "chat_model": chat,

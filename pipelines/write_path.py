@@ -1,4 +1,5 @@
-"""The SpeakerMem write path for one group: Segmenter >> ForEach(segment: Writer >> Validate >> Upsert).
+"""The SpeakerMem write path for one group: Segmenter >> ForEach(segment: Writer >> Validate >>
+Upsert).
 
 :func:`write_group` takes the messages not yet written (the watermark in ``group.json``)
 and runs :func:`write_pipeline` over them: Writer >> Validate >> Upsert on one segment at
@@ -15,7 +16,8 @@ running it twice writes nothing twice.
 >>> report = write_group(store, "rules", progress=False)
 >>> report.accepted > 0 and report.updates > 0 and write_group(store, "rules", progress=False).segments
 0
-"""
+"""  # noqa: E501
+
 from __future__ import annotations
 
 import time
@@ -68,13 +70,21 @@ class WriteReport:
     def summary(self) -> str:
         """One line for people."""
         layers = ", ".join(f"{k} {v}" for k, v in sorted(self.records_by_layer.items())) or "none"
-        return (f"{self.group_id}: {self.segments} segment(s), {self.proposed} proposed, {self.accepted} written "
-                f"({self.updates} updates; {layers}), {self.rejected} rejected, {self.noops} no-op, "
-                f"{self.model_calls} model call(s), {self.tokens} tokens, {self.seconds:.2f}s")
+        return (
+            f"{self.group_id}: {self.segments} segment(s), {self.proposed} proposed, "
+            f"{self.accepted} written "
+            f"({self.updates} updates; {layers}), {self.rejected} rejected, {self.noops} no-op, "
+            f"{self.model_calls} model call(s), {self.tokens} tokens, {self.seconds:.2f}s"
+        )
 
 
-def write_group(store: Any, writer: str | WriterBackend = "rules", window: int = 25, progress: bool = True,
-                flush_every: int = 64) -> WriteReport:
+def write_group(
+    store: Any,
+    writer: str | WriterBackend = "rules",
+    window: int = 25,
+    progress: bool = True,
+    flush_every: int = 64,
+) -> WriteReport:
     """Run the write path over the group's unwritten messages; returns a :class:`WriteReport`.
 
     Parameters
@@ -95,7 +105,9 @@ def write_group(store: Any, writer: str | WriterBackend = "rules", window: int =
     """
     start = time.perf_counter()
     backend = make_writer(writer) if isinstance(writer, str) else writer
-    report = WriteReport(store.group_id, writer if isinstance(writer, str) else getattr(writer, "name", "custom"))
+    report = WriteReport(
+        store.group_id, writer if isinstance(writer, str) else getattr(writer, "name", "custom")
+    )
     if backend is None:
         return report
     msgs = store.messages()
@@ -106,9 +118,15 @@ def write_group(store: Any, writer: str | WriterBackend = "rules", window: int =
     if msgs.num_rows == 0:
         report.seconds = time.perf_counter() - start
         return report
-    segmenter, write, validate, upsert = Segmenter(window=window), Writer(backend), Validate(), Upsert()
-    pipeline = write_pipeline(segmenter, write, validate, upsert,
-                              progress=f"write {store.group_id}" if progress else None)
+    segmenter, write, validate, upsert = (
+        Segmenter(window=window),
+        Writer(backend),
+        Validate(),
+        Upsert(),
+    )
+    pipeline = write_pipeline(
+        segmenter, write, validate, upsert, progress=f"write {store.group_id}" if progress else None
+    )
     buffer = RecordBuffer(store, flush_every=flush_every)
     ctx = Context(store=buffer)
     written = pipeline(msgs, ctx)
@@ -122,13 +140,20 @@ def write_group(store: Any, writer: str | WriterBackend = "rules", window: int =
     report.records_by_layer = dict(Counter(written["layer"].to_pylist()))
     report.updates = int(upsert.stats.extra.get("updates", 0))
     report.tokens, report.model_calls = write.stats.tokens, write.stats.model_calls
-    report.stats = {op.op_name: op.stats.as_metadata() for op in (segmenter, write, validate, upsert)}
+    report.stats = {
+        op.op_name: op.stats.as_metadata() for op in (segmenter, write, validate, upsert)
+    }
     report.seconds = time.perf_counter() - start
     return report
 
 
-def write_pipeline(segmenter: Segmenter | None = None, writer: Writer | None = None, validate: Validate | None = None,
-                   upsert: Upsert | None = None, progress: str | None = None) -> Pipeline:
+def write_pipeline(
+    segmenter: Segmenter | None = None,
+    writer: Writer | None = None,
+    validate: Validate | None = None,
+    upsert: Upsert | None = None,
+    progress: str | None = None,
+) -> Pipeline:
     """``Segmenter >> ForEach("segment_id", Writer >> Validate >> Upsert)``: the write path as
     one pipeline (defaults: window 25, the Writer's backend from ``ctx.backends["writer"]``).
 
@@ -137,4 +162,7 @@ def write_pipeline(segmenter: Segmenter | None = None, writer: Writer | None = N
     it returns the records it wrote.
     """
     return (segmenter or Segmenter()) >> ForEach(
-        "segment_id", (writer or Writer()) >> (validate or Validate()) >> (upsert or Upsert()), progress=progress)
+        "segment_id",
+        (writer or Writer()) >> (validate or Validate()) >> (upsert or Upsert()),
+        progress=progress,
+    )

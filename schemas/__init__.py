@@ -1,4 +1,5 @@
 """Typed records (pydantic) and their Arrow schemas."""
+
 from .arrow import (
     ACTION_SCHEMA,
     EDGE_SCHEMA,
@@ -36,10 +37,35 @@ from .records import (
 )
 
 __all__ = [
-    "ACTION_SCHEMA", "EDGE_SCHEMA", "ENTITY_SCHEMA", "EVIDENCE_SCHEMA", "JUDGMENT_SCHEMA",
-    "MESSAGE_SCHEMA", "PROJECTION_SCHEMA", "RECORD_SCHEMA", "TIMESTAMP", "RecordValidationError",
-    "RowError", "arrow_schema", "from_table", "to_table", "validate_rows", "GROUP_LAYERS",
-    "GROUP_OWNER", "LAYERS", "MATURITY_LEVELS", "PERSON_LAYERS", "RECORD_TYPES", "SOURCE_TYPES",
-    "Entity", "EvidenceItem", "Judgment", "KnowledgeItem", "Message", "Projection",
-    "RelationEdge", "WriterAction", "utc",
+    "ACTION_SCHEMA",
+    "EDGE_SCHEMA",
+    "ENTITY_SCHEMA",
+    "EVIDENCE_SCHEMA",
+    "JUDGMENT_SCHEMA",
+    "MESSAGE_SCHEMA",
+    "PROJECTION_SCHEMA",
+    "RECORD_SCHEMA",
+    "TIMESTAMP",
+    "RecordValidationError",
+    "RowError",
+    "arrow_schema",
+    "from_table",
+    "to_table",
+    "validate_rows",
+    "GROUP_LAYERS",
+    "GROUP_OWNER",
+    "LAYERS",
+    "MATURITY_LEVELS",
+    "PERSON_LAYERS",
+    "RECORD_TYPES",
+    "SOURCE_TYPES",
+    "Entity",
+    "EvidenceItem",
+    "Judgment",
+    "KnowledgeItem",
+    "Message",
+    "Projection",
+    "RelationEdge",
+    "WriterAction",
+    "utc",
 ]

@@ -4,6 +4,7 @@
 >>> "msg_id" in MESSAGE_SCHEMA.names
 True
 """
+
 from __future__ import annotations
 
 import types
@@ -41,7 +42,13 @@ def _arrow_type(annotation: Any) -> tuple[pa.DataType, bool]:
         return pa.list_(inner), False
     if origin is Literal:
         return pa.string(), False
-    mapping = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_(), datetime: TIMESTAMP}
+    mapping = {
+        str: pa.string(),
+        int: pa.int64(),
+        float: pa.float64(),
+        bool: pa.bool_(),
+        datetime: TIMESTAMP,
+    }
     if annotation in mapping:
         return mapping[annotation], False
     raise TypeError(f"no Arrow type for annotation {annotation!r}")
@@ -96,7 +103,8 @@ def validate_rows(
     where: str = "",
     row_numbers: typing.Sequence[int | str] | None = None,
 ) -> list[BaseModel]:
-    """Validate dict rows into models, or raise :class:`RecordValidationError` naming each bad field.
+    """Validate dict rows into models, or raise :class:`RecordValidationError` naming each bad
+    field.
 
     ``row_numbers`` lets a loader report the line of the source file instead of the index.
     """

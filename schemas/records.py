@@ -3,6 +3,7 @@
 One model per record kind; :mod:`speakerflow.schemas.arrow` derives the Arrow schema of
 each model from its fields, so the two can never drift apart.
 """
+
 from __future__ import annotations
 
 from datetime import UTC, datetime
@@ -21,7 +22,17 @@ PERSON_LAYERS = LAYERS[:2]
 GROUP_LAYERS = LAYERS[2:]
 #: Owner of records about the whole group.
 GROUP_OWNER = "GROUP"
-RECORD_TYPES: tuple[str, ...] = ("fact", "stance", "observation", "decision", "relation", "norm", "preference", "risk", "procedure")
+RECORD_TYPES: tuple[str, ...] = (
+    "fact",
+    "stance",
+    "observation",
+    "decision",
+    "relation",
+    "norm",
+    "preference",
+    "risk",
+    "procedure",
+)
 MATURITY_LEVELS: tuple[str, ...] = ("candidate", "verified", "proven", "deprecated")
 SOURCE_TYPES: tuple[str, ...] = (
     "message",

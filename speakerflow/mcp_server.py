@@ -13,6 +13,7 @@ The process is one :class:`~speakerflow.memory.Memory`: stores and the embedder 
 and stay warm. Over stdio the client that started the process is the only caller, so there
 are no keys; to reach groups over the network use ``speakerflow serve`` (per-group keys).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -59,42 +60,70 @@ def build_server(memory: Memory, access: Any = None) -> MCPServer:
         if not access.allows(grant, group):
             raise ToolError(f"this key may not use group {group!r}")
 
-    server = MCPServer(name="speakerflow", version=__version__,
-                       instructions="Long-term memory of multi-party conversations, one store per group. "
-                                    "remember messages, then ask questions: answers cite message ids.")
+    server = MCPServer(
+        name="speakerflow",
+        version=__version__,
+        instructions="Long-term memory of multi-party conversations, one store per group. "
+        "remember messages, then ask questions: answers cite message ids.",
+    )
 
-    @server.tool(description="Add messages to a group's memory (JSONL message format: msg_id, ts, speaker, "
-                             "text, optional session_id/reply_to); already stored msg_ids are skipped.")
+    @server.tool(
+        description="Add messages to a group's memory (JSONL message format: msg_id, ts, speaker, "
+        "text, optional session_id/reply_to); already stored msg_ids are skipped."
+    )
     def remember(ctx: Context, group: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
         with _told():
             allowed(ctx, group)
             return memory.add(group, messages).as_dict()
 
-    @server.tool(description="Answer a question from a group's memory; cited_ids are the messages it rests on.")
+    @server.tool(
+        description="Answer a question from a group's memory; cited_ids are the messages it rests "
+        "on."
+    )
     def ask(ctx: Context, group: str, question: str) -> dict[str, Any]:
         with _told():
             allowed(ctx, group)
             result, cited = memory.ask_cited(group, question)
-            return {"answer": result.answer, "cited_ids": result.cited_ids(),
-                    "cited": [m.model_dump(mode="json", include={"msg_id", "speaker", "ts", "text"}) for m in cited],
-                    "latency_ms": round(result.latency_ms, 2)}
+            return {
+                "answer": result.answer,
+                "cited_ids": result.cited_ids(),
+                "cited": [
+                    m.model_dump(mode="json", include={"msg_id", "speaker", "ts", "text"})
+                    for m in cited
+                ],
+                "latency_ms": round(result.latency_ms, 2),
+            }
 
     @server.tool(description="BM25 search over a group's messages, optionally only one speaker's.")
-    def search(ctx: Context, group: str, query: str, speaker: str | None = None, k: int = 10) -> dict[str, Any]:
+    def search(
+        ctx: Context, group: str, query: str, speaker: str | None = None, k: int = 10
+    ) -> dict[str, Any]:
         with _told():
             allowed(ctx, group)
-            return {"hits": [h.model_dump(mode="json") for h in memory.search(group, query, speaker, max(1, min(k, 200)))]}
+            return {
+                "hits": [
+                    h.model_dump(mode="json")
+                    for h in memory.search(group, query, speaker, max(1, min(k, 200)))
+                ]
+            }
 
-    @server.tool(name="memory", description="A group's current derived records (facts, preferences, decisions), "
-                                            "optionally about one owner (a roster name or GROUP).")
+    @server.tool(
+        name="memory",
+        description="A group's current derived records (facts, preferences, decisions), "
+        "optionally about one owner (a roster name or GROUP).",
+    )
     def memory_records(ctx: Context, group: str, owner: str | None = None) -> dict[str, Any]:
         with _told():
             allowed(ctx, group)
             return {"records": [r.model_dump(mode="json") for r in memory.memory(group, owner)]}
 
-    @server.tool(description='The working context for one event, e.g. {"content": "fees on XBT?", '
-                             '"ts": "2026-05-14T09:00:00Z"}, for a user (private overlay).')
-    def inject(ctx: Context, group: str, event: dict[str, Any] | str, user: str | None = None) -> dict[str, Any]:
+    @server.tool(
+        description='The working context for one event, e.g. {"content": "fees on XBT?", '
+        '"ts": "2026-05-14T09:00:00Z"}, for a user (private overlay).'
+    )
+    def inject(
+        ctx: Context, group: str, event: dict[str, Any] | str, user: str | None = None
+    ) -> dict[str, Any]:
         with _told():
             allowed(ctx, group)
             wc = memory.inject(group, event, user=user)

@@ -19,6 +19,7 @@ last complete write, with every cache the query path needs built) without taking
 group's lock, so they never wait for a write. The functions below the class work on one open
 :class:`~speakerflow.graphs.GroupStore` and are what the CLI calls too.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,8 +39,19 @@ from speakerflow.graphs.records import chains
 from speakerflow.graphs.store import check_group_id
 from speakerflow.schemas import KnowledgeItem, Message
 
-__all__ = ["AddResult", "GroupNotFoundError", "Memory", "ReadSnapshot", "SearchHit", "UnknownSpeakerError",
-           "inject_context", "memory_chains", "messages_table", "parse_event", "search_messages"]
+__all__ = [
+    "AddResult",
+    "GroupNotFoundError",
+    "Memory",
+    "ReadSnapshot",
+    "SearchHit",
+    "UnknownSpeakerError",
+    "inject_context",
+    "memory_chains",
+    "messages_table",
+    "parse_event",
+    "search_messages",
+]
 
 
 class GroupNotFoundError(LookupError):
@@ -69,8 +81,12 @@ class AddResult:
     write: Any = None
 
     def as_dict(self) -> dict[str, Any]:
-        out = {"group": self.group_id, "ingested": self.ingested, "already_stored": self.already_stored,
-               "new_speakers": self.new_speakers}
+        out = {
+            "group": self.group_id,
+            "ingested": self.ingested,
+            "already_stored": self.already_stored,
+            "new_speakers": self.new_speakers,
+        }
         if self.write is not None:
             out["write"] = self.write.summary()
         return out
@@ -79,13 +95,18 @@ class AddResult:
 # -- functions on one open store (the CLI calls these too) --------------------------------
 def messages_table(group: str, messages: Iterable[dict] | str | Path) -> pa.Table:
     """A validated message table for ``group`` from JSONL-format dicts (docs/formats.md), a
-    JSONL string, or the path of a ``.jsonl`` file (a ``Path``, or a string naming a file). ``group_id`` in the dicts may be left out; one
+    JSONL string, or the path of a ``.jsonl`` file (a ``Path``, or a string naming a file).
+    ``group_id`` in the dicts may be left out; one
     naming another group is an error (a store only takes its own messages)."""
     from speakerflow.ops.loaders import LoadError, load
     from speakerflow.ops.loaders.jsonl import messages_from_objects
 
     check_group_id(group)
-    if isinstance(messages, str) and not messages.lstrip().startswith("{") and Path(messages).is_file():
+    if (
+        isinstance(messages, str)
+        and not messages.lstrip().startswith("{")
+        and Path(messages).is_file()
+    ):
         messages = Path(messages)
     if isinstance(messages, Path):
         loaded = load(messages, "jsonl", group=group)
@@ -102,8 +123,10 @@ def messages_table(group: str, messages: Iterable[dict] | str | Path) -> pa.Tabl
             items = list(messages)
         if not items:
             raise LoadError("no messages given")
-        items = [{**obj, "group_id": obj.get("group_id") or group} if isinstance(obj, dict) else obj
-                 for obj in items]
+        items = [
+            {**obj, "group_id": obj.get("group_id") or group} if isinstance(obj, dict) else obj
+            for obj in items
+        ]
         loaded = messages_from_objects(enumerate(items), "messages", None, unit="item")
     others = sorted({g for g, _ in loaded if g != group})
     if others:
@@ -111,21 +134,29 @@ def messages_table(group: str, messages: Iterable[dict] | str | Path) -> pa.Tabl
     return pa.concat_tables([t for _, t in loaded])
 
 
-def check_speaker(store: GroupStore | ReadSnapshot, name: str | None, allow_group: bool = False) -> None:
+def check_speaker(
+    store: GroupStore | ReadSnapshot, name: str | None, allow_group: bool = False
+) -> None:
     """Raise :class:`UnknownSpeakerError` (listing the roster) when ``name`` is not in it."""
     if name is None or (allow_group and name == "GROUP") or name in store.roster():
         return
     roster = ", ".join(store.roster()) or "nobody yet"
-    raise UnknownSpeakerError(f"{name!r} is not in the roster of {store.group_id!r}: "
-                              f"{roster}{' or GROUP' if allow_group else ''}")
+    raise UnknownSpeakerError(
+        f"{name!r} is not in the roster of {store.group_id!r}: "
+        f"{roster}{' or GROUP' if allow_group else ''}"
+    )
 
 
-def search_messages(store: GroupStore | ReadSnapshot, query: str, speaker: str | None = None, k: int = 10) -> list[SearchHit]:
+def search_messages(
+    store: GroupStore | ReadSnapshot, query: str, speaker: str | None = None, k: int = 10
+) -> list[SearchHit]:
     """BM25 over the group's messages (optionally one ``speaker``'s), best first."""
     check_speaker(store, speaker)
     hits = store.search(query, k, SearchFilter(kind="message", speaker=speaker))
     by_id = message_rows(store)
-    return [SearchHit(**by_id[h.doc_id], score=round(h.score, 3)) for h in hits if h.doc_id in by_id]
+    return [
+        SearchHit(**by_id[h.doc_id], score=round(h.score, 3)) for h in hits if h.doc_id in by_id
+    ]
 
 
 def message_rows(store: GroupStore | ReadSnapshot) -> dict[str, dict]:
@@ -138,8 +169,9 @@ def message_rows(store: GroupStore | ReadSnapshot) -> dict[str, dict]:
     return cached[1]
 
 
-def memory_chains(store: GroupStore, owner: str | None = None, layer: str | None = None,
-                  history: bool = False) -> list[list[KnowledgeItem]]:
+def memory_chains(
+    store: GroupStore, owner: str | None = None, layer: str | None = None, history: bool = False
+) -> list[list[KnowledgeItem]]:
     """Derived records as update chains (oldest state first, head last); without
     ``history`` each chain is just its head."""
     check_speaker(store, owner, allow_group=True)
@@ -158,7 +190,9 @@ def parse_event(event: dict | str) -> tuple[str, datetime, str | None]:
         except ValueError:
             event = {"content": event}
     if not isinstance(event, dict) or not isinstance(event.get("content"), str):
-        raise ValueError('an event is JSON with a "content" field, e.g. {"content": "fees on XBT?"}')
+        raise ValueError(
+            'an event is JSON with a "content" field, e.g. {"content": "fees on XBT?"}'
+        )
     ts = event.get("ts")
     try:
         now = datetime.fromisoformat(ts) if ts else datetime.now(UTC)
@@ -167,7 +201,9 @@ def parse_event(event: dict | str) -> tuple[str, datetime, str | None]:
     return event["content"], (now if now.tzinfo else now.replace(tzinfo=UTC)), event.get("source")
 
 
-def inject_context(knowledge: tuple, event: dict | str, user: str | None = None, budget: int = 600, hops: int = 2):
+def inject_context(
+    knowledge: tuple, event: dict | str, user: str | None = None, budget: int = 600, hops: int = 2
+):
     """The working context passive injection builds for ``event`` from a group's loaded
     ``knowledge`` (:func:`speakerflow.ops.knowledge.load_knowledge`); read-only
     (reuse counts are not recorded)."""
@@ -175,7 +211,9 @@ def inject_context(knowledge: tuple, event: dict | str, user: str | None = None,
 
     text, now, source = parse_event(event)
     fg, canon, det = knowledge
-    inj = PassiveInjector(fg, canon, det, config=InjectConfig(budget=budget, hops=hops, record_use=False))
+    inj = PassiveInjector(
+        fg, canon, det, config=InjectConfig(budget=budget, hops=hops, record_use=False)
+    )
     return inj.inject(text, now, user or source)
 
 
@@ -248,7 +286,7 @@ class BatchingEmbedder:
 
     def _run_batch(self) -> None:
         with self._lock:
-            batch, self._pending = self._pending[:self.max_batch], self._pending[self.max_batch:]
+            batch, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]
             self.calls += 1
         texts = list(dict.fromkeys(s.text for s in batch))
         try:
@@ -317,11 +355,15 @@ class ReadSnapshot:
         self._aliases = store.aliases()
         self._meta = json.loads(json.dumps(store._meta))
         memo = getattr(store, "_embedding_memo", None) or {}
-        self._embedding_memo = {k: dict(v) for k, v in memo.items()}  # the Writer keeps adding to the store's
+        self._embedding_memo = {
+            k: dict(v) for k, v in memo.items()
+        }  # the Writer keeps adding to the store's
         self._reader = reader
         reader.index.reload()
         self._docs = reader.count()
-        self._ids = set(self._messages["msg_id"].to_pylist()) | set(self._records["entry_id"].to_pylist())
+        self._ids = set(self._messages["msg_id"].to_pylist()) | set(
+            self._records["entry_id"].to_pylist()
+        )
 
     def messages(self) -> pa.Table:
         return self._messages
@@ -345,8 +387,12 @@ class ReadSnapshot:
 
     def stats(self) -> dict[str, int]:
         msgs = self._messages
-        return {"messages": msgs.num_rows, "speakers": len(self._roster),
-                "sessions": len(set(msgs["session_id"].to_pylist())), "records": self._records.num_rows}
+        return {
+            "messages": msgs.num_rows,
+            "speakers": len(self._roster),
+            "sessions": len(set(msgs["session_id"].to_pylist())),
+            "records": self._records.num_rows,
+        }
 
 
 # -- the object --------------------------------------------------------------------------
@@ -375,7 +421,8 @@ class Memory:
     embedder
         Dense recall embedder: ``minilm`` (default), ``hashing`` (test double) or ``none``.
     writer
-        Writer backend :meth:`add` runs after appending (``rules`` default, ``none``: verbatim only).
+        Writer backend :meth:`add` runs after appending (``rules`` default, ``none``: verbatim
+        only).
     read_only
         Open groups read-only (no single-writer lock; :meth:`add` refuses).
     backend, chat
@@ -390,9 +437,19 @@ class Memory:
         Encode the questions of concurrent asks together (:class:`BatchingEmbedder`, default).
     """
 
-    def __init__(self, home: str | Path | None = None, embedder: str = "minilm", writer: str = "rules",
-                 read_only: bool = False, backend: str = "rules", chat: Any = None, window: int = 25,
-                 max_open: int = 64, snapshot_reads: bool = True, batch_queries: bool = True):
+    def __init__(
+        self,
+        home: str | Path | None = None,
+        embedder: str = "minilm",
+        writer: str = "rules",
+        read_only: bool = False,
+        backend: str = "rules",
+        chat: Any = None,
+        window: int = 25,
+        max_open: int = 64,
+        snapshot_reads: bool = True,
+        batch_queries: bool = True,
+    ):
         from speakerflow.pipelines.query_path import QueryConfig
         from speakerflow.settings import home_root
 
@@ -401,7 +458,9 @@ class Memory:
         self.writer = writer
         self.window = window
         self.chat = chat
-        self.config = QueryConfig(embedder=embedder, backend="chat" if chat is not None else backend)
+        self.config = QueryConfig(
+            embedder=embedder, backend="chat" if chat is not None else backend
+        )
         self._groups: dict[str, _Group] = {}
         self._lock = threading.Lock()
         self._writer = None
@@ -442,7 +501,9 @@ class Memory:
             g = self._groups.get(group)
             if g is None:
                 if not create and not self.home.group_path(group).exists():
-                    raise GroupNotFoundError(f"group {group!r} has no store yet; add messages first")
+                    raise GroupNotFoundError(
+                        f"group {group!r} has no store yet; add messages first"
+                    )
                 if create and self.read_only:
                     raise PermissionError(f"group {group!r}: this Memory is read-only")
                 self._evict()
@@ -497,7 +558,9 @@ class Memory:
         return batching_embedder(self.config)
 
     # -- writes -------------------------------------------------------------------------
-    def append(self, group: str, messages: Iterable[dict] | str | Path, pending_write: bool = False) -> AddResult:
+    def append(
+        self, group: str, messages: Iterable[dict] | str | Path, pending_write: bool = False
+    ) -> AddResult:
         """Append messages to the verbatim track only (idempotent by ``msg_id``); run
         :meth:`write` afterwards for derived records and embeddings.
 
@@ -519,7 +582,9 @@ class Memory:
 
         with self._held(group) as g:
             try:
-                report = write_group(g.store, self._writer_backend(), window=self.window, progress=False)
+                report = write_group(
+                    g.store, self._writer_backend(), window=self.window, progress=False
+                )
                 g.knowledge = None
                 g.version += 1
                 if warm:
@@ -545,7 +610,9 @@ class Memory:
 
         # one query fills every per-store cache the query path keeps (message and record
         # embeddings of the new rows, the group view, the record view); its answer is dropped
-        answer_question(store, "what was said?", self.config.model_copy(update={"backend": "rules"}))
+        answer_question(
+            store, "what was said?", self.config.model_copy(update={"backend": "rules"})
+        )
         message_rows(store)
 
     def _publish(self, g: _Group) -> ReadSnapshot | None:
@@ -559,8 +626,12 @@ class Memory:
 
         store = g.store
         self._warm(store)
-        if not self.snapshot_reads or self.read_only or store.in_memory \
-                or store.messages().num_rows >= ann.THRESHOLD:
+        if (
+            not self.snapshot_reads
+            or self.read_only
+            or store.in_memory
+            or store.messages().num_rows >= ann.THRESHOLD
+        ):
             g.snapshot = None
             return None
         if g.reader is None:
@@ -586,7 +657,9 @@ class Memory:
                 snap = self._publish(g)
             return snap
 
-    def add(self, group: str, messages: Iterable[dict] | str | Path, write: bool = True) -> AddResult:
+    def add(
+        self, group: str, messages: Iterable[dict] | str | Path, write: bool = True
+    ) -> AddResult:
         """Append messages (dicts in the JSONL message format, docs/formats.md) and, unless
         ``write=False`` or the writer is ``none``, run the write path on them."""
         result = self.append(group, messages)
@@ -618,7 +691,9 @@ class Memory:
                 waited = (time.perf_counter() - start) * 1000
                 result = answer_question(g.store, question, self.config, chat=self.chat)
                 rows = message_rows(g.store)
-        result.stats["group_wait_ms"] = waited  # time spent waiting for the group (a snapshot, writes)
+        result.stats["group_wait_ms"] = (
+            waited  # time spent waiting for the group (a snapshot, writes)
+        )
         return result, [Message(**rows[m]) for m in result.cited_ids() if m in rows]
 
     def cited_messages(self, group: str, result) -> list[Message]:
@@ -631,7 +706,9 @@ class Memory:
                 rows = message_rows(g.store)
         return [Message(**rows[m]) for m in result.cited_ids() if m in rows]
 
-    def search(self, group: str, q: str, speaker: str | None = None, k: int = 10) -> list[SearchHit]:
+    def search(
+        self, group: str, q: str, speaker: str | None = None, k: int = 10
+    ) -> list[SearchHit]:
         """BM25 search over the group's messages (of its read snapshot, like :meth:`ask`)."""
         snap = self.snapshot(group)
         if snap is not None:
@@ -639,17 +716,27 @@ class Memory:
         with self._held(group) as g:
             return search_messages(g.store, q, speaker, k)
 
-    def memory(self, group: str, owner: str | None = None, layer: str | None = None) -> list[KnowledgeItem]:
+    def memory(
+        self, group: str, owner: str | None = None, layer: str | None = None
+    ) -> list[KnowledgeItem]:
         """The current derived records (heads), optionally about one ``owner`` / ``layer``."""
         return [c[-1] for c in self.history(group, owner, layer, full=False)]
 
-    def history(self, group: str, owner: str | None = None, layer: str | None = None,
-                full: bool = True) -> list[list[KnowledgeItem]]:
+    def history(
+        self, group: str, owner: str | None = None, layer: str | None = None, full: bool = True
+    ) -> list[list[KnowledgeItem]]:
         """Update chains of derived records, oldest state first."""
         with self._held(group) as g:
             return memory_chains(g.store, owner, layer, history=full)
 
-    def inject(self, group: str, event: dict | str, user: str | None = None, budget: int = 600, hops: int = 2):
+    def inject(
+        self,
+        group: str,
+        event: dict | str,
+        user: str | None = None,
+        budget: int = 600,
+        hops: int = 2,
+    ):
         """The working context (InKH passive injection) for one event: a
         :class:`~speakerflow.ops.inject.pipeline.WorkingContext`."""
         from speakerflow.ops.knowledge import load_knowledge
@@ -660,8 +747,14 @@ class Memory:
                 g.knowledge, g.knowledge_at = load_knowledge(g.store), version
             return inject_context(g.knowledge, event, user, budget, hops)
 
-    def forget(self, group: str, speaker: str | None = None, message_ids: list[str] | None = None,
-               everything: bool = False, dry_run: bool = False):
+    def forget(
+        self,
+        group: str,
+        speaker: str | None = None,
+        message_ids: list[str] | None = None,
+        everything: bool = False,
+        dry_run: bool = False,
+    ):
         """Remove a speaker's messages, some messages or all of them from every copy of the
         group, cascading to records and facts (:func:`speakerflow.pipelines.forget.forget_group`);
         returns its ForgetReport. The group's store is reopened afterwards, so no cache
@@ -674,9 +767,16 @@ class Memory:
             if speaker is not None:
                 check_speaker(g.store, speaker)
             if not dry_run:
-                g.snapshot = None  # a read from now on waits for the forget, then takes a new snapshot
-            report = forget_group(g.store, speaker=speaker, message_ids=message_ids, everything=everything,
-                                  dry_run=dry_run)
+                g.snapshot = (
+                    None  # a read from now on waits for the forget, then takes a new snapshot
+                )
+            report = forget_group(
+                g.store,
+                speaker=speaker,
+                message_ids=message_ids,
+                everything=everything,
+                dry_run=dry_run,
+            )
             if not dry_run and not self.read_only:
                 g.snapshot, g.reader = None, None  # no read may hold what was forgotten
                 g.version += 1

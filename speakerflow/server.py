@@ -4,7 +4,8 @@ Endpoints (OpenAPI at ``/docs``; every ``/v1`` path needs ``Authorization: Beare
 
 =======  ==================================  =============================================
 GET      ``/healthz``                         liveness (no key needed)
-POST     ``/mcp``                             the MCP tools (streamable HTTP), per-group keys as below
+POST     ``/mcp``                             the MCP tools (streamable HTTP), per-group keys as
+below
 GET      ``/v1/groups``                       the groups this key may use that have a store
 POST     ``/v1/groups/{group}/messages``      a JSON list of messages (docs/formats.md)
 POST     ``/v1/groups/{group}/ask``           ``{"question": ...}`` -> answer, cited ids, evidence
@@ -27,6 +28,7 @@ without a valid key, 400 for a group name that is not a plain folder name (``..`
 slashes, encoded tricks), 403 for a group the key is not given, 413 for a body over the
 limit, before any handler runs. ``--no-auth`` is refused unless the host is loopback.
 """
+
 from __future__ import annotations
 
 import hmac
@@ -89,16 +91,23 @@ class Access:
         self.keys: dict[str, frozenset[str]] = {}
         for key, groups in (keys or {}).items():
             if not isinstance(key, str) or len(key) < 8:
-                raise ConfigError(f"{KEYS_ENV}: every key must be a string of at least 8 characters")
+                raise ConfigError(
+                    f"{KEYS_ENV}: every key must be a string of at least 8 characters"
+                )
             if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
-                raise ConfigError(f"{KEYS_ENV}: the value of each key must be a list of group ids or [\"*\"]")
+                raise ConfigError(
+                    f'{KEYS_ENV}: the value of each key must be a list of group ids or ["*"]'
+                )
             for g in groups:
                 if g != "*" and not GROUP_ID.match(g):
                     raise ConfigError(f"{KEYS_ENV}: {g!r} is not a valid group id")
             self.keys[key] = frozenset(groups)
         if not self.keys and not open_access:
-            raise ConfigError(f"no API keys: set {KEYS_ENV} to a JSON object mapping each key to its groups, "
-                              'e.g. {"k-team-0123": ["team"], "k-admin-4567": ["*"]}, or run with --no-auth on 127.0.0.1')
+            raise ConfigError(
+                f"no API keys: set {KEYS_ENV} to a JSON object mapping each key to its groups, "
+                'e.g. {"k-team-0123": ["team"], "k-admin-4567": ["*"]}, or run with --no-auth on '
+                "127.0.0.1"
+            )
 
     @classmethod
     def from_env(cls, open_access: bool = False) -> Access:
@@ -135,7 +144,7 @@ class Access:
 def _hostname(host: str) -> str:
     """``127.0.0.1:8750`` -> ``127.0.0.1``; ``[::1]:8750`` -> ``::1``."""
     if host.startswith("["):
-        return host[1:host.find("]")] if "]" in host else host
+        return host[1 : host.find("]")] if "]" in host else host
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
@@ -153,11 +162,21 @@ class Guard:
         self.access = access
         self.max_body = max_body
 
-    async def _reply(self, send, status: int, kind: str, message: str, headers: list | None = None) -> None:
+    async def _reply(
+        self, send, status: int, kind: str, message: str, headers: list | None = None
+    ) -> None:
         body = json.dumps(_error(status, kind, message)).encode()
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                *(headers or [])]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    *(headers or []),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
     async def __call__(self, scope, receive, send):
@@ -170,32 +189,59 @@ class Guard:
             return await self.app(scope, receive, send)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         if self.access.open_access and not is_loopback(_hostname(headers.get("host", ""))):
-            # --no-auth: only for this machine; a page that rebinds a DNS name to 127.0.0.1 sends its own Host
-            return await self._reply(send, 403, "forbidden_host",
-                                     "without API keys (--no-auth) only requests to a loopback host name are served")
+            # --no-auth: only for this machine; a page that rebinds a DNS name to 127.0.0.1 sends
+            # its own Host
+            return await self._reply(
+                send,
+                403,
+                "forbidden_host",
+                "without API keys (--no-auth) only requests to a loopback host name are served",
+            )
         grant = self.access.grant(headers.get("authorization"))
         if grant is None:
-            return await self._reply(send, 401, "unauthorized",
-                                     "missing or unknown API key: send 'Authorization: Bearer KEY'",
-                                     [(b"www-authenticate", b"Bearer")])
+            return await self._reply(
+                send,
+                401,
+                "unauthorized",
+                "missing or unknown API key: send 'Authorization: Bearer KEY'",
+                [(b"www-authenticate", b"Bearer")],
+            )
         scope.setdefault("state", {})["grant"] = grant
         parts = raw_path.split("/")
         decoded = path.split("/")
-        if (len(parts) > 2 and parts[2] == "groups") or (len(decoded) > 2 and decoded[2] == "groups"):
-            names = {unquote(parts[3]) if len(parts) > 3 else "", decoded[3] if len(decoded) > 3 else ""}
+        if (len(parts) > 2 and parts[2] == "groups") or (
+            len(decoded) > 2 and decoded[2] == "groups"
+        ):
+            names = {
+                unquote(parts[3]) if len(parts) > 3 else "",
+                decoded[3] if len(decoded) > 3 else "",
+            }
             names.discard("")
-            if (len(parts) > 3 or len(decoded) > 3) and (len(names) != 1 or not all(GROUP_ID.match(n) for n in names)):
-                shown = unquote(parts[3]) if len(parts) > 3 else (decoded[3] if len(decoded) > 3 else "")
-                return await self._reply(send, 400, "bad_group",
-                                         f"invalid group id {shown!r}: use letters, digits, '.', '_' or '-' "
-                                         "(max 128), starting with a letter or digit")
+            if (len(parts) > 3 or len(decoded) > 3) and (
+                len(names) != 1 or not all(GROUP_ID.match(n) for n in names)
+            ):
+                shown = (
+                    unquote(parts[3])
+                    if len(parts) > 3
+                    else (decoded[3] if len(decoded) > 3 else "")
+                )
+                return await self._reply(
+                    send,
+                    400,
+                    "bad_group",
+                    f"invalid group id {shown!r}: use letters, digits, '.', '_' or '-' "
+                    "(max 128), starting with a letter or digit",
+                )
             if names and not Access.allows(grant, next(iter(names))):
-                return await self._reply(send, 403, "forbidden",
-                                         f"this key may not use group {next(iter(names))!r}")
+                return await self._reply(
+                    send, 403, "forbidden", f"this key may not use group {next(iter(names))!r}"
+                )
         if scope["method"] in ("POST", "PUT", "PATCH"):
             length = headers.get("content-length")
             if length is not None and (not length.isdigit() or int(length) > self.max_body):
-                return await self._reply(send, 413, "too_large", f"request body over {self.max_body} bytes")
+                return await self._reply(
+                    send, 413, "too_large", f"request body over {self.max_body} bytes"
+                )
             chunks, size = [], 0
             while True:
                 message = await receive()
@@ -204,7 +250,9 @@ class Guard:
                 chunk = message.get("body", b"")
                 size += len(chunk)
                 if size > self.max_body:
-                    return await self._reply(send, 413, "too_large", f"request body over {self.max_body} bytes")
+                    return await self._reply(
+                        send, 413, "too_large", f"request body over {self.max_body} bytes"
+                    )
                 chunks.append(chunk)
                 if not message.get("more_body"):
                     break
@@ -240,8 +288,18 @@ class WriteQueue:
         self._lock = threading.Condition()
 
     def _entry(self, group: str) -> dict[str, Any]:
-        return self._state.setdefault(group, {"state": "idle", "pending_messages": 0, "writes": 0, "again": False,
-                                              "last_write": None, "last_write_at": None, "last_error": None})
+        return self._state.setdefault(
+            group,
+            {
+                "state": "idle",
+                "pending_messages": 0,
+                "writes": 0,
+                "again": False,
+                "last_write": None,
+                "last_write_at": None,
+                "last_error": None,
+            },
+        )
 
     def _schedule(self, group: str, delay: float | None = None) -> None:
         """Start the group's job after ``delay`` (default ``coalesce``) seconds (call with
@@ -295,13 +353,20 @@ class WriteQueue:
             st["last_write_at"] = time.time()
             st["last_error"] = error
             if report is not None:
-                st["last_write"] = {"summary": report.summary(), "accepted": report.accepted,
-                                    "rejected": report.rejected, "messages": report.messages,
-                                    "seconds": round(report.seconds, 3)}
+                st["last_write"] = {
+                    "summary": report.summary(),
+                    "accepted": report.accepted,
+                    "rejected": report.rejected,
+                    "messages": report.messages,
+                    "seconds": round(report.seconds, 3),
+                }
             if st["again"] and not self._closed:
                 st["state"] = "queued"
                 # the Writer holds the group at most about half the time under a steady stream
-                self._schedule(group, max(self.coalesce, time.monotonic() - started) if self.coalesce > 0 else 0)
+                self._schedule(
+                    group,
+                    max(self.coalesce, time.monotonic() - started) if self.coalesce > 0 else 0,
+                )
             else:
                 st["state"] = "idle"
             self._lock.notify_all()
@@ -345,7 +410,9 @@ class AskIn(BaseModel):
 
 
 class InjectIn(BaseModel):
-    event: dict[str, Any] | str = Field(description='{"content": "...", "ts"?: ISO time, "source"?: user}, or text')
+    event: dict[str, Any] | str = Field(
+        description='{"content": "...", "ts"?: ISO time, "source"?: user}, or text'
+    )
     user: str | None = Field(default=None, description="the user whose private overlay applies")
     budget: int = Field(default=600, ge=1, le=20_000)
     hops: int = Field(default=2, ge=1, le=3)
@@ -353,7 +420,9 @@ class InjectIn(BaseModel):
 
 class ForgetIn(BaseModel):
     speaker: str | None = Field(default=None, description="forget everything this person said")
-    message_ids: list[str] | None = Field(default=None, max_length=10_000, description="forget these messages")
+    message_ids: list[str] | None = Field(
+        default=None, max_length=10_000, description="forget these messages"
+    )
     all: bool = Field(default=False, description="forget every message of the group")
     dry_run: bool = Field(default=False, description="report what would be removed; change nothing")
 
@@ -376,12 +445,21 @@ class AskOut(BaseModel):
     latency_ms: float = Field(description="query path (projection, retrieval, composition)")
     answer_ms: float
     server_ms: float = Field(description="the whole request inside the server, waiting included")
-    wait_ms: float = Field(description="of server_ms, waiting for an ask slot (--ask-threads) and for the group "
-                                       "(a read snapshot being taken)")
+    wait_ms: float = Field(
+        description="of server_ms, waiting for an ask slot (--ask-threads) and for the group "
+        "(a read snapshot being taken)"
+    )
 
 
-MESSAGE_EXAMPLE = [{"msg_id": "s2-t05", "session_id": "s2", "ts": "2026-03-06T14:15:00Z", "speaker": "Ana",
-                    "text": "Great, it's settled: the offsite will be in Porto, 12 to 14 May."}]
+MESSAGE_EXAMPLE = [
+    {
+        "msg_id": "s2-t05",
+        "session_id": "s2",
+        "ts": "2026-03-06T14:15:00Z",
+        "speaker": "Ana",
+        "text": "Great, it's settled: the offsite will be in Porto, 12 to 14 May.",
+    }
+]
 
 
 # -- the app -----------------------------------------------------------------------------
@@ -392,10 +470,19 @@ def _key(_: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)]) -> 
     """The Guard middleware has checked the key; this only documents it in OpenAPI."""
 
 
-def create_app(memory: Memory, access: Access, max_body: int = DEFAULT_MAX_BODY,
-               max_messages: int = DEFAULT_MAX_MESSAGES, writers: int = 2, warm: bool = True,
-               coalesce: float = 1.0, torch_threads: int | None = 1, mcp: bool = True,
-               host: str = "127.0.0.1", ask_threads: int = 32) -> FastAPI:
+def create_app(
+    memory: Memory,
+    access: Access,
+    max_body: int = DEFAULT_MAX_BODY,
+    max_messages: int = DEFAULT_MAX_MESSAGES,
+    writers: int = 2,
+    warm: bool = True,
+    coalesce: float = 1.0,
+    torch_threads: int | None = 1,
+    mcp: bool = True,
+    host: str = "127.0.0.1",
+    ask_threads: int = 32,
+) -> FastAPI:
     """The FastAPI app over ``memory`` (closed when the app shuts down).
 
     ``torch_threads``: intra-op threads for the embedder (default 1: a server runs many
@@ -413,9 +500,13 @@ def create_app(memory: Memory, access: Access, max_body: int = DEFAULT_MAX_BODY,
         from speakerflow.mcp_server import build_server
 
         mcp_server = build_server(memory, access)
-        mcp_routes = mcp_server.streamable_http_app(streamable_http_path="/mcp", stateless_http=True,
-                                                    json_response=True, max_request_body_size=max_body,
-                                                    host=host).routes
+        mcp_routes = mcp_server.streamable_http_app(
+            streamable_http_path="/mcp",
+            stateless_http=True,
+            json_response=True,
+            max_request_body_size=max_body,
+            host=host,
+        ).routes
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -432,24 +523,36 @@ def create_app(memory: Memory, access: Access, max_body: int = DEFAULT_MAX_BODY,
         queue.close()
         memory.close()
 
-    app = FastAPI(title="speakerflow", version=__version__, lifespan=lifespan,
-                  description="Long-term memory for multi-party conversations: ingest messages, ask with "
-                              "cited messages, search, derived records, working contexts. Every /v1 path "
-                              "needs `Authorization: Bearer KEY`; a key only reaches its own groups.")
+    app = FastAPI(
+        title="speakerflow",
+        version=__version__,
+        lifespan=lifespan,
+        description="Long-term memory for multi-party conversations: ingest messages, ask with "
+        "cited messages, search, derived records, working contexts. Every /v1 path "
+        "needs `Authorization: Bearer KEY`; a key only reaches its own groups.",
+    )
     app.state.memory = memory
     app.state.queue = queue
+
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException):
-        kind = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(exc.status_code, "http")
-        return JSONResponse(_error(exc.status_code, kind, str(exc.detail)), status_code=exc.status_code,
-                            headers=exc.headers)
+        kind = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(
+            exc.status_code, "http"
+        )
+        return JSONResponse(
+            _error(exc.status_code, kind, str(exc.detail)),
+            status_code=exc.status_code,
+            headers=exc.headers,
+        )
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError):
         first = exc.errors()[0] if exc.errors() else {}
         where = ".".join(str(p) for p in first.get("loc", ()))
-        return JSONResponse(_error(422, "invalid_request", f"{where}: {first.get('msg', 'invalid request')}"),
-                            status_code=422)
+        return JSONResponse(
+            _error(422, "invalid_request", f"{where}: {first.get('msg', 'invalid request')}"),
+            status_code=422,
+        )
 
     def handler(status: int, kind: str):
         async def reply(_: Request, exc: Exception):
@@ -457,11 +560,16 @@ def create_app(memory: Memory, access: Access, max_body: int = DEFAULT_MAX_BODY,
                 log.error("unhandled error", exc_info=exc)
             message = str(exc) if status != 500 else f"{type(exc).__name__}: {exc}"
             return JSONResponse(_error(status, kind, message), status_code=status)
+
         return reply
 
-    for exc_type, code, kind in ((GroupNotFoundError, 404, "not_found"), (GroupBusyError, 409, "busy"),
-                                 (PermissionError, 409, "read_only"), (ValueError, 400, "bad_request"),
-                                 (Exception, 500, "internal")):
+    for exc_type, code, kind in (
+        (GroupNotFoundError, 404, "not_found"),
+        (GroupBusyError, 409, "busy"),
+        (PermissionError, 409, "read_only"),
+        (ValueError, 400, "bad_request"),
+        (Exception, 500, "internal"),
+    ):
         app.add_exception_handler(exc_type, handler(code, kind))
     app.add_middleware(Guard, access=access, max_body=max_body)
     if mcp_server is not None:
@@ -472,26 +580,42 @@ def create_app(memory: Memory, access: Access, max_body: int = DEFAULT_MAX_BODY,
     @app.get("/healthz", tags=["meta"])
     def healthz() -> dict[str, Any]:
         emb = memory.embedder
-        return {"status": "ok", "version": __version__, "embedder": emb.name if emb is not None else None}
+        return {
+            "status": "ok",
+            "version": __version__,
+            "embedder": emb.name if emb is not None else None,
+        }
 
     @app.get("/v1/groups", dependencies=deps, tags=["groups"])
     def groups(request: Request) -> dict[str, list[str]]:
         grant = request.scope["state"]["grant"]
         return {"groups": [g for g in memory.groups() if Access.allows(grant, g)]}
 
-    @app.post("/v1/groups/{group}/messages", dependencies=deps, tags=["groups"], response_model=IngestOut)
-    def add_messages(group: str, messages: Annotated[list[dict[str, Any]], Body(examples=[MESSAGE_EXAMPLE])]) -> IngestOut:
+    @app.post(
+        "/v1/groups/{group}/messages", dependencies=deps, tags=["groups"], response_model=IngestOut
+    )
+    def add_messages(
+        group: str, messages: Annotated[list[dict[str, Any]], Body(examples=[MESSAGE_EXAMPLE])]
+    ) -> IngestOut:
         """Append messages (JSONL message format as a JSON list; ``group_id`` may be left
         out). Idempotent by ``msg_id``. The Writer and embeddings run after the response:
         see ``/status``."""
         if len(messages) > max_messages:
-            raise HTTPException(413, f"{len(messages)} messages in one request; at most {max_messages}")
+            raise HTTPException(
+                413, f"{len(messages)} messages in one request; at most {max_messages}"
+            )
         queued = memory.writer != "none"
         # reads keep answering from the group's last complete snapshot until the queued write lands
         result = memory.append(group, messages, pending_write=queued)
-        state: Any = queue.submit(group, result.ingested) if result.ingested and queued else "skipped"
-        return IngestOut(ingested=result.ingested, already_stored=result.already_stored,
-                         new_speakers=result.new_speakers, write=state)
+        state: Any = (
+            queue.submit(group, result.ingested) if result.ingested and queued else "skipped"
+        )
+        return IngestOut(
+            ingested=result.ingested,
+            already_stored=result.already_stored,
+            new_speakers=result.new_speakers,
+            write=state,
+        )
 
     def answer(group: str, question: str, start: float) -> Response:
         """One ask, its response validated and rendered to JSON here (in the worker thread:
@@ -499,14 +623,22 @@ def create_app(memory: Memory, access: Access, max_body: int = DEFAULT_MAX_BODY,
         slot_wait = time.perf_counter() - start
         result, cited = memory.ask_cited(group, question)
         out = result.to_dict()
-        body = AskOut(question=out["question"], answer=out["answer"], cited_ids=result.cited_ids(),
-                      cited=[m.model_dump(mode="json", include={"msg_id", "speaker", "ts", "session_id", "text"})
-                             for m in cited],
-                      evidence=[e.model_dump(mode="json") for e in result.evidence],
-                      projection=result.projection.model_dump(mode="json"), context_tokens=out["context_tokens"],
-                      latency_ms=out["latency_ms"], answer_ms=out["answer_ms"],
-                      server_ms=round((time.perf_counter() - start) * 1000, 2),
-                      wait_ms=round(slot_wait * 1000 + result.stats.get("group_wait_ms", 0.0), 2))
+        body = AskOut(
+            question=out["question"],
+            answer=out["answer"],
+            cited_ids=result.cited_ids(),
+            cited=[
+                m.model_dump(mode="json", include={"msg_id", "speaker", "ts", "session_id", "text"})
+                for m in cited
+            ],
+            evidence=[e.model_dump(mode="json") for e in result.evidence],
+            projection=result.projection.model_dump(mode="json"),
+            context_tokens=out["context_tokens"],
+            latency_ms=out["latency_ms"],
+            answer_ms=out["answer_ms"],
+            server_ms=round((time.perf_counter() - start) * 1000, 2),
+            wait_ms=round(slot_wait * 1000 + result.stats.get("group_wait_ms", 0.0), 2),
+        )
         return Response(body.model_dump_json(), media_type="application/json")
 
     @app.post("/v1/groups/{group}/ask", dependencies=deps, tags=["groups"], response_model=AskOut)
@@ -514,21 +646,35 @@ def create_app(memory: Memory, access: Access, max_body: int = DEFAULT_MAX_BODY,
         """Answer from the group's memory with the messages the answer rests on."""
         # at most ask_threads asks run at once (the rest wait here, without a thread): CPU-bound
         # threads beyond that only slow the event loop and each other down
-        return await anyio.to_thread.run_sync(answer, group, body.question, time.perf_counter(),
-                                              limiter=ask_limiter)
+        return await anyio.to_thread.run_sync(
+            answer, group, body.question, time.perf_counter(), limiter=ask_limiter
+        )
 
     @app.get("/v1/groups/{group}/search", dependencies=deps, tags=["groups"])
-    def search(group: str, q: str = Query(min_length=1, max_length=2000), speaker: str | None = None,
-               k: int = Query(10, ge=1, le=200)) -> dict[str, Any]:
+    def search(
+        group: str,
+        q: str = Query(min_length=1, max_length=2000),
+        speaker: str | None = None,
+        k: int = Query(10, ge=1, le=200),
+    ) -> dict[str, Any]:
         """BM25 over the group's messages (optionally one speaker's)."""
         return {"hits": [h.model_dump(mode="json") for h in memory.search(group, q, speaker, k)]}
 
     @app.get("/v1/groups/{group}/memory", dependencies=deps, tags=["groups"])
-    def records(group: str, owner: str | None = None, layer: Literal[LAYERS] | None = None,  # type: ignore[valid-type]
-                history: bool = False) -> dict[str, Any]:
+    def records(
+        group: str,
+        owner: str | None = None,
+        layer: Literal[LAYERS] | None = None,  # type: ignore[valid-type]
+        history: bool = False,
+    ) -> dict[str, Any]:
         """Derived records: current heads, or with ``history=true`` whole update chains."""
         if history:
-            return {"chains": [[r.model_dump(mode="json") for r in c] for c in memory.history(group, owner, layer)]}
+            return {
+                "chains": [
+                    [r.model_dump(mode="json") for r in c]
+                    for c in memory.history(group, owner, layer)
+                ]
+            }
         return {"records": [r.model_dump(mode="json") for r in memory.memory(group, owner, layer)]}
 
     @app.post("/v1/groups/{group}/inject", dependencies=deps, tags=["groups"])
@@ -541,8 +687,13 @@ def create_app(memory: Memory, access: Access, max_body: int = DEFAULT_MAX_BODY,
     def forget(group: str, body: ForgetIn) -> dict[str, Any]:
         """Remove a speaker's messages, some messages, or all, from every copy of the group
         (cascading to derived records and facts); an audit line without content is kept."""
-        report = memory.forget(group, speaker=body.speaker, message_ids=body.message_ids, everything=body.all,
-                               dry_run=body.dry_run)
+        report = memory.forget(
+            group,
+            speaker=body.speaker,
+            message_ids=body.message_ids,
+            everything=body.all,
+            dry_run=body.dry_run,
+        )
         return report.as_dict()
 
     @app.get("/v1/groups/{group}/status", dependencies=deps, tags=["groups"])
@@ -554,21 +705,51 @@ def create_app(memory: Memory, access: Access, max_body: int = DEFAULT_MAX_BODY,
     return app
 
 
-def serve(home: str | None, host: str = "127.0.0.1", port: int = 8750, no_auth: bool = False,
-          embedder: str = "minilm", writer: str = "rules", max_body: int = DEFAULT_MAX_BODY,
-          writers: int = 2, log_level: str = "info", torch_threads: int | None = 1, max_open: int = 64,
-          reads: Literal["snapshot", "locked"] = "snapshot", batch_queries: bool = True,
-          ask_threads: int = 32) -> None:
+def serve(
+    home: str | None,
+    host: str = "127.0.0.1",
+    port: int = 8750,
+    no_auth: bool = False,
+    embedder: str = "minilm",
+    writer: str = "rules",
+    max_body: int = DEFAULT_MAX_BODY,
+    writers: int = 2,
+    log_level: str = "info",
+    torch_threads: int | None = 1,
+    max_open: int = 64,
+    reads: Literal["snapshot", "locked"] = "snapshot",
+    batch_queries: bool = True,
+    ask_threads: int = 32,
+) -> None:
     """Run the server until interrupted (one process: it holds every group's writer lock)."""
     import uvicorn
 
     if no_auth and not is_loopback(host):
-        raise ConfigError(f"--no-auth is only allowed on a loopback host (127.0.0.1, ::1, localhost), not {host!r}")
+        raise ConfigError(
+            "--no-auth is only allowed on a loopback host (127.0.0.1, ::1, localhost), not "
+            f"{host!r}"
+        )
     access = Access.from_env(open_access=no_auth)
-    memory = Memory(home=home, embedder=embedder, writer=writer, max_open=max_open,
-                    snapshot_reads=reads == "snapshot", batch_queries=batch_queries)
-    app = create_app(memory, access, max_body=max_body, writers=writers, torch_threads=torch_threads, host=host,
-                     ask_threads=ask_threads)
-    print(f"speakerflow serve: home {memory.home.root}, http://{host}:{port} (docs at /docs), "
-          f"{'no auth (loopback)' if no_auth else f'{len(access.keys)} key(s)'}", flush=True)
+    memory = Memory(
+        home=home,
+        embedder=embedder,
+        writer=writer,
+        max_open=max_open,
+        snapshot_reads=reads == "snapshot",
+        batch_queries=batch_queries,
+    )
+    app = create_app(
+        memory,
+        access,
+        max_body=max_body,
+        writers=writers,
+        torch_threads=torch_threads,
+        host=host,
+        ask_threads=ask_threads,
+    )
+    print(
+        f"speakerflow serve: home {memory.home.root}, http://{host}:{port} (docs at /docs), "
+        f"{'no auth (loopback)' if no_auth else f'{len(access.keys)} key(s)'}",
+        flush=True,
+    )
     uvicorn.run(app, host=host, port=port, log_level=log_level, workers=1)

@@ -1,4 +1,5 @@
 """Defaults in one place. Override through CLI flags or the environment (never secrets here)."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """Shared fixtures: temp store homes and the path to ../shared/data (skip when absent)."""
+
 from __future__ import annotations
 
 import os

@@ -8,6 +8,7 @@ novelty of SpeakerMem-R1 appendix E, and returns an :class:`ActionReport` togeth
 the actions the store would write, normalised as it writes them (those, and only those,
 may be applied to the state).
 """
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,13 @@ def action_key(action: dict[str, Any]) -> tuple:
     NOOP its type."""
     kind = str(action.get("action", "")).upper()
     if kind == "ADD":
-        return ("ADD", action.get("owner"), action.get("source"), action.get("layer"),
-                norm_content(action.get("content")))
+        return (
+            "ADD",
+            action.get("owner"),
+            action.get("source"),
+            action.get("layer"),
+            norm_content(action.get("content")),
+        )
     if kind == "UPDATE":
         return ("UPDATE", action.get("entry_id"), norm_content(action.get("content")))
     return (kind,)
@@ -61,7 +67,10 @@ def action_error(action: Any, state: WriterState, roster: set[str] | None = None
     """Why ``action``, alone in an output written against ``state``, breaks the Writer
     contract (None when the store would accept it). A thin wrapper of
     :func:`speakerflow.ops.contract.check_action`."""
-    batch = Batch(roster=tuple(sorted(roster if roster is not None else state.roster)), heads=tuple(state.heads()))
+    batch = Batch(
+        roster=tuple(sorted(roster if roster is not None else state.roster)),
+        heads=tuple(state.heads()),
+    )
     verdict = check_action(action, batch, 0)
     return verdict.reason if verdict.kind == "reject" else None
 
@@ -135,8 +144,11 @@ def report_actions(
         if roster is not None:
             batch = replace(batch, roster=tuple(sorted(roster)))
     else:
-        batch = Batch(roster=tuple(sorted(roster if roster is not None else state.roster)), heads=heads,
-                      new_id=scheme)
+        batch = Batch(
+            roster=tuple(sorted(roster if roster is not None else state.roster)),
+            heads=heads,
+            new_id=scheme,
+        )
     if n_messages is not None:
         batch.max_actions = max(MIN_BUDGET, 2 * n_messages)
     actions, error, clean = parse_actions(text)
@@ -158,7 +170,8 @@ def report_actions(
             rep.created_ids.append(verdict.entry_id or "")
         is_noop = verdict.kind == "noop" and (verdict.proposal or {}).get("action") == "NOOP"
         novel_flags.append(verdict.kind == "write" or (is_noop and len(actions) == 1))
-    rep.unique_keys = len({action_key(a) if isinstance(a, dict) else ("?", i)
-                           for i, a in enumerate(actions)})
+    rep.unique_keys = len(
+        {action_key(a) if isinstance(a, dict) else ("?", i) for i, a in enumerate(actions)}
+    )
     rep.stop_ok = bool(novel_flags) and novel_flags[-1] and clean and not length_cut
     return rep

@@ -17,6 +17,7 @@ teacher's UPDATE ``entry_id``s resolve); the target is
 Pairs use TRL's conversational prompt-completion format. :func:`split_by_network` keeps
 every network wholly on one side.
 """
+
 from __future__ import annotations
 
 import json
@@ -61,8 +62,9 @@ class Network:
         state = WriterState(roster=self.roster)
         out = []
         for t, seg in enumerate(self.segments):
-            state.apply(self.actions[t], position=t, ids=self.created_ids[t] or None,
-                        ts=_first_ts(seg))
+            state.apply(
+                self.actions[t], position=t, ids=self.created_ids[t] or None, ts=_first_ts(seg)
+            )
             out.append(state.copy())
         return out
 
@@ -89,14 +91,20 @@ def load_network(path: Path, teacher_dir: Path | None = None) -> Network:
     teacher_path = teacher_dir / f"{gid}.json" if teacher_dir else None
     if teacher_path is None or not teacher_path.is_file():
         segs = [Segment(f"{sid}#0", gid, roster, tuple(msgs)) for sid, msgs in by_session.items()]
-        return Network(gid, roster, segs, [[] for _ in segs], [[] for _ in segs], False, str(path), str(path))
+        return Network(
+            gid, roster, segs, [[] for _ in segs], [[] for _ in segs], False, str(path), str(path)
+        )
     teacher = json.loads(teacher_path.read_text())
-    net = Network(gid, roster, [], has_teacher=True, source=str(teacher_path), network_file=str(path))
+    net = Network(
+        gid, roster, [], has_teacher=True, source=str(teacher_path), network_file=str(path)
+    )
     for i, tr in enumerate(teacher.get("transitions") or []):
         sid = tr.get("session_id")
         if sid not in by_session:
-            raise ValueError(f"{teacher_path}: transitions[{i}].session_id {sid!r} is not a session "
-                             f"of {path}; pair each teacher file with its own network")
+            raise ValueError(
+                f"{teacher_path}: transitions[{i}].session_id {sid!r} is not a session "
+                f"of {path}; pair each teacher file with its own network"
+            )
         net.segments.append(Segment(f"{sid}#0", gid, roster, tuple(by_session[sid])))
         net.actions.append(list(tr.get("actions") or []))
         net.created_ids.append(list(tr.get("created_ids") or []))
@@ -113,11 +121,20 @@ def load_trajectory(path: Path) -> Network:
         msgs = []
         for j, m in enumerate(tr.get("messages") or []):
             if "speaker" not in m or "content" not in m:
-                raise ValueError(f"{path}: transitions[{i}].messages[{j}] needs speaker and content")
+                raise ValueError(
+                    f"{path}: transitions[{i}].messages[{j}] needs speaker and content"
+                )
             roster += [m["speaker"]] if m["speaker"] not in roster else []
-            msgs.append({"msg_id": f"{gid}:{m.get('msg_id', j)}", "speaker": m["speaker"],
-                         "text": m["content"], "ts": m.get("ts") or tr.get("ts") or "",
-                         "session_id": m.get("session") or tr.get("session_id") or gid, "turn": j})
+            msgs.append(
+                {
+                    "msg_id": f"{gid}:{m.get('msg_id', j)}",
+                    "speaker": m["speaker"],
+                    "text": m["content"],
+                    "ts": m.get("ts") or tr.get("ts") or "",
+                    "session_id": m.get("session") or tr.get("session_id") or gid,
+                    "turn": j,
+                }
+            )
         segs.append(Segment(f"{tr.get('session_id', gid)}#0", gid, (), tuple(msgs)))
         acts.append(list(tr.get("actions") or []))
         ids.append(list((tr.get("report") or {}).get("created_ids") or tr.get("created_ids") or []))
@@ -133,7 +150,9 @@ def load_networks(training_dir: str | Path, teacher_dir: str | Path | None = Non
     """
     root = Path(training_dir)
     if not root.exists():
-        raise FileNotFoundError(f"{root}: no such file or folder (pass the socialmem training folder)")
+        raise FileNotFoundError(
+            f"{root}: no such file or folder (pass the socialmem training folder)"
+        )
     if teacher_dir is None:
         guess = (root if root.is_dir() else root.parent).parent / "teacher"
         teacher_dir = guess if guess.is_dir() else None
@@ -158,7 +177,9 @@ def teacher_overlap(net: Network) -> float | None:
     records of English chats) scores far lower (0.14-0.19 against 0.72-0.87 for the rest).
     None when the teacher wrote no content.
     """
-    vocab = {t for seg in net.segments for m in seg.messages for t in tokens(str(m.get("text", "")))}
+    vocab = {
+        t for seg in net.segments for m in seg.messages for t in tokens(str(m.get("text", "")))
+    }
     toks = [t for acts in net.actions for a in acts for t in tokens(str(a.get("content") or ""))]
     return sum(t in vocab for t in toks) / len(toks) if toks else None
 
@@ -178,10 +199,15 @@ def trusted(nets: Sequence[Network], min_overlap: float) -> tuple[list[Network],
 
 def pair(net: Network, t: int, segment: Segment, target: str, teacher: str) -> dict[str, Any]:
     """One SFT example in TRL's conversational prompt-completion format."""
-    return {"network_id": net.network_id, "position": t, "segment_id": segment.segment_id,
-            "teacher": teacher, "prompt_version": PROMPT_VERSION,
-            "prompt": build_writer_messages(segment),
-            "completion": [{"role": "assistant", "content": target}]}
+    return {
+        "network_id": net.network_id,
+        "position": t,
+        "segment_id": segment.segment_id,
+        "teacher": teacher,
+        "prompt_version": PROMPT_VERSION,
+        "prompt": build_writer_messages(segment),
+        "completion": [{"role": "assistant", "content": target}],
+    }
 
 
 def teacher_pairs(net: Network) -> list[dict[str, Any]]:
@@ -209,11 +235,20 @@ def backend_pairs(net: Network, backend: WriterBackend) -> list[dict[str, Any]]:
     for t, seg in enumerate(net.segments):
         seg_t = replace(seg, heads=tuple(state.heads()))
         proposal = backend.propose(seg_t)
-        text = proposal.raw_text if proposal.parse_error else json.dumps({"actions": proposal.actions})
+        text = (
+            proposal.raw_text if proposal.parse_error else json.dumps({"actions": proposal.actions})
+        )
         rep = report_actions(text or "", state, segment=seg_t, position=t)
         kept = rep.valid_actions
-        out.append(pair(net, t, seg_t, render_actions(kept) if kept else NOOP_TEXT,
-                        getattr(backend, "name", "backend")))
+        out.append(
+            pair(
+                net,
+                t,
+                seg_t,
+                render_actions(kept) if kept else NOOP_TEXT,
+                getattr(backend, "name", "backend"),
+            )
+        )
         state.apply(kept, position=t, ids=rep.created_ids, ts=_first_ts(seg))
     return out
 
@@ -264,8 +299,10 @@ def split_by_network(
         k = min(len(ids) - 1, math.ceil(heldout_fraction * len(ids))) if len(ids) > 1 else 0
         heldout = random.Random(seed).sample(ids, k)
     held = set(heldout)
-    return ([it for it in items if network_id_of(it) not in held],
-            [it for it in items if network_id_of(it) in held])
+    return (
+        [it for it in items if network_id_of(it) not in held],
+        [it for it in items if network_id_of(it) in held],
+    )
 
 
 def write_jsonl(items: Iterable[dict[str, Any]], path: str | Path) -> Path:
@@ -280,4 +317,8 @@ def write_jsonl(items: Iterable[dict[str, Any]], path: str | Path) -> Path:
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     """Read a file written by :func:`write_jsonl`."""
-    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [
+        json.loads(line)
+        for line in Path(path).read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]

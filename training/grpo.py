@@ -17,6 +17,7 @@ One update step = one rollout round over one network (networks are visited in tu
    averaged over tokens then samples with a non-zero advantage; AdamW at lr 1e-6 with
    gradient-norm cap 1.0; a pass whose mean KL exceeds 0.02 is not applied.
 """
+
 from __future__ import annotations
 
 import time
@@ -45,13 +46,17 @@ class GRPOSettings(BaseModel):
     eps: float = Field(default=0.20, gt=0, description="ratio clip")
     beta: float = Field(default=0.10, ge=0, description="k3 KL coefficient")
     kl_skip: float = Field(default=0.02, gt=0, description="skip a pass when mean KL exceeds this")
-    min_sigma: float = Field(default=0.02, ge=0, description="positions below this spread get A = 0")
+    min_sigma: float = Field(
+        default=0.02, ge=0, description="positions below this spread get A = 0"
+    )
     adv_clip: float = Field(default=3.0, gt=0)
     temperature: float = Field(default=0.8, ge=0)
     top_p: float = Field(default=0.95, gt=0, le=1)
     max_new_tokens: int = Field(default=2048, ge=1)
     max_grad_norm: float = 1.0
-    positions: int | None = Field(default=None, ge=1, description="cap writing positions per network")
+    positions: int | None = Field(
+        default=None, ge=1, description="cap writing positions per network"
+    )
     seed: int = 0
     bf16: bool | None = None
 
@@ -68,8 +73,15 @@ def completion_logprobs(model: Any, sample: Sample, device: str) -> Any:
     return selective_log_softmax(logits, ids[:, p:])
 
 
-def policy_update(policy: Any, optim: Any, chosen: Sequence[tuple[Sample, float]],
-                  old: Sequence[Any], ref_lp: Sequence[Any], s: GRPOSettings, device: str) -> dict[str, Any]:
+def policy_update(
+    policy: Any,
+    optim: Any,
+    chosen: Sequence[tuple[Sample, float]],
+    old: Sequence[Any],
+    ref_lp: Sequence[Any],
+    s: GRPOSettings,
+    device: str,
+) -> dict[str, Any]:
     """``s.epochs`` passes of the clipped, KL-regularised loss over ``chosen`` (sample,
     advantage) pairs; ``old``/``ref_lp`` are their completion log-probs under the sampling
     and reference policies. A pass whose mean k3 KL exceeds ``s.kl_skip`` is not applied.
@@ -85,8 +97,15 @@ def policy_update(policy: Any, optim: Any, chosen: Sequence[tuple[Sample, float]
         kls = []
         for (smp, a), lp_old, lp_ref in zip(chosen, old, ref_lp, strict=True):
             lp = completion_logprobs(policy, smp, device)
-            loss, kl = clipped_loss(lp, lp_old, lp_ref, torch.tensor([a], device=device),
-                                    torch.ones_like(lp), eps=s.eps, beta=s.beta)
+            loss, kl = clipped_loss(
+                lp,
+                lp_old,
+                lp_ref,
+                torch.tensor([a], device=device),
+                torch.ones_like(lp),
+                eps=s.eps,
+                beta=s.beta,
+            )
             (loss / len(chosen)).backward()
             kls.append(float(kl))
         mean_kl = sum(kls) / len(kls)
@@ -102,8 +121,9 @@ def policy_update(policy: Any, optim: Any, chosen: Sequence[tuple[Sample, float]
     return out
 
 
-def reference_logprobs(policy: Any, ref: Any, chosen: Sequence[tuple[Sample, float]],
-                       device: str) -> tuple[list[Any], list[Any]]:
+def reference_logprobs(
+    policy: Any, ref: Any, chosen: Sequence[tuple[Sample, float]], device: str
+) -> tuple[list[Any], list[Any]]:
     """Completion log-probs of ``chosen`` under the sampling policy and the reference."""
     import torch
 
@@ -154,7 +174,9 @@ def train_grpo(
     s = settings or GRPOSettings()
     nets = [n for n in networks if n.has_teacher and n.segments]
     if not nets:
-        raise ValueError("GRPO needs networks with teacher transitions (reference states); none given")
+        raise ValueError(
+            "GRPO needs networks with teacher transitions (reference states); none given"
+        )
     torch.manual_seed(s.seed)
     tokenizer, policy, ref, optim, device, dtype = load_models(model_dir, ref_dir, s)
     refs = {n.network_id: n.reference_states() for n in nets}
@@ -162,25 +184,49 @@ def train_grpo(
     start = time.perf_counter()
     for step in range(s.steps):
         net = nets[step % len(nets)]
-        roll = rollout_network(policy, tokenizer, net, refs[net.network_id], group_size=s.group_size,
-                               positions=s.positions, temperature=s.temperature, top_p=s.top_p,
-                               max_new_tokens=s.max_new_tokens, qa_gain=qa_gain)
+        roll = rollout_network(
+            policy,
+            tokenizer,
+            net,
+            refs[net.network_id],
+            group_size=s.group_size,
+            positions=s.positions,
+            temperature=s.temperature,
+            top_p=s.top_p,
+            max_new_tokens=s.max_new_tokens,
+            qa_gain=qa_gain,
+        )
         adv = position_advantages(roll.returns, min_sigma=s.min_sigma, clip=s.adv_clip)
-        chosen = [(smp, float(adv[smp.g, smp.t])) for row in roll.samples for smp in row
-                  if adv[smp.g, smp.t] != 0.0 and smp.completion_ids]
+        chosen = [
+            (smp, float(adv[smp.g, smp.t]))
+            for row in roll.samples
+            for smp in row
+            if adv[smp.g, smp.t] != 0.0 and smp.completion_ids
+        ]
         old, ref_lp = reference_logprobs(policy, ref, chosen, device)
-        record = {"step": step, "network": net.network_id,
-                  "mean_return": round(float(sum(map(sum, roll.returns)) / adv.size), 6),
-                  "valid_json": sum(x.report.json_valid for row in roll.samples for x in row if x.report is not None),
-                  "samples": int(adv.size), "advantaged": len(chosen),
-                  "positions_skipped": int((abs(adv).sum(axis=0) == 0).sum()),
-                  "qa_gain": [round(x, 6) for x in roll.qa_gain]}
+        record = {
+            "step": step,
+            "network": net.network_id,
+            "mean_return": round(float(sum(map(sum, roll.returns)) / adv.size), 6),
+            "valid_json": sum(
+                x.report.json_valid for row in roll.samples for x in row if x.report is not None
+            ),
+            "samples": int(adv.size),
+            "advantaged": len(chosen),
+            "positions_skipped": int((abs(adv).sum(axis=0) == 0).sum()),
+            "qa_gain": [round(x, 6) for x in roll.qa_gain],
+        }
         record.update(policy_update(policy, optim, chosen, old, ref_lp, s, device))
         steps.append(record)
     out = Path(out_dir)
     policy.save_pretrained(out)
     tokenizer.save_pretrained(out)
-    return {"steps": steps, "updates_applied": sum(r["applied"] for r in steps),
-            "device": device, "dtype": str(dtype).removeprefix("torch."),
-            "settings": s.model_dump(), "seconds": round(time.perf_counter() - start, 3),
-            "out_dir": str(out)}
+    return {
+        "steps": steps,
+        "updates_applied": sum(r["applied"] for r in steps),
+        "device": device,
+        "dtype": str(dtype).removeprefix("torch."),
+        "settings": s.model_dump(),
+        "seconds": round(time.perf_counter() - start, 3),
+        "out_dir": str(out),
+    }

@@ -8,6 +8,7 @@
   tokens within each completion and then over completions (samples with zero advantage
   are dropped before this is called).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -44,7 +45,9 @@ def k3_kl(logp, logp_ref):
     return torch.exp(d) - d - 1.0
 
 
-def clipped_loss(logp, logp_old, logp_ref, advantages, mask, *, eps: float = 0.20, beta: float = 0.10):
+def clipped_loss(
+    logp, logp_old, logp_ref, advantages, mask, *, eps: float = 0.20, beta: float = 0.10
+):
     """Negated GRPO objective (Eq. 26) for a batch of completions.
 
     Parameters

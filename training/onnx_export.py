@@ -10,6 +10,7 @@ over the prompt) and whether greedy generations are token-for-token identical.
 >>> onnx_parity(model_dir, out, "hello").max_abs_logit_diff < 1e-3  # doctest: +SKIP
 True
 """
+
 from __future__ import annotations
 
 import shutil
@@ -19,8 +20,14 @@ from pathlib import Path
 
 #: Files of a tokenizer folder copied beside the ONNX model (those present are copied).
 TOKENIZER_FILES = (
-    "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja",
-    "vocab.json", "merges.txt", "added_tokens.json", "tokenizer.model",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "chat_template.jinja",
+    "vocab.json",
+    "merges.txt",
+    "added_tokens.json",
+    "tokenizer.model",
 )
 
 

@@ -12,6 +12,7 @@ Judges: ``token_f1`` (default, offline and judge-free: J is the answer's set tok
 continuous proxy for the paper's binary judge) or ``chat`` (the binary LLM judge of
 :func:`speakerflow.ops.judge.llm_judge` through a ChatBackend, as in the paper).
 """
+
 from __future__ import annotations
 
 import json
@@ -42,7 +43,10 @@ class QAGainConfig(BaseModel):
 
 def pick_questions(qa_pairs: Sequence[dict[str, Any]], k: int) -> list[dict[str, Any]]:
     """At most ``k`` questions, sorted by id and sampled uniformly (first and last kept)."""
-    qs = sorted((q for q in qa_pairs if q.get("question") and q.get("answer")), key=lambda q: str(q.get("id")))
+    qs = sorted(
+        (q for q in qa_pairs if q.get("question") and q.get("answer")),
+        key=lambda q: str(q.get("id")),
+    )
     if len(qs) <= k:
         return qs
     return [qs[round(i * (len(qs) - 1) / (k - 1))] for i in range(k)] if k > 1 else qs[:1]
@@ -71,13 +75,27 @@ def records_by_position(net: Network, state: WriterState) -> list[tuple[list[Any
         t = min(int(rec.get("position") or 0), len(net.segments) - 1)
         seg = net.segments[t]
         when = _ts(seg.messages[0]["ts"])
-        ids = [m["msg_id"] for m in seg.messages if m["speaker"] == rec["source"]] or [seg.messages[0]["msg_id"]]
-        out[t][0].append(KnowledgeItem(
-            entry_id=rec["entry_id"], group_id=net.network_id, layer=rec["layer"],
-            scope="GROUP" if rec["owner"] == GROUP_OWNER else "PERSON", owner=rec["owner"],
-            source=rec["source"], utype=rec.get("utype") or "fact", content=rec["content"],
-            from_ids=ids[:3], session_id=seg.messages[0].get("session_id"), turn=t,
-            supersedes=superseded.get(rec["entry_id"]), valid_at=when, first_seen=when))
+        ids = [m["msg_id"] for m in seg.messages if m["speaker"] == rec["source"]] or [
+            seg.messages[0]["msg_id"]
+        ]
+        out[t][0].append(
+            KnowledgeItem(
+                entry_id=rec["entry_id"],
+                group_id=net.network_id,
+                layer=rec["layer"],
+                scope="GROUP" if rec["owner"] == GROUP_OWNER else "PERSON",
+                owner=rec["owner"],
+                source=rec["source"],
+                utype=rec.get("utype") or "fact",
+                content=rec["content"],
+                from_ids=ids[:3],
+                session_id=seg.messages[0].get("session_id"),
+                turn=t,
+                supersedes=superseded.get(rec["entry_id"]),
+                valid_at=when,
+                first_seen=when,
+            )
+        )
         if rec["entry_id"] in superseded:
             out[t][1].append((superseded[rec["entry_id"]], rec["entry_id"], when))
     return out
@@ -90,18 +108,30 @@ class StoreQAGain:
     backend or judge is ``chat``. Networks without questions get a gain of 0.0.
     """
 
-    def __init__(self, networks: Sequence[Network], questions: dict[str, list[dict[str, Any]]],
-                 config: QAGainConfig | None = None, chat: Any = None):
+    def __init__(
+        self,
+        networks: Sequence[Network],
+        questions: dict[str, list[dict[str, Any]]],
+        config: QAGainConfig | None = None,
+        chat: Any = None,
+    ):
         self.config = config or QAGainConfig()
         if "chat" in (self.config.backend, self.config.judge) and chat is None:
-            raise ValueError("QAGainConfig asks for a chat model (backend or judge 'chat'); pass chat=<ChatBackend>")
+            raise ValueError(
+                "QAGainConfig asks for a chat model (backend or judge 'chat'); pass "
+                "chat=<ChatBackend>"
+            )
         self.chat = chat
         self.networks = {n.network_id: n for n in networks}
-        self.questions = {nid: pick_questions(qs, self.config.max_questions) for nid, qs in questions.items()}
+        self.questions = {
+            nid: pick_questions(qs, self.config.max_questions) for nid, qs in questions.items()
+        }
         self._s1_only: dict[str, float] = {}
 
     @classmethod
-    def from_folder(cls, networks: Sequence[Network], config: QAGainConfig | None = None, chat: Any = None) -> StoreQAGain:
+    def from_folder(
+        cls, networks: Sequence[Network], config: QAGainConfig | None = None, chat: Any = None
+    ) -> StoreQAGain:
         """Read each network's ``qa_pairs`` from its source file (trajectories have none)."""
         questions = {}
         for n in networks:
@@ -114,8 +144,13 @@ class StoreQAGain:
         from speakerflow.ops.judge import llm_judge, token_f1
 
         if self.config.judge == "chat":
-            return llm_judge(self.chat, question["question"], str(question["answer"]), answer,
-                             str(question.get("id", ""))).value
+            return llm_judge(
+                self.chat,
+                question["question"],
+                str(question["answer"]),
+                answer,
+                str(question.get("id", "")),
+            ).value
         return token_f1(answer, str(question["answer"]))
 
     def _accuracy(self, network_id: str, state: WriterState | None, ablate: str | None) -> float:
@@ -134,7 +169,9 @@ class StoreQAGain:
             store.append_messages(message_table(net))
             for new, supersede in records_by_position(net, state) if state is not None else ():
                 write_records(store, new, supersede)
-            answers = [answer_question(store, q["question"], cfg, chat=self.chat).answer for q in qs]
+            answers = [
+                answer_question(store, q["question"], cfg, chat=self.chat).answer for q in qs
+            ]
         return sum(self._judge(q, a) for q, a in zip(qs, answers, strict=True)) / len(qs)
 
     def accuracies(self, network_id: str, state: WriterState) -> tuple[float, float]:

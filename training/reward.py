@@ -14,6 +14,7 @@ Per writing position ``t`` of trajectory ``g``::
 SpeakerLevenshtein itself lives in :mod:`speakerflow.training.speaker_levenshtein` and is
 re-exported here.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -27,8 +28,18 @@ from .speaker_levenshtein import StateScore, score_chains, score_states, soft_ma
 from .state import WriterState
 
 __all__ = [
-    "RewardConfig", "DEFAULT_REWARD", "QAGain", "StepReward", "validity_reward", "structural_penalty",
-    "memory_reward", "step_reward", "returns", "score_states", "score_chains", "soft_match",
+    "RewardConfig",
+    "DEFAULT_REWARD",
+    "QAGain",
+    "StepReward",
+    "validity_reward",
+    "structural_penalty",
+    "memory_reward",
+    "step_reward",
+    "returns",
+    "score_states",
+    "score_chains",
+    "soft_match",
     "report_actions",
 ]
 
@@ -78,8 +89,12 @@ def validity_reward(rep: ActionReport, cfg: RewardConfig = DEFAULT_REWARD) -> fl
 def structural_penalty(rep: ActionReport, cfg: RewardConfig = DEFAULT_REWARD) -> float:
     """P_struct in [-0.60, 0] (Eq. 21)."""
     invalid_act = rep.json_valid and rep.schema_valid < rep.attempted
-    return -(cfg.eta_json * (not rep.json_valid) + cfg.eta_act * invalid_act
-             + cfg.eta_count * rep.too_many + cfg.eta_len * rep.length_cut)
+    return -(
+        cfg.eta_json * (not rep.json_valid)
+        + cfg.eta_act * invalid_act
+        + cfg.eta_count * rep.too_many
+        + cfg.eta_len * rep.length_cut
+    )
 
 
 def memory_reward(
@@ -128,15 +143,24 @@ def step_reward(
     writing position's :class:`~speakerflow.ops.writer.base.Segment`) lets the contract
     check cited ``from_ids`` and resolve aliases, as the store does.
     """
-    rep = report_actions(text, state, n_messages=n_messages, length_cut=length_cut, segment=segment,
-                         position=position)
+    rep = report_actions(
+        text,
+        state,
+        n_messages=n_messages,
+        length_cut=length_cut,
+        segment=segment,
+        position=position,
+    )
     state.apply(rep.valid_actions, position=position, ids=rep.created_ids)
     mem, sl, chain = memory_reward(state, ref_after, cfg)
-    return StepReward(validity_reward(rep, cfg), structural_penalty(rep, cfg), mem, sl.phi,
-                      chain, cfg), rep
+    return StepReward(
+        validity_reward(rep, cfg), structural_penalty(rep, cfg), mem, sl.phi, chain, cfg
+    ), rep
 
 
-def returns(local: Sequence[float], qa_gain: float, cfg: RewardConfig = DEFAULT_REWARD) -> list[float]:
+def returns(
+    local: Sequence[float], qa_gain: float, cfg: RewardConfig = DEFAULT_REWARD
+) -> list[float]:
     """r_{g,t} for t = 0..T-1 (Eq. 9): the local rewards plus ``w_qa gamma^(T-1-t) R_QA``."""
     T = len(local)
     return [r + cfg.w_qa * cfg.gamma ** (T - 1 - t) * qa_gain for t, r in enumerate(local)]

@@ -8,6 +8,7 @@ supports it; on CPU in fp32.
 
 >>> report = train_sft("tiny-model", pairs, "out/sft", SFTSettings(max_steps=2))  # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 import time
@@ -23,7 +24,9 @@ class SFTSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    epochs: float = Field(default=10.0, gt=0, description="passes over the pairs (ignored when max_steps > 0)")
+    epochs: float = Field(
+        default=10.0, gt=0, description="passes over the pairs (ignored when max_steps > 0)"
+    )
     max_steps: int = Field(default=-1, description="optimizer steps; -1 = use epochs")
     lr: float = Field(default=1e-5, gt=0)
     batch_size: int = Field(default=1, ge=1)
@@ -49,7 +52,9 @@ def fits(pairs: Sequence[dict[str, Any]], tokenizer: Any, max_length: int) -> li
     """The pairs whose templated prompt + completion is at most ``max_length`` tokens."""
     keep = []
     for p in pairs:
-        n = len(tokenizer.apply_chat_template(list(p["prompt"]) + list(p["completion"]), tokenize=True))
+        n = len(
+            tokenizer.apply_chat_template(list(p["prompt"]) + list(p["completion"]), tokenize=True)
+        )
         if n <= max_length:
             keep.append(p)
     return keep
@@ -79,12 +84,15 @@ def train_sft(
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     used = fits(pairs, tokenizer, s.max_length)
     if not used:
-        raise ValueError(f"no SFT pair fits in max_length={s.max_length} tokens "
-                         f"({len(pairs)} given); raise --max-length or use shorter segments")
+        raise ValueError(
+            f"no SFT pair fits in max_length={s.max_length} tokens "
+            f"({len(pairs)} given); raise --max-length or use shorter segments"
+        )
     device, dtype = device_and_dtype(s.bf16)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype)
-    data = Dataset.from_list([{"prompt": list(p["prompt"]), "completion": list(p["completion"])}
-                              for p in used])
+    data = Dataset.from_list(
+        [{"prompt": list(p["prompt"]), "completion": list(p["completion"])} for p in used]
+    )
     config = SFTConfig(
         output_dir=str(out / "checkpoints"),
         num_train_epochs=s.epochs,
@@ -108,7 +116,13 @@ def train_sft(
     result = trainer.train()
     trainer.save_model(str(out))
     tokenizer.save_pretrained(str(out))
-    return {"pairs": len(used), "dropped_too_long": len(pairs) - len(used),
-            "steps": int(result.global_step), "train_loss": float(result.training_loss),
-            "device": device, "dtype": str(dtype).removeprefix("torch."),
-            "seconds": round(time.perf_counter() - start, 3), "out_dir": str(out)}
+    return {
+        "pairs": len(used),
+        "dropped_too_long": len(pairs) - len(used),
+        "steps": int(result.global_step),
+        "train_loss": float(result.training_loss),
+        "device": device,
+        "dtype": str(dtype).removeprefix("torch."),
+        "seconds": round(time.perf_counter() - start, 3),
+        "out_dir": str(out),
+    }

@@ -20,6 +20,7 @@ Bucket *kinds* for reports: ``GROUP`` (owner is GROUP), ``person`` (owner == sou
 self-report) and ``cross-person`` (A says something about B). The gate makes owner and
 source agree within a match, so a match never crosses kinds and per-kind F is exact.
 """
+
 from __future__ import annotations
 
 import re
@@ -126,8 +127,13 @@ class BucketScore:
         self.pairs += other.pairs
 
     def as_dict(self) -> dict[str, float | int]:
-        return {"f": round(self.f, 6), "n_pred": self.n_pred, "n_ref": self.n_ref,
-                "matched_weight": round(self.matched, 6), "pairs": self.pairs}
+        return {
+            "f": round(self.f, 6),
+            "n_pred": self.n_pred,
+            "n_ref": self.n_ref,
+            "matched_weight": round(self.matched, 6),
+            "pairs": self.pairs,
+        }
 
 
 @dataclass
@@ -141,7 +147,9 @@ class StateScore:
 
     total: BucketScore = field(default_factory=BucketScore)
     by_owner: dict[str, BucketScore] = field(default_factory=dict)
-    by_kind: dict[str, BucketScore] = field(default_factory=lambda: {k: BucketScore() for k in KINDS})
+    by_kind: dict[str, BucketScore] = field(
+        default_factory=lambda: {k: BucketScore() for k in KINDS}
+    )
 
     @property
     def f(self) -> float:
@@ -172,7 +180,9 @@ def score_states(pred: Sequence[dict[str, Any]], ref: Sequence[dict[str, Any]]) 
     for owner, (p, r) in sorted(owners.items()):
         weights = np.array([[kappa(a, b) for b in r] for a in p]).reshape(len(p), len(r))
         pairs = _assign(weights)
-        bucket = BucketScore(len(p), len(r), float(sum(weights[i, j] for i, j in pairs)), len(pairs))
+        bucket = BucketScore(
+            len(p), len(r), float(sum(weights[i, j] for i, j in pairs)), len(pairs)
+        )
         out.by_owner[owner] = bucket
         out.total.add(bucket)
         # per kind: counts from each side, matched weight from pairs (never cross-kind)
@@ -196,13 +206,16 @@ def chain_kappa(pred: Edge, ref: Edge) -> float:
     (po, pn), (ro, rn) = pred, ref
     if any(_coord(po.get(k)) != _coord(ro.get(k)) for k in ("owner", "layer")):
         return 0.0
-    s = (W_OLD * soft_match(str(po.get("content", "")), str(ro.get("content", "")))
-         + W_NEW * soft_match(str(pn.get("content", "")), str(rn.get("content", ""))))
+    s = W_OLD * soft_match(
+        str(po.get("content", "")), str(ro.get("content", ""))
+    ) + W_NEW * soft_match(str(pn.get("content", "")), str(rn.get("content", "")))
     return s if s >= GATE else 0.0
 
 
 def score_chains(pred: Sequence[Edge], ref: Sequence[Edge]) -> BucketScore:
     """One-to-one soft F1 over UPDATE edges (``f`` is 1.0 when neither side has an edge)."""
-    weights = np.array([[chain_kappa(a, b) for b in ref] for a in pred]).reshape(len(pred), len(ref))
+    weights = np.array([[chain_kappa(a, b) for b in ref] for a in pred]).reshape(
+        len(pred), len(ref)
+    )
     pairs = _assign(weights)
     return BucketScore(len(pred), len(ref), float(sum(weights[i, j] for i, j in pairs)), len(pairs))

@@ -9,6 +9,7 @@ format of ``socialmem/teacher/*.json`` (``final_state``: ``entries``, ``heads``,
 An UPDATE keeps the old entry (non-destructive) and copies its owner, source, layer and
 utype to the new one, as the Writer contract says.
 """
+
 from __future__ import annotations
 
 import copy
@@ -44,8 +45,11 @@ class WriterState:
 
     def edge_records(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """UPDATE edges as ``(old record, new record)`` pairs (what the chain reward reads)."""
-        return [(self.entries[o], self.entries[n]) for o, n in self.edges
-                if o in self.entries and n in self.entries]
+        return [
+            (self.entries[o], self.entries[n])
+            for o, n in self.edges
+            if o in self.entries and n in self.entries
+        ]
 
     def copy(self) -> WriterState:
         return WriterState(copy.deepcopy(self.entries), list(self.edges), self.roster)
@@ -92,8 +96,10 @@ class WriterState:
                 old_id = str(action.get("entry_id", ""))
                 old = self.entries.get(old_id)
                 if old is None or old.get("superseded_by"):
-                    raise KeyError(f"UPDATE at position {position}: entry_id {old_id!r} is not a "
-                                   "current head; validate actions before applying them")
+                    raise KeyError(
+                        f"UPDATE at position {position}: entry_id {old_id!r} is not a "
+                        "current head; validate actions before applying them"
+                    )
                 rec = {k: old[k] for k in RECORD_FIELDS}
                 rec["content"] = action.get("content", "")
                 old["superseded_by"] = new_id
@@ -110,16 +116,23 @@ class WriterState:
         state = cls(roster=tuple(final_state.get("roster") or ()))
         for i, entry in enumerate(final_state.get("entries") or []):
             if "entry_id" not in entry:
-                raise ValueError(f"final_state.entries[{i}] has no entry_id; every teacher entry needs one")
+                raise ValueError(
+                    f"final_state.entries[{i}] has no entry_id; every teacher entry needs one"
+                )
             rec = {k: entry.get(k, "") for k in RECORD_FIELDS}
-            rec.update(position=entry.get("turn_created", 0), valid_at=entry.get("ts") or "",
-                       superseded_by=entry.get("superseded_by") or "")
+            rec.update(
+                position=entry.get("turn_created", 0),
+                valid_at=entry.get("ts") or "",
+                superseded_by=entry.get("superseded_by") or "",
+            )
             state.entries[rec["entry_id"]] = rec
         state.edges = [(e["old"], e["new"]) for e in final_state.get("update_edges") or []]
         return state
 
     @classmethod
-    def from_records(cls, records: Iterable[dict[str, Any]], roster: Iterable[str] = ()) -> WriterState:
+    def from_records(
+        cls, records: Iterable[dict[str, Any]], roster: Iterable[str] = ()
+    ) -> WriterState:
         """Build from our store's derived records (``KnowledgeItem`` rows as dicts).
 
         ``supersedes`` / ``superseded_by`` give the update edges; ``turn`` is kept as the
@@ -127,10 +140,13 @@ class WriterState:
         """
         state = cls(roster=tuple(roster))
         rows = list(records)
-        for row in sorted(rows, key=lambda r: (r.get("write_order") or 0)):
+        for row in sorted(rows, key=lambda r: r.get("write_order") or 0):
             rec = {k: row.get(k) or "" for k in RECORD_FIELDS}
-            rec.update(position=row.get("turn") or 0, valid_at=row.get("valid_at") or "",
-                       superseded_by=row.get("superseded_by") or "")
+            rec.update(
+                position=row.get("turn") or 0,
+                valid_at=row.get("valid_at") or "",
+                superseded_by=row.get("superseded_by") or "",
+            )
             state.entries[rec["entry_id"]] = rec
         for rec_id, rec in state.entries.items():
             if rec["superseded_by"] and rec["superseded_by"] in state.entries:
@@ -155,9 +171,13 @@ def replay_teacher(teacher: dict[str, Any]) -> list[WriterState]:
     states: list[WriterState] = []
     for i, tr in enumerate(teacher.get("transitions") or []):
         try:
-            state.apply(tr.get("actions") or [], position=i, ids=tr.get("created_ids"), ts=tr.get("ts"))
+            state.apply(
+                tr.get("actions") or [], position=i, ids=tr.get("created_ids"), ts=tr.get("ts")
+            )
         except (KeyError, StopIteration) as exc:
-            raise ValueError(f"{teacher.get('network_id')}: transitions[{i}] does not replay "
-                             f"({exc}); its created_ids must match its ADD/UPDATE actions") from exc
+            raise ValueError(
+                f"{teacher.get('network_id')}: transitions[{i}] does not replay "
+                f"({exc}); its created_ids must match its ADD/UPDATE actions"
+            ) from exc
         states.append(state.copy())
     return states

@@ -9,7 +9,8 @@ every code path of the chat backends, training and ONNX export in milliseconds.
 
 >>> folder = build_tiny_model(tmp_path / "tiny")          # doctest: +SKIP
 >>> make_backend("transformers", model_dir=folder).chat([{"role": "user", "content": "hi"}])  # doctest: +SKIP
-"""
+"""  # noqa: E501
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -36,7 +37,8 @@ CHAT_TEMPLATE = (
 
 # A few lines of what the tokenizer will see most: Writer prompts, chat lines, JSON actions.
 _CORPUS = (
-    '{"actions": [{"action": "ADD", "owner": "GROUP", "source": "Ana", "layer": "group_interaction", '
+    '{"actions": [{"action": "ADD", "owner": "GROUP", "source": "Ana", "layer": '
+    '"group_interaction", '
     '"utype": "decision", "content": "the team will go with Porto", "from_ids": ["m1", "m2"]}]}',
     '{"actions": [{"action": "UPDATE", "entry_id": "r_3f2a", "content": "now lives in Vienna", '
     '"from_ids": ["m7"]}, {"action": "NOOP"}]}',

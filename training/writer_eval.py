@@ -13,6 +13,7 @@ UPDATE edges, ``by_bucket`` = the same F for person / GROUP / cross-person recor
 worst-owner F), and ``per_network`` rows. References are proxy supervision (a large
 teacher model), not human gold.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,9 +52,15 @@ def write_network(net: Network, writer: Any) -> tuple[WriterState, dict[str, Any
         store.append_messages(message_table(net))
         rep = write_group(store, writer, progress=False)
         state = WriterState.from_records(all_records(store), roster=net.roster)
-    return state, {"proposed": rep.proposed, "accepted": rep.accepted, "rejected": rep.rejected,
-                   "noops": rep.noops, "updates": rep.updates, "model_calls": rep.model_calls,
-                   "tokens": rep.tokens}
+    return state, {
+        "proposed": rep.proposed,
+        "accepted": rep.accepted,
+        "rejected": rep.rejected,
+        "noops": rep.noops,
+        "updates": rep.updates,
+        "model_calls": rep.model_calls,
+        "tokens": rep.tokens,
+    }
 
 
 def _round(x: float | None) -> float | None:
@@ -74,8 +81,10 @@ def _resolve_writer(backend: Any, backend_config: dict[str, Any]) -> Any:
     if folder and kind in LOCAL_KINDS:
         backend_config = {**backend_config, "model_dir": folder}
     elif folder:
-        raise ValueError(f"backend {backend!r}: only {' / '.join(LOCAL_KINDS)} take a model folder "
-                         "after ':' (e.g. onnx:runs/grpo-onnx)")
+        raise ValueError(
+            f"backend {backend!r}: only {' / '.join(LOCAL_KINDS)} take a model folder "
+            "after ':' (e.g. onnx:runs/grpo-onnx)"
+        )
     writer = make_writer(kind, **backend_config)
     if writer is None:
         raise ValueError("backend 'none' writes nothing; pick a Writer backend to evaluate")
@@ -112,12 +121,16 @@ def run(
         The report described in the module docstring.
     """
     start = time.perf_counter()
-    nets, excluded = trusted([n for n in load_networks(data, teacher) if n.has_teacher], min_teacher_overlap)
+    nets, excluded = trusted(
+        [n for n in load_networks(data, teacher) if n.has_teacher], min_teacher_overlap
+    )
     if limit is not None:
         nets = nets[:limit]
     if not nets:
-        raise ValueError(f"{data}: no network has a reference state (pair network files with "
-                         "teacher/<network_id>.json, or pass --teacher)")
+        raise ValueError(
+            f"{data}: no network has a reference state (pair network files with "
+            "teacher/<network_id>.json, or pass --teacher)"
+        )
     writer = _resolve_writer(backend, backend_config)
     total, chains = BucketScore(), BucketScore()
     kinds = {k: BucketScore() for k in KINDS}
@@ -132,11 +145,20 @@ def run(
         chains.add(ch)
         for k in KINDS:
             kinds[k].add(sl.by_kind[k])
-        rows.append({"network_id": net.network_id, "f": round(sl.f, 6), "phi_sl": round(sl.phi, 6),
-                     "chain_f": round(ch.f, 6), "n_pred": sl.total.n_pred, "n_ref": sl.total.n_ref,
-                     "by_bucket": {k: round(v.f, 6) for k, v in sl.by_kind.items()},
-                     "teacher_overlap": _round(teacher_overlap(net)),
-                     "write": write_rep, "seconds": round(time.perf_counter() - t0, 3)})
+        rows.append(
+            {
+                "network_id": net.network_id,
+                "f": round(sl.f, 6),
+                "phi_sl": round(sl.phi, 6),
+                "chain_f": round(ch.f, 6),
+                "n_pred": sl.total.n_pred,
+                "n_ref": sl.total.n_ref,
+                "by_bucket": {k: round(v.f, 6) for k, v in sl.by_kind.items()},
+                "teacher_overlap": _round(teacher_overlap(net)),
+                "write": write_rep,
+                "seconds": round(time.perf_counter() - t0, 3),
+            }
+        )
     report = {
         "backend": getattr(writer, "name", str(backend)),
         "data": str(data),

@@ -6,12 +6,14 @@ ids. They read only System 1 events and what the operators derived from them.
 
 * ModelOnly: no tools, no memory (header only).
 * ToolAgent: this workflow's tool observations (Fuse state), no memory.
-* SimpleMemory: + BM25 (Tantivy) over past raw events, 1,200 token budget, no graph, no invalidation.
+* SimpleMemory: + BM25 (Tantivy) over past raw events, 1,200 token budget, no graph, no
+  invalidation.
 * WikiWalk: + iterative walk over wiki pages compiled from the un-invalidated graph: start at the
   detected entities' pages, follow links, one modelled model step per page, 4,200 token budget.
 * KH-NoInv: passive injection from the temporal graph built without write-time invalidation.
 * InKH: passive injection from the graph with write-time invalidation (the full system).
 """
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -22,7 +24,14 @@ from speakerflow.ops.inject.fuse import fuse, header, state_line
 from speakerflow.ops.wiki import entity_page_lines, fact_line
 
 NAMES = ("InKH", "KH-NoInv", "WikiWalk", "SimpleMemory", "ToolAgent", "ModelOnly")
-BUDGET = {"InKH": 600, "KH-NoInv": 600, "WikiWalk": 4200, "SimpleMemory": 1200, "ToolAgent": 600, "ModelOnly": 600}
+BUDGET = {
+    "InKH": 600,
+    "KH-NoInv": 600,
+    "WikiWalk": 4200,
+    "SimpleMemory": 1200,
+    "ToolAgent": 600,
+    "ModelOnly": 600,
+}
 
 
 class Baseline:
@@ -53,7 +62,12 @@ class ToolAgent(ModelOnly):
 
     def context(self, query, tool_events):
         d = self.detector.detect(query["text"])
-        lines = fuse(header(query["speaker"], d.intent, d.risk, []), self.state(tool_events), [], BUDGET[self.name])
+        lines = fuse(
+            header(query["speaker"], d.intent, d.risk, []),
+            self.state(tool_events),
+            [],
+            BUDGET[self.name],
+        )
         return lines, sum(x.tokens for x in lines), 1 + len(tool_events)
 
 
@@ -74,7 +88,13 @@ class SimpleMemory(ToolAgent):
             line = state_line(ev["text"], h.doc_id)
             line.kind, line.utility = "memory", 1.0 / (rank + 1)
             mem.append(line)
-        lines = fuse(header(query["speaker"], d.intent, d.risk, []), self.state(tool_events), mem, BUDGET[self.name], 40)
+        lines = fuse(
+            header(query["speaker"], d.intent, d.risk, []),
+            self.state(tool_events),
+            mem,
+            BUDGET[self.name],
+            40,
+        )
         return lines, sum(x.tokens for x in lines), 2 + len(tool_events)
 
 
@@ -87,8 +107,15 @@ class WikiWalk(ToolAgent):
 
     def context(self, query, tool_events):
         d = self.detector.detect(query["text"])
-        start = [e for e in (self.canon.resolve(m) for m in d.mentions) if e] + [f"person:{query['speaker']}"]
-        lines = fuse(header(query["speaker"], d.intent, d.risk, start), self.state(tool_events), [], BUDGET[self.name])
+        start = [e for e in (self.canon.resolve(m) for m in d.mentions) if e] + [
+            f"person:{query['speaker']}"
+        ]
+        lines = fuse(
+            header(query["speaker"], d.intent, d.risk, start),
+            self.state(tool_events),
+            [],
+            BUDGET[self.name],
+        )
         used = sum(x.tokens for x in lines)
         queue, seen, steps = list(dict.fromkeys(start)), set(), 1 + len(tool_events)
         while queue and used < BUDGET[self.name]:
@@ -102,8 +129,17 @@ class WikiWalk(ToolAgent):
                 if k.scope.startswith("user:") and k.scope != f"user:{query['speaker']}":
                     continue
                 text = fact_line(self.facts, k)
-                ln = ContextLine(text, list(k.evidence_ids), "knowledge", [k.edge_id], k.maturity, k.valid_at,
-                                 None, 0.0, count_tokens(text))
+                ln = ContextLine(
+                    text,
+                    list(k.evidence_ids),
+                    "knowledge",
+                    [k.edge_id],
+                    k.maturity,
+                    k.valid_at,
+                    None,
+                    0.0,
+                    count_tokens(text),
+                )
                 if used + ln.tokens > BUDGET[self.name]:
                     break
                 lines.append(ln)
@@ -120,7 +156,9 @@ class Injected(ToolAgent):
 
     def __init__(self, name, canon, facts, detector, invalidation: bool):
         self.name = name
-        self.inj = PassiveInjector(facts, canon, detector, config=InjectConfig(remove_invalidated=invalidation))
+        self.inj = PassiveInjector(
+            facts, canon, detector, config=InjectConfig(remove_invalidated=invalidation)
+        )
 
     def context(self, query, tool_events):
         wc = self.inj.inject(query["text"], query["ts"], query["speaker"], self.state(tool_events))

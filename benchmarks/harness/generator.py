@@ -11,6 +11,7 @@ The systems under test only ever see :attr:`Episode.events` (System 1 rows). The
 :class:`Truth` (gold requirements, what each event states, value history) stays here and is
 read by :mod:`.metrics` alone.
 """
+
 from __future__ import annotations
 
 import random
@@ -20,20 +21,34 @@ from datetime import UTC, datetime, timedelta
 
 FAMILIES = ("market_analysis", "portfolio_review", "copy_trading_evaluation", "trade_preparation")
 ASSETS = {
-    "BTC": ["BTC", "Bitcoin", "XBT", "BTCUSDT", "BTC-USD"], "ETH": ["ETH", "Ether", "Ethereum", "ETHUSDT"],
-    "SOL": ["SOL", "Solana", "SOLUSDT"], "XRP": ["XRP", "Ripple", "XRPUSDT"], "DOGE": ["DOGE", "Dogecoin", "DOGEUSDT"],
-    "ADA": ["ADA", "Cardano", "ADAUSDT"], "AVAX": ["AVAX", "Avalanche", "AVAXUSDT"], "LINK": ["LINK", "Chainlink", "LINKUSDT"],
+    "BTC": ["BTC", "Bitcoin", "XBT", "BTCUSDT", "BTC-USD"],
+    "ETH": ["ETH", "Ether", "Ethereum", "ETHUSDT"],
+    "SOL": ["SOL", "Solana", "SOLUSDT"],
+    "XRP": ["XRP", "Ripple", "XRPUSDT"],
+    "DOGE": ["DOGE", "Dogecoin", "DOGEUSDT"],
+    "ADA": ["ADA", "Cardano", "ADAUSDT"],
+    "AVAX": ["AVAX", "Avalanche", "AVAXUSDT"],
+    "LINK": ["LINK", "Chainlink", "LINKUSDT"],
 }
 TRADERS = ["alpha_whale", "delta_hunter", "quiet_quant", "moon_mira", "basis_bob", "theta_tess"]
 WORDS = {
-    "bullish": ["bullish", "in an uptrend", "in a bull trend"], "bearish": ["bearish", "in a downtrend", "in a bear market"],
-    "ranging": ["range-bound", "sideways", "choppy"], "volatile": ["volatile", "in high volatility"],
-    "deep": ["deep", "thick"], "thin": ["thin", "shallow"], "active": ["active", "live"], "paused": ["paused", "halted"],
-    "conservative": ["conservative", "cautious"], "moderate": ["moderate", "balanced"], "aggressive": ["aggressive", "risk-on"],
+    "bullish": ["bullish", "in an uptrend", "in a bull trend"],
+    "bearish": ["bearish", "in a downtrend", "in a bear market"],
+    "ranging": ["range-bound", "sideways", "choppy"],
+    "volatile": ["volatile", "in high volatility"],
+    "deep": ["deep", "thick"],
+    "thin": ["thin", "shallow"],
+    "active": ["active", "live"],
+    "paused": ["paused", "halted"],
+    "conservative": ["conservative", "cautious"],
+    "moderate": ["moderate", "balanced"],
+    "aggressive": ["aggressive", "risk-on"],
 }
 STATE = {
-    "fee": "{a} taker fee is {v}|Fee schedule: {a} trading fee currently {v}|Exchange API reports commission on {a} at {v}",
-    "regime": "Market desk: {a} regime is {w}|{a} market regime looks {w} on the daily|Analysts call the {a} trend {w}",
+    "fee": "{a} taker fee is {v}|Fee schedule: {a} trading fee currently {v}|Exchange API reports "
+    "commission on {a} at {v}",
+    "regime": "Market desk: {a} regime is {w}|{a} market regime looks {w} on the daily|Analysts "
+    "call the {a} trend {w}",
     "liquidity": "Order book depth on {a} is {w}|{a} liquidity looks {w} today",
     "win_rate": "Copy stats: {t} win rate {v}|{t} hit rate sits at {v}",
     "max_drawdown": "{t} max drawdown {v}|Risk card: {t} worst drawdown {v}",
@@ -42,7 +57,8 @@ STATE = {
     "max_position": "Keep my position size under {v}|Max position for me is {v} of the book",
 }
 SHOCK = {
-    "fee": "BREAKING: {a} taker fee changed from {o} to {v}|Protocol update: trading fee on {a} raised to {v}",
+    "fee": "BREAKING: {a} taker fee changed from {o} to {v}|Protocol update: trading fee on {a} "
+    "raised to {v}",
     "regime": "Regime shift: {a} flipped from {ow} to {w}|Macro shock, {a} market regime now {w}",
     "liquidity": "Liquidity shock: order book depth on {a} now {w}",
     "status": "Alert: copy trading status for {t} is now {w}",
@@ -55,26 +71,36 @@ SHOCK = {
 #: checks this), so a reader that only knows its phrase list cannot read them; the values are
 #: the world's value words.
 HOLDOUT = {
-    "fee": "{a} now costs {v} per fill after the exchange update|Each {a} fill costs {v} at the moment"
-           "|Exchange charges {v} on every {a} execution|Trading {a} will set you back {v} a side"
-           "|Venue pricing for {a}: {v} per execution",
-    "regime": "{a} has turned {w}|Desk view on {a}: {w}|{a} looks {w} on every timeframe|Charts on {a}: {w}"
-              "|The tape on {a} reads {w}",
+    "fee": "{a} now costs {v} per fill after the exchange update|Each {a} fill costs {v} at the "
+    "moment"
+    "|Exchange charges {v} on every {a} execution|Trading {a} will set you back {v} a side"
+    "|Venue pricing for {a}: {v} per execution",
+    "regime": "{a} has turned {w}|Desk view on {a}: {w}|{a} looks {w} on every timeframe|Charts on "
+    "{a}: {w}"
+    "|The tape on {a} reads {w}",
     "liquidity": "{a} books turned {w} overnight|Depth check: {a} is {w}|Market makers left {a} {w}"
-                 "|Resting bids on {a} look {w}",
-    "win_rate": "{t} closes {v} of trades in profit|{t} is right on {v} of positions|{v} of {t}'s trades end green",
-    "max_drawdown": "{t} is {v} underwater at worst|{t} sat {v} below peak|{t} gave back {v} from the high at worst"
-                    "|Deepest hole for {t} so far: {v} from peak",
+    "|Resting bids on {a} look {w}",
+    "win_rate": "{t} closes {v} of trades in profit|{t} is right on {v} of positions|{v} of {t}'s "
+    "trades end green",
+    "max_drawdown": "{t} is {v} underwater at worst|{t} sat {v} below peak|{t} gave back {v} from "
+    "the high at worst"
+    "|Deepest hole for {t} so far: {v} from peak",
     "status": "{t} is {w} for copiers|{t} signals are {w} right now|Platform flags {t} as {w}",
     "risk_preference": "Going forward treat me as {w}|Put me down as {w}|Mark my appetite as {w}"
-                       "|I'd call myself {w} with money",
-    "max_position": "Nothing bigger than {v} per position for me|Never let a single trade of mine exceed {v} of the account"
-                    "|One bet of mine tops out at {v} of capital",
+    "|I'd call myself {w} with money",
+    "max_position": "Nothing bigger than {v} per position for me|Never let a single trade of mine "
+    "exceed {v} of the account"
+    "|One bet of mine tops out at {v} of capital",
 }
 ASK = {
-    "fee": ["fees", "trading cost", "commission"], "liquidity": ["liquidity", "order book depth"],
-    "regime": ["regime", "trend"], "win_rate": ["win rate", "hit rate"], "max_drawdown": ["drawdown"],
-    "status": ["status"], "risk_preference": ["risk tolerance"], "max_position": ["position size"],
+    "fee": ["fees", "trading cost", "commission"],
+    "liquidity": ["liquidity", "order book depth"],
+    "regime": ["regime", "trend"],
+    "win_rate": ["win rate", "hit rate"],
+    "max_drawdown": ["drawdown"],
+    "status": ["status"],
+    "risk_preference": ["risk tolerance"],
+    "max_position": ["position size"],
 }
 GOLD = {
     "market_analysis": ("A:regime", "A:liquidity"),
@@ -83,10 +109,14 @@ GOLD = {
     "trade_preparation": ("A:fee", "A:liquidity", "U:risk_preference"),
 }
 QUESTION = {
-    "market_analysis": "Give me a market analysis of {A}: {asks}?|What's the outlook for {A}, {asks}?",
-    "portfolio_review": "Review my portfolio holdings in {A} and {B}, {asks}?|Portfolio review: {A} and {B} allocation, {asks}?",
-    "copy_trading_evaluation": "Should I copy {T}? Check {asks}.|Thinking to follow {T} as a copy trader, {asks}?",
-    "trade_preparation": "Prepare an order to buy {A}: {asks}?|I want to place a long on {A}, check {asks}.",
+    "market_analysis": "Give me a market analysis of {A}: {asks}?|What's the outlook for {A}, "
+    "{asks}?",
+    "portfolio_review": "Review my portfolio holdings in {A} and {B}, {asks}?|Portfolio review: "
+    "{A} and {B} allocation, {asks}?",
+    "copy_trading_evaluation": "Should I copy {T}? Check {asks}.|Thinking to follow {T} as a copy "
+    "trader, {asks}?",
+    "trade_preparation": "Prepare an order to buy {A}: {asks}?|I want to place a long on {A}, "
+    "check {asks}.",
 }
 USER_SLOTS = ("risk_preference", "max_position")
 
@@ -109,7 +139,9 @@ class Truth:
 
     gold: dict[str, list[tuple]] = field(default_factory=dict)
     statements: dict[str, list[tuple]] = field(default_factory=dict)
-    history: dict[tuple, list[tuple[datetime, str]]] = field(default_factory=lambda: defaultdict(list))
+    history: dict[tuple, list[tuple[datetime, str]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
 
     def value(self, slot: tuple, at: datetime) -> str | None:
         cur = None
@@ -127,7 +159,14 @@ class Truth:
 class Generator:
     """Build one seed's episodes (``stream``) and its :class:`Truth`."""
 
-    def __init__(self, seed: int, rounds: int = 4, episodes: int = 80, group: str = "bench", holdout: float = 0.0):
+    def __init__(
+        self,
+        seed: int,
+        rounds: int = 4,
+        episodes: int = 80,
+        group: str = "bench",
+        holdout: float = 0.0,
+    ):
         self.rng = random.Random(seed)
         self.holdout = holdout
         self.rounds, self.episodes, self.group = rounds, episodes, group
@@ -141,14 +180,19 @@ class Generator:
         self.world: dict[tuple, str] = {}
         for a in self.assets:
             self._set((f"asset:{a}", "fee"), f"{rng.choice([0.04, 0.06, 0.08, 0.1, 0.12])}%")
-            self._set((f"asset:{a}", "regime"), rng.choice(["bullish", "bearish", "ranging", "volatile"]))
+            self._set(
+                (f"asset:{a}", "regime"), rng.choice(["bullish", "bearish", "ranging", "volatile"])
+            )
             self._set((f"asset:{a}", "liquidity"), rng.choice(["deep", "thin"]))
         for t in self.traders:
             self._set((f"trader:{t}", "win_rate"), f"{rng.randint(40, 75)}%")
             self._set((f"trader:{t}", "max_drawdown"), f"{rng.randint(8, 35)}%")
             self._set((f"trader:{t}", "status"), "active")
         for u in self.users:
-            self._set((f"person:{u}", "risk_preference"), rng.choice(["conservative", "moderate", "aggressive"]))
+            self._set(
+                (f"person:{u}", "risk_preference"),
+                rng.choice(["conservative", "moderate", "aggressive"]),
+            )
             self._set((f"person:{u}", "max_position"), f"{rng.choice([1, 2, 3, 5])}%")
 
     def _set(self, slot: tuple, value: str) -> None:
@@ -176,33 +220,64 @@ class Generator:
         if self.holdout and rel in HOLDOUT and self.rng.random() < self.holdout:
             templates = HOLDOUT[rel]
         text = self.rng.choice(templates.split("|"))
-        return text.format(a=self.alias(eid), t=self.alias(eid), v=v, w=self.rng.choice(WORDS.get(v, [v])),
-                           o=old or "", ow=self.rng.choice(WORDS.get(old or "", [old or ""])))
+        return text.format(
+            a=self.alias(eid),
+            t=self.alias(eid),
+            v=v,
+            w=self.rng.choice(WORDS.get(v, [v])),
+            o=old or "",
+            ow=self.rng.choice(WORDS.get(old or "", [old or ""])),
+        )
 
-    def event(self, text: str, source_type: str, source: str, trust: int, states: list[tuple]) -> dict:
+    def event(
+        self, text: str, source_type: str, source: str, trust: int, states: list[tuple]
+    ) -> dict:
         self.n += 1
         self.t += timedelta(minutes=self.rng.randint(3, 20))
         mid = f"ev{self.n:06d}"
         self.truth.statements[mid] = states
-        return {"msg_id": mid, "group_id": self.group, "session_id": "stream", "turn": self.n, "ts": self.t,
-                "speaker": source, "text": text, "source_type": source_type, "trust_tier": trust,
-                "source_ref": f"{source_type}:{mid}"}
+        return {
+            "msg_id": mid,
+            "group_id": self.group,
+            "session_id": "stream",
+            "turn": self.n,
+            "ts": self.t,
+            "speaker": source,
+            "text": text,
+            "source_type": source_type,
+            "trust_tier": trust,
+            "source_ref": f"{source_type}:{mid}",
+        }
 
     def state_event(self, slot: tuple, user: str | None = None) -> dict:
         """A first-tier statement of the current value of ``slot``."""
         if slot[0].startswith("person:"):
-            return self.event(self.say(slot, STATE[slot[1]]) + ".", "user_turn", slot[0].split(":")[1], 1,
-                              [(slot, self.world[slot])])
-        return self.event(self.say(slot, STATE[slot[1]]) + ".", "tool_observation", "exchange_api", 1,
-                          [(slot, self.world[slot])])
+            return self.event(
+                self.say(slot, STATE[slot[1]]) + ".",
+                "user_turn",
+                slot[0].split(":")[1],
+                1,
+                [(slot, self.world[slot])],
+            )
+        return self.event(
+            self.say(slot, STATE[slot[1]]) + ".",
+            "tool_observation",
+            "exchange_api",
+            1,
+            [(slot, self.world[slot])],
+        )
 
     def shock(self) -> list[dict]:
         """Round-3 shocks: change several slots and announce each once (market or risk event)."""
         rng, out = self.rng, []
         picks = [(f"asset:{a}", "regime") for a in rng.sample(self.assets, 3)]
         picks += [(f"asset:{a}", "fee") for a in rng.sample(self.assets, 2)]
-        picks += [(f"asset:{rng.choice(self.assets)}", "liquidity"), (f"trader:{rng.choice(self.traders)}", "status"),
-                  (f"trader:{rng.choice(self.traders)}", "max_drawdown"), (f"person:{rng.choice(self.users)}", "risk_preference")]
+        picks += [
+            (f"asset:{rng.choice(self.assets)}", "liquidity"),
+            (f"trader:{rng.choice(self.traders)}", "status"),
+            (f"trader:{rng.choice(self.traders)}", "max_drawdown"),
+            (f"person:{rng.choice(self.users)}", "risk_preference"),
+        ]
         for slot in picks:
             old = self.world[slot]
             rel = slot[1]
@@ -213,28 +288,59 @@ class Generator:
             elif rel == "status":
                 new = "paused" if old == "active" else "active"
             else:
-                cats = {"regime": ["bullish", "bearish", "ranging", "volatile"], "liquidity": ["deep", "thin"],
-                        "risk_preference": ["conservative", "moderate", "aggressive"]}[rel]
+                cats = {
+                    "regime": ["bullish", "bearish", "ranging", "volatile"],
+                    "liquidity": ["deep", "thin"],
+                    "risk_preference": ["conservative", "moderate", "aggressive"],
+                }[rel]
                 new = rng.choice([c for c in cats if c != old])
             self.t += timedelta(minutes=rng.randint(5, 40))
             self._set(slot, new)
             if slot[0].startswith("person:"):
-                out.append(self.event(self.say(slot, SHOCK[rel], old) + ".", "user_turn", slot[0].split(":")[1], 1, [(slot, new)]))
+                out.append(
+                    self.event(
+                        self.say(slot, SHOCK[rel], old) + ".",
+                        "user_turn",
+                        slot[0].split(":")[1],
+                        1,
+                        [(slot, new)],
+                    )
+                )
             else:
                 stype = "risk_signal" if rel in ("status", "max_drawdown") else "market_update"
-                out.append(self.event(self.say(slot, SHOCK[rel], old) + ".", stype, "news_feed", 1, [(slot, new)]))
+                out.append(
+                    self.event(
+                        self.say(slot, SHOCK[rel], old) + ".", stype, "news_feed", 1, [(slot, new)]
+                    )
+                )
         return out
 
     def noise(self) -> dict:
         rng = self.rng
         a = f"asset:{rng.choice(self.assets)}"
         if rng.random() < 0.5:
-            return self.event(rng.choice(["gm everyone", "lol {a} to the moon", "anyone watching {a} tonight",
-                                          "coffee first, charts later"]).format(a=self.alias(a)), "user_turn",
-                              rng.choice(self.users), 2, [])
+            return self.event(
+                rng.choice(
+                    [
+                        "gm everyone",
+                        "lol {a} to the moon",
+                        "anyone watching {a} tonight",
+                        "coffee first, charts later",
+                    ]
+                ).format(a=self.alias(a)),
+                "user_turn",
+                rng.choice(self.users),
+                2,
+                [],
+            )
         fake = f"{rng.choice([0.0, 0.01, 0.02]):g}%"
-        return self.event(f"Heard a rumour the {self.alias(a)} trading fee might drop to {fake}.", "tool_observation",
-                          "forum_scraper", 3, [((a, "fee"), fake)])
+        return self.event(
+            f"Heard a rumour the {self.alias(a)} trading fee might drop to {fake}.",
+            "tool_observation",
+            "forum_scraper",
+            3,
+            [((a, "fee"), fake)],
+        )
 
     def episode(self, r: int, shocked: list[tuple]) -> Episode:
         rng = self.rng
@@ -243,13 +349,17 @@ class Generator:
         binds = {"U": f"person:{user}", "T": f"trader:{rng.choice(self.traders)}"}
         a, b = rng.sample(self.assets, 2)
         binds["A"], binds["B"] = f"asset:{a}", f"asset:{b}"
-        if shocked and r >= 3 and rng.random() < 0.5:  # stale-knowledge traps: reuse shocked entities
+        if (
+            shocked and r >= 3 and rng.random() < 0.5
+        ):  # stale-knowledge traps: reuse shocked entities
             s = rng.choice(shocked)
             key = "T" if s[0].startswith("trader:") else "A" if s[0].startswith("asset:") else None
             if key and s[0] != binds.get("B"):
                 binds[key] = s[0]
         gold = [(binds[k.split(":")[0]], k.split(":")[1]) for k in GOLD[fam]]
-        gold = [g for g in gold if not (g[0].startswith("person:") and r < 2)]  # preferences appear in round 2
+        gold = [
+            g for g in gold if not (g[0].startswith("person:") and r < 2)
+        ]  # preferences appear in round 2
         events = []
         if rng.random() < 0.3:
             events.append(self.noise())
@@ -257,21 +367,30 @@ class Generator:
             events.append(self.state_event((f"person:{user}", rng.choice(USER_SLOTS))))
         asks = [rng.choice(ASK[rel]) for _, rel in gold if rng.random() < 0.7]
         q = rng.choice(QUESTION[fam].split("|")).format(
-            A=self.alias(binds["A"]), B=self.alias(binds["B"]), T=self.alias(binds["T"]),
-            asks=" and ".join(asks) or "anything I should know")
+            A=self.alias(binds["A"]),
+            B=self.alias(binds["B"]),
+            T=self.alias(binds["T"]),
+            asks=" and ".join(asks) or "anything I should know",
+        )
         query = self.event(q, "user_turn", user, 1, [])
         events.append(query)
         self.truth.gold[query["msg_id"]] = gold
         shown = rng.sample(gold, 1) if gold else []
-        extra = [(f"asset:{rng.choice(self.assets)}", rng.choice(["fee", "regime", "liquidity"])),
-                 (f"trader:{rng.choice(self.traders)}", rng.choice(["win_rate", "max_drawdown", "status"]))]
+        extra = [
+            (f"asset:{rng.choice(self.assets)}", rng.choice(["fee", "regime", "liquidity"])),
+            (
+                f"trader:{rng.choice(self.traders)}",
+                rng.choice(["win_rate", "max_drawdown", "status"]),
+            ),
+        ]
         for slot in [*shown, rng.choice(extra)]:
             if not slot[0].startswith("person:"):
                 events.append(self.state_event(slot))
         return Episode(r, fam, user, query["ts"], events, query["msg_id"])
 
     def stream(self):
-        """Yield (round, list of episodes-or-shock batches) in time order; shocks are Episode(family='shock')."""
+        """Yield (round, list of episodes-or-shock batches) in time order; shocks are
+        Episode(family='shock')."""
         shocked: list[tuple] = []
         for r in range(1, self.rounds + 1):
             batch = []

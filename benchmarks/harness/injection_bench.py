@@ -1,9 +1,11 @@
-"""Passive injection on a large graph: p50/p95 per event and the budget, vs a Kuzu-per-event baseline.
+"""Passive injection on a large graph: p50/p95 per event and the budget, vs a Kuzu-per-event
+baseline.
 
 Builds ``edges`` facts over assets, traders and risks in a real Kuzu file (bulk COPY), loads
 the cache once, then injects ``events`` generated queries. The side-by-side baseline runs
 the same neighbourhood as a Kuzu query per event (what a cache-less design would pay).
 """
+
 from __future__ import annotations
 
 import random
@@ -32,26 +34,65 @@ def run(edges: int = 100_000, events: int = 500, seed: int = 0, budget: int = 60
     rng = random.Random(seed)
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
     n_ent = max(50, edges // 50)
-    ents = [(f"asset:A{i}", f"A{i}", "asset") for i in range(n_ent // 2)] + \
-           [(f"trader:t{i}", f"@t{i}", "trader") for i in range(n_ent // 2)] + [(f"risk:r{i}", f"r{i}", "risk") for i in range(20)]
+    ents = (
+        [(f"asset:A{i}", f"A{i}", "asset") for i in range(n_ent // 2)]
+        + [(f"trader:t{i}", f"@t{i}", "trader") for i in range(n_ent // 2)]
+        + [(f"risk:r{i}", f"r{i}", "risk") for i in range(20)]
+    )
     with tempfile.TemporaryDirectory() as tmp:
         g = KuzuGraph(f"{tmp}/g.kuzu")
-        g.copy_nodes("Entity", pa.Table.from_pylist([{"entity_id": e, "group_id": "g", "name": n, "etype": t, "aliases": [n]}
-                                                     for e, n, t in ents], schema=ENTITY_SCHEMA))
+        g.copy_nodes(
+            "Entity",
+            pa.Table.from_pylist(
+                [
+                    {"entity_id": e, "group_id": "g", "name": n, "etype": t, "aliases": [n]}
+                    for e, n, t in ents
+                ],
+                schema=ENTITY_SCHEMA,
+            ),
+        )
         rows = []
         for i in range(edges):
             s = ents[rng.randrange(len(ents) - 20)]
             rel = rng.choice(RELS)
-            obj = ents[-rng.randrange(1, 21)][0] if rel == "exposed_to" else f"value:{rng.randint(1, 99)}%"
+            obj = (
+                ents[-rng.randrange(1, 21)][0]
+                if rel == "exposed_to"
+                else f"value:{rng.randint(1, 99)}%"
+            )
             t = t0 + timedelta(minutes=i)
-            rows.append(FactItem(f"f{i}", "g", s[0], rel, obj, f"{s[1]} {rel}", [f"m{i}"], t, t, t,
-                                 confidence=0.9, maturity=rng.choice(["candidate", "verified", "proven"]),
-                                 invalid_at=t if rng.random() < 0.2 else None).row())
+            rows.append(
+                FactItem(
+                    f"f{i}",
+                    "g",
+                    s[0],
+                    rel,
+                    obj,
+                    f"{s[1]} {rel}",
+                    [f"m{i}"],
+                    t,
+                    t,
+                    t,
+                    confidence=0.9,
+                    maturity=rng.choice(["candidate", "verified", "proven"]),
+                    invalid_at=t if rng.random() < 0.2 else None,
+                ).row()
+            )
         build = time.perf_counter()
         g.copy_nodes("Fact", pa.Table.from_pylist(rows, schema=EDGE_SCHEMA))
-        g.copy_rels("SUBJECT", pa.table({"from": [r["edge_id"] for r in rows], "to": [r["subject_id"] for r in rows]}), "Fact", "Entity")
+        g.copy_rels(
+            "SUBJECT",
+            pa.table({"from": [r["edge_id"] for r in rows], "to": [r["subject_id"] for r in rows]}),
+            "Fact",
+            "Entity",
+        )
         objs = [r for r in rows if not r["object_id"].startswith("value:")]
-        g.copy_rels("OBJECT", pa.table({"from": [r["edge_id"] for r in objs], "to": [r["object_id"] for r in objs]}), "Fact", "Entity")
+        g.copy_rels(
+            "OBJECT",
+            pa.table({"from": [r["edge_id"] for r in objs], "to": [r["object_id"] for r in objs]}),
+            "Fact",
+            "Entity",
+        )
         build = time.perf_counter() - build
         load = time.perf_counter()
         fg = FactGraph(g, "g").load(with_records=False)
@@ -59,13 +100,24 @@ def run(edges: int = 100_000, events: int = 500, seed: int = 0, budget: int = 60
         canon = Canonicalizer(group_id="g")
         canon.load([e.model_dump() for e in fg.entities.values()])
         inj = PassiveInjector(fg, canon, config=InjectConfig(budget=budget, record_use=False))
-        warm_s = inj.warm()  # MiniLM + exemplar vectors, once per process (a server's start-up cost)
+        warm_s = (
+            inj.warm()
+        )  # MiniLM + exemplar vectors, once per process (a server's start-up cost)
         now = t0 + timedelta(minutes=edges + 10)
         lat, over, toks = [], 0, []
         queries = []
         for _ in range(events):
-            a, b = ents[rng.randrange(n_ent // 2)][1], ents[n_ent // 2 + rng.randrange(n_ent // 2)][1]
-            queries.append((f"Prepare an order to buy {a}; should I copy {b}? fees and drawdown and liquidity?", [a, b]))
+            a, b = (
+                ents[rng.randrange(n_ent // 2)][1],
+                ents[n_ent // 2 + rng.randrange(n_ent // 2)][1],
+            )
+            queries.append(
+                (
+                    f"Prepare an order to buy {a}; should I copy {b}? fees and drawdown and "
+                    "liquidity?",
+                    [a, b],
+                )
+            )
         cpu = []
         for text, _ in queries:
             c0 = time.process_time()
@@ -74,12 +126,16 @@ def run(edges: int = 100_000, events: int = 500, seed: int = 0, budget: int = 60
             lat.append(wc.seconds * 1000)
             toks.append(wc.tokens)
             over += wc.tokens > budget
-        # requests without a cue word: the intent comes from the MiniLM prototypes (masked text memoised,
+        # requests without a cue word: the intent comes from the MiniLM prototypes (masked text
+        # memoised,
         # so only the first request of each shape pays an encode)
         shapes = ["{b} stats?", "is {b} copyable again?", "{a} looking ok?", "thoughts on {a} here"]
         plain = []
         for i in range(events):
-            a, b = ents[rng.randrange(n_ent // 2)][1], ents[n_ent // 2 + rng.randrange(n_ent // 2)][1]
+            a, b = (
+                ents[rng.randrange(n_ent // 2)][1],
+                ents[n_ent // 2 + rng.randrange(n_ent // 2)][1],
+            )
             plain.append(shapes[i % len(shapes)].format(a=a, b=b))
         lat_plain = []
         for text in plain:
@@ -88,8 +144,28 @@ def run(edges: int = 100_000, events: int = 500, seed: int = 0, budget: int = 60
             over += wc.tokens > budget
         # cue-less requests that are all different once masked: every one pays a MiniLM encode
         # (no memo hit), the worst case for a stream of new wordings
-        fresh_words = ["vibes", "story", "picture", "situation", "deal", "scoop", "lowdown", "angle", "take", "status quo",
-                       "rundown", "temperature", "mood", "setup", "state", "shape", "tone", "flavour", "pulse", "gist"]
+        fresh_words = [
+            "vibes",
+            "story",
+            "picture",
+            "situation",
+            "deal",
+            "scoop",
+            "lowdown",
+            "angle",
+            "take",
+            "status quo",
+            "rundown",
+            "temperature",
+            "mood",
+            "setup",
+            "state",
+            "shape",
+            "tone",
+            "flavour",
+            "pulse",
+            "gist",
+        ]
         lat_fresh = []
         for i in range(min(events, 100)):
             a = ents[rng.randrange(n_ent // 2)][1]
@@ -103,12 +179,24 @@ def run(edges: int = 100_000, events: int = 500, seed: int = 0, budget: int = 60
             kuzu_ms.append((time.perf_counter() - t_start) * 1000)
         g.close()
     p50 = statistics.median(lat)
-    return {"edges": edges, "events": events, "budget": budget, "p50_ms": round(p50, 3), "p95_ms": round(_pct(lat, 0.95), 3),
-            "p50_cpu_ms": round(statistics.median(cpu), 3),
-            "uncued_p50_ms": round(statistics.median(lat_plain), 3), "uncued_p95_ms": round(_pct(lat_plain, 0.95), 3),
-            "uncued_max_ms": round(max(lat_plain), 3), "uncued_shapes": len(shapes),
-            "uncued_new_wording_p50_ms": round(statistics.median(lat_fresh), 3),
-            "uncued_new_wording_p95_ms": round(_pct(lat_fresh, 0.95), 3), "classifier_warm_s": round(warm_s, 2),
-            "max_tokens": max(toks), "events_over_budget": over, "kuzu_build_s": round(build, 2),
-            "cache_load_s": round(load, 2), "baseline_kuzu_query_p50_ms": round(statistics.median(kuzu_ms), 3),
-            "speedup_vs_kuzu_per_event": round(statistics.median(kuzu_ms) / p50, 1)}
+    return {
+        "edges": edges,
+        "events": events,
+        "budget": budget,
+        "p50_ms": round(p50, 3),
+        "p95_ms": round(_pct(lat, 0.95), 3),
+        "p50_cpu_ms": round(statistics.median(cpu), 3),
+        "uncued_p50_ms": round(statistics.median(lat_plain), 3),
+        "uncued_p95_ms": round(_pct(lat_plain, 0.95), 3),
+        "uncued_max_ms": round(max(lat_plain), 3),
+        "uncued_shapes": len(shapes),
+        "uncued_new_wording_p50_ms": round(statistics.median(lat_fresh), 3),
+        "uncued_new_wording_p95_ms": round(_pct(lat_fresh, 0.95), 3),
+        "classifier_warm_s": round(warm_s, 2),
+        "max_tokens": max(toks),
+        "events_over_budget": over,
+        "kuzu_build_s": round(build, 2),
+        "cache_load_s": round(load, 2),
+        "baseline_kuzu_query_p50_ms": round(statistics.median(kuzu_ms), 3),
+        "speedup_vs_kuzu_per_event": round(statistics.median(kuzu_ms) / p50, 1),
+    }

@@ -14,6 +14,7 @@ labelled intent, and the ``(subject, relation)`` needs the injector treats as as
 
 Only the ``*_dev`` and ``*_dev2`` files may be used for tuning; ``*_test`` is for reporting.
 """
+
 from __future__ import annotations
 
 import json
@@ -58,8 +59,25 @@ def score_statements(rows: list[dict], classifier="default") -> dict:
     for r in rows:
         ts = _ts(r["ts"])
         for j, ctx in enumerate(r.get("context") or []):
-            x.extract(Event(f"{r['id']}-ctx{j}", ctx["content"], ctx["source"], ts, r["source_type"], r["trust_tier"]))
-        ev = Event(r["id"], r["content"], r["source"], ts, r["source_type"], r["trust_tier"], addressee=r.get("addressee"))
+            x.extract(
+                Event(
+                    f"{r['id']}-ctx{j}",
+                    ctx["content"],
+                    ctx["source"],
+                    ts,
+                    r["source_type"],
+                    r["trust_tier"],
+                )
+            )
+        ev = Event(
+            r["id"],
+            r["content"],
+            r["source"],
+            ts,
+            r["source_type"],
+            r["trust_tier"],
+            addressee=r.get("addressee"),
+        )
         got = Counter(_fact(c) for c in x.extract(ev))
         want = Counter((g["subject"], g["relation"], g["value"], g["op"]) for g in r["gold"])
         hit = got & want
@@ -70,15 +88,29 @@ def score_statements(rows: list[dict], classifier="default") -> dict:
             by_rel.setdefault(f[1], Counter())["gold"] += want[f]
             by_rel[f[1]]["hit"] += hit.get(f, 0)
         if got != want:
-            errors.append({"id": r["id"], "content": r["content"], "missed": sorted(map(str, want - got)),
-                           "extra": sorted(map(str, got - want))})
+            errors.append(
+                {
+                    "id": r["id"],
+                    "content": r["content"],
+                    "missed": sorted(map(str, want - got)),
+                    "extra": sorted(map(str, got - want)),
+                }
+            )
     prec = tp / max(1, tp + fp)
     rec = tp / max(1, tp + fn)
-    return {"statements": len(rows), "gold_facts": tp + fn, "extracted": tp + fp, "matched": tp,
-            "precision": round(prec, 4), "recall": round(rec, 4),
-            "f1": round(2 * prec * rec / max(1e-9, prec + rec), 4),
-            "recall_by_relation": {k: round(v["hit"] / max(1, v["gold"]), 3) for k, v in sorted(by_rel.items())},
-            "errors": errors}
+    return {
+        "statements": len(rows),
+        "gold_facts": tp + fn,
+        "extracted": tp + fp,
+        "matched": tp,
+        "precision": round(prec, 4),
+        "recall": round(rec, 4),
+        "f1": round(2 * prec * rec / max(1e-9, prec + rec), 4),
+        "recall_by_relation": {
+            k: round(v["hit"] / max(1, v["gold"]), 3) for k, v in sorted(by_rel.items())
+        },
+        "errors": errors,
+    }
 
 
 def score_requests(rows: list[dict], intents="default") -> dict:
@@ -96,7 +128,10 @@ def score_requests(rows: list[dict], intents="default") -> dict:
     errors = []
     for r in rows:
         d, ents = inj.read_request(r["content"])
-        need = {("self" if s == f"person:{r['user']}" else s, rel) for s, rel in inj.request_needs(d, ents, r["user"])}
+        need = {
+            ("self" if s == f"person:{r['user']}" else s, rel)
+            for s, rel in inj.request_needs(d, ents, r["user"])
+        }
         want = {(n["subject"], n["relation"]) for n in r["needs"]}
         ok += d.intent == r["intent"]
         covered += want <= need
@@ -104,21 +139,47 @@ def score_requests(rows: list[dict], intents="default") -> dict:
         fp += len(need - want)
         fn += len(want - need)
         if d.intent != r["intent"] or not want <= need:
-            errors.append({"id": r["id"], "content": r["content"], "intent": d.intent, "gold_intent": r["intent"],
-                           "missed": sorted(map(str, want - need))})
+            errors.append(
+                {
+                    "id": r["id"],
+                    "content": r["content"],
+                    "intent": d.intent,
+                    "gold_intent": r["intent"],
+                    "missed": sorted(map(str, want - need)),
+                }
+            )
     n = max(1, len(rows))
-    return {"requests": len(rows), "intent_accuracy": round(ok / n, 4), "needs_recall": round(tp / max(1, tp + fn), 4),
-            "needs_precision": round(tp / max(1, tp + fp), 4), "needs_covered": round(covered / n, 4), "errors": errors}
+    return {
+        "requests": len(rows),
+        "intent_accuracy": round(ok / n, 4),
+        "needs_recall": round(tp / max(1, tp + fn), 4),
+        "needs_precision": round(tp / max(1, tp + fp), 4),
+        "needs_covered": round(covered / n, 4),
+        "errors": errors,
+    }
 
 
-def run(data: Path | str = DATA, splits=("dev", "test"), classifier="default", intents="default",
-        with_errors: bool = False) -> dict:
-    """Scores per split: ``{"dev": {"statements": ..., "requests": ...}, "dev2": {...}, "test": {...}}``
+def run(
+    data: Path | str = DATA,
+    splits=("dev", "test"),
+    classifier="default",
+    intents="default",
+    with_errors: bool = False,
+) -> dict:
+    """Scores per split: ``{"dev": {"statements": ..., "requests": ...}, "dev2": {...}, "test":
+    {...}}``
     (``"dev"`` brings the second dev split ``dev2`` with it when its files are there)."""
     data = Path(data)
     out = {}
-    splits = tuple(s for sp in splits for s in ((sp, "dev2") if sp == "dev" and "dev2" not in splits
-                                                  and (data / "requests_dev2.jsonl").exists() else (sp,)))
+    splits = tuple(
+        s
+        for sp in splits
+        for s in (
+            (sp, "dev2")
+            if sp == "dev" and "dev2" not in splits and (data / "requests_dev2.jsonl").exists()
+            else (sp,)
+        )
+    )
     for split in splits:
         st = score_statements(_load(data / f"statements_{split}.jsonl"), classifier)
         rq = score_requests(_load(data / f"requests_{split}.jsonl"), intents)

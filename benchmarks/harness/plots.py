@@ -1,11 +1,13 @@
 """PNG plots: the quality-latency frontier and stale usage by round."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 
 def plot(report: dict, names, out_dir: Path, prefix: str = "") -> list[Path]:
-    """Two PNGs in ``out_dir``, named ``<prefix>frontier.png`` and ``<prefix>stale_by_round.png``."""
+    """Two PNGs in ``out_dir``, named ``<prefix>frontier.png`` and
+    ``<prefix>stale_by_round.png``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -28,8 +30,14 @@ def plot(report: dict, names, out_dir: Path, prefix: str = "") -> list[Path]:
     fig, ax = plt.subplots(figsize=(6, 4))
     for i, n in enumerate(names):  # distinct markers/widths: several baselines share the zero line
         rounds = sorted(report[n]["per_round"], key=int)
-        ax.plot([int(r) for r in rounds], [report[n]["per_round"][r]["stale_usage"] for r in rounds],
-                marker="os^Dvx"[i % 6], linewidth=3.0 if n == "InKH" else 1.2, markersize=9 - i, label=n)
+        ax.plot(
+            [int(r) for r in rounds],
+            [report[n]["per_round"][r]["stale_usage"] for r in rounds],
+            marker="os^Dvx"[i % 6],
+            linewidth=3.0 if n == "InKH" else 1.2,
+            markersize=9 - i,
+            label=n,
+        )
     ax.set_xlabel("round")
     ax.set_ylabel("stale-knowledge usage (share of episodes)")
     ax.set_xticks([1, 2, 3, 4])

@@ -7,6 +7,7 @@ After each workflow its events go through Detect -> Canonicalize -> extraction o
 candidates are upserted into both graphs (with and without write-time invalidation). At the
 end of a round both graphs are flushed to Kuzu and the caches reloaded from Kuzu.
 """
+
 from __future__ import annotations
 
 import random
@@ -37,7 +38,10 @@ def run_seed(seed: int, rounds: int = 4, episodes: int = 80, holdout: float = 0.
     rng = random.Random(10_000 + seed)
     with tempfile.TemporaryDirectory(prefix=f"inkh-{seed}-") as tmp:
         home = Home(tmp)
-        stores = {"InKH": home.open("inkh", writable=True), "KH-NoInv": home.open("noinv", writable=True)}
+        stores = {
+            "InKH": home.open("inkh", writable=True),
+            "KH-NoInv": home.open("noinv", writable=True),
+        }
         canon = Canonicalizer(group_id="bench")
         det = Detector(canon.lexicon, canon.alias_table)
         extractor = KnowledgeExtractor(canon, det)
@@ -47,52 +51,103 @@ def run_seed(seed: int, rounds: int = 4, episodes: int = 80, holdout: float = 0.
         try:
             for rnd, batch in gen.stream():
                 evs = [e for ep in batch for e in ep.events]
-                table = pa.Table.from_pylist([{**e, "reply_to": None} for e in evs], schema=MESSAGE_SCHEMA)
+                table = pa.Table.from_pylist(
+                    [{**e, "reply_to": None} for e in evs], schema=MESSAGE_SCHEMA
+                )
                 for s in stores.values():
-                    s.append_messages(table.set_column(1, "group_id", pa.array([s.group_id] * len(evs))))
+                    s.append_messages(
+                        table.set_column(1, "group_id", pa.array([s.group_id] * len(evs)))
+                    )
                 stored |= {e["msg_id"] for e in evs}
                 texts.update({e["msg_id"]: e for e in evs})
-                systems = [Injected("InKH", canon, facts["InKH"], det, True),
-                           Injected("KH-NoInv", canon, facts["KH-NoInv"], det, False),
-                           WikiWalk(det, canon, facts["KH-NoInv"]), SimpleMemory(det, stores["InKH"], texts),
-                           ToolAgent(det), ModelOnly(det)]
+                systems = [
+                    Injected("InKH", canon, facts["InKH"], det, True),
+                    Injected("KH-NoInv", canon, facts["KH-NoInv"], det, False),
+                    WikiWalk(det, canon, facts["KH-NoInv"]),
+                    SimpleMemory(det, stores["InKH"], texts),
+                    ToolAgent(det),
+                    ModelOnly(det),
+                ]
                 for ep in batch:
                     if ep.qid:
                         q = next(e for e in ep.events if e["msg_id"] == ep.qid)
-                        tools = [e for e in ep.events if e["source_type"] == "tool_observation" and e["ts"] > q["ts"]]
+                        tools = [
+                            e
+                            for e in ep.events
+                            if e["source_type"] == "tool_observation" and e["ts"] > q["ts"]
+                        ]
                         for sysm in systems:
                             t0 = time.perf_counter()
                             lines, tokens, steps = sysm.context(q, tools)
                             ms = (time.perf_counter() - t0) * 1000
                             sc = score(sysm.name, lines, gen.truth, ep.qid, q["ts"], stored)
                             tokens += count_tokens(q["text"])  # the question itself
-                            rows.append({"seed": seed, "round": rnd, "family": ep.family, "baseline": sysm.name,
-                                         "quality": quality(sysm.name, rnd, sc, rng), "stale_usage": sc["stale"],
-                                         "context_precision": sc["precision"], "traceability": sc["traceability"],
-                                         "tokens": tokens, "retrieval_ms": ms,
-                                         "latency_ms": ms + modelled_latency_ms(tokens, steps), "hits": sc["hits"]})
+                            rows.append(
+                                {
+                                    "seed": seed,
+                                    "round": rnd,
+                                    "family": ep.family,
+                                    "baseline": sysm.name,
+                                    "quality": quality(sysm.name, rnd, sc, rng),
+                                    "stale_usage": sc["stale"],
+                                    "context_precision": sc["precision"],
+                                    "traceability": sc["traceability"],
+                                    "tokens": tokens,
+                                    "retrieval_ms": ms,
+                                    "latency_ms": ms + modelled_latency_ms(tokens, steps),
+                                    "hits": sc["hits"],
+                                }
+                            )
                     cands = []
                     for e in ep.events:  # background extraction after the workflow completes
-                        cands += extractor.extract(Event(e["msg_id"], e["text"], e["speaker"], e["ts"],
-                                                         e["source_type"], e["trust_tier"]))
+                        cands += extractor.extract(
+                            Event(
+                                e["msg_id"],
+                                e["text"],
+                                e["speaker"],
+                                e["ts"],
+                                e["source_type"],
+                                e["trust_tier"],
+                            )
+                        )
                     for k, fg in facts.items():
-                        upsert_facts(fg, cands, ep.events[-1]["ts"], UpsertConfig(invalidation=(k == "InKH")))
+                        upsert_facts(
+                            fg, cands, ep.events[-1]["ts"], UpsertConfig(invalidation=(k == "InKH"))
+                        )
                 end = batch[-1].events[-1]["ts"]
                 for k, fg in facts.items():
                     recompute(fg, end)
                     fg.put_entities(canon.to_records())
                     fg.flush()
-                    facts[k] = FactGraph(stores[k].graph, stores[k].group_id).load(with_records=False)
+                    facts[k] = FactGraph(stores[k].graph, stores[k].group_id).load(
+                        with_records=False
+                    )
             inv = sum(1 for i in facts["InKH"].items.values() if i.invalid_at is not None)
             # diagnostic: share of the generator's statements the extractor turned into a fact
             # (ids are compared by their normalised key: the generator's names are its own)
-            found = {(m, norm(i.subject_id), i.relation, i.value) for i in facts["InKH"].items.values() for m in i.evidence_ids}
-            stated = [(m, norm(slot[0]), slot[1], v) for m, sts in gen.truth.statements.items() for slot, v in sts]
+            found = {
+                (m, norm(i.subject_id), i.relation, i.value)
+                for i in facts["InKH"].items.values()
+                for m in i.evidence_ids
+            }
+            stated = [
+                (m, norm(slot[0]), slot[1], v)
+                for m, sts in gen.truth.statements.items()
+                for slot, v in sts
+            ]
             recall = sum(1 for x in stated if x in found) / max(1, len(stated))
-            rows.append({"seed": seed, "baseline": "_inventory", "facts_inkh": len(facts["InKH"].items),
-                         "facts_noinv": len(facts["KH-NoInv"].items), "invalidated_inkh": inv,
-                         "merges": len(canon.merge_log), "entities": len(canon.entities),
-                         "extraction_recall": recall})
+            rows.append(
+                {
+                    "seed": seed,
+                    "baseline": "_inventory",
+                    "facts_inkh": len(facts["InKH"].items),
+                    "facts_noinv": len(facts["KH-NoInv"].items),
+                    "invalidated_inkh": inv,
+                    "merges": len(canon.merge_log),
+                    "entities": len(canon.entities),
+                    "extraction_recall": recall,
+                }
+            )
         finally:
             for s in stores.values():
                 s.close()

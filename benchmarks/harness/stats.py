@@ -1,4 +1,5 @@
 """Seed-level statistics: 95% bootstrap CIs over seed means and paired Wilcoxon tests."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,7 +17,8 @@ def bootstrap_ci(values, resamples: int = 3000, seed: int = 0) -> list[float]:
 
 
 def paired_wilcoxon(a, b) -> float | None:
-    """Two-sided p of the Wilcoxon signed-rank test on paired seed means (None if all equal or n<2)."""
+    """Two-sided p of the Wilcoxon signed-rank test on paired seed means (None if all equal or
+    n<2)."""
     d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     if len(d) < 2 or np.allclose(d, 0):
         return None

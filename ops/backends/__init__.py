@@ -3,6 +3,7 @@
 ``make_backend(kind, **cfg)`` builds ``openai``, ``transformers`` or ``onnx`` backends
 (heavy libraries are imported only for the kind asked for).
 """
+
 from .base import ChatBackend, ChatResult, ScriptedChat
 from .errors import (
     BackendConfigError,

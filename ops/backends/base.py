@@ -4,6 +4,7 @@
 Real backends (``openai``, ``transformers``, ``onnx``) live in sibling modules and import
 their heavy libraries lazily. :class:`ScriptedChat` replays canned replies for tests.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence

@@ -5,6 +5,7 @@ Configuration problems (no API key, no model folder, a 401/404 from the endpoint
 (retries exhausted, a refused request, a malformed reply) raise the other subclasses of
 :class:`BackendError`; the chat Writer reports those per segment instead of stopping.
 """
+
 from __future__ import annotations
 
 

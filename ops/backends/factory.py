@@ -15,6 +15,7 @@ torch nor onnxruntime. Unknown settings are refused with the list of valid ones.
 >>> make_backend("scripted", replies=['{"actions": []}']).chat([]).text
 '{"actions": []}'
 """
+
 from __future__ import annotations
 
 import importlib
@@ -37,7 +38,8 @@ def backend_class(kind: str) -> type:
     """The class implementing ``kind`` (imports its module)."""
     if kind not in BACKENDS:
         raise BackendConfigError(
-            f"unknown chat backend {kind!r}; choose one of {sorted(BACKENDS) + ['scripted']}")
+            f"unknown chat backend {kind!r}; choose one of {sorted(BACKENDS) + ['scripted']}"
+        )
     module, cls = BACKENDS[kind]
     return getattr(importlib.import_module(f"{__package__}.{module}"), cls)
 
@@ -60,6 +62,6 @@ def make_backend(kind: str, **cfg: Any) -> ChatBackend:
         fields = sorted(config_cls.model_fields)
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise BackendConfigError(
-            f"{kind} backend settings: {problems} (valid settings: {fields})") from None
+            f"{kind} backend settings: {problems} (valid settings: {fields})"
+        ) from None
     return cls(config)
-

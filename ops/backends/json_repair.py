@@ -20,6 +20,7 @@ a memory Writer needs around it:
 >>> repair_json("no json here").error
 'no JSON object or array found in the model output'
 """
+
 from __future__ import annotations
 
 import json
@@ -137,8 +138,10 @@ def _repair_at(body: str, repairs: list[str]) -> tuple[RepairResult, int]:
         if end is None:  # cut off: keep the complete elements only
             closed = close_truncated(body)
             if closed is None:
-                return RepairResult(error="unrepairable JSON: cut off before any complete element",
-                                    repairs=tuple(applied)), 0
+                return RepairResult(
+                    error="unrepairable JSON: cut off before any complete element",
+                    repairs=tuple(applied),
+                ), 0
             applied.append("truncated")
             segment, span = closed, len(body)
         else:
@@ -149,16 +152,23 @@ def _repair_at(body: str, repairs: list[str]) -> tuple[RepairResult, int]:
         else:  # trailing or missing commas, single quotes, Python literals ...: the library
             value = json_repair.loads(segment)
             applied.append("syntax")
-            if not isinstance(value, dict | list) or value in ({}, []) and not re.fullmatch(
-                    r"[\[{]\s*[\]}]", segment.strip()):
-                return RepairResult(error=f"unrepairable JSON: {segment[:60]!r}", repairs=tuple(applied)), 0
+            if (
+                not isinstance(value, dict | list)
+                or value in ({}, [])
+                and not re.fullmatch(r"[\[{]\s*[\]}]", segment.strip())
+            ):
+                return RepairResult(
+                    error=f"unrepairable JSON: {segment[:60]!r}", repairs=tuple(applied)
+                ), 0
     else:
         value, span = decoded
     if body[span:].strip():
         applied.append("trailing_prose")
     if not isinstance(value, dict | list):
-        return RepairResult(error=f"top-level JSON value is a {type(value).__name__}, "
-                                  "expected an object or array", repairs=tuple(applied)), 0
+        return RepairResult(
+            error=f"top-level JSON value is a {type(value).__name__}, expected an object or array",
+            repairs=tuple(applied),
+        ), 0
     return RepairResult(value=value, repairs=tuple(applied)), span
 
 
@@ -182,8 +192,9 @@ def repair_json(text: str | None) -> RepairResult:
     body, repairs = strip_wrappers(text)
     starts = [i for i, ch in enumerate(body) if ch in "{["][:MAX_STARTS]
     if not starts:
-        return RepairResult(error="no JSON object or array found in the model output",
-                            repairs=tuple(repairs))
+        return RepairResult(
+            error="no JSON object or array found in the model output", repairs=tuple(repairs)
+        )
     best: tuple[RepairResult, int] | None = None
     first_failure: RepairResult | None = None
     for start in starts:

@@ -5,6 +5,7 @@ Hugging Face ``generate`` loop (greedy at temperature 0, otherwise sampling with
 ``top_p``; KV cache on), decode the new tokens and count prompt and completion tokens.
 Subclasses only say how to load the model and where its inputs must live.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -42,8 +43,9 @@ def resolve_device(device: str) -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
-        raise BackendConfigError("device='cuda' was asked for, but torch sees no CUDA device; "
-                                 "use device='auto' or 'cpu'")
+        raise BackendConfigError(
+            "device='cuda' was asked for, but torch sees no CUDA device; use device='auto' or 'cpu'"
+        )
     return device
 
 
@@ -67,14 +69,16 @@ class LocalChatBackend:
         folder = Path(config.model_dir)
         if not (folder / self.marker[0]).is_file():
             raise BackendConfigError(
-                f"{self.name} backend: {folder} has no {self.marker[0]}; {self.marker[1]}")
+                f"{self.name} backend: {folder} has no {self.marker[0]}; {self.marker[1]}"
+            )
         from transformers import AutoTokenizer
 
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         if not self.tokenizer.chat_template:
             raise BackendConfigError(
                 f"{self.name} backend: the tokenizer in {folder} has no chat template; use a "
-                "chat/instruct model folder (or set tokenizer.chat_template and save it)")
+                "chat/instruct model folder (or set tokenizer.chat_template and save it)"
+            )
         self.device = self._resolve_device(config.device)
         self.model = self._load_model(folder)
         if config.seed is not None:  # once, so calls differ but a run repeats exactly
@@ -94,7 +98,8 @@ class LocalChatBackend:
     def render(self, messages: Sequence[ChatMessage]) -> str:
         """The prompt text for ``messages`` (chat template, generation prompt appended)."""
         return self.tokenizer.apply_chat_template(
-            list(messages), tokenize=False, add_generation_prompt=True)
+            list(messages), tokenize=False, add_generation_prompt=True
+        )
 
     def chat(
         self,
@@ -113,11 +118,15 @@ class LocalChatBackend:
         if limit and n_prompt >= limit:
             raise BackendRequestError(
                 f"{self.name} backend: the prompt has {n_prompt} tokens but the model takes at "
-                f"most {limit}; use smaller segments (window) or a longer-context model")
+                f"most {limit}; use smaller segments (window) or a longer-context model"
+            )
         gen: dict[str, Any] = {
             "max_new_tokens": max(1, min(max_tokens, (limit or 10**9) - n_prompt)),
-            "pad_token_id": (self.tokenizer.pad_token_id if self.tokenizer.pad_token_id
-                             is not None else self.tokenizer.eos_token_id),
+            "pad_token_id": (
+                self.tokenizer.pad_token_id
+                if self.tokenizer.pad_token_id is not None
+                else self.tokenizer.eos_token_id
+            ),
             "eos_token_id": self.tokenizer.eos_token_id,
             "use_cache": True,
         }

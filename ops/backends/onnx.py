@@ -6,6 +6,7 @@ config and tokenizer side by side). ``device="auto"`` uses onnxruntime's
 else the CPU provider. Generation goes through optimum's ``ORTModelForCausalLM``, which
 feeds the past key/values back each step.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,7 +26,8 @@ def pick_provider(device: str) -> str:
     if device == "cuda":
         raise BackendConfigError(
             f"onnx backend: device='cuda' but onnxruntime offers only {available}; install "
-            "onnxruntime-gpu (matching your CUDA) or use device='auto'")
+            "onnxruntime-gpu (matching your CUDA) or use device='auto'"
+        )
     return "CPUExecutionProvider"
 
 
@@ -34,8 +36,11 @@ class OnnxChat(LocalChatBackend):
 
     name = "onnx"
     Config = LocalModelConfig
-    marker = ("model.onnx", "export one first: speakerflow.training.onnx_export.export_onnx("
-                            "model_dir, out_dir) or `speakerflow train export-onnx`")
+    marker = (
+        "model.onnx",
+        "export one first: speakerflow.training.onnx_export.export_onnx("
+        "model_dir, out_dir) or `speakerflow train export-onnx`",
+    )
 
     def _resolve_device(self, device: str) -> str:
         self.provider = pick_provider(device)

@@ -20,6 +20,7 @@ connections) are retried ``max_retries`` times by the SDK; the wait before retry
 ``backoff_s * 2**n`` capped at ``backoff_max_s``, or the server's ``Retry-After`` within
 the same cap.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,8 +43,11 @@ BASE_URL_ENV = ("SPEAKERFLOW_OPENAI_BASE_URL", "OPENAI_BASE_URL")
 MODEL_ENV = ("SPEAKERFLOW_OPENAI_MODEL", "OPENAI_MODEL")
 API_KEY_ENV = ("SPEAKERFLOW_OPENAI_API_KEY", "OPENAI_API_KEY")
 RETRY_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))  # what the SDK retries
-CONFIG_STATUS = {401: "the API key was refused", 403: "the API key may not use this model",
-                 404: "the URL or model name is wrong"}
+CONFIG_STATUS = {
+    401: "the API key was refused",
+    403: "the API key may not use this model",
+    404: "the URL or model name is wrong",
+}
 
 
 class OpenAIConfig(BaseModel):
@@ -100,17 +104,22 @@ class OpenAIChat:
         self.config = OpenAIConfig(**{**base_cfg, **overrides})
         base = (self.config.base_url or _first_env(BASE_URL_ENV) or DEFAULT_BASE_URL).rstrip("/")
         if not base.startswith(("http://", "https://")):
-            raise BackendConfigError(f"openai backend: base URL {base!r} must start with http:// "
-                                     "or https:// (set base_url or $SPEAKERFLOW_OPENAI_BASE_URL)")
+            raise BackendConfigError(
+                f"openai backend: base URL {base!r} must start with http:// "
+                "or https:// (set base_url or $SPEAKERFLOW_OPENAI_BASE_URL)"
+            )
         self.base_url = base
         self.model = self.config.model or _first_env(MODEL_ENV)
         if not self.model:
-            raise BackendConfigError("openai backend: no model name; pass model=... or set "
-                                     "$SPEAKERFLOW_OPENAI_MODEL")
+            raise BackendConfigError(
+                "openai backend: no model name; pass model=... or set $SPEAKERFLOW_OPENAI_MODEL"
+            )
         self._key = _first_env(API_KEY_ENV)
         if self._key is None and base == DEFAULT_BASE_URL:
-            raise BackendConfigError("openai backend: api.openai.com needs a key; set "
-                                     "$SPEAKERFLOW_OPENAI_API_KEY (or $OPENAI_API_KEY)")
+            raise BackendConfigError(
+                "openai backend: api.openai.com needs a key; set "
+                "$SPEAKERFLOW_OPENAI_API_KEY (or $OPENAI_API_KEY)"
+            )
         self.retries = 0
         self._sdk = None
 
@@ -125,8 +134,11 @@ class OpenAIChat:
         temperature: float = 0.0,
     ) -> ChatResult:
         """One completion for ``messages``; tokens from ``usage`` (else estimated)."""
-        body: dict[str, Any] = {"model": self.model, "messages": list(messages),
-                                self.config.max_tokens_field: max_tokens}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": list(messages),
+            self.config.max_tokens_field: max_tokens,
+        }
         if self.config.send_temperature:
             body["temperature"] = temperature
         body.update(self.config.extra_body)
@@ -141,7 +153,8 @@ class OpenAIChat:
         except (KeyError, IndexError, TypeError, AttributeError):
             raise BackendResponseError(
                 f"openai backend: {self.base_url}/chat/completions answered without "
-                f"choices[0].message: {json.dumps(reply)[:300]}") from None
+                f"choices[0].message: {json.dumps(reply)[:300]}"
+            ) from None
         usage = reply.get("usage") or {}
         prompt = usage.get("prompt_tokens")
         completion = usage.get("completion_tokens")
@@ -158,7 +171,7 @@ class OpenAIChat:
                 return min(cap, max(0.0, float(retry_after)))
             except ValueError:
                 pass  # an HTTP date: fall back to the exponential schedule
-        return min(cap, self.config.backoff_s * (2 ** attempt))
+        return min(cap, self.config.backoff_s * (2**attempt))
 
     def _client(self):
         """The SDK client (built once): its pool, timeout and retries; our backoff schedule."""
@@ -168,14 +181,20 @@ class OpenAIChat:
             backend = self
 
             class Client(openai.OpenAI):
-                def _calculate_retry_timeout(self, remaining_retries, options, response_headers=None):
+                def _calculate_retry_timeout(
+                    self, remaining_retries, options, response_headers=None
+                ):
                     attempt = options.get_max_retries(self.max_retries) - remaining_retries
                     backend.retries += 1
                     headers = response_headers or {}
                     return backend._delay(attempt, headers.get("retry-after"))
 
-            self._sdk = Client(api_key=self._key or "no-key", base_url=self.base_url,
-                               timeout=self.config.timeout_s, max_retries=self.config.max_retries)
+            self._sdk = Client(
+                api_key=self._key or "no-key",
+                base_url=self.base_url,
+                timeout=self.config.timeout_s,
+                max_retries=self.config.max_retries,
+            )
         return self._sdk
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -188,15 +207,20 @@ class OpenAIChat:
             headers["Authorization"] = openai.Omit()  # a local server without keys: send none
         tries = self.config.max_retries + 1
         try:
-            resp = self._client().post(path, cast_to=httpx2.Response, body=body, options={"headers": headers})
+            resp = self._client().post(
+                path, cast_to=httpx2.Response, body=body, options={"headers": headers}
+            )
         except openai.APIStatusError as exc:
             status, detail = exc.status_code, exc.response.text[:300]
             if status in CONFIG_STATUS:
                 raise BackendConfigError(
                     f"openai backend: {url} -> HTTP {status}: {CONFIG_STATUS[status]} "
-                    f"(model {self.model!r}): {detail}") from None
+                    f"(model {self.model!r}): {detail}"
+                ) from None
             if status not in RETRY_STATUS:
-                raise BackendRequestError(f"openai backend: {url} -> HTTP {status}: {detail}") from None
+                raise BackendRequestError(
+                    f"openai backend: {url} -> HTTP {status}: {detail}"
+                ) from None
             last = f"HTTP {status}: {detail}"
         except openai.APITimeoutError:
             last = f"timed out after {self.config.timeout_s:g} s"
@@ -207,7 +231,9 @@ class OpenAIChat:
                 return resp.json()
             except (json.JSONDecodeError, UnicodeDecodeError):
                 raise BackendResponseError(
-                    f"openai backend: {url} answered with non-JSON: {resp.content[:200]!r}") from None
+                    f"openai backend: {url} answered with non-JSON: {resp.content[:200]!r}"
+                ) from None
         raise BackendUnavailableError(
             f"openai backend: {url} failed {tries} time(s); last error: {last}. Is the server up? "
-            "(base URL from base_url / $SPEAKERFLOW_OPENAI_BASE_URL)")
+            "(base URL from base_url / $SPEAKERFLOW_OPENAI_BASE_URL)"
+        )

@@ -7,6 +7,7 @@ import time.
 >>> chat = TransformersChat(model_dir="path/to/Qwen2.5-3B-Instruct")   # doctest: +SKIP
 >>> chat.chat([{"role": "user", "content": "Say hi"}], max_tokens=8).text  # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 from pathlib import Path

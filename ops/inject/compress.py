@@ -7,6 +7,7 @@ over-counts slightly against BPE tokenisers on prose and is exact for budgeting 
 A line reads ``<subject> <relation>: <value> [<maturity>, since <date>, u=<utility>] {ev: id, id}``;
 items of the same slot and value are merged into one line with the union of their evidence.
 """
+
 from __future__ import annotations
 
 import re
@@ -45,14 +46,32 @@ def short_name(entity_id: str, names: dict) -> str:
 def render(item, utility: float, names: dict, max_evidence: int = 3) -> ContextLine:
     """The compressed line of one item."""
     ev = item.evidence_ids[-max_evidence:]
-    value = short_name(item.value, names) if ":" in item.value and not item.object_id.startswith("value:") else item.value
-    text = (f"{short_name(item.subject_id, names)} {item.relation.replace('_', ' ')}: {value} "
-            f"[{item.maturity}, since {item.valid_at:%Y-%m-%d}, u={utility:.2f}] {{ev: {', '.join(ev)}}}")
-    return ContextLine(text, list(ev), "knowledge", [item.edge_id], item.maturity, item.valid_at, item.invalid_at,
-                       utility, count_tokens(text))
+    value = (
+        short_name(item.value, names)
+        if ":" in item.value and not item.object_id.startswith("value:")
+        else item.value
+    )
+    text = (
+        f"{short_name(item.subject_id, names)} {item.relation.replace('_', ' ')}: {value} "
+        f"[{item.maturity}, since {item.valid_at:%Y-%m-%d}, u={utility:.2f}] {{ev: "
+        f"{', '.join(ev)}}}"
+    )
+    return ContextLine(
+        text,
+        list(ev),
+        "knowledge",
+        [item.edge_id],
+        item.maturity,
+        item.valid_at,
+        item.invalid_at,
+        utility,
+        count_tokens(text),
+    )
 
 
-def compress(scored: list[tuple[float, Any]], names: dict, limit: int | None = None) -> list[ContextLine]:
+def compress(
+    scored: list[tuple[float, Any]], names: dict, limit: int | None = None
+) -> list[ContextLine]:
     """Render (utility, item) pairs sorted best first, merging items of the same slot and value;
     stops after ``limit`` distinct lines (TopB never takes more than it needs)."""
     out: dict[tuple, ContextLine] = {}

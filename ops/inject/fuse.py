@@ -5,15 +5,25 @@ own observations, each citing its event id) come first; knowledge fills the rest
 budget. State lines that would overflow the budget are dropped newest-last, so
 ``|C_t| <= B`` always holds.
 """
+
 from __future__ import annotations
 
 from .compress import ContextLine, count_tokens
 from .topb import top_b
 
 
-def header(user: str | None, intent: str, risk: str, entities: list[str], market: dict[str, str] | None = None) -> ContextLine:
+def header(
+    user: str | None,
+    intent: str,
+    risk: str,
+    entities: list[str],
+    market: dict[str, str] | None = None,
+) -> ContextLine:
     """User state U, intent, risk class R, active entities and market state M (current regimes)."""
-    text = f"user: {user or 'anonymous'} | intent: {intent} | risk: {risk} | entities: {', '.join(entities) or '-'}"
+    text = (
+        f"user: {user or 'anonymous'} | intent: {intent} | risk: {risk} | entities: "
+        f"{', '.join(entities) or '-'}"
+    )
     if market:
         text += " | market: " + ", ".join(f"{e.split(':', 1)[-1]} {v}" for e, v in market.items())
     return ContextLine(text, [], "header", tokens=count_tokens(text))
@@ -24,8 +34,13 @@ def state_line(text: str, evidence_id: str) -> ContextLine:
     return ContextLine(line, [evidence_id], "state", tokens=count_tokens(line))
 
 
-def fuse(head: ContextLine, state: list[ContextLine], knowledge: list[ContextLine], budget: int,
-         max_items: int = 16) -> list[ContextLine]:
+def fuse(
+    head: ContextLine,
+    state: list[ContextLine],
+    knowledge: list[ContextLine],
+    budget: int,
+    max_items: int = 16,
+) -> list[ContextLine]:
     """Header + state + TopB(knowledge) within ``budget`` tokens."""
     out, used = [], 0
     for line in (head, *state):

@@ -22,6 +22,7 @@ request of every event, so later steps find the fact objects behind ``edge_id``)
 The knowledge read is the group's (``ctx.store``), with SpeakerMem record heads, loaded once
 per run (:func:`~speakerflow.ops.group_state.knowledge_of`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -47,18 +48,36 @@ STATE_KEY = "inject"
 TS = pa.timestamp("us", tz="UTC")
 CANDIDATE_SCHEMA = pa.schema([("event", pa.int64()), ("pos", pa.int64()), ("edge_id", pa.string())])
 SCORED_SCHEMA = CANDIDATE_SCHEMA.append(pa.field("utility", pa.float64()))
-#: One line of a working context (a :class:`~speakerflow.ops.inject.compress.ContextLine`) of event ``event``.
-LINE_SCHEMA = pa.schema([
-    ("event", pa.int64()), ("text", pa.string()), ("kind", pa.string()), ("tokens", pa.int64()),
-    ("utility", pa.float64()), ("evidence_ids", pa.list_(pa.string())), ("edge_ids", pa.list_(pa.string())),
-    ("maturity", pa.string()), ("valid_at", TS), ("invalid_at", TS),
-])
+#: One line of a working context (a :class:`~speakerflow.ops.inject.compress.ContextLine`) of event
+#: ``event``.
+LINE_SCHEMA = pa.schema(
+    [
+        ("event", pa.int64()),
+        ("text", pa.string()),
+        ("kind", pa.string()),
+        ("tokens", pa.int64()),
+        ("utility", pa.float64()),
+        ("evidence_ids", pa.list_(pa.string())),
+        ("edge_ids", pa.list_(pa.string())),
+        ("maturity", pa.string()),
+        ("valid_at", TS),
+        ("invalid_at", TS),
+    ]
+)
 #: What ``Fuse`` (and ``Inject``) give each event.
-CONTEXT_SCHEMA = pa.schema([
-    ("event", pa.int64()), ("context", pa.string()), ("context_tokens", pa.int64()), ("intent", pa.string()),
-    ("risk", pa.string()), ("entities", pa.list_(pa.string())), ("evidence_ids", pa.list_(pa.string())),
-    ("edge_ids", pa.list_(pa.string())), ("knowledge_lines", pa.int64()),
-])
+CONTEXT_SCHEMA = pa.schema(
+    [
+        ("event", pa.int64()),
+        ("context", pa.string()),
+        ("context_tokens", pa.int64()),
+        ("intent", pa.string()),
+        ("risk", pa.string()),
+        ("entities", pa.list_(pa.string())),
+        ("evidence_ids", pa.list_(pa.string())),
+        ("edge_ids", pa.list_(pa.string())),
+        ("knowledge_lines", pa.int64()),
+    ]
+)
 
 
 class InjectOpConfig(OperatorConfig):
@@ -115,18 +134,41 @@ def inject_run(ctx: Context, config: InjectOpConfig | None = None) -> InjectRun:
 
 
 def _lines_table(per_event: list[tuple[int, list[ContextLine]]]) -> pa.Table:
-    rows = [{"event": ev, "text": ln.text, "kind": ln.kind, "tokens": ln.tokens, "utility": ln.utility,
-             "evidence_ids": list(ln.evidence_ids), "edge_ids": list(ln.edge_ids), "maturity": ln.maturity,
-             "valid_at": ln.valid_at, "invalid_at": ln.invalid_at} for ev, lines in per_event for ln in lines]
+    rows = [
+        {
+            "event": ev,
+            "text": ln.text,
+            "kind": ln.kind,
+            "tokens": ln.tokens,
+            "utility": ln.utility,
+            "evidence_ids": list(ln.evidence_ids),
+            "edge_ids": list(ln.edge_ids),
+            "maturity": ln.maturity,
+            "valid_at": ln.valid_at,
+            "invalid_at": ln.invalid_at,
+        }
+        for ev, lines in per_event
+        for ln in lines
+    ]
     return pa.Table.from_pylist(rows, schema=LINE_SCHEMA)
 
 
 def _lines_by_event(table: pa.Table) -> dict[int, list[ContextLine]]:
     out: dict[int, list[ContextLine]] = {}
     for r in table.select(LINE_SCHEMA.names).to_pylist():
-        out.setdefault(r["event"], []).append(ContextLine(
-            r["text"], list(r["evidence_ids"] or []), r["kind"], list(r["edge_ids"] or []), r["maturity"],
-            r["valid_at"], r["invalid_at"], r["utility"], r["tokens"]))
+        out.setdefault(r["event"], []).append(
+            ContextLine(
+                r["text"],
+                list(r["evidence_ids"] or []),
+                r["kind"],
+                list(r["edge_ids"] or []),
+                r["maturity"],
+                r["valid_at"],
+                r["invalid_at"],
+                r["utility"],
+                r["tokens"],
+            )
+        )
     return out
 
 
@@ -147,9 +189,15 @@ class Retrieve(Operator):
         run = inject_run(ctx, self.config)
         inj, facts = run.injector, run.injector.facts
         cfg = inj.config
-        users = table["user"].to_pylist() if "user" in table.column_names else [self.config.user] * table.num_rows
+        users = (
+            table["user"].to_pylist()
+            if "user" in table.column_names
+            else [self.config.user] * table.num_rows
+        )
         rows: list[dict[str, Any]] = []
-        for text, ts, user in zip(table["text"].to_pylist(), table["ts"].to_pylist(), users, strict=True):
+        for text, ts, user in zip(
+            table["text"].to_pylist(), table["ts"].to_pylist(), users, strict=True
+        ):
             now = _aware(ts)
             det, ents = inj.read_request(text or "")
             req = Request(text or "", now, user, det, ents)
@@ -206,29 +254,59 @@ class Score(Operator):
             aspects = set(det.aspects)
             if user and det.intent in ACTION_INTENTS:
                 aspects |= OWNER_CONSTRAINTS
-            focus = frozenset(req.ents) if not getattr(det, "cued", True) and not det.aspects else frozenset()
+            focus = (
+                frozenset(req.ents)
+                if not getattr(det, "cued", True) and not det.aspects
+                else frozenset()
+            )
             regimes: dict[str, str | None] = {}
             scored: list[tuple[float, int]] = []
             for pos in positions:
                 k = req.pool[pos]
                 reg = None
                 if k.regime_tag:
-                    reg = regimes[k.subject_id] if k.subject_id in regimes else \
-                        regimes.setdefault(k.subject_id, facts.regime(k.subject_id, now))
+                    reg = (
+                        regimes[k.subject_id]
+                        if k.subject_id in regimes
+                        else regimes.setdefault(k.subject_id, facts.regime(k.subject_id, now))
+                    )
                 fresh = time_decay(k, now)
                 if cfg.govern:
-                    if not gov.allow(effective_confidence(k, now, reg, fresh=fresh), k.maturity, k.scope, det.risk, user):
+                    if not gov.allow(
+                        effective_confidence(k, now, reg, fresh=fresh),
+                        k.maturity,
+                        k.scope,
+                        det.risk,
+                        user,
+                    ):
                         continue
                 elif k.scope not in gov.overlay(user):
                     continue
-                own = k.relation in OWNER_CONSTRAINTS and user and k.subject_id == f"person:{user}" \
+                own = (
+                    k.relation in OWNER_CONSTRAINTS
+                    and user
+                    and k.subject_id == f"person:{user}"
                     and det.intent in ACTION_INTENTS
-                u = util.score(k, mentioned, aspects if own else det.aspects, det.intent, now, reg, words, fresh, focus)
+                )
+                u = util.score(
+                    k,
+                    mentioned,
+                    aspects if own else det.aspects,
+                    det.intent,
+                    now,
+                    reg,
+                    words,
+                    fresh,
+                    focus,
+                )
                 if u >= min_u:
                     scored.append((u, pos))
             scored.sort(key=lambda p: -p[0])
             req.counts["admitted"] = len(scored)
-            rows += [{"event": ev, "pos": pos, "edge_id": req.pool[pos].edge_id, "utility": u} for u, pos in scored]
+            rows += [
+                {"event": ev, "pos": pos, "edge_id": req.pool[pos].edge_id, "utility": u}
+                for u, pos in scored
+            ]
         self.stats.bump("admitted", len(rows))
         for reason, n in gov.refused.items():
             self.stats.bump(f"refused_{reason}", n - refused_before.get(reason, 0))
@@ -248,11 +326,19 @@ class Compress(Operator):
         run = inject_run(ctx)
         inj = run.injector
         by_event: dict[int, list[tuple[float, FactItem]]] = {}
-        for ev, pos, u in zip(table["event"].to_pylist(), table["pos"].to_pylist(), table["utility"].to_pylist(),
-                              strict=True):
+        for ev, pos, u in zip(
+            table["event"].to_pylist(),
+            table["pos"].to_pylist(),
+            table["utility"].to_pylist(),
+            strict=True,
+        ):
             by_event.setdefault(ev, []).append((u, run.requests[ev].pool[pos]))
-        return _lines_table([(ev, compress(scored, inj.facts.entities, limit=inj.config.max_items + 4))
-                             for ev, scored in by_event.items()])
+        return _lines_table(
+            [
+                (ev, compress(scored, inj.facts.entities, limit=inj.config.max_items + 4))
+                for ev, scored in by_event.items()
+            ]
+        )
 
 
 @register
@@ -303,11 +389,19 @@ class Fuse(Operator):
                 inj._record_use(lines)
             knowledge = [ln for ln in lines if ln.kind == "knowledge"]
             req.counts["injected"] = len(knowledge)
-            rows.append({"event": ev, "context": "\n".join(ln.text for ln in lines),
-                         "context_tokens": sum(ln.tokens for ln in lines), "intent": req.det.intent,
-                         "risk": req.det.risk, "entities": list(req.ents),
-                         "evidence_ids": list(dict.fromkeys(e for ln in lines for e in ln.evidence_ids)),
-                         "edge_ids": [e for ln in knowledge for e in ln.edge_ids], "knowledge_lines": len(knowledge)})
+            rows.append(
+                {
+                    "event": ev,
+                    "context": "\n".join(ln.text for ln in lines),
+                    "context_tokens": sum(ln.tokens for ln in lines),
+                    "intent": req.det.intent,
+                    "risk": req.det.risk,
+                    "entities": list(req.ents),
+                    "evidence_ids": list(dict.fromkeys(e for ln in lines for e in ln.evidence_ids)),
+                    "edge_ids": [e for ln in knowledge for e in ln.edge_ids],
+                    "knowledge_lines": len(knowledge),
+                }
+            )
         self.stats.bump("injected", sum(r["knowledge_lines"] for r in rows))
         return pa.Table.from_pylist(rows, schema=CONTEXT_SCHEMA)
 
@@ -332,8 +426,12 @@ class Inject(Operator):
     config: InjectOpConfig
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
-        sub = Context(store=ctx.store, backends=ctx.backends, clock=ctx.clock,
-                      state={k: v for k, v in ctx.state.items() if k != STATE_KEY})
+        sub = Context(
+            store=ctx.store,
+            backends=ctx.backends,
+            clock=ctx.clock,
+            state={k: v for k, v in ctx.state.items() if k != STATE_KEY},
+        )
         out = table
         for step in (steps := inject_steps(self.config)):
             out = step(out, sub)

@@ -5,6 +5,7 @@ remove invalidated (skipped for KH-NoInv) -> governance (risk class, user overla
 utility -> Compress -> TopB under the budget -> Fuse. Nothing here touches Kuzu, so the
 per-event cost is dict lookups plus scoring at most ``pool`` candidates.
 """
+
 from __future__ import annotations
 
 import time
@@ -64,27 +65,49 @@ class WorkingContext:
 
     def as_dict(self) -> dict:
         return {
-            "tokens": self.tokens, "intent": self.detection.intent, "risk": self.detection.risk,
-            "entities": self.entities, "counts": self.counts, "ms": round(self.seconds * 1000, 3),
-            "lines": [{"text": ln.text, "kind": ln.kind, "evidence_ids": ln.evidence_ids, "maturity": ln.maturity,
-                       "valid_at": ln.valid_at, "invalid_at": ln.invalid_at, "utility": round(ln.utility, 4),
-                       "edge_ids": ln.edge_ids} for ln in self.lines],
+            "tokens": self.tokens,
+            "intent": self.detection.intent,
+            "risk": self.detection.risk,
+            "entities": self.entities,
+            "counts": self.counts,
+            "ms": round(self.seconds * 1000, 3),
+            "lines": [
+                {
+                    "text": ln.text,
+                    "kind": ln.kind,
+                    "evidence_ids": ln.evidence_ids,
+                    "maturity": ln.maturity,
+                    "valid_at": ln.valid_at,
+                    "invalid_at": ln.invalid_at,
+                    "utility": round(ln.utility, 4),
+                    "edge_ids": ln.edge_ids,
+                }
+                for ln in self.lines
+            ],
         }
 
 
 class PassiveInjector:
     """Build working contexts from one group's cached graph."""
 
-    def __init__(self, facts: FactGraph, canon: Canonicalizer, detector: Detector | None = None,
-                 governance: Governance | None = None, utility: UtilityScorer | None = None,
-                 config: InjectConfig | None = None, intents="default"):
+    def __init__(
+        self,
+        facts: FactGraph,
+        canon: Canonicalizer,
+        detector: Detector | None = None,
+        governance: Governance | None = None,
+        utility: UtilityScorer | None = None,
+        config: InjectConfig | None = None,
+        intents="default",
+    ):
         self.facts = facts
         self.canon = canon
         self.detector = detector or Detector(canon.lexicon, canon.alias_table)
         self.governance = governance or Governance()
         self.utility = utility or UtilityScorer()
         self.config = config or InjectConfig()
-        #: nearest-prototype intent classifier for requests no cue word decides (None: cue words only)
+        #: nearest-prototype intent classifier for requests no cue word decides (None: cue words
+        #: only)
         self.intents = intent_classifier() if intents == "default" else intents
 
     def warm(self) -> float:
@@ -115,7 +138,9 @@ class PassiveInjector:
             # the classifier decides among the families the named entity types allow
             det.cued = False
             self._classify(det, text, allowed, keep=True)
-        elif not det.cued and det.aspects:  # a question about one relation: the family its kind belongs to
+        elif (
+            not det.cued and det.aspects
+        ):  # a question about one relation: the family its kind belongs to
             kinds = {k for r in RELATIONS if r.name in det.aspects for k in r.kind}
             if kinds <= {"track_record"}:
                 det.intent = "copy_trading_evaluation"
@@ -130,7 +155,9 @@ class PassiveInjector:
             self._classify(det, text, allowed if ents else (*INTENT_SUBJECTS, "other"))
         return det, ents
 
-    def _classify(self, det: Detection, text: str, labels: tuple[str, ...], keep: bool = False) -> None:
+    def _classify(
+        self, det: Detection, text: str, labels: tuple[str, ...], keep: bool = False
+    ) -> None:
         """Set ``det.intent`` to the nearest intent among ``labels`` (at or above the threshold);
         ``keep``: leave the intent as it is when nothing reaches the threshold."""
         if self.intents is None or not labels:
@@ -144,13 +171,23 @@ class PassiveInjector:
         if det.intent in BASE_RISK:
             det.risk = "high" if det.risk == "high" else BASE_RISK[det.intent]
 
-    def request_needs(self, det: Detection, ents: list[str], user: str | None) -> set[tuple[str, str]]:
+    def request_needs(
+        self, det: Detection, ents: list[str], user: str | None
+    ) -> set[tuple[str, str]]:
         """The (subject, relation) pairs this injector treats as asked for: the relations the
         request names or its intent needs, for the named entities of the right type; the asker's
-        own constraints for an action; every relation of a named entity when nothing else is asked."""
-        etype = {e: (self.canon.entities[e].etype if e in self.canon.entities else e.split(":", 1)[0]) for e in ents}
+        own constraints for an action; every relation of a named entity when nothing else is asked."""  # noqa: E501
+        etype = {
+            e: (self.canon.entities[e].etype if e in self.canon.entities else e.split(":", 1)[0])
+            for e in ents
+        }
         wanted = set(det.aspects) | set(self.utility.config.intent_profile.get(det.intent, ()))
-        out = {(e, r.name) for e in ents for r in RELATIONS if r.name in wanted and r.subject == etype[e]}
+        out = {
+            (e, r.name)
+            for e in ents
+            for r in RELATIONS
+            if r.name in wanted and r.subject == etype[e]
+        }
         if not getattr(det, "cued", True) and not det.aspects:
             out |= {(e, r.name) for e in ents for r in RELATIONS if r.subject == etype[e]}
         if user and det.intent in ACTION_INTENTS:
@@ -159,8 +196,9 @@ class PassiveInjector:
             out |= {(f"person:{user}", r) for r in det.aspects if r in OWNER_CONSTRAINTS}
         return out
 
-    def inject(self, text: str, now: datetime, user: str | None = None,
-               state: Sequence[ContextLine] = ()) -> WorkingContext:
+    def inject(
+        self, text: str, now: datetime, user: str | None = None, state: Sequence[ContextLine] = ()
+    ) -> WorkingContext:
         """The working context for an event with ``text`` at time ``now`` for ``user`` (the world as
         of ``now``: facts and evidence known by then, the market state then)."""
         t0 = time.perf_counter()
@@ -170,7 +208,9 @@ class PassiveInjector:
         pool = self.facts.neighbourhood(seeds, cfg.hops, cfg.pool, at=now)
         counts = {"neighbourhood": len(pool)}
         facts = self.facts
-        current = facts.horizon is None or now >= facts.horizon  # nothing known after now: the current view
+        current = (
+            facts.horizon is None or now >= facts.horizon
+        )  # nothing known after now: the current view
         if cfg.remove_invalidated:
             if current:
                 pool = [k for k in pool if k.invalid_at is None or k.invalid_at > now]
@@ -178,7 +218,9 @@ class PassiveInjector:
                 pool = [v for k in pool if (v := facts.as_of(k, now)) is not None]
         elif not current:  # KH-NoInv: every fact known by now, invalidated or not
             pool = [k for k in pool if facts.known_span(k)[0] <= now]
-        if facts.rumours:  # a rumour (tier 3) never stands beside first-hand knowledge of the same slot
+        if (
+            facts.rumours
+        ):  # a rumour (tier 3) never stands beside first-hand knowledge of the same slot
             firsthand = {k.slot for k in pool if k.trust_tier < 3}
             pool = [k for k in pool if k.trust_tier < 3 or k.slot not in firsthand]
         counts["valid"] = len(pool)
@@ -186,25 +228,43 @@ class PassiveInjector:
         words = frozenset(query_terms(text))
         aspects = set(det.aspects)
         if user and det.intent in ACTION_INTENTS:
-            aspects |= OWNER_CONSTRAINTS  # the asker's constraints apply to any action (scope keeps them theirs)
-        focus = frozenset(ents) if not getattr(det, "cued", True) and not det.aspects else frozenset()
+            # the asker's constraints apply to any action (scope keeps them theirs)
+            aspects |= OWNER_CONSTRAINTS
+        focus = (
+            frozenset(ents) if not getattr(det, "cued", True) and not det.aspects else frozenset()
+        )
         scored = []
         gov, util = self.governance, self.utility
         min_u = util.config.min_utility
         regimes: dict[str, str | None] = {}
         for k in pool:
-            # the current regime (first-hand, as of now) matters only for items that carry a regime tag
+            # the current regime (first-hand, as of now) matters only for items that carry a regime
+            # tag
             reg = None
             if k.regime_tag:
-                reg = regimes[k.subject_id] if k.subject_id in regimes else \
-                    regimes.setdefault(k.subject_id, facts.regime(k.subject_id, now))
+                reg = (
+                    regimes[k.subject_id]
+                    if k.subject_id in regimes
+                    else regimes.setdefault(k.subject_id, facts.regime(k.subject_id, now))
+                )
             fresh = time_decay(k, now)  # shared by c_eff (governance) and Fresh (utility)
             if cfg.govern:
-                if not gov.allow(effective_confidence(k, now, reg, fresh=fresh), k.maturity, k.scope, det.risk, user):
+                if not gov.allow(
+                    effective_confidence(k, now, reg, fresh=fresh),
+                    k.maturity,
+                    k.scope,
+                    det.risk,
+                    user,
+                ):
                     continue
             elif k.scope not in gov.overlay(user):
                 continue
-            if k.relation in OWNER_CONSTRAINTS and user and k.subject_id == f"person:{user}" and det.intent in ACTION_INTENTS:
+            if (
+                k.relation in OWNER_CONSTRAINTS
+                and user
+                and k.subject_id == f"person:{user}"
+                and det.intent in ACTION_INTENTS
+            ):
                 u = util.score(k, mentioned, aspects, det.intent, now, reg, words, fresh, focus)
             else:
                 u = util.score(k, mentioned, det.aspects, det.intent, now, reg, words, fresh, focus)
@@ -213,8 +273,13 @@ class PassiveInjector:
         counts["admitted"] = len(scored)
         scored.sort(key=lambda p: -p[0])
         market = {e: r for e in ents if (r := facts.regime(e, now))}
-        lines = fuse(header(user, det.intent, det.risk, ents, market), list(state), compress(scored, self.facts.entities, limit=cfg.max_items + 4),
-                     cfg.budget, cfg.max_items)
+        lines = fuse(
+            header(user, det.intent, det.risk, ents, market),
+            list(state),
+            compress(scored, self.facts.entities, limit=cfg.max_items + 4),
+            cfg.budget,
+            cfg.max_items,
+        )
         if cfg.record_use:
             self._record_use(lines)
         tokens = sum(ln.tokens for ln in lines)
@@ -229,4 +294,3 @@ class PassiveInjector:
                 k.utility = (k.utility * k.reuse_count + ln.utility) / (k.reuse_count + 1)
                 k.reuse_count += 1
                 self.facts.touch(eid)
-

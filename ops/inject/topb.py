@@ -1,4 +1,5 @@
 """TopB: the highest-utility lines that fit a token budget (greedy by utility, then skip-fit)."""
+
 from __future__ import annotations
 
 from .compress import ContextLine
@@ -13,7 +14,7 @@ def top_b(lines: list[ContextLine], budget: int, max_items: int = 16) -> list[Co
     ...       ContextLine("c", [], utility=0.1, tokens=3)]
     >>> [x.text for x in top_b(ls, budget=9)]
     ['a', 'c']
-    """
+    """  # noqa: E501
     out: list[ContextLine] = []
     used = 0
     for line in sorted(lines, key=lambda x: -x.utility):

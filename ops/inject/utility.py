@@ -1,6 +1,7 @@
 """Utility s_t(k) of a candidate item for one event (the paper's weighted sum).
 
-``s = a_rel Rel + a_str Struct + a_mat Mat + a_fresh Fresh + a_reg Regime + a_trust Trust - a_noise Noise``
+``s = a_rel Rel + a_str Struct + a_mat Mat + a_fresh Fresh + a_reg Regime + a_trust Trust - a_noise
+Noise``
 
 * Rel: 1 if the event asks about the item's relation (an *aspect*: "fees", "drawdown"),
   ``intent_weight`` if the relation is in the intent's profile, else ``other_weight``; at
@@ -16,6 +17,7 @@
 
 All values are in [0, 1]; weights are configurable.
 """
+
 from __future__ import annotations
 
 import math
@@ -66,11 +68,21 @@ class UtilityScorer:
     def overlap(self, item, event_terms: frozenset[str]) -> float:
         words = self._words.get(item.edge_id)
         if words is None:
-            words = self._words[item.edge_id] = frozenset(query_terms(f"{item.relation.replace('_', ' ')} {item.description}"))
+            words = self._words[item.edge_id] = frozenset(
+                query_terms(f"{item.relation.replace('_', ' ')} {item.description}")
+            )
         return len(words & event_terms) / len(words) if words else 0.0
 
-    def terms(self, item, mentioned: set[str], aspects: set[str], intent: str, now: datetime,
-              regime_now: str | None, event_terms: frozenset[str] = frozenset()) -> dict[str, float]:
+    def terms(
+        self,
+        item,
+        mentioned: set[str],
+        aspects: set[str],
+        intent: str,
+        now: datetime,
+        regime_now: str | None,
+        event_terms: frozenset[str] = frozenset(),
+    ) -> dict[str, float]:
         """The seven terms (each 0-1) for one item."""
         cfg = self.config
         if item.relation in aspects:
@@ -81,20 +93,35 @@ class UtilityScorer:
             rel = cfg.other_weight
         if rel < 1.0 and event_terms:
             rel = max(rel, self.overlap(item, event_terms))
-        struct = 1.0 if item.subject_id in mentioned else 0.7 if item.object_id in mentioned else 0.4
+        struct = (
+            1.0 if item.subject_id in mentioned else 0.7 if item.object_id in mentioned else 0.4
+        )
         lam = self._lam.get(item.relation)
         if lam is None:
             lam = self._lam[item.relation] = math.log(2) / half_life(item.relation)
         days = max(0.0, (now - (item.last_validated or item.valid_at)).total_seconds() / DAY)
         return {
-            "rel": rel, "struct": struct, "mat": MAT_SCORE[item.maturity], "fresh": math.exp(-lam * days),
+            "rel": rel,
+            "struct": struct,
+            "mat": MAT_SCORE[item.maturity],
+            "fresh": math.exp(-lam * days),
             "regime": math.exp(-cfg.gamma * regime_distance(item.regime_tag, regime_now)),
             "trust": TRUST_SCORE.get(item.trust_tier, 0.4),
             "noise": max(0.0, (cfg.noise_floor - item.confidence) / cfg.noise_floor),
         }
 
-    def score(self, item, mentioned, aspects, intent, now, regime_now, event_terms=frozenset(),
-              fresh: float | None = None, focus: frozenset[str] = frozenset()) -> float:
+    def score(
+        self,
+        item,
+        mentioned,
+        aspects,
+        intent,
+        now,
+        regime_now,
+        event_terms=frozenset(),
+        fresh: float | None = None,
+        focus: frozenset[str] = frozenset(),
+    ) -> float:
         """The weighted sum of :meth:`terms` (same arithmetic, without building the dict);
         ``fresh`` reuses the time decay already computed for governance; ``focus``: entities
         the event names without asking anything specific (their items get ``focus_weight``)."""
@@ -102,15 +129,36 @@ class UtilityScorer:
         if item.relation in aspects:
             rel = 1.0
         else:
-            rel = c.intent_weight if item.relation in c.intent_profile.get(intent, ()) else c.other_weight
+            rel = (
+                c.intent_weight
+                if item.relation in c.intent_profile.get(intent, ())
+                else c.other_weight
+            )
             if event_terms:
                 rel = max(rel, self.overlap(item, event_terms))
             if focus and item.subject_id in focus:
                 rel = max(rel, c.focus_weight)
-        struct = 1.0 if item.subject_id in mentioned else 0.7 if item.object_id in mentioned else 0.4
+        struct = (
+            1.0 if item.subject_id in mentioned else 0.7 if item.object_id in mentioned else 0.4
+        )
         if fresh is None:
             fresh = time_decay(item, now)
-        regime = 1.0 if not item.regime_tag or not regime_now or item.regime_tag == regime_now else math.exp(-c.gamma)
-        noise = (c.noise_floor - item.confidence) / c.noise_floor if item.confidence < c.noise_floor else 0.0
-        return (c.rel * rel + c.struct * struct + c.mat * MAT_SCORE[item.maturity] + c.fresh * fresh
-                + c.regime * regime + c.trust * TRUST_SCORE.get(item.trust_tier, 0.4) - c.noise * noise)
+        regime = (
+            1.0
+            if not item.regime_tag or not regime_now or item.regime_tag == regime_now
+            else math.exp(-c.gamma)
+        )
+        noise = (
+            (c.noise_floor - item.confidence) / c.noise_floor
+            if item.confidence < c.noise_floor
+            else 0.0
+        )
+        return (
+            c.rel * rel
+            + c.struct * struct
+            + c.mat * MAT_SCORE[item.maturity]
+            + c.fresh * fresh
+            + c.regime * regime
+            + c.trust * TRUST_SCORE.get(item.trust_tier, 0.4)
+            - c.noise * noise
+        )

@@ -4,6 +4,7 @@ Every loader reads the whole file and validates every row before anything is wri
 so a malformed file raises :class:`LoadError` (file, line or record, field) and leaves the
 store exactly as it was.
 """
+
 from .common import FORMATS, LoadError, WrongFormatError, load
 
 __all__ = ["FORMATS", "LoadError", "load", "WrongFormatError"]

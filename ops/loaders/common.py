@@ -1,4 +1,5 @@
 """Shared loader plumbing: errors that name the place, and format dispatch."""
+
 from __future__ import annotations
 
 import json
@@ -51,8 +52,10 @@ def _loads(text: str, path: Path, lineno: int | None = None) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         line = lineno if lineno is not None else exc.lineno
-        raise LoadError(f"{path}: line {line}, column {exc.colno}: invalid JSON ({exc.msg})"
-                        + ("" if lineno is not None else "; is the file truncated?")) from None
+        raise LoadError(
+            f"{path}: line {line}, column {exc.colno}: invalid JSON ({exc.msg})"
+            + ("" if lineno is not None else "; is the file truncated?")
+        ) from None
     except RecursionError:
         line = lineno if lineno is not None else _deep_line(text)
         raise LoadError(f"{path}: line {line}: JSON nested too deeply to read (refused)") from None
@@ -84,7 +87,7 @@ def _decode(raw: bytes, path: Path, line_offset: int = 0) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = line_offset + raw[:exc.start].count(b"\n") + 1
+        line = line_offset + raw[: exc.start].count(b"\n") + 1
         where = f"{path}: line {line}"
         try:
             obj = json.loads(raw.decode("utf-8", errors="surrogateescape"))
@@ -92,8 +95,10 @@ def _decode(raw: bytes, path: Path, line_offset: int = 0) -> str:
         except (json.JSONDecodeError, RecursionError):
             at = None
         field_txt = f"field '{at}' " if at else ""
-        raise LoadError(f"{where}: {field_txt}is not UTF-8 text (byte 0x{raw[exc.start]:02x}); "
-                        "re-encode the file as UTF-8") from None
+        raise LoadError(
+            f"{where}: {field_txt}is not UTF-8 text (byte 0x{raw[exc.start]:02x}); "
+            "re-encode the file as UTF-8"
+        ) from None
 
 
 def read_json(path: Path) -> Any:
@@ -109,7 +114,9 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 continue
             obj = _loads(_decode(raw, path, lineno - 1), path, lineno)
             if not isinstance(obj, dict):
-                raise LoadError(f"{path}: line {lineno}: expected a JSON object, got {type(obj).__name__}")
+                raise LoadError(
+                    f"{path}: line {lineno}: expected a JSON object, got {type(obj).__name__}"
+                )
             yield lineno, obj
 
 
@@ -120,23 +127,37 @@ def _parse_ts(value: Any, where: str, require_zone: bool) -> Any:
         try:
             ts = datetime.fromisoformat(value.strip())
         except ValueError:
-            raise LoadError(f"{where}: field 'ts' is {value[:60]!r}, not an ISO-8601 time "
-                            "(e.g. 2026-05-01T10:00:00Z)") from None
+            raise LoadError(
+                f"{where}: field 'ts' is {value[:60]!r}, not an ISO-8601 time "
+                "(e.g. 2026-05-01T10:00:00Z)"
+            ) from None
     else:
-        raise LoadError(f"{where}: field 'ts' should be an ISO-8601 text time (e.g. 2026-05-01T10:00:00Z), "
-                        f"got {type(value).__name__}")
+        raise LoadError(
+            f"{where}: field 'ts' should be an ISO-8601 text time (e.g. 2026-05-01T10:00:00Z), "
+            f"got {type(value).__name__}"
+        )
     if ts.tzinfo is None:
         if require_zone:
-            raise LoadError(f"{where}: field 'ts' is {str(value)[:60]!r} without a time zone; "
-                            "write Z or +00:00 (times are stored in UTC)")
+            raise LoadError(
+                f"{where}: field 'ts' is {str(value)[:60]!r} without a time zone; "
+                "write Z or +00:00 (times are stored in UTC)"
+            )
         ts = ts.replace(tzinfo=UTC)
     if not TS_MIN <= ts <= TS_MAX:
-        raise LoadError(f"{where}: field 'ts' is {ts.isoformat()}, outside {TS_MIN.year}-{TS_MAX.year}")
+        raise LoadError(
+            f"{where}: field 'ts' is {ts.isoformat()}, outside {TS_MIN.year}-{TS_MAX.year}"
+        )
     return ts
 
 
-def check_rows(rows: list[dict[str, Any]], where: str, row_names: Sequence[int | str] | None = None,
-               unit: str = "line", group: str | None = None, require_zone: bool = False) -> list[dict[str, Any]]:
+def check_rows(
+    rows: list[dict[str, Any]],
+    where: str,
+    row_names: Sequence[int | str] | None = None,
+    unit: str = "line",
+    group: str | None = None,
+    require_zone: bool = False,
+) -> list[dict[str, Any]]:
     """Refuse hostile rows before schema validation; returns the rows (``ts`` parsed).
 
     Checks, naming the row and field: group id usable as a folder name (and equal to
@@ -153,20 +174,30 @@ def check_rows(rows: list[dict[str, Any]], where: str, row_names: Sequence[int |
         at = f"{where}: {unit} {row_names[i] if row_names is not None else i}"
         gid = row.get("group_id")
         if group is not None and gid != group:
-            raise LoadError(f"{at}: field 'group_id' is {str(gid)[:60]!r} but the input is for group {group!r}; "
-                            "an input may not write another group")
+            raise LoadError(
+                f"{at}: field 'group_id' is {str(gid)[:60]!r} but the input is for group "
+                f"{group!r}; "
+                "an input may not write another group"
+            )
         if isinstance(gid, str):
             try:
                 check_group_id(gid)
             except StoreError as exc:
                 raise LoadError(f"{at}: field 'group_id': {exc}") from None
-        for name, limit in (("msg_id", MAX_NAME), ("speaker", MAX_NAME), ("session_id", MAX_NAME), ("text", MAX_TEXT)):
+        for name, limit in (
+            ("msg_id", MAX_NAME),
+            ("speaker", MAX_NAME),
+            ("session_id", MAX_NAME),
+            ("text", MAX_TEXT),
+        ):
             value = row.get(name)
             if isinstance(value, str):
                 if "\x00" in value:
                     raise LoadError(f"{at}: field '{name}' contains a NUL character (refused)")
                 if len(value) > limit:
-                    raise LoadError(f"{at}: field '{name}' is {len(value):,} characters; the limit is {limit:,}")
+                    raise LoadError(
+                        f"{at}: field '{name}' is {len(value):,} characters; the limit is {limit:,}"
+                    )
                 if name != "text" and not value.strip():
                     raise LoadError(f"{at}: field '{name}' is empty")
         if "ts" in row and row["ts"] is not None:
@@ -175,7 +206,10 @@ def check_rows(rows: list[dict[str, Any]], where: str, row_names: Sequence[int |
         if isinstance(mid, str):
             prev = seen.get(mid)
             if prev is not None and prev[1] != row.get("text"):
-                raise LoadError(f"{at}: field 'msg_id' {mid[:60]!r} repeats {unit} {prev[0]} with different text")
+                raise LoadError(
+                    f"{at}: field 'msg_id' {mid[:60]!r} repeats {unit} {prev[0]} with different "
+                    "text"
+                )
             seen.setdefault(mid, (row_names[i] if row_names is not None else i, row.get("text")))
     return rows
 
@@ -186,13 +220,21 @@ def field(obj: dict[str, Any], name: str, where: str, kind: type | tuple[type, .
         raise LoadError(f"{where}: field '{name}' is missing")
     value = obj[name]
     if not isinstance(value, kind):
-        raise LoadError(f"{where}: field '{name}' should be {getattr(kind, '__name__', kind)}, "
-                        f"got {type(value).__name__}")
+        raise LoadError(
+            f"{where}: field '{name}' should be {getattr(kind, '__name__', kind)}, "
+            f"got {type(value).__name__}"
+        )
     return value
 
 
-def to_message_table(rows: list[dict[str, Any]], where: str, row_names: Sequence[int | str] | None = None,
-                     unit: str = "line", group: str | None = None, require_zone: bool = False) -> pa.Table:
+def to_message_table(
+    rows: list[dict[str, Any]],
+    where: str,
+    row_names: Sequence[int | str] | None = None,
+    unit: str = "line",
+    group: str | None = None,
+    require_zone: bool = False,
+) -> pa.Table:
     """Check rows (:func:`check_rows`), validate them as :class:`Message` and return an
     Arrow table; errors name the row and the field."""
     check_rows(rows, where, row_names, unit, group, require_zone)
@@ -230,7 +272,11 @@ def load(path: str | Path, fmt: str, group: str | None = None) -> Loaded:
     path = Path(path)
     if not path.exists():
         raise LoadError(f"{path}: no such file or folder")
-    files = sorted(p for p in path.iterdir() if p.suffix in (".json", ".jsonl")) if path.is_dir() else [path]
+    files = (
+        sorted(p for p in path.iterdir() if p.suffix in (".json", ".jsonl"))
+        if path.is_dir()
+        else [path]
+    )
     out: Loaded = []
     for f in files:
         try:

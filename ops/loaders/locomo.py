@@ -5,6 +5,7 @@ so that time order equals dialogue order. Image turns keep their caption in the 
 (``[shares a photo: ...]``), as the speaker's listeners saw it. The generated summaries
 and observations are never read: they are not memory input.
 """
+
 from __future__ import annotations
 
 import re
@@ -23,7 +24,9 @@ def parse_locomo_time(text: str, where: str) -> datetime:
     try:
         return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
     except ValueError:
-        raise LoadError(f"{where}: cannot read date-time {text!r} (expected '1:56 pm on 8 May, 2023')") from None
+        raise LoadError(
+            f"{where}: cannot read date-time {text!r} (expected '1:56 pm on 8 May, 2023')"
+        ) from None
 
 
 @loader("locomo")
@@ -49,7 +52,10 @@ def load_locomo(path: Path, group: str | None = None) -> Loaded:
             turns = body[key]
             if not isinstance(turns, list):
                 raise LoadError(f"{where}: field 'conversation.{key}' should be a list")
-            start = parse_locomo_time(field(body, f"{key}_date_time", where), f"{where}: field 'conversation.{key}_date_time'")
+            start = parse_locomo_time(
+                field(body, f"{key}_date_time", where),
+                f"{where}: field 'conversation.{key}_date_time'",
+            )
             for ti, turn in enumerate(turns):
                 twhere = f"{where} {key}[{ti}]"
                 if not isinstance(turn, dict):
@@ -57,11 +63,18 @@ def load_locomo(path: Path, group: str | None = None) -> Loaded:
                 text = field(turn, "text", twhere)
                 if turn.get("blip_caption"):
                     text = f"{text} [shares a photo: {turn['blip_caption']}]"
-                rows.append({
-                    "msg_id": field(turn, "dia_id", twhere), "group_id": gid, "session_id": f"S{num}",
-                    "turn": ti, "ts": start + timedelta(minutes=ti), "speaker": field(turn, "speaker", twhere),
-                    "text": text, "source_ref": f"{path.name}#{gid}/{turn['dia_id']}",
-                })
+                rows.append(
+                    {
+                        "msg_id": field(turn, "dia_id", twhere),
+                        "group_id": gid,
+                        "session_id": f"S{num}",
+                        "turn": ti,
+                        "ts": start + timedelta(minutes=ti),
+                        "speaker": field(turn, "speaker", twhere),
+                        "text": text,
+                        "source_ref": f"{path.name}#{gid}/{turn['dia_id']}",
+                    }
+                )
                 names.append(f"conversation.{key}[{ti}]")
         if not rows:
             raise LoadError(f"{where}: conversation has no sessions")

@@ -5,6 +5,7 @@ A network has ``speakers``, ``sessions`` (each with ``turns``: ``turn`` id, ``sp
 ``meta.network_id`` (else the file name without ``social_``). Files without ``sessions``
 (Writer trajectories) are refused with a clear message.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,7 +32,9 @@ def network_id(data: dict, path: Path) -> str:
 def load_socialmem(path: Path, group: str | None = None) -> Loaded:
     data = read_json(path)
     if not isinstance(data, dict) or "sessions" not in data:
-        raise WrongFormatError(f"{path}: not a SocialMemBench network (field 'sessions' is missing)")
+        raise WrongFormatError(
+            f"{path}: not a SocialMemBench network (field 'sessions' is missing)"
+        )
     gid = group or network_id(data, path)
     rows = []
     names = []
@@ -45,12 +48,19 @@ def load_socialmem(path: Path, group: str | None = None) -> Loaded:
             if not isinstance(turn, dict):
                 raise LoadError(f"{twhere}: expected an object")
             names.append(f"sessions[{si}].turns[{ti}]")
-            rows.append({
-                "msg_id": field(turn, "turn", twhere), "group_id": gid, "session_id": sid, "turn": ti,
-                "ts": field(turn, "ts", twhere), "speaker": field(turn, "speaker", twhere),
-                "text": field(turn, "content", twhere), "reply_to": turn.get("reply_to") or None,
-                "source_ref": turn.get("speaker_id"),
-            })
+            rows.append(
+                {
+                    "msg_id": field(turn, "turn", twhere),
+                    "group_id": gid,
+                    "session_id": sid,
+                    "turn": ti,
+                    "ts": field(turn, "ts", twhere),
+                    "speaker": field(turn, "speaker", twhere),
+                    "text": field(turn, "content", twhere),
+                    "reply_to": turn.get("reply_to") or None,
+                    "source_ref": turn.get("speaker_id"),
+                }
+            )
     if not rows:
         raise LoadError(f"{path}: network has no turns")
     return [(gid, to_message_table(rows, str(path), names, unit="at"))]

@@ -4,6 +4,7 @@
 Every backend, rule-based or model-based, goes through the same ``Validate`` operator
 before anything touches the store: model output is never trusted.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

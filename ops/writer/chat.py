@@ -16,6 +16,7 @@ errors (no model folder, no key) raise at construction.
 >>> out.actions, out.parse_error, out.model_calls
 ([{'action': 'NOOP'}], None, 1)
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -99,20 +100,24 @@ class ChatWriter:
 
     def _budget(self, segment: Segment) -> int:
         cfg = self.config
-        return min(cfg.max_tokens_cap, max(cfg.max_tokens, cfg.tokens_per_action * segment.max_actions))
+        return min(
+            cfg.max_tokens_cap, max(cfg.max_tokens, cfg.tokens_per_action * segment.max_actions)
+        )
 
     def propose(self, segment: Segment) -> WriterOutput:
         """Ask the model once for ``segment``; never raises on bad output (see module doc)."""
         messages = build_writer_messages(segment, max_heads=self.config.max_heads)
         try:
             result = self.backend.chat(
-                messages, max_tokens=self._budget(segment), temperature=self.config.temperature)
+                messages, max_tokens=self._budget(segment), temperature=self.config.temperature
+            )
         except BackendConfigError:
             raise
         except BackendError as exc:
             self.parse_errors += 1
-            return WriterOutput(actions=[], raw_text=None, model_calls=1,
-                                parse_error=f"backend failed: {exc}")
+            return WriterOutput(
+                actions=[], raw_text=None, model_calls=1, parse_error=f"backend failed: {exc}"
+            )
         actions, error, repairs = parse_writer_text(result.text)
         for name in repairs:
             self.repairs[name] = self.repairs.get(name, 0) + 1

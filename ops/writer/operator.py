@@ -16,6 +16,7 @@ are skipped (``stats.extra["skipped_written"]``), so running a pipeline twice wr
 nothing new; the ids it does hand to the backend wait in ``ctx.state[PENDING_KEY]`` until
 Upsert has written their records and adds them to the watermark.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,12 +36,16 @@ from .base import PENDING_KEY, WriterBackend
 from .registry import make_writer
 
 #: One raw proposal per row.
-PROPOSAL_SCHEMA = pa.schema([
-    pa.field("segment_id", pa.string(), nullable=False),
-    pa.field("position", pa.int64(), nullable=False),   # index in the backend output; -1 = whole output
-    pa.field("payload", pa.string()),                   # the action as JSON text (may be any JSON value)
-    pa.field("parse_error", pa.string()),               # set when the output was not usable JSON
-])
+PROPOSAL_SCHEMA = pa.schema(
+    [
+        pa.field("segment_id", pa.string(), nullable=False),
+        pa.field(
+            "position", pa.int64(), nullable=False
+        ),  # index in the backend output; -1 = whole output
+        pa.field("payload", pa.string()),  # the action as JSON text (may be any JSON value)
+        pa.field("parse_error", pa.string()),  # set when the output was not usable JSON
+    ]
+)
 
 
 def current_heads(store: Any) -> list[dict[str, Any]]:
@@ -49,7 +54,17 @@ def current_heads(store: Any) -> list[dict[str, Any]]:
         return []
     from speakerflow.graphs.records import heads
 
-    keep = ("entry_id", "layer", "owner", "source", "utype", "content", "event", "valid_at", "from_ids")
+    keep = (
+        "entry_id",
+        "layer",
+        "owner",
+        "source",
+        "utype",
+        "content",
+        "event",
+        "valid_at",
+        "from_ids",
+    )
     return [{k: h[k] for k in keep} for h in heads(store)]
 
 
@@ -71,7 +86,7 @@ def earlier_messages(store: Any, before: Any, limit: int) -> tuple[dict[str, Any
             pass
     _, rows, times = memo
     end = bisect_left(times, before)
-    return tuple(rows[max(0, end - limit):end])
+    return tuple(rows[max(0, end - limit) : end])
 
 
 @register
@@ -83,14 +98,24 @@ class Writer(Operator):
     produces = PROPOSAL_SCHEMA
 
     class Config(OperatorConfig):
-        skip_written: bool = Field(default=True, description="skip messages already in the store's watermark")
-        history: int = Field(default=2000, ge=0, description="earlier group messages a segment carries (citable "
-                             "beside its own, so records can span sessions); 0 = none")
+        skip_written: bool = Field(
+            default=True, description="skip messages already in the store's watermark"
+        )
+        history: int = Field(
+            default=2000,
+            ge=0,
+            description="earlier group messages a segment carries (citable "
+            "beside its own, so records can span sessions); 0 = none",
+        )
 
     config: Config
 
-    def __init__(self, backend: WriterBackend | str | None = None, config: OperatorConfig | dict | None = None,
-                 **kw: Any):
+    def __init__(
+        self,
+        backend: WriterBackend | str | None = None,
+        config: OperatorConfig | dict | None = None,
+        **kw: Any,
+    ):
         super().__init__(config, **kw)
         self.backend = backend
         self._named: dict[str, WriterBackend | None] = {}
@@ -100,8 +125,10 @@ class Writer(Operator):
         (built once per operator); ``"none"`` gives None (write nothing)."""
         backend = self.backend or ctx.backends.get("writer")
         if backend is None:
-            raise ValueError("the writer operator needs a backend: Writer(backend), Writer(\"rules\") "
-                             "or ctx.backends['writer']")
+            raise ValueError(
+                'the writer operator needs a backend: Writer(backend), Writer("rules") '
+                "or ctx.backends['writer']"
+            )
         if isinstance(backend, str):
             if backend not in self._named:
                 self._named[backend] = make_writer(backend)
@@ -128,8 +155,12 @@ class Writer(Operator):
         group_id = store.group_id if store is not None else ctx.state.get("group_id", "group")
         segments = build_segments(table, group_id, roster, current_heads(store), aliases)
         if store is not None and self.config.history:
-            segments = [replace(seg, history=earlier_messages(store, seg.messages[0]["ts"], self.config.history))
-                        for seg in segments]
+            segments = [
+                replace(
+                    seg, history=earlier_messages(store, seg.messages[0]["ts"], self.config.history)
+                )
+                for seg in segments
+            ]
         known = ctx.state.setdefault("segments", {})
         pending = ctx.state.setdefault(PENDING_KEY, [])
         rows: list[dict[str, Any]] = []
@@ -140,11 +171,23 @@ class Writer(Operator):
             self.stats.tokens += out.tokens
             self.stats.model_calls += out.model_calls
             if out.parse_error:
-                rows.append({"segment_id": seg.segment_id, "position": -1, "payload": out.raw_text,
-                             "parse_error": out.parse_error})
+                rows.append(
+                    {
+                        "segment_id": seg.segment_id,
+                        "position": -1,
+                        "payload": out.raw_text,
+                        "parse_error": out.parse_error,
+                    }
+                )
                 continue
             for i, action in enumerate(out.actions):
-                rows.append({"segment_id": seg.segment_id, "position": i,
-                             "payload": json.dumps(action, ensure_ascii=False, default=str), "parse_error": None})
+                rows.append(
+                    {
+                        "segment_id": seg.segment_id,
+                        "position": i,
+                        "payload": json.dumps(action, ensure_ascii=False, default=str),
+                        "parse_error": None,
+                    }
+                )
         self.stats.bump("segments", len(segments))
         return pa.Table.from_pylist(rows, schema=PROPOSAL_SCHEMA)

@@ -19,6 +19,7 @@ The same builder serves inference (chat backends) and training (SFT prompts, hel
 >>> "[m1]" in msgs[1]["content"] and "Ana" in msgs[1]["content"]
 True
 """
+
 from __future__ import annotations
 
 import json
@@ -36,7 +37,13 @@ PROMPT_VERSION = "sf-writer-1"
 
 #: Record types a model may give in ``utype`` (the paper's five plus norm and preference).
 WRITER_UTYPES: tuple[str, ...] = (
-    "fact", "stance", "observation", "decision", "relation", "norm", "preference",
+    "fact",
+    "stance",
+    "observation",
+    "decision",
+    "relation",
+    "norm",
+    "preference",
 )
 
 #: JSON schema of the Writer's reply, e.g. for an endpoint's ``response_format``.
@@ -135,8 +142,10 @@ def format_heads(heads: Iterable[Mapping[str, Any]]) -> str:
     for h in heads:
         when = _date(h.get("valid_at") or h.get("ts") or "")
         stamp = f" @{when[:10]}" if when else ""
-        lines.append(f"{h['entry_id']} [{h['layer']}|{h['owner']} by {h['source']}{stamp}] "
-                     f"({h.get('utype') or 'fact'}) {h['content']}")
+        lines.append(
+            f"{h['entry_id']} [{h['layer']}|{h['owner']} by {h['source']}{stamp}] "
+            f"({h.get('utype') or 'fact'}) {h['content']}"
+        )
     return "\n".join(lines) if lines else "(empty: nothing recorded yet)"
 
 
@@ -179,8 +188,11 @@ def build_user_prompt(segment: Segment, *, max_heads: int | None = None) -> str:
     """
     first = segment.messages[0] if segment.messages else {}
     heads, hidden = select_heads(segment, max_heads)
-    note = (f"\n({hidden} less related entries not shown: people absent here, older first)"
-            if hidden else "")
+    note = (
+        f"\n({hidden} less related entries not shown: people absent here, older first)"
+        if hidden
+        else ""
+    )
     return (
         f"ROSTER: {format_roster(segment.roster, segment.aliases)}\n"
         f"GROUP OWNER NAME: {GROUP_OWNER}\n"

@@ -1,4 +1,5 @@
-"""Writer backends by name: ``rules`` (offline default), ``openai``, ``transformers``, ``onnx``, ``none``.
+"""Writer backends by name: ``rules`` (offline default), ``openai``, ``transformers``, ``onnx``,
+``none``.
 
 The model-based kinds are built by :func:`speakerflow.ops.writer.chat.make_chat_writer`,
 imported only when asked for, so ``rules`` needs no model library.
@@ -8,6 +9,7 @@ imported only when asked for, so ``rules`` needs no model library.
 >>> make_writer("none") is None
 True
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -36,6 +38,8 @@ def make_writer(kind: str = "rules", **config: Any) -> WriterBackend | None:
         try:
             from .chat import make_chat_writer
         except ImportError as exc:
-            raise ValueError(f"writer {kind!r} is not available in this build ({exc}); use --writer rules") from None
+            raise ValueError(
+                f"writer {kind!r} is not available in this build ({exc}); use --writer rules"
+            ) from None
         return make_chat_writer(kind, **config)
     raise ValueError(f"unknown writer {kind!r}; choose one of {list(WRITER_KINDS)}")

@@ -7,7 +7,8 @@ that fits:
 1. decision ("let's go with", "it's settled", "we agreed", "final call", "decided" ...)
    -> owner GROUP, ``group_interaction``, utype ``decision``, source = the speaker;
 2. norm ("we always", "everyone should", "the rule is" ...) -> GROUP ``group_insight``, ``norm``;
-3. proposal for the group ("we should", "we need to" ...) -> GROUP ``group_interaction``, ``procedure``;
+3. proposal for the group ("we should", "we need to" ...) -> GROUP ``group_interaction``,
+   ``procedure``;
 4. a statement about another roster member (named, possessive, or "you" in a reply to /
    an address of that member) -> ``per_speaker_profile``, owner = that member, source = speaker;
 5. a first-person statement (or an elided subject: "Booked mine weeks ago") ->
@@ -33,6 +34,7 @@ in the same segment); a restatement that adds no new topic words or numbers -> n
 a recurring behaviour seen again -> UPDATE noting the new occurrence. Provenance is the
 message the sentence came from.
 """
+
 from __future__ import annotations
 
 import re
@@ -56,33 +58,79 @@ class RulesConfig(BaseModel):
     """Knobs of the rules Writer."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    min_topic_words: int = Field(default=1, ge=0, description="content words a statement needs to be recorded")
-    min_claim_words: int = Field(default=2, ge=0, description="content words an unattributed claim needs (rule 6)")
-    slot_overlap: float = Field(default=1 / 3, ge=0.0, le=1.0, description="topic Jaccard to continue a slot")
-    min_question_words: int = Field(default=3, ge=0, description="content words a question needs to be recorded")
-    short_answer_words: int = Field(default=14, ge=1, description="an answer this short is stored with its question")
+    min_topic_words: int = Field(
+        default=1, ge=0, description="content words a statement needs to be recorded"
+    )
+    min_claim_words: int = Field(
+        default=2, ge=0, description="content words an unattributed claim needs (rule 6)"
+    )
+    slot_overlap: float = Field(
+        default=1 / 3, ge=0.0, le=1.0, description="topic Jaccard to continue a slot"
+    )
+    min_question_words: int = Field(
+        default=3, ge=0, description="content words a question needs to be recorded"
+    )
+    short_answer_words: int = Field(
+        default=14, ge=1, description="an answer this short is stored with its question"
+    )
     # consolidation (records spanning messages)
-    thread_similarity: float = Field(default=0.15, ge=0.0, le=1.0,
-                                     description="IDF-weighted word similarity (with a shared rare word) that continues a thread")
-    thread_clauses: int = Field(default=3, ge=1, description="statements a thread record keeps in its content (newest)")
-    max_cited: int = Field(default=8, ge=1, description="messages a record cites at most: the newest (a decision "
-                           "two more: its proposal and the newest); older ones stay cited by the chain's earlier records")
-    decision_lookback: int = Field(default=10, ge=0, description="messages of the session before a decision searched for its discussion")
-    norms: bool = Field(default=True, description="write recurring-activity norms (who keeps / misses them)")
-    min_norm_sessions: int = Field(default=2, ge=1, description="sessions an activity must come up in to be a norm")
-    min_record_words: int = Field(default=4, ge=0, description="words a person record's content needs (shorter ones "
-                                  "say too little to be worth a record; the message stays in System 1)")
-    update_on: str = Field(default="change", pattern="^(change|continue)$",
-                           description="when a statement continuing an earlier session's record supersedes it: "
-                           "'change' only when the state changes (a change cue, a single-valued matter, a later "
-                           "decision); other continuations become this session's own record citing the earlier "
-                           "messages. 'continue': every continuation is an UPDATE (the thread is one chain)")
-    consensus_record: bool = Field(default=True, description="write agreement with a group proposal as a separate "
-                                   "record ('Ben, Chloe with Ana (date): ...'); else the proposal itself becomes "
-                                   "the group's decision, citing the agreeing messages")
-    merge_words: int = Field(default=22, ge=0, description="words a record merged from one segment's statements "
-                             "may reach; a statement that would make it longer starts its own record")
-    questions: bool = Field(default=True, description="record substantive questions as 'asked: ...' observations")
+    thread_similarity: float = Field(
+        default=0.15,
+        ge=0.0,
+        le=1.0,
+        description="IDF-weighted word similarity (with a shared rare word) that continues a "
+        "thread",
+    )
+    thread_clauses: int = Field(
+        default=3, ge=1, description="statements a thread record keeps in its content (newest)"
+    )
+    max_cited: int = Field(
+        default=8,
+        ge=1,
+        description="messages a record cites at most: the newest (a decision "
+        "two more: its proposal and the newest); older ones stay cited by the chain's earlier "
+        "records",
+    )
+    decision_lookback: int = Field(
+        default=10,
+        ge=0,
+        description="messages of the session before a decision searched for its discussion",
+    )
+    norms: bool = Field(
+        default=True, description="write recurring-activity norms (who keeps / misses them)"
+    )
+    min_norm_sessions: int = Field(
+        default=2, ge=1, description="sessions an activity must come up in to be a norm"
+    )
+    min_record_words: int = Field(
+        default=4,
+        ge=0,
+        description="words a person record's content needs (shorter ones "
+        "say too little to be worth a record; the message stays in System 1)",
+    )
+    update_on: str = Field(
+        default="change",
+        pattern="^(change|continue)$",
+        description="when a statement continuing an earlier session's record supersedes it: "
+        "'change' only when the state changes (a change cue, a single-valued matter, a later "
+        "decision); other continuations become this session's own record citing the earlier "
+        "messages. 'continue': every continuation is an UPDATE (the thread is one chain)",
+    )
+    consensus_record: bool = Field(
+        default=True,
+        description="write agreement with a group proposal as a separate "
+        "record ('Ben, Chloe with Ana (date): ...'); else the proposal itself becomes "
+        "the group's decision, citing the agreeing messages",
+    )
+    merge_words: int = Field(
+        default=22,
+        ge=0,
+        description="words a record merged from one segment's statements "
+        "may reach; a statement that would make it longer starts its own record",
+    )
+    questions: bool = Field(
+        default=True, description="record substantive questions as 'asked: ...' observations"
+    )
 
 
 @dataclass
@@ -134,17 +182,36 @@ class RulesWriter:
         slots = []
         for h in segment.heads:
             fam, topics = parse_key(h.get("event"), h["content"], exclude)
-            slots.append(_Slot(h["entry_id"], h["owner"], h["source"], h["layer"], fam, topics, h["content"],
-                               [i for i in (h.get("from_ids") or []) if i in at], h.get("utype") or "fact"))
+            slots.append(
+                _Slot(
+                    h["entry_id"],
+                    h["owner"],
+                    h["source"],
+                    h["layer"],
+                    fam,
+                    topics,
+                    h["content"],
+                    [i for i in (h.get("from_ids") or []) if i in at],
+                    h.get("utype") or "fact",
+                )
+            )
         by_id = {m["msg_id"]: m for m in segment.messages}
         actions: list[dict[str, Any]] = []
         previous: dict[str, Any] | None = None
-        group_acts: dict[str, tuple[dict[str, Any], set[str]]] = {}  # msg id -> (its GROUP action, topics)
-        agreed: dict[str, list[dict[str, Any]]] = {}  # msg id of a GROUP action -> agreeing messages
+        group_acts: dict[
+            str, tuple[dict[str, Any], set[str]]
+        ] = {}  # msg id -> (its GROUP action, topics)
+        agreed: dict[
+            str, list[dict[str, Any]]
+        ] = {}  # msg id of a GROUP action -> agreeing messages
         for msg in segment.messages:
             target = by_id.get(msg.get("reply_to") or "") or previous
-            if (target is not None and target["msg_id"] in group_acts and target["speaker"] != msg["speaker"]
-                    and cs.accepts(msg["text"])):
+            if (
+                target is not None
+                and target["msg_id"] in group_acts
+                and target["speaker"] != msg["speaker"]
+                and cs.accepts(msg["text"])
+            ):
                 agreed.setdefault(target["msg_id"], []).append(msg)
             candidates = _merge(list(self._message_actions(msg, previous, by_id, people, exclude)))
             for act, _, topics in candidates:
@@ -152,17 +219,32 @@ class RulesWriter:
                     group_acts[msg["msg_id"]] = (act, topics)
             previous = msg
             for act, fam, topics in candidates:
-                if (act["owner"] != GROUP_OWNER and self.config.min_record_words
-                        and len(rt.words(act["content"])) < self.config.min_record_words):
+                if (
+                    act["owner"] != GROUP_OWNER
+                    and self.config.min_record_words
+                    and len(rt.words(act["content"])) < self.config.min_record_words
+                ):
                     continue
-                if act["utype"] == "decision":  # the proposal, objections and agreement that led to it
-                    argued = cs.discussion(known, at[msg["msg_id"]], topics, stats, self.config.decision_lookback)
-                    act["from_ids"] = _cap(list(dict.fromkeys([*argued, *act["from_ids"]])),
-                                           self.config.max_cited + 2, keep_first=True)
+                if (
+                    act["utype"] == "decision"
+                ):  # the proposal, objections and agreement that led to it
+                    argued = cs.discussion(
+                        known, at[msg["msg_id"]], topics, stats, self.config.decision_lookback
+                    )
+                    act["from_ids"] = _cap(
+                        list(dict.fromkeys([*argued, *act["from_ids"]])),
+                        self.config.max_cited + 2,
+                        keep_first=True,
+                    )
                 slot = self._find_slot(slots, act, fam, topics)
-                if (slot is not None and act["utype"] == "decision" and slot.source != act["source"]
-                        and fam not in rt.SINGLE_VALUED):
-                    slot = None  # a decision is the announcer's record, not an update of someone's proposal
+                if (
+                    slot is not None
+                    and act["utype"] == "decision"
+                    and slot.source != act["source"]
+                    and fam not in rt.SINGLE_VALUED
+                ):
+                    # a decision is the announcer's record, not an update of someone's proposal
+                    slot = None
                 thread = False
                 if slot is None and act["owner"] != GROUP_OWNER:
                     slot = self._find_thread(slots, act, msg["msg_id"], topics, stats)
@@ -173,12 +255,21 @@ class RulesWriter:
                     new_topics = (slot.topics | topics) if fam not in rt.SINGLE_VALUED else topics
                     content = act["content"]
                     decision = act["utype"] == "decision"
-                    cited = _cap(list(dict.fromkeys([*slot.from_ids, *act["from_ids"]])),
-                                 self.config.max_cited + 2 * decision, keep_first=decision)
+                    cited = _cap(
+                        list(dict.fromkeys([*slot.from_ids, *act["from_ids"]])),
+                        self.config.max_cited + 2 * decision,
+                        keep_first=decision,
+                    )
                     key = matter_key(slot.family if thread else fam, new_topics)
-                    merged = (_thread_content(slot.content, content, self.config.thread_clauses + 2)
-                              if _last_clause(content) not in slot.content else slot.content)
-                    if slot.pending is not None and len(rt.words(merged)) <= self.config.merge_words:
+                    merged = (
+                        _thread_content(slot.content, content, self.config.thread_clauses + 2)
+                        if _last_clause(content) not in slot.content
+                        else slot.content
+                    )
+                    if (
+                        slot.pending is not None
+                        and len(rt.words(merged)) <= self.config.merge_words
+                    ):
                         # the record was made in this segment: one record per person and matter per
                         # segment, the statements joined (no chain inside one segment)
                         content = merged
@@ -187,51 +278,107 @@ class RulesWriter:
                             slot.pending["utype"] = slot.utype = act["utype"]
                         slot.topics, slot.content, slot.from_ids = new_topics, content, cited
                         slot.family = key.partition(":")[0]
-                        slot.entry_id = add_entry_id(segment.group_id, segment.segment_id, slot.owner, slot.layer,
-                                                     content)
+                        slot.entry_id = add_entry_id(
+                            segment.group_id, segment.segment_id, slot.owner, slot.layer, content
+                        )
                         continue
                     before = known[at[slot.from_ids[-1]]]["ts"] if slot.from_ids else None
-                    change = act["owner"] != GROUP_OWNER and bool(rt.CHANGE.search(content)) and before is not None
+                    change = (
+                        act["owner"] != GROUP_OWNER
+                        and bool(rt.CHANGE.search(content))
+                        and before is not None
+                    )
                     supersedes = slot.pending is None and (
-                        self.config.update_on == "continue" or change or fam in rt.SINGLE_VALUED
+                        self.config.update_on == "continue"
+                        or change
+                        or fam in rt.SINGLE_VALUED
                         or (fam == "habit" and not thread)  # a recurring behaviour seen again
-                        # a view moves: a new preference / stance on the matter replaces the earlier one
-                        or ((fam in rt.OPEN_TOPIC or act["utype"] in _VIEWS) and slot.utype in _VIEWS)
-                        or (decision and slot.utype == "decision"))
+                        # a view moves: a new preference / stance on the matter replaces the earlier
+                        # one
+                        or (
+                            (fam in rt.OPEN_TOPIC or act["utype"] in _VIEWS)
+                            and slot.utype in _VIEWS
+                        )
+                        or (decision and slot.utype == "decision")
+                    )
                     if not supersedes:
-                        # the matter continues in a new session: this session's own record, citing the
+                        # the matter continues in a new session: this session's own record, citing
+                        # the
                         # earlier messages on it (the earlier record stays a current head)
-                        act["from_ids"] = _cap(list(dict.fromkeys([*slot.from_ids, *act["from_ids"]])),
-                                               self.config.max_cited, keep_first=False)
+                        act["from_ids"] = _cap(
+                            list(dict.fromkeys([*slot.from_ids, *act["from_ids"]])),
+                            self.config.max_cited,
+                            keep_first=False,
+                        )
                         topics, fam = new_topics, key.partition(":")[0]
                     else:
                         if change:
-                            content = f"{content} (before, {_day(before)}: {_last_clause(slot.content)})"
+                            content = (
+                                f"{content} (before, {_day(before)}: {_last_clause(slot.content)})"
+                            )
                         elif thread:
-                            content = _thread_content(slot.content, content, self.config.thread_clauses)
+                            content = _thread_content(
+                                slot.content, content, self.config.thread_clauses
+                            )
                         elif fam == "habit":
                             content = f"{content} (again, {_day(msg['ts'])})"
-                        actions.append({"action": "UPDATE", "entry_id": slot.entry_id, "content": content,
-                                        "utype": act["utype"], "event": key, "from_ids": cited})
+                        actions.append(
+                            {
+                                "action": "UPDATE",
+                                "entry_id": slot.entry_id,
+                                "content": content,
+                                "utype": act["utype"],
+                                "event": key,
+                                "from_ids": cited,
+                            }
+                        )
                         slot.topics, slot.content, slot.from_ids = new_topics, content, cited
                         slot.family = key.partition(":")[0]
-                        slot.entry_id = entry_id(segment.group_id, segment.segment_id, "UPDATE", slot.entry_id, content)
+                        slot.entry_id = entry_id(
+                            segment.group_id, segment.segment_id, "UPDATE", slot.entry_id, content
+                        )
                         continue
-                if any(sl.owner == act["owner"] and sl.layer == act["layer"] and sl.content == act["content"]
-                       for sl in slots):
+                if any(
+                    sl.owner == act["owner"]
+                    and sl.layer == act["layer"]
+                    and sl.content == act["content"]
+                    for sl in slots
+                ):
                     continue  # said before in the same words: that record stands
                 act["event"] = matter_key(fam, topics)
                 actions.append(act)
-                eid = add_entry_id(segment.group_id, segment.segment_id, act["owner"], act["layer"], act["content"])
-                slots.append(_Slot(eid, act["owner"], act["source"], act["layer"], fam, topics, act["content"],
-                                   list(act["from_ids"]), act["utype"], pending=act))
+                eid = add_entry_id(
+                    segment.group_id, segment.segment_id, act["owner"], act["layer"], act["content"]
+                )
+                slots.append(
+                    _Slot(
+                        eid,
+                        act["owner"],
+                        act["source"],
+                        act["layer"],
+                        fam,
+                        topics,
+                        act["content"],
+                        list(act["from_ids"]),
+                        act["utype"],
+                        pending=act,
+                    )
+                )
         for target_id, msgs in agreed.items():
             act, topics = group_acts[target_id]
             names = list(dict.fromkeys(m["speaker"] for m in msgs))
             agreeing = [m["msg_id"] for m in msgs]
             # the record the proposal went into (made or updated in this segment)
-            into = next((a for a in reversed(actions) if target_id in (a.get("from_ids") or [])
-                         and a["action"] == "ADD" and a.get("owner") == GROUP_OWNER), None)
+            into = next(
+                (
+                    a
+                    for a in reversed(actions)
+                    if target_id in (a.get("from_ids") or [])
+                    and a["action"] == "ADD"
+                    and a.get("owner") == GROUP_OWNER
+                ),
+                None,
+            )
             if not self.config.consensus_record and into is not None:
                 # agreed: the proposal is what the group settled; its record cites the agreement
                 into["from_ids"] = list(dict.fromkeys([*into["from_ids"], *agreeing]))
@@ -239,10 +386,22 @@ class RulesWriter:
                 continue
             proposal = by_id[target_id]
             # in the cited messages' words (Validate refuses content they do not support)
-            content = f"{', '.join(names)} with {proposal['speaker']} ({_day(proposal['ts'])}): {act['content']}"
-            actions.append({"action": "ADD", "owner": GROUP_OWNER, "source": names[0], "layer": "group_insight",
-                            "utype": "stance", "content": content, "event": matter_key("consensus", topics),
-                            "from_ids": [target_id, *agreeing]})
+            content = (
+                f"{', '.join(names)} with {proposal['speaker']} ({_day(proposal['ts'])}): "
+                f"{act['content']}"
+            )
+            actions.append(
+                {
+                    "action": "ADD",
+                    "owner": GROUP_OWNER,
+                    "source": names[0],
+                    "layer": "group_insight",
+                    "utype": "stance",
+                    "content": content,
+                    "event": matter_key("consensus", topics),
+                    "from_ids": [target_id, *agreeing],
+                }
+            )
         if self.config.norms:
             actions.extend(self._norms(segment, known, stats, people, slots))
         return WriterOutput(actions=actions[: segment.max_actions])
@@ -256,20 +415,35 @@ class RulesWriter:
         return memo["words"]
 
     # -- consolidation ------------------------------------------------------------------
-    def _find_thread(self, slots: list[_Slot], act: dict[str, Any], msg_id: str, topics: set[str],
-                     stats: cs.WordStats) -> _Slot | None:
-        """The newest head of the same owner, source and layer whose messages this statement continues."""
+    def _find_thread(
+        self,
+        slots: list[_Slot],
+        act: dict[str, Any],
+        msg_id: str,
+        topics: set[str],
+        stats: cs.WordStats,
+    ) -> _Slot | None:
+        """The newest head of the same owner, source and layer whose messages this statement
+        continues."""
         if not topics:
             return None
         for slot in reversed(slots):
             if (slot.owner, slot.source, slot.layer) != (act["owner"], act["source"], act["layer"]):
                 continue
-            if slot.from_ids and stats.linked(msg_id, topics, slot.from_ids, self.config.thread_similarity):
+            if slot.from_ids and stats.linked(
+                msg_id, topics, slot.from_ids, self.config.thread_similarity
+            ):
                 return slot
         return None
 
-    def _norms(self, segment: Segment, known: list[dict[str, Any]], stats: cs.WordStats, people: PersonResolver,
-               slots: list[_Slot]) -> list[dict[str, Any]]:
+    def _norms(
+        self,
+        segment: Segment,
+        known: list[dict[str, Any]],
+        stats: cs.WordStats,
+        people: PersonResolver,
+        slots: list[_Slot],
+    ) -> list[dict[str, Any]]:
         """GROUP norms from recurring activities: who keeps taking part, who keeps missing them.
 
         An activity is a content word of a message saying someone is not taking part
@@ -283,9 +457,13 @@ class RulesWriter:
         memo = self.__dict__["_memo"].setdefault("cues", {})
         for m in known:
             if m["msg_id"] not in memo:
-                memo[m["msg_id"]] = (cs.is_plan(m["text"]),
-                                     bool(cs.ABSENCE.search(m["text"])) and not rt.is_question(m["text"]))
-        plan_sessions: dict[str, set[str]] = {}  # content word of plans -> sessions it is planned in
+                memo[m["msg_id"]] = (
+                    cs.is_plan(m["text"]),
+                    bool(cs.ABSENCE.search(m["text"])) and not rt.is_question(m["text"]),
+                )
+        plan_sessions: dict[
+            str, set[str]
+        ] = {}  # content word of plans -> sessions it is planned in
         session_plans: dict[str, Counter[str]] = {}  # session -> its plan words
         for m in known:
             if memo[m["msg_id"]][0]:
@@ -301,19 +479,35 @@ class RulesWriter:
             for w in ws:
                 said_sessions.setdefault(w, set()).add(m["session_id"])
         # planned at least once, talked about in several sessions
-        recurring = {w for w in plan_sessions if len(said_sessions[w]) >= self.config.min_norm_sessions}
+        recurring = {
+            w for w in plan_sessions if len(said_sessions[w]) >= self.config.min_norm_sessions
+        }
         acts: dict[str, list[dict[str, Any]]] = {}
         for m in segment.messages:
             if not cs.ABSENCE.search(m["text"]) or rt.is_question(m["text"]):
                 continue
-            own = [w for w in cs.activity_words(stats.words.get(m["msg_id"], frozenset())) if w in recurring]
+            own = [
+                w
+                for w in cs.activity_words(stats.words.get(m["msg_id"], frozenset()))
+                if w in recurring
+            ]
             here = session_plans.get(m["session_id"], Counter())
             talk = session_words.get(m["session_id"], Counter())
-            # the activity it names, else what its session is about ("Not coming. Riding." on brunch day)
+            # the activity it names, else what its session is about ("Not coming. Riding." on brunch
+            # day)
             cands = own or [w for w in talk if w in recurring]
             if cands:
-                word = max(cands, key=lambda w: (w in own, len(plan_sessions[w]), here.get(w, 0), talk.get(w, 0),
-                                                 -stats.df[w], w))
+                word = max(
+                    cands,
+                    key=lambda w: (
+                        w in own,
+                        len(plan_sessions[w]),
+                        here.get(w, 0),
+                        talk.get(w, 0),
+                        -stats.df[w],
+                        w,
+                    ),
+                )
                 acts.setdefault(word, []).append(m)
         out = []
         for word in sorted(acts):
@@ -322,7 +516,9 @@ class RulesWriter:
             plans: list[dict[str, Any]] = []
             named = {m["msg_id"] for ms in acts.values() for m in ms}
             last_absent: dict[str, Any] = {}
-            reasons: list[str] = []  # the absentee's own reply to being called out (their explanation)
+            reasons: list[
+                str
+            ] = []  # the absentee's own reply to being called out (their explanation)
             waiting: dict[str, Any] = {}
             for m in known:
                 said = stats.words.get(m["msg_id"], frozenset())
@@ -340,68 +536,135 @@ class RulesWriter:
                     last_absent = {"session": m["session_id"], "who": who}
                     if who != m["speaker"]:
                         waiting = {"session": m["session_id"], "who": who, "left": 4}
-                elif (last_absent.get("session") == m["session_id"] and cs.CALLOUT.search(m["text"])
-                      and m["speaker"] != last_absent["who"]):  # "Jordan!! this is like the third time"
+                elif (
+                    last_absent.get("session") == m["session_id"]
+                    and cs.CALLOUT.search(m["text"])
+                    and m["speaker"] != last_absent["who"]
+                ):  # "Jordan!! this is like the third time"
                     absent[last_absent["who"]].append(m["msg_id"])
                     callouts.append(m["msg_id"])
                 elif word in said and plan:
                     plans.append(m)
             keep = [p for p in dict.fromkeys(m["speaker"] for m in plans) if p not in absent]
-            missed = ", ".join(f"{p} ({len(ids)}x)" if len(ids) > 1 else p for p, ids in absent.items())
+            missed = ", ".join(
+                f"{p} ({len(ids)}x)" if len(ids) > 1 else p for p, ids in absent.items()
+            )
             # the latest absences and the latest call-out (a record's messages are cited together)
-            absences = sorted((i for ids in absent.values() for i in ids if i not in callouts),
-                              key=lambda i: stats_order(i, known))
-            cited = sorted({*absences[-self.config.max_cited:], *callouts[-1:], *reasons[-1:]},
-                           key=lambda i: stats_order(i, known))
+            absences = sorted(
+                (i for ids in absent.values() for i in ids if i not in callouts),
+                key=lambda i: stats_order(i, known),
+            )
+            cited = sorted(
+                {*absences[-self.config.max_cited :], *callouts[-1:], *reasons[-1:]},
+                key=lambda i: stats_order(i, known),
+            )
             if not any(i in segment.msg_ids for i in cited):
                 continue
-            # in the cited messages' own words (Validate refuses content its messages do not support):
+            # in the cited messages' own words (Validate refuses content its messages do not
+            # support):
             # the activity, who missed it and how they said so ("not coming", "skipped")
             by_id_known = {m["msg_id"]: m for m in known}
-            cues = list(dict.fromkeys(c.group(0).lower() for i in cited
-                                      for c in [cs.ABSENCE.search(by_id_known[i]["text"])] if c))
-            content = (f"{word}: {missed}" + (f" ({', '.join(cues[-3:])})" if cues else "")
-                       + (f"; with {', '.join(keep)}" if keep else ""))
+            cues = list(
+                dict.fromkeys(
+                    c.group(0).lower()
+                    for i in cited
+                    for c in [cs.ABSENCE.search(by_id_known[i]["text"])]
+                    if c
+                )
+            )
+            content = (
+                f"{word}: {missed}"
+                + (f" ({', '.join(cues[-3:])})" if cues else "")
+                + (f"; with {', '.join(keep)}" if keep else "")
+            )
             source = acts[word][-1]["speaker"]
             key = f"recurring:{word}"
-            slot = next((s for s in reversed(slots) if s.owner == GROUP_OWNER and s.family == "recurring"
-                         and s.topics == {word}), None)
+            slot = next(
+                (
+                    s
+                    for s in reversed(slots)
+                    if s.owner == GROUP_OWNER and s.family == "recurring" and s.topics == {word}
+                ),
+                None,
+            )
             if slot is not None:
                 if slot.content == content:
                     continue
-                out.append({"action": "UPDATE", "entry_id": slot.entry_id, "content": content, "utype": "norm",
-                            "event": key, "from_ids": cited})
-                slot.entry_id = entry_id(segment.group_id, segment.segment_id, "UPDATE", slot.entry_id, content)
+                out.append(
+                    {
+                        "action": "UPDATE",
+                        "entry_id": slot.entry_id,
+                        "content": content,
+                        "utype": "norm",
+                        "event": key,
+                        "from_ids": cited,
+                    }
+                )
+                slot.entry_id = entry_id(
+                    segment.group_id, segment.segment_id, "UPDATE", slot.entry_id, content
+                )
                 slot.content, slot.from_ids = content, cited
                 continue
-            out.append({"action": "ADD", "owner": GROUP_OWNER, "source": source, "layer": "group_insight",
-                        "utype": "norm", "content": content, "event": key, "from_ids": cited})
-            eid = add_entry_id(segment.group_id, segment.segment_id, GROUP_OWNER, "group_insight", content)
-            slots.append(_Slot(eid, GROUP_OWNER, source, "group_insight", "recurring", {word}, content, cited))
+            out.append(
+                {
+                    "action": "ADD",
+                    "owner": GROUP_OWNER,
+                    "source": source,
+                    "layer": "group_insight",
+                    "utype": "norm",
+                    "content": content,
+                    "event": key,
+                    "from_ids": cited,
+                }
+            )
+            eid = add_entry_id(
+                segment.group_id, segment.segment_id, GROUP_OWNER, "group_insight", content
+            )
+            slots.append(
+                _Slot(
+                    eid, GROUP_OWNER, source, "group_insight", "recurring", {word}, content, cited
+                )
+            )
         return out
 
     @staticmethod
     def _absentee(msg: dict[str, Any], people: PersonResolver) -> str:
-        """Who is not taking part: a member the message names ("Ravi skipped again"), else the speaker."""
+        """Who is not taking part: a member the message names ("Ravi skipped again"), else the
+        speaker."""
         named = [n for n, _, _ in people.mentions(msg["text"]) if n != msg["speaker"]]
         return named[0] if named else msg["speaker"]
 
     # -- one message -> candidate ADDs -----------------------------------------------------
-    def _message_actions(self, msg: dict[str, Any], previous: dict[str, Any] | None, by_id: dict[str, Any],
-                         people: PersonResolver, exclude: set[str]):
+    def _message_actions(
+        self,
+        msg: dict[str, Any],
+        previous: dict[str, Any] | None,
+        by_id: dict[str, Any],
+        people: PersonResolver,
+        exclude: set[str],
+    ):
         speaker = msg["speaker"]
         asked = self._question_for(msg, previous, by_id, people)
         text = msg["text"]
-        if asked is not None and len(rt.words(text)) <= self.config.short_answer_words and not text.rstrip().endswith("?"):
+        if (
+            asked is not None
+            and len(rt.words(text)) <= self.config.short_answer_words
+            and not text.rstrip().endswith("?")
+        ):
             asker, question, asked_id = asked
-            question = re.sub(rf"^\W*{re.escape(speaker)}\W+", "", question) or question  # drop "Chloe, "
+            question = (
+                re.sub(rf"^\W*{re.escape(speaker)}\W+", "", question) or question
+            )  # drop "Chloe, "
             q = rt.third_person(rt.strip_filler(question), asker, addressee=speaker)
             answer = rt.third_person(rt.strip_filler(text) or text, speaker)
-            content = f"Asked by {asker} \"{q}\", {speaker} answered: {answer}"
+            content = f'Asked by {asker} "{q}", {speaker} answered: {answer}'
             topics = rt.topic_words(f"{question} {text}", exclude)
             if topics or rt.words(answer):
                 act = self._add(speaker, speaker, "per_speaker_core", _utype(text), content, msg)
-                act["from_ids"] = [asked_id, msg["msg_id"]]  # the question is half of what the record says
+                act["from_ids"] = [
+                    asked_id,
+                    msg["msg_id"],
+                ]  # the question is half of what the record says
                 yield act, rt.family(text + " " + question), topics
             return
         addressee, named = self._addressee(msg, previous, by_id, people)
@@ -410,11 +673,12 @@ class RulesWriter:
             asking = rt.is_question(raw) or rt.is_question(sent)
             voc = _VOCATIVE.match(sent)
             if voc and (who := people.resolve(voc.group(1))) and who != speaker:
-                addressee, named, sent = who, True, sent[voc.end():]
+                addressee, named, sent = who, True, sent[voc.end() :]
                 sent = sent[:1].upper() + sent[1:]
                 asking = asking or rt.is_question(sent)
-            you = ((named or bool(re.search(r"\b(you|your|you're|you've|yours)\b", sent, re.I)))
-                   and not _GENERIC_YOU.search(sent))
+            you = (
+                named or bool(re.search(r"\b(you|your|you're|you've|yours)\b", sent, re.I))
+            ) and not _GENERIC_YOU.search(sent)
             if asking:  # a question says what the asker wants to know or cares about
                 if not self.config.questions:
                     continue
@@ -422,43 +686,146 @@ class RulesWriter:
                 if len(topics) >= self.config.min_question_words:
                     target = self._about(sent, speaker, addressee if you else None, people)
                     opening = people.mentions(sent[:40])  # "Priya, how's the practice going?"
-                    if target is None and opening and opening[0][1] < 2 and opening[0][0] != speaker:
+                    if (
+                        target is None
+                        and opening
+                        and opening[0][1] < 2
+                        and opening[0][0] != speaker
+                    ):
                         target = opening[0][0]
-                    owner, layer = (target, "per_speaker_profile") if target else (speaker, "per_speaker_core")
-                    content = "asked: " + rt.third_person(sent, speaker, addressee=target if target == addressee else None)
-                    yield self._add(owner, speaker, layer, "observation", content, msg), "asked", topics
+                    owner, layer = (
+                        (target, "per_speaker_profile") if target else (speaker, "per_speaker_core")
+                    )
+                    content = "asked: " + rt.third_person(
+                        sent, speaker, addressee=target if target == addressee else None
+                    )
+                    yield (
+                        self._add(owner, speaker, layer, "observation", content, msg),
+                        "asked",
+                        topics,
+                    )
                 continue
             topics = rt.topic_words(sent, exclude)
             fam = rt.family(sent)
             # "Either works for me" is a stance and "I'll book mine, as usual" a habit, though short
-            needed = 0 if fam in rt.OPEN_TOPIC and rt.first_person(sent) else self.config.min_topic_words
+            needed = (
+                0 if fam in rt.OPEN_TOPIC and rt.first_person(sent) else self.config.min_topic_words
+            )
             if not sent or len(topics) < needed:
                 continue
-            replying = (by_id.get(msg.get("reply_to") or "") or previous or {}).get("speaker") not in (None, speaker)
+            replying = (by_id.get(msg.get("reply_to") or "") or previous or {}).get(
+                "speaker"
+            ) not in (None, speaker)
             if rt.DECISION.search(sent) or (replying and cs.concludes(sent)):
-                yield self._add(GROUP_OWNER, speaker, "group_interaction", "decision", _said(sent, speaker), msg), fam, topics
+                yield (
+                    self._add(
+                        GROUP_OWNER,
+                        speaker,
+                        "group_interaction",
+                        "decision",
+                        _said(sent, speaker),
+                        msg,
+                    ),
+                    fam,
+                    topics,
+                )
             elif rt.NORM.search(sent):
-                yield self._add(GROUP_OWNER, speaker, "group_insight", "norm", _said(sent, speaker), msg), fam, topics
+                yield (
+                    self._add(
+                        GROUP_OWNER, speaker, "group_insight", "norm", _said(sent, speaker), msg
+                    ),
+                    fam,
+                    topics,
+                )
             elif rt.PROPOSAL.search(sent):
-                yield self._add(GROUP_OWNER, speaker, "group_interaction", "procedure",
-                                rt.third_person(sent, speaker), msg), fam, topics
+                yield (
+                    self._add(
+                        GROUP_OWNER,
+                        speaker,
+                        "group_interaction",
+                        "procedure",
+                        rt.third_person(sent, speaker),
+                        msg,
+                    ),
+                    fam,
+                    topics,
+                )
             elif rt.PLAN.search(sent):
-                yield self._add(GROUP_OWNER, speaker, "group_interaction", "procedure", _said(sent, speaker), msg), fam, topics
-            elif (target := self._about(sent, speaker, addressee if you else None, people)) is not None:
-                content = rt.third_person(sent, speaker, addressee=target if target == addressee else None)
-                yield self._add(target, speaker, "per_speaker_profile", _utype(sent, profile=True), content, msg), fam, topics
+                yield (
+                    self._add(
+                        GROUP_OWNER,
+                        speaker,
+                        "group_interaction",
+                        "procedure",
+                        _said(sent, speaker),
+                        msg,
+                    ),
+                    fam,
+                    topics,
+                )
+            elif (
+                target := self._about(sent, speaker, addressee if you else None, people)
+            ) is not None:
+                content = rt.third_person(
+                    sent, speaker, addressee=target if target == addressee else None
+                )
+                yield (
+                    self._add(
+                        target,
+                        speaker,
+                        "per_speaker_profile",
+                        _utype(sent, profile=True),
+                        content,
+                        msg,
+                    ),
+                    fam,
+                    topics,
+                )
             elif rt.first_person(sent):
-                yield self._add(speaker, speaker, "per_speaker_core", _utype(sent), rt.elided_to_third(sent, speaker), msg), fam, topics
+                yield (
+                    self._add(
+                        speaker,
+                        speaker,
+                        "per_speaker_core",
+                        _utype(sent),
+                        rt.elided_to_third(sent, speaker),
+                        msg,
+                    ),
+                    fam,
+                    topics,
+                )
             elif len(topics) >= self.config.min_claim_words:
-                yield self._add(speaker, speaker, "per_speaker_core", _utype(sent), f"{speaker} says: {sent}", msg), fam, topics
+                yield (
+                    self._add(
+                        speaker,
+                        speaker,
+                        "per_speaker_core",
+                        _utype(sent),
+                        f"{speaker} says: {sent}",
+                        msg,
+                    ),
+                    fam,
+                    topics,
+                )
 
     @staticmethod
-    def _add(owner: str, source: str, layer: str, utype: str, content: str, msg: dict[str, Any]) -> dict[str, Any]:
-        return {"action": "ADD", "owner": owner, "source": source, "layer": layer, "utype": utype,
-                "content": dated(_concise(content, owner, source), msg.get("ts")), "from_ids": [msg["msg_id"]]}
+    def _add(
+        owner: str, source: str, layer: str, utype: str, content: str, msg: dict[str, Any]
+    ) -> dict[str, Any]:
+        return {
+            "action": "ADD",
+            "owner": owner,
+            "source": source,
+            "layer": layer,
+            "utype": utype,
+            "content": dated(_concise(content, owner, source), msg.get("ts")),
+            "from_ids": [msg["msg_id"]],
+        }
 
     @staticmethod
-    def _about(sent: str, speaker: str, addressee: str | None, people: PersonResolver) -> str | None:
+    def _about(
+        sent: str, speaker: str, addressee: str | None, people: PersonResolver
+    ) -> str | None:
         """The roster member (not the speaker) this sentence is about, if any.
 
         A named member counts when the name is a subject or possessive (followed by a verb
@@ -468,19 +835,30 @@ class RulesWriter:
         for name, start, end in people.mentions(sent):
             if name == speaker:
                 continue
-            tail = sent[end:end + 24]
+            tail = sent[end : end + 24]
             if sent[start:end].endswith(("'s", "\u2019s")) or re.match(
-                    r"\s+(?:is|was|has|had|have|seems?|looks?|sounds?|did|does|will|would|can|could|always|never|"
-                    r"really|just|still|also|clearly|obviously|usually|definitely|[a-z]+n['\u2019]t|[a-z]+(?:s|ed)|"
-                    + _IRREGULAR_PAST + r")\b", tail):
+                r"\s+(?:is|was|has|had|have|seems?|looks?|sounds?|did|does|will|would|can|could|"
+                r"always|never|"
+                r"really|just|still|also|clearly|obviously|usually|definitely|[a-z]+n['\u2019]t|"
+                r"[a-z]+(?:s|ed)|" + _IRREGULAR_PAST + r")\b",
+                tail,
+            ):
                 return name
-        if addressee and addressee != speaker and re.search(r"\b(you|your|you're|you've)\b", sent, re.I):
+        if (
+            addressee
+            and addressee != speaker
+            and re.search(r"\b(you|your|you're|you've)\b", sent, re.I)
+        ):
             return addressee
         return None
 
     @staticmethod
-    def _addressee(msg: dict[str, Any], previous: dict[str, Any] | None, by_id: dict[str, Any],
-                   people: PersonResolver) -> tuple[str | None, bool]:
+    def _addressee(
+        msg: dict[str, Any],
+        previous: dict[str, Any] | None,
+        by_id: dict[str, Any],
+        people: PersonResolver,
+    ) -> tuple[str | None, bool]:
         """Whom "you" means, and whether that member was named (a vocative opening the message).
 
         Without a vocative it is the replied-to (or previous) speaker, trusted only for
@@ -495,8 +873,12 @@ class RulesWriter:
         return None, False
 
     @staticmethod
-    def _question_for(msg: dict[str, Any], previous: dict[str, Any] | None, by_id: dict[str, Any],
-                      people: PersonResolver) -> tuple[str, str, str] | None:
+    def _question_for(
+        msg: dict[str, Any],
+        previous: dict[str, Any] | None,
+        by_id: dict[str, Any],
+        people: PersonResolver,
+    ) -> tuple[str, str, str] | None:
         """(asker, question, its message id) when ``msg`` answers a question put to its speaker."""
         target = by_id.get(msg.get("reply_to") or "") or previous
         if target is None or target["speaker"] == msg["speaker"]:
@@ -511,7 +893,9 @@ class RulesWriter:
         return target["speaker"], questions[-1], target["msg_id"]
 
     # -- slots --------------------------------------------------------------------------
-    def _find_slot(self, slots: list[_Slot], act: dict[str, Any], fam: str, topics: set[str]) -> _Slot | None:
+    def _find_slot(
+        self, slots: list[_Slot], act: dict[str, Any], fam: str, topics: set[str]
+    ) -> _Slot | None:
         """The most recent head continuing this statement's matter, or ``None``."""
         group = act["owner"] == GROUP_OWNER
         for slot in reversed(slots):
@@ -519,7 +903,11 @@ class RulesWriter:
                 continue
             if not group and slot.layer != act["layer"]:
                 continue
-            if group and fam not in rt.SINGLE_VALUED and (slot.utype == "decision") != (act["utype"] == "decision"):
+            if (
+                group
+                and fam not in rt.SINGLE_VALUED
+                and (slot.utype == "decision") != (act["utype"] == "decision")
+            ):
                 continue  # a decision is continued by a later decision only
             if act["layer"] == "per_speaker_profile" and slot.source != act["source"]:
                 continue  # A's view of B is not continued by C's view
@@ -528,7 +916,9 @@ class RulesWriter:
             if fam in rt.SINGLE_VALUED:
                 return slot
             if fam == "habit":
-                if rt.habit_verb(act["content"], {act["owner"]}) == rt.habit_verb(slot.content, {slot.owner}):
+                if rt.habit_verb(act["content"], {act["owner"]}) == rt.habit_verb(
+                    slot.content, {slot.owner}
+                ):
                     return slot
                 continue
             if not topics or not slot.topics:
@@ -541,7 +931,8 @@ class RulesWriter:
 
     @staticmethod
     def _restates(slot: _Slot, content: str, topics: set[str], fam: str) -> bool:
-        """True when the statement adds nothing to the slot: no new topic words or numbers and no change cue."""
+        """True when the statement adds nothing to the slot: no new topic words or numbers and no
+        change cue."""
         if fam == "habit":
             return False
         if rt.CHANGE.search(content):
@@ -550,15 +941,43 @@ class RulesWriter:
 
 
 #: irregular past forms that follow a subject ("Ravi forgot his apron again")
-_IRREGULAR_PAST = "|".join(sorted(rt._MODALS | {"forgot", "broke", "brought", "chose", "drank", "fell", "forgave", "hid",
-                                                 "rode", "sang", "slept", "spoke", "stood", "swam", "threw", "wore", "won"}))
+_IRREGULAR_PAST = "|".join(
+    sorted(
+        rt._MODALS
+        | {
+            "forgot",
+            "broke",
+            "brought",
+            "chose",
+            "drank",
+            "fell",
+            "forgave",
+            "hid",
+            "rode",
+            "sang",
+            "slept",
+            "spoke",
+            "stood",
+            "swam",
+            "threw",
+            "wore",
+            "won",
+        }
+    )
+)
 
 #: "you" that means people in general or the whole group, not the addressee
-_GENERIC_YOU = re.compile(r"\b(you know|you never know|if you|when you|whenever you|you can'?t|you have to|you gotta|"
-                          r"you need to|makes you|gives you|you see|mind you|thank you|you guys|you all|y'all|all of you|"
-                          r"see you|you two|both of you|each of you)\b", re.I)
-_VOCATIVE = re.compile(r"^\W*@?([A-Z][\w'\u2019-]*)\s*,?\s+"
-                       r"(?=(?:(?:are|do|did|have|can|will|were|would|could)\s+)?(?:you|your|you're|you've)\b)", re.I)
+_GENERIC_YOU = re.compile(
+    r"\b(you know|you never know|if you|when you|whenever you|you can'?t|you have to|you gotta|"
+    r"you need to|makes you|gives you|you see|mind you|thank you|you guys|you all|y'all|all of you|"
+    r"see you|you two|both of you|each of you)\b",
+    re.I,
+)
+_VOCATIVE = re.compile(
+    r"^\W*@?([A-Z][\w'\u2019-]*)\s*,?\s+"
+    r"(?=(?:(?:are|do|did|have|can|will|were|would|could)\s+)?(?:you|your|you're|you've)\b)",
+    re.I,
+)
 
 
 #: record kinds that hold a view (one current view per matter: a later one supersedes)
@@ -577,7 +996,9 @@ def _utype(sentence: str, profile: bool = False) -> str:
     return "fact"
 
 
-def _merge(candidates: list[tuple[dict[str, Any], str, set[str]]]) -> list[tuple[dict[str, Any], str, set[str]]]:
+def _merge(
+    candidates: list[tuple[dict[str, Any], str, set[str]]],
+) -> list[tuple[dict[str, Any], str, set[str]]]:
     """Join consecutive statements of one message on one matter kind into one record.
 
     Same owner, source, layer and slot family (facts with facts, stances with stances)
@@ -588,8 +1009,15 @@ def _merge(candidates: list[tuple[dict[str, Any], str, set[str]]]) -> list[tuple
     out: list[tuple[dict[str, Any], str, set[str]]] = []
     for act, fam, topics in candidates:
         prev = out[-1] if out else None
-        if (prev is not None and fam == prev[1] and fam not in rt.SINGLE_VALUED and fam != "habit" and topics
-                and prev[2] and all(prev[0][k] == act[k] for k in ("owner", "source", "layer"))):
+        if (
+            prev is not None
+            and fam == prev[1]
+            and fam not in rt.SINGLE_VALUED
+            and fam != "habit"
+            and topics
+            and prev[2]
+            and all(prev[0][k] == act[k] for k in ("owner", "source", "layer"))
+        ):
             merged = {**prev[0], "content": f"{prev[0]['content'].rstrip('.')}; {act['content']}"}
             out[-1] = (merged, fam, prev[2] | topics)
         else:
@@ -602,9 +1030,14 @@ def _concise(content: str, owner: str, source: str) -> str:
     and the owner as the opening subject ("Dev lives in Vienna" -> "lives in Vienna")."""
     content = content.removeprefix(f"{source} says: ").removesuffix(f" (said by {source})")
     m = re.match(rf"{re.escape(owner)}\s+(?=[a-z])", content)
-    content = content[m.end():] if m else content
+    content = content[m.end() :] if m else content
     # trailing chat fillers say nothing about the matter
-    content = re.sub(r"[\s,]+(?:ngl|tbh|lol|haha+|honestly|please|though|anyway|tho)\W*$", "", content, flags=re.I)
+    content = re.sub(
+        r"[\s,]+(?:ngl|tbh|lol|haha+|honestly|please|though|anyway|tho)\W*$",
+        "",
+        content,
+        flags=re.I,
+    )
     return content.strip() or content
 
 
@@ -625,7 +1058,8 @@ def dated(content: str, ts: Any) -> str:
     out, shift = content, 0
     for span in resolve_time(content, ts):
         if re.search(r"\b\d{4}\b", span.text) or _BARE_WEEKDAY.match(span.text):
-            continue  # already absolute; a bare weekday is as often a habit ("on Sundays") as a date
+            # already absolute; a bare weekday is as often a habit ("on Sundays") as a date
+            continue
         at = span.offset + shift + len(span.text)
         note = f" ({describe_time(span)})"
         out = out[:at] + note + out[at:]
@@ -633,10 +1067,15 @@ def dated(content: str, ts: Any) -> str:
     return out
 
 
-_BARE_WEEKDAY = re.compile(r"^(?:on |by |this )?(?:mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?s?$", re.I)
+_BARE_WEEKDAY = re.compile(
+    r"^(?:on |by |this )?(?:mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?s?$", re.I
+)
 #: words without which no time expression can match (skips the resolver for most sentences)
-_TIME_HINT = (r"\b(?:ago|yesterday|today|tonight|tomorrow|last|next|this|week|weekend|month|year|morning|night|"
-              r"mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|day|days|in \d)")
+_TIME_HINT = (
+    r"\b(?:ago|yesterday|today|tonight|tomorrow|last|next|this|week|weekend|month|year|morning|"
+    r"night|"
+    r"mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|day|days|in \d)"
+)
 
 
 def stats_order(msg_id: str, known: list[dict[str, Any]]) -> int:
@@ -655,7 +1094,7 @@ def _cap(ids: list[str], n: int, keep_first: bool = False) -> list[str]:
     records (the UPDATE chain)."""
     if len(ids) <= n:
         return ids
-    return [ids[0], *ids[len(ids) - n + 1:]] if keep_first and n > 1 else ids[-n:]
+    return [ids[0], *ids[len(ids) - n + 1 :]] if keep_first and n > 1 else ids[-n:]
 
 
 def _last_clause(content: str) -> str:

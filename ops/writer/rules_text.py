@@ -17,43 +17,64 @@ becomes an UPDATE. It is ``"<family>:<topic words>"``:
 Topic words are lower-cased content words (stopwords, pronouns, fillers, roster names and
 trigger words removed), crudely lemmatised (plural ``-s`` dropped).
 """
+
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
 
 # sentence ends: punctuation, line breaks, spaced dashes, and emoji (chat punctuation)
-_SENT_END = re.compile(r"(?<=[.!?])\s+|\n+|\s+[-\u2013\u2014]\s+|\s*[\U0001F300-\U0001FAFF\u2600-\u27BF\uFE0F]+\s*")
-_QUESTION_START = re.compile(r"^\W*(?:(?:are|do|did|have|has|can|could|will|would|is|was|were|does|shall)\s+"
-                             r"(?:you|we|they|he|she|it|u)\b|(?:what|how|when|where|why|who|which|anyone)\b)", re.I)
+_SENT_END = re.compile(
+    r"(?<=[.!?])\s+|\n+|\s+[-\u2013\u2014]\s+|\s*[\U0001F300-\U0001FAFF\u2600-\u27BF\uFE0F]+\s*"
+)
+_QUESTION_START = re.compile(
+    r"^\W*(?:(?:are|do|did|have|has|can|could|will|would|is|was|were|does|shall)\s+"
+    r"(?:you|we|they|he|she|it|u)\b|(?:what|how|when|where|why|who|which|anyone)\b)",
+    re.I,
+)
 _WORD = re.compile(r"[A-Za-z\u00C0-\u024F][A-Za-z\u00C0-\u024F'\u2019]*|\d+(?:[.,]\d+)?")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 _LEAD_FILLER = re.compile(
-    r"^(?:(?:yes|yeah|yep|ok|okay|so|well|great|right|sure|and|but|also|oh|ah|aw|haha+|lol|hmm+|honestly|"
-    r"nice|cool|true|fair|anyway|btw|by the way|quick update|update|fine|guys|same|wait|ngl|tbh|omg|wow|legend|"
-    r"just|actually|literally|please|hey|hi|hello|um+|uh+|lmao|agreed)\b[\s,:!.]*)+", re.I)
+    r"^(?:(?:yes|yeah|yep|ok|okay|so|well|great|right|sure|and|but|also|oh|ah|aw|haha+|lol|hmm+|"
+    r"honestly|"
+    r"nice|cool|true|fair|anyway|btw|by the way|quick update|update|fine|guys|same|wait|ngl|tbh|"
+    r"omg|wow|legend|"
+    r"just|actually|literally|please|hey|hi|hello|um+|uh+|lmao|agreed)\b[\s,:!.]*)+",
+    re.I,
+)
 
 STOPWORDS = frozenset(
     """a about above after again all also am an and any are as at be because been before being below
-    between both but by can can't could did do does doing don't down during each few for from further had
-    has have having he her here hers herself him himself his how i i'm i've i'll i'd if in into is it it's
-    its itself just let's me more most my myself no nor not now of off on once only or other our ours
-    ourselves out over own same she should so some such than that that's the their theirs them themselves
-    then there these they this those through to too under until up very was we we're we've we'll were what
-    when where which while who whom why will with would you you're your yours yourself yourselves still
-    really actually maybe think thought feel know yeah yes ok okay oh well like get got go going gonna
+    between both but by can can't could did do does doing don't down during each few for from
+    further had
+    has have having he her here hers herself him himself his how i i'm i've i'll i'd if in into is
+    it it's
+    its itself just let's me more most my myself no nor not now of off on once only or other our
+    ours
+    ourselves out over own same she should so some such than that that's the their theirs them
+    themselves
+    then there these they this those through to too under until up very was we we're we've we'll
+    were what
+    when where which while who whom why will with would you you're your yours yourself yourselves
+    still
+    really actually maybe think thought feel know yeah yes ok okay oh well like get got go going
+    gonna
     one thing things lot bit much many way something anything everything sure though even back
-    right good great nice thanks thank ha haha lol honestly probably definitely literally pretty kind
+    right good great nice thanks thank ha haha lol honestly probably definitely literally pretty
+    kind
     already always never usually sometimes every everyone everybody anyone someone today tomorrow
     yesterday tonight week weeks day days time times last next new said say says tell told see mine
-    course usual ago wow awesome amazing cool looks look sounds sound glad hear congrats congratulations
+    course usual ago wow awesome amazing cool looks look sounds sound glad hear congrats
+    congratulations
     lovely super fantastic incredible wonderful""".split()
 )
 #: Cue words of stances and preferences: they say HOW someone holds a matter, not WHAT it is,
 #: so they are not topic words ("I prefer Lisbon" and "I prefer Porto" are one matter).
 CUE_WORDS = frozenset(
-    """prefer prefers preferred rather love loves hate hates enjoy enjoys works work fine either neither both
-    changed change mind believe believes reckon guess agree agrees disagree doubt hope vote pick keen fan
+    """prefer prefers preferred rather love loves hate hates enjoy enjoys works work fine either
+    neither both
+    changed change mind believe believes reckon guess agree agrees disagree doubt hope vote pick
+    keen fan
     favourite favorite better worse best worst""".split()
 )
 
@@ -62,40 +83,107 @@ CUE_WORDS = frozenset(
 DECISION = re.compile(
     r"\b(let['\u2019]s (?!see\b|be honest\b|not\b)[a-z]+"
     r"|(?:it|that)(?:'s| is) (?:settled|decided|final|official|confirmed|locked in)|settled[:,]"
-    r"|we(?:'ve| have)? (?:all )?agreed|we(?:'re| are)? going with|we(?:'ll| will) go with|final (?:call|decision|answer)"
-    r"|(?:is|are|was|has been) decided|we(?:'ve| have)? decided|the decision is|decision:|the plan is"
-    r"|confirmed[:,]|done deal|booked it for (?:us|everyone|the group))", re.I)
+    r"|we(?:'ve| have)? (?:all )?agreed|we(?:'re| are)? going with|we(?:'ll| will) go with|final "
+    r"(?:call|decision|answer)"
+    r"|(?:is|are|was|has been) decided|we(?:'ve| have)? decided|the decision is|decision:|the plan "
+    r"is"
+    r"|confirmed[:,]|done deal|booked it for (?:us|everyone|the group))",
+    re.I,
+)
 NORM = re.compile(
-    r"\b(we (?:always|never|usually|normally|traditionally)|every(?:one|body) (?:should|must|has to|needs to|is expected)"
-    r"|(?:no ?one|nobody) (?:should|is allowed|may|gets to)|the (?:rule|norm|deal|tradition) is|(?:our|house|group|golden) rule"
-    r"|as a rule|we (?:should|must) (?:always|never)|(?:it's|it is) (?:a|our) tradition|we tend to|we make a point"
-    r"|(?:not|never) allowed|rule of thumb|in this group we|(?:every|each) (?:time|year|month|week) we|whenever we"
-    r"|we(?:'ve| have) been [a-z]+ing|our (?:thing|tradition|usual)|as a group|(?:this|the) group (?:always|never|usually))",
-    re.I)
-PROPOSAL = re.compile(r"\b(we should|we need to|we have to|we must|we could|how about we|why don't we)\b", re.I)
+    r"\b(we (?:always|never|usually|normally|traditionally)|every(?:one|body) (?:should|must|has "
+    r"to|needs to|is expected)"
+    r"|(?:no ?one|nobody) (?:should|is allowed|may|gets to)|the (?:rule|norm|deal|tradition) is|"
+    r"(?:our|house|group|golden) rule"
+    r"|as a rule|we (?:should|must) (?:always|never)|(?:it's|it is) (?:a|our) tradition|we tend to|"
+    r"we make a point"
+    r"|(?:not|never) allowed|rule of thumb|in this group we|(?:every|each) (?:time|year|month|"
+    r"week) we|whenever we"
+    r"|we(?:'ve| have) been [a-z]+ing|our (?:thing|tradition|usual)|as a group|(?:this|the) group "
+    r"(?:always|never|usually))",
+    re.I,
+)
+PROPOSAL = re.compile(
+    r"\b(we should|we need to|we have to|we must|we could|how about we|why don't we)\b", re.I
+)
 PLAN = re.compile(r"\b(we['\u2019]ll|we will|we['\u2019]re going to|we are going to)\b", re.I)
 #: A reply that agrees with what was just proposed or decided (consensus evidence).
-AGREEMENT = re.compile(r"^\W*(agreed|same|\+1|me too|yes|yep|yeah|sounds (?:good|great|perfect)|works for me|deal|"
-                       r"i'?m in|count me in|love (?:that|this|it)|perfect|absolutely|definitely|fine by me|totally)\b", re.I)
+AGREEMENT = re.compile(
+    r"^\W*(agreed|same|\+1|me too|yes|yep|yeah|sounds (?:good|great|perfect)|works for me|deal|"
+    r"i'?m in|count me in|love (?:that|this|it)|perfect|absolutely|definitely|fine by me|"
+    r"totally)\b",
+    re.I,
+)
 PREFERENCE = re.compile(
-    r"\b(prefer|rather|favou?rite|love|loves|hate|can'?t stand|enjoy|works for me|(?:is|are) fine (?:by|with|for) me"
-    r"|fine (?:by|with) me|vote for|i'?d go with|my pick|keen on|not a fan|big fan|into)\b", re.I)
+    r"\b(prefer|rather|favou?rite|love|loves|hate|can'?t stand|enjoy|works for me|(?:is|are) fine "
+    r"(?:by|with|for) me"
+    r"|fine (?:by|with) me|vote for|i'?d go with|my pick|keen on|not a fan|big fan|into)\b",
+    re.I,
+)
 STANCE = re.compile(
-    r"\b(think|believe|feel|reckon|guess|agree|disagree|in my (?:view|opinion)|imo|doubt|worried|concerned"
-    r"|hope|sure that|not sure|should|shouldn't|better|worse|too \w+)\b", re.I)
+    r"\b(think|believe|feel|reckon|guess|agree|disagree|in my (?:view|opinion)|imo|doubt|worried|"
+    r"concerned"
+    r"|hope|sure that|not sure|should|shouldn't|better|worse|too \w+)\b",
+    re.I,
+)
 HABIT = re.compile(
-    r"\b(always|never|usually|normally|as usual|of course|again|every (?:single )?(?:day|morning|evening|night|week|weekend|time|year|month)"
-    r"|each (?:morning|day|week|time)|habit|tend to|routinely|whenever|as always|per usual)\b", re.I)
-CHANGE = re.compile(r"\b(changed my mind|now|anymore|no longer|moved|switched|instead|update|used to|not any more)\b", re.I)
+    r"\b(always|never|usually|normally|as usual|of course|again|every (?:single )?(?:day|morning|"
+    r"evening|night|week|weekend|time|year|month)"
+    r"|each (?:morning|day|week|time)|habit|tend to|routinely|whenever|as always|per usual)\b",
+    re.I,
+)
+CHANGE = re.compile(
+    r"\b(changed my mind|now|anymore|no longer|moved|switched|instead|update|used to|not any "
+    r"more)\b",
+    re.I,
+)
 FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("residence", re.compile(r"\b(live[sd]? in|living in|moved (?:to|again|there|here|back)|moving to|based in|relocat\w*|(?:i|we) live)\b", re.I)),
-    ("job", re.compile(r"\b(work(?:ing|s)? (?:at|for|as)(?! me\b| us\b)|my job|new job|job at|promoted|promotion|got hired|quit my|role as|position as|started at|joined \w+ as)\b", re.I)),
+    (
+        "residence",
+        re.compile(
+            r"\b(live[sd]? in|living in|moved (?:to|again|there|here|back)|moving to|based in|"
+            r"relocat\w*|(?:i|we) live)\b",
+            re.I,
+        ),
+    ),
+    (
+        "job",
+        re.compile(
+            r"\b(work(?:ing|s)? (?:at|for|as)(?! me\b| us\b)|my job|new job|job at|promoted|"
+            r"promotion|got hired|quit my|role as|position as|started at|joined \w+ as)\b",
+            re.I,
+        ),
+    ),
     # status words only: "my partner" is a mention, not a relationship status
-    ("relationship", re.compile(r"\b(got married|getting married|engaged|divorc\w*|broke up|separated|(?:i'?m|i am) (?:single|dating|seeing someone))\b", re.I)),
+    (
+        "relationship",
+        re.compile(
+            r"\b(got married|getting married|engaged|divorc\w*|broke up|separated|(?:i'?m|i am) "
+            r"(?:single|dating|seeing someone))\b",
+            re.I,
+        ),
+    ),
     # a budget is named as one; a price mentioned in passing is not the group's budget
-    ("budget", re.compile(r"\b(budget|per (?:person|head)|spend(?:ing)? (?:limit|cap)|cost cap)\b", re.I)),
-    ("deadline", re.compile(r"\b(deadline|due (?:on|by|date)|by (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|the end of \w+))\b", re.I)),
-    ("health", re.compile(r"\b(injur\w*|sick|hospital|surgery|recover\w*|pregnan\w*|vegetarian|vegan|allerg\w*|diagnos\w*)\b", re.I)),
+    (
+        "budget",
+        re.compile(r"\b(budget|per (?:person|head)|spend(?:ing)? (?:limit|cap)|cost cap)\b", re.I),
+    ),
+    (
+        "deadline",
+        re.compile(
+            r"\b(deadline|due (?:on|by|date)|by (?:monday|tuesday|wednesday|thursday|friday|"
+            r"saturday|sunday|the end of \w+))\b",
+            re.I,
+        ),
+    ),
+    (
+        "health",
+        re.compile(
+            r"\b(injur\w*|sick|hospital|surgery|recover\w*|pregnan\w*|vegetarian|vegan|allerg\w*|"
+            r"diagnos\w*)\b",
+            re.I,
+        ),
+    ),
     ("preference", PREFERENCE),
     ("stance", STANCE),
 )
@@ -103,25 +191,48 @@ SINGLE_VALUED = frozenset({"residence", "job", "relationship", "budget"})
 OPEN_TOPIC = frozenset({"preference", "stance"})
 
 _FIRST = [  # (pattern, replacement) for first-person -> third-person; {n} is the name
-    (r"\bI'?m\b", "{n} is"), (r"\bI am\b", "{n} is"), (r"\bI'?ve\b", "{n} has"), (r"\bI have\b", "{n} has"),
-    (r"\bI'?ll\b", "{n} will"), (r"\bI'?d\b", "{n} would"), (r"\bI was\b", "{n} was"),
-    (r"\bmyself\b", "{n}"), (r"\bmine\b", "{n}'s"), (r"\bmy\b", "{n}'s"), (r"\bme\b", "{n}"),
+    (r"\bI'?m\b", "{n} is"),
+    (r"\bI am\b", "{n} is"),
+    (r"\bI'?ve\b", "{n} has"),
+    (r"\bI have\b", "{n} has"),
+    (r"\bI'?ll\b", "{n} will"),
+    (r"\bI'?d\b", "{n} would"),
+    (r"\bI was\b", "{n} was"),
+    (r"\bmyself\b", "{n}"),
+    (r"\bmine\b", "{n}'s"),
+    (r"\bmy\b", "{n}'s"),
+    (r"\bme\b", "{n}"),
 ]
 _SECOND = [
-    (r"\byou'?re\b", "{n} is"), (r"\byou are\b", "{n} is"), (r"\byou'?ve\b", "{n} has"), (r"\byou have\b", "{n} has"),
-    (r"\byou were\b", "{n} was"), (r"\byou'?ll\b", "{n} will"), (r"\byou'd\b", "{n} would"), (r"\byourself\b", "{n}"), (r"\byours\b", "{n}'s"),
-    (r"\byour\b", "{n}'s"), (r"\byou\b", "{n}"),
+    (r"\byou'?re\b", "{n} is"),
+    (r"\byou are\b", "{n} is"),
+    (r"\byou'?ve\b", "{n} has"),
+    (r"\byou have\b", "{n} has"),
+    (r"\byou were\b", "{n} was"),
+    (r"\byou'?ll\b", "{n} will"),
+    (r"\byou'd\b", "{n} would"),
+    (r"\byourself\b", "{n}"),
+    (r"\byours\b", "{n}'s"),
+    (r"\byour\b", "{n}'s"),
+    (r"\byou\b", "{n}"),
 ]
 _MODALS = frozenset(
-    """can cannot could will would should might must may shall did was were had ran went got made took saw came found
-    thought said told bought left felt kept met paid sent spent won lost wrote read ate drove flew gave knew
-    began became brought caught put set cut let hit quit sold taught understood woke wore""".split())
+    """can cannot could will would should might must may shall did was were had ran went got made
+    took saw came found
+    thought said told bought left felt kept met paid sent spent won lost wrote read ate drove flew
+    gave knew
+    began became brought caught put set cut let hit quit sold taught understood woke wore""".split()
+)
 _ADVERB = r"[a-z]+ly|still|also|just|now|never|always|often|already|even|totally|kind of|sort of"
 _NEGATED = {"don't": "doesn't", "dont": "doesn't", "haven't": "hasn't", "am": "is", "are": "is"}
-_AUX_START = re.compile(r"^\W*(?:are|do|did|is|have|has|can|could|will|would|should|were|was)\b", re.I)
+_AUX_START = re.compile(
+    r"^\W*(?:are|do|did|is|have|has|can|could|will|would|should|were|was)\b", re.I
+)
 _ELIDED_START = frozenset(
-    "just still finally also currently been got had went started working building heading moved booked "
-    "finished ran bought made took left joined quit".split())
+    "just still finally also currently been got had went started working building heading moved "
+    "booked "
+    "finished ran bought made took left joined quit".split()
+)
 
 
 def sentences(text: str) -> list[str]:
@@ -159,8 +270,15 @@ def lemma(word: str) -> str:
 def topic_words(text: str, exclude: Iterable[str] = ()) -> set[str]:
     """Content-word lemmas of ``text`` (what the matter is about), minus ``exclude`` words."""
     skip = {e.lower() for e in exclude}
-    return {lemma(w) for w in words(text) if w not in STOPWORDS and w not in CUE_WORDS and lemma(w) not in skip
-            and len(w) > 2 and not _NUMBER.fullmatch(w)}
+    return {
+        lemma(w)
+        for w in words(text)
+        if w not in STOPWORDS
+        and w not in CUE_WORDS
+        and lemma(w) not in skip
+        and len(w) > 2
+        and not _NUMBER.fullmatch(w)
+    }
 
 
 def numbers(text: str) -> set[str]:
@@ -182,8 +300,20 @@ def family(text: str) -> str:
 
 def habit_verb(text: str, exclude: Iterable[str] = ()) -> str:
     """Main verb lemma of a habitual statement: the first content word that is not a time word."""
-    skip = {e.lower() for e in exclude} | {"morning", "day", "evening", "night", "usual", "course", "single",
-                                           "keep", "keeps", "kept", "keeping", "again"}
+    skip = {e.lower() for e in exclude} | {
+        "morning",
+        "day",
+        "evening",
+        "night",
+        "usual",
+        "course",
+        "single",
+        "keep",
+        "keeps",
+        "kept",
+        "keeping",
+        "again",
+    }
     for w in words(text):
         if w not in STOPWORDS and w not in skip and len(w) > 2 and not _NUMBER.fullmatch(w):
             base = w[:-3] if w.endswith("ing") and len(w) > 5 else w
@@ -218,19 +348,35 @@ def third_person(sentence: str, speaker: str, addressee: str | None = None) -> s
     """
     out = sentence
     for pattern, repl in _FIRST:
-        out = re.sub(pattern, repl.format(n=speaker), out, flags=re.I if pattern != r"\bI'?d\b" else 0)
-    out = re.sub(rf"\bI\s+(?:({_ADVERB})\s+)?([a-z']+)\b",
-                 lambda m: f"{speaker} " + (f"{m.group(1)} " if m.group(1) else "") + _agree(m.group(2)), out)
+        out = re.sub(
+            pattern, repl.format(n=speaker), out, flags=re.I if pattern != r"\bI'?d\b" else 0
+        )
+    out = re.sub(
+        rf"\bI\s+(?:({_ADVERB})\s+)?([a-z']+)\b",
+        lambda m: f"{speaker} " + (f"{m.group(1)} " if m.group(1) else "") + _agree(m.group(2)),
+        out,
+    )
     out = re.sub(r"\bI\b", speaker, out)
     if addressee:
-        asking = bool(_AUX_START.match(out) or _QUESTION_START.match(out)) or out.rstrip().endswith("?")
+        asking = bool(_AUX_START.match(out) or _QUESTION_START.match(out)) or out.rstrip().endswith(
+            "?"
+        )
         if not asking:  # in questions ("how long have you been") no verb agrees with "you"
-            # "you" opening a clause is a subject and its verb agrees ("you still run" -> "Chloe still
+            # "you" opening a clause is a subject and its verb agrees ("you still run" -> "Chloe
+            # still
             # runs"); elsewhere it is an object ("on you then", "bring you joy") and nothing changes
-            out = re.sub(rf"((?:^|[,.;:!]\s+|\b(?:and|but|so|that|because|since|while|when|if|as|thinks?|hopes?|bets?|"
-                         rf"guess(?:es)?|knows?|heard|believes?)\s+)\W*)you\s+(?:({_ADVERB})\s+)?([a-z]+)\b",
-                         lambda m: f"{m.group(1)}{addressee} " + (f"{m.group(2)} " if m.group(2) else "")
-                         + _agree(m.group(3)), out, flags=re.I)
+            out = re.sub(
+                r"((?:^|[,.;:!]\s+|\b(?:and|but|so|that|because|since|while|when|if|as|thinks?|"
+                r"hopes?|bets?|"
+                rf"guess(?:es)?|knows?|heard|believes?)\s+)\W*)you\s+(?:({_ADVERB})\s+)?([a-z]+)\b",
+                lambda m: (
+                    f"{m.group(1)}{addressee} "
+                    + (f"{m.group(2)} " if m.group(2) else "")
+                    + _agree(m.group(3))
+                ),
+                out,
+                flags=re.I,
+            )
         for pattern, repl in _SECOND:
             out = re.sub(pattern, repl.format(n=addressee), out, flags=re.I)
     return out
@@ -241,14 +387,18 @@ def first_person(sentence: str) -> bool:
     if re.search(r"\b(I|I'm|I've|I'll|I'd|my|me|mine|myself)\b", sentence.replace("\u2019", "'")):
         return True
     first = words(sentence)[:1]
-    return bool(first) and (first[0] in _ELIDED_START or (first[0].endswith("ed") and len(first[0]) > 4))
+    return bool(first) and (
+        first[0] in _ELIDED_START or (first[0].endswith("ed") and len(first[0]) > 4)
+    )
 
 
 def elided_to_third(sentence: str, speaker: str) -> str:
-    """"Booked mine weeks ago" -> "Ben booked Ben's weeks ago" (subject restored when elided)."""
+    """ "Booked mine weeks ago" -> "Ben booked Ben's weeks ago" (subject restored when elided)."""
     text = third_person(sentence, speaker)
     first = words(sentence)[:1]
-    elided = bool(first) and (first[0] in _ELIDED_START or (first[0].endswith("ed") and len(first[0]) > 4))
+    elided = bool(first) and (
+        first[0] in _ELIDED_START or (first[0].endswith("ed") and len(first[0]) > 4)
+    )
     if text.startswith(speaker) or not elided:
         return text
     return f"{speaker} {text[:1].lower()}{text[1:]}"

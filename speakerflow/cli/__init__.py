@@ -1,5 +1,6 @@
 """The ``speakerflow`` command line. Each sub-command lives in its own module of this
 package with a ``register(subparsers)`` function; modules are discovered automatically."""
+
 from __future__ import annotations
 
 import argparse
@@ -13,7 +14,9 @@ class CliError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="speakerflow", description="speakerflow: speaker-centred long-term memory")
+    parser = argparse.ArgumentParser(
+        prog="speakerflow", description="speakerflow: speaker-centred long-term memory"
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):

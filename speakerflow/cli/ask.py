@@ -1,4 +1,6 @@
-"""``speakerflow ask GROUP "question" [--json]``: answer from a group's memory, with cited messages."""
+"""``speakerflow ask GROUP "question" [--json]``: answer from a group's memory, with cited
+messages."""
+
 from __future__ import annotations
 
 import argparse
@@ -8,15 +10,28 @@ from .common import add_home, home_of, print_json
 
 def add_query_options(p: argparse.ArgumentParser) -> None:
     """Flags shared by ``ask`` and ``demo``: answer backend and embedder."""
-    p.add_argument("--backend", default="rules", help="rules (default), or a chat backend: openai, transformers, onnx")
-    p.add_argument("--model", default=None, help="chat backends: model name (openai) or model folder (local)")
-    p.add_argument("--base-url", default=None, help="openai backend: base URL of an OpenAI-compatible endpoint")
-    p.add_argument("--embedder", default="minilm", choices=["minilm", "hashing", "none"],
-                   help="dense recall embedder (default minilm; none = BM25 channels only)")
+    p.add_argument(
+        "--backend",
+        default="rules",
+        help="rules (default), or a chat backend: openai, transformers, onnx",
+    )
+    p.add_argument(
+        "--model", default=None, help="chat backends: model name (openai) or model folder (local)"
+    )
+    p.add_argument(
+        "--base-url", default=None, help="openai backend: base URL of an OpenAI-compatible endpoint"
+    )
+    p.add_argument(
+        "--embedder",
+        default="minilm",
+        choices=["minilm", "hashing", "none"],
+        help="dense recall embedder (default minilm; none = BM25 channels only)",
+    )
 
 
 def query_setup(args: argparse.Namespace):
-    """(QueryConfig, chat backend or None) from the shared flags; secrets come from the environment."""
+    """(QueryConfig, chat backend or None) from the shared flags; secrets come from the
+    environment."""
     from speakerflow.pipelines.query_path import QueryConfig
 
     chat = None
@@ -44,7 +59,9 @@ def print_result(result, by_id: dict[str, dict]) -> None:
     print(f"A: {result.answer}")
     extra = f", owner={proj.owner}, source={proj.source}" if proj.owner else ""
     as_of = f", as_of={proj.as_of:%Y-%m-%d}" if proj.as_of else ""
-    print(f"   projection: issue={proj.issue!r}, rows={proj.rows}, tense={proj.tense}{extra}{as_of}")
+    print(
+        f"   projection: issue={proj.issue!r}, rows={proj.rows}, tense={proj.tense}{extra}{as_of}"
+    )
     print(f"   evidence ({result.tokens} context tokens, {result.latency_ms:.1f} ms):")
     for mid in result.cited_ids(10):
         m = by_id.get(mid)
@@ -61,9 +78,16 @@ def run(args: argparse.Namespace) -> int:
         result = answer_question(store, args.question, config, chat=chat)
         by_id = message_rows(store)
     if args.json:
-        print_json({**result.to_dict(), "cited": [
-            {k: by_id[m][k] for k in ("msg_id", "speaker", "ts", "session_id", "text")}
-            for m in result.cited_ids() if m in by_id]})
+        print_json(
+            {
+                **result.to_dict(),
+                "cited": [
+                    {k: by_id[m][k] for k in ("msg_id", "speaker", "ts", "session_id", "text")}
+                    for m in result.cited_ids()
+                    if m in by_id
+                ],
+            }
+        )
         return 0
     print(f"Q: {args.question}")
     print_result(result, by_id)

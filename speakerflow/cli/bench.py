@@ -1,4 +1,5 @@
 """``speakerflow bench ...``: benchmarks that print ratios against a baseline run side by side."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,37 +13,86 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="run a benchmark")
     bsub = p.add_subparsers(dest="bench", required=True, metavar="BENCH")
     ing = bsub.add_parser("ingest", help="System 1 ingest throughput vs a Tantivy-only ingest")
-    ing.add_argument("--messages", type=int, default=100_000, help="synthetic messages to ingest (default 100000)")
-    ing.add_argument("--speakers", type=int, default=8, help="speakers in the synthetic group (default 8)")
+    ing.add_argument(
+        "--messages",
+        type=int,
+        default=100_000,
+        help="synthetic messages to ingest (default 100000)",
+    )
+    ing.add_argument(
+        "--speakers", type=int, default=8, help="speakers in the synthetic group (default 8)"
+    )
     ing.add_argument("--out", default=None, help="write the report JSON here")
     add_json(ing)
     ing.set_defaults(func=run_ingest)
-    har = bsub.add_parser("harness", help="InKH Stage A benchmark: six baselines on real components")
-    har.add_argument("--seeds", type=int, default=24, help="generated worlds (seeds) to run (default 24)")
+    har = bsub.add_parser(
+        "harness", help="InKH Stage A benchmark: six baselines on real components"
+    )
+    har.add_argument(
+        "--seeds", type=int, default=24, help="generated worlds (seeds) to run (default 24)"
+    )
     har.add_argument("--rounds", type=int, default=4, help="rounds per world (default 4)")
     har.add_argument("--episodes", type=int, default=80, help="episodes per round (default 80)")
-    har.add_argument("--workers", type=int, default=2, help="worlds run in parallel processes (default 2)")
-    har.add_argument("--injection-edges", type=int, default=100_000, help="graph size of the injection benchmark (0: skip)")
-    har.add_argument("--holdout", type=float, default=0.0, help="share of statements in held-out phrasings (robustness)")
+    har.add_argument(
+        "--workers", type=int, default=2, help="worlds run in parallel processes (default 2)"
+    )
+    har.add_argument(
+        "--injection-edges",
+        type=int,
+        default=100_000,
+        help="graph size of the injection benchmark (0: skip)",
+    )
+    har.add_argument(
+        "--holdout",
+        type=float,
+        default=0.0,
+        help="share of statements in held-out phrasings (robustness)",
+    )
     har.add_argument("--out", default=None, help="write the report JSON here (plots next to it)")
-    har.add_argument("--both", action="store_true",
-                     help="run the standard suite and --holdout 1.0 (every statement held out) and print both headlines "
-                          "(--out gets a _holdout suffix for the second report)")
+    har.add_argument(
+        "--both",
+        action="store_true",
+        help="run the standard suite and --holdout 1.0 (every statement held out) and print both "
+        "headlines "
+        "(--out gets a _holdout suffix for the second report)",
+    )
     add_json(har)
     har.set_defaults(func=run_harness)
-    fau = bsub.add_parser("faults", help="SIGKILL writer processes (ingest + Writer + entity path), check recovery")
-    fau.add_argument("--kills", type=int, default=100, help="kills: half at named step boundaries, half at random times")
+    fau = bsub.add_parser(
+        "faults", help="SIGKILL writer processes (ingest + Writer + entity path), check recovery"
+    )
+    fau.add_argument(
+        "--kills",
+        type=int,
+        default=100,
+        help="kills: half at named step boundaries, half at random times",
+    )
     fau.add_argument("--seed", type=int, default=0, help="seed of the kill schedule (default 0)")
     fau.add_argument("--jobs", type=int, default=2, help="kills run at a time (default 2)")
-    fau.add_argument("--data", default="socialmem", choices=["socialmem", "locomo", "sample", "events"],
-                     help="input: a SocialMemBench network (default), the first LoCoMo conversation, the bundled "
-                          "sample, or generated InKH agent events (exercises the entity path's facts)")
+    fau.add_argument(
+        "--data",
+        default="socialmem",
+        choices=["socialmem", "locomo", "sample", "events"],
+        help="input: a SocialMemBench network (default), the first LoCoMo conversation, the "
+        "bundled "
+        "sample, or generated InKH agent events (exercises the entity path's facts)",
+    )
     fau.add_argument("--out", default=None, help="write the report JSON here")
     add_json(fau)
     fau.set_defaults(func=run_faults)
-    par = bsub.add_parser("paraphrase", help="InKH reader on the frozen paraphrase set: extraction P/R, request intent/needs")
-    par.add_argument("--split", choices=["dev", "test", "both"], default="both", help="which half of the frozen set (default both)")
-    par.add_argument("--errors", action="store_true", help="list every statement/request scored wrong")
+    par = bsub.add_parser(
+        "paraphrase",
+        help="InKH reader on the frozen paraphrase set: extraction P/R, request intent/needs",
+    )
+    par.add_argument(
+        "--split",
+        choices=["dev", "test", "both"],
+        default="both",
+        help="which half of the frozen set (default both)",
+    )
+    par.add_argument(
+        "--errors", action="store_true", help="list every statement/request scored wrong"
+    )
     par.add_argument("--out", default=None, help="write the report JSON here")
     add_json(par)
     par.set_defaults(func=run_paraphrase)
@@ -57,23 +107,42 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_backfill(bsub)  # bench backfill
 
 
-HARNESS_COLUMNS = ["baseline", "quality", "stale_usage", "context_precision", "traceability", "tokens",
-                   "retrieval_p50_ms", "latency_ms_modelled"]
+HARNESS_COLUMNS = [
+    "baseline",
+    "quality",
+    "stale_usage",
+    "context_precision",
+    "traceability",
+    "tokens",
+    "retrieval_p50_ms",
+    "latency_ms_modelled",
+]
 
 
 def harness_table(report: dict) -> str:
     """One line per baseline of a harness report."""
     from speakerflow.benchmarks.harness.baselines import NAMES
 
-    rows = [{"baseline": n, **{k: report[n].get(k) for k in HARNESS_COLUMNS[1:]},
-             "retrieval_p50_ms": report[n]["retrieval_latency_ms"]["p50"]} for n in NAMES if n in report]
+    rows = [
+        {
+            "baseline": n,
+            **{k: report[n].get(k) for k in HARNESS_COLUMNS[1:]},
+            "retrieval_p50_ms": report[n]["retrieval_latency_ms"]["p50"],
+        }
+        for n in NAMES
+        if n in report
+    ]
     return table(rows, HARNESS_COLUMNS)
 
 
 def _headline_text(h: dict) -> str:
-    return (f"InKH quality {h['inkh_quality']} vs best other ({h['best_other']}) {h['best_other_quality']}: "
-            f"lead {h['quality_lead']:+}; InKH stale usage {h['inkh_stale']}, precision {h['inkh_precision']}; "
-            f"extraction recall {h['extraction_recall']} ({h['seeds']} seeds, holdout {h['holdout']})")
+    return (
+        f"InKH quality {h['inkh_quality']} vs best other ({h['best_other']}) "
+        f"{h['best_other_quality']}: "
+        f"lead {h['quality_lead']:+}; InKH stale usage {h['inkh_stale']}, precision "
+        f"{h['inkh_precision']}; "
+        f"extraction recall {h['extraction_recall']} ({h['seeds']} seeds, holdout {h['holdout']})"
+    )
 
 
 def _injection_text(inj: dict | None) -> str:
@@ -88,22 +157,54 @@ def run_harness(args: argparse.Namespace) -> int:
 
     progress = not args.json
     if args.both:
-        out2 = None if not args.out else str(Path(args.out).with_name(Path(args.out).stem + "_holdout.json"))
-        ho = run(seeds=args.seeds, out=out2, rounds=args.rounds, episodes=args.episodes, workers=args.workers,
-                 injection_edges=0, holdout=1.0, progress=progress)
-        std = run(seeds=args.seeds, out=args.out, rounds=args.rounds, episodes=args.episodes, workers=args.workers,
-                  injection_edges=args.injection_edges, holdout=0.0, progress=progress)
+        out2 = (
+            None
+            if not args.out
+            else str(Path(args.out).with_name(Path(args.out).stem + "_holdout.json"))
+        )
+        ho = run(
+            seeds=args.seeds,
+            out=out2,
+            rounds=args.rounds,
+            episodes=args.episodes,
+            workers=args.workers,
+            injection_edges=0,
+            holdout=1.0,
+            progress=progress,
+        )
+        std = run(
+            seeds=args.seeds,
+            out=args.out,
+            rounds=args.rounds,
+            episodes=args.episodes,
+            workers=args.workers,
+            injection_edges=args.injection_edges,
+            holdout=0.0,
+            progress=progress,
+        )
         if args.json:
-            print_json({"headline": {"holdout_1.0": ho["headline"], "standard": std["headline"]},
-                        "injection": std.get("injection")})
+            print_json(
+                {
+                    "headline": {"holdout_1.0": ho["headline"], "standard": std["headline"]},
+                    "injection": std.get("injection"),
+                }
+            )
             return 0
         for name, rep in (("held-out wordings (holdout 1.0)", ho), ("standard suite", std)):
             print(f"{name}:\n{harness_table(rep)}\n{_headline_text(rep['headline'])}\n")
         print(_injection_text(std.get("injection")))
         _print_outputs(args.out, std, out2, ho)
         return 0
-    report = run(seeds=args.seeds, out=args.out, rounds=args.rounds, episodes=args.episodes,
-                 workers=args.workers, injection_edges=args.injection_edges, holdout=args.holdout, progress=progress)
+    report = run(
+        seeds=args.seeds,
+        out=args.out,
+        rounds=args.rounds,
+        episodes=args.episodes,
+        workers=args.workers,
+        injection_edges=args.injection_edges,
+        holdout=args.holdout,
+        progress=progress,
+    )
     if args.json:
         print_json({"headline": report["headline"], **report})
         return 0

@@ -1,4 +1,5 @@
 """Flags and helpers shared by sub-commands."""
+
 from __future__ import annotations
 
 import argparse
@@ -11,7 +12,9 @@ from speakerflow.settings import home_root
 
 
 def add_home(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--home", default=None, help="store home (default: $SPEAKERFLOW_HOME or ./.speakerflow)")
+    parser.add_argument(
+        "--home", default=None, help="store home (default: $SPEAKERFLOW_HOME or ./.speakerflow)"
+    )
 
 
 def home_of(args: argparse.Namespace) -> Home:
@@ -40,7 +43,9 @@ def table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
 
     body = [[str(c) for c in columns]] + [[cell(r.get(c)) for c in columns] for r in rows]
     widths = [max(len(line[i]) for line in body) for i in range(len(columns))]
-    return "\n".join("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip() for line in body)
+    return "\n".join(
+        "  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip() for line in body
+    )
 
 
 def print_text(report: Any, prefix: str = "", depth: int = 0, max_items: int = 12) -> None:
@@ -49,8 +54,9 @@ def print_text(report: Any, prefix: str = "", depth: int = 0, max_items: int = 1
     if isinstance(report, dict):
         for k, v in report.items():
             if isinstance(v, dict | list) and v and depth < 4:
-                flat = isinstance(v, dict) and all(isinstance(b, int | float | str | bool) or b is None
-                                                   for b in v.values())
+                flat = isinstance(v, dict) and all(
+                    isinstance(b, int | float | str | bool) or b is None for b in v.values()
+                )
                 if isinstance(v, dict) and flat and len(v) <= 16:
                     print(f"{prefix}{k}: " + ", ".join(f"{a} {b}" for a, b in v.items()))
                 else:

@@ -5,6 +5,7 @@ rules Writer (System 2 records with update chains), then answers a group decisio
 per-person roll-up, a changed state, a cross-person view, a reason, a relative date
 resolved to the day meant and a current state, each with its cited messages.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,7 +29,9 @@ QUESTIONS = (
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="ingest the bundled sample conversation, write memory, answer questions")
+    p = sub.add_parser(
+        "demo", help="ingest the bundled sample conversation, write memory, answer questions"
+    )
     add_query_options(p)
     add_json(p, "the answers (question, answer, cited ids)")
     add_home(p)
@@ -47,19 +50,35 @@ def run(args: argparse.Namespace) -> int:
         result = store.append_messages(table)
         report = write_group(store, "rules", progress=False)
         if not args.json:
-            print(f"ingested {result.added} new message(s) ({result.skipped} already stored) into "
-                  f"group '{gid}' under {home.root}; roster: {', '.join(store.roster())}")
+            print(
+                f"ingested {result.added} new message(s) ({result.skipped} already stored) into "
+                f"group '{gid}' under {home.root}; roster: {', '.join(store.roster())}"
+            )
             print(f"rules Writer: {report.summary()}\n")
         by_id = {r["msg_id"]: r for r in store.messages().to_pylist()}
         for kind, question in QUESTIONS:
             res = answer_question(store, question, config, chat=chat)
             if args.json:
-                answers.append({"kind": kind, "question": question, "answer": res.answer, "cited_ids": res.cited_ids()})
+                answers.append(
+                    {
+                        "kind": kind,
+                        "question": question,
+                        "answer": res.answer,
+                        "cited_ids": res.cited_ids(),
+                    }
+                )
                 continue
             print(f"Q ({kind}): {question}")
             print_result(res, by_id)
             print()
     if args.json:
-        print_json({"group": gid, "home": str(home.root), "ingested": result.added, "writer": report.summary(),
-                    "answers": answers})
+        print_json(
+            {
+                "group": gid,
+                "home": str(home.root),
+                "ingested": result.added,
+                "writer": report.summary(),
+                "answers": answers,
+            }
+        )
     return 0

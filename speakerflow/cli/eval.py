@@ -11,6 +11,7 @@ and its ablations are reported side by side). ``--groups`` restricts the run to 
 conversations/networks (``dev`` / ``test`` name the LoCoMo halves); LoCoMo reports carry a
 ``splits`` block (dev and test half) and every report a ``by_group`` block.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,19 +23,47 @@ from .common import print_json, print_text, table
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("eval", help="evidence-recall evaluation on LoCoMo / SocialMemBench (or: eval writer DATA)")
+    p = sub.add_parser(
+        "eval", help="evidence-recall evaluation on LoCoMo / SocialMemBench (or: eval writer DATA)"
+    )
     p.add_argument("data", help="a file or a folder of network files (or the word 'writer')")
     p.add_argument("writer_data", nargs="?", default=None, help=argparse.SUPPRESS)
-    p.add_argument("--format", choices=["locomo", "socialmem"], default=None, help="input format of DATA (required unless DATA is 'writer')")
-    p.add_argument("--system", default="speakerflow", help="speakerflow|bm25|bm25-plain|dense|hybrid, or a comma-separated list")
-    p.add_argument("--ablate", default=None, help="s1|s2|s2-group|s2-person, or a comma-separated list")
-    p.add_argument("--k", type=int, nargs="+", default=[5, 10, 20], help="recall budgets (default 5 10 20)")
-    p.add_argument("--out", default=None, help="report JSON (a .md summary and a .png plot are written beside it)")
-    p.add_argument("--home", default=None, help="store home to ingest into (default: a temporary folder)")
-    p.add_argument("--embedder", default="minilm", choices=["minilm", "hashing"], help="dense recall embedder")
-    p.add_argument("--groups", default=None,
-                   help="only these conversations/networks, comma-separated (dev / test: the LoCoMo halves)")
-    p.add_argument("--limit", type=int, default=None, help="only the first N questions (smoke runs)")
+    p.add_argument(
+        "--format",
+        choices=["locomo", "socialmem"],
+        default=None,
+        help="input format of DATA (required unless DATA is 'writer')",
+    )
+    p.add_argument(
+        "--system",
+        default="speakerflow",
+        help="speakerflow|bm25|bm25-plain|dense|hybrid, or a comma-separated list",
+    )
+    p.add_argument(
+        "--ablate", default=None, help="s1|s2|s2-group|s2-person, or a comma-separated list"
+    )
+    p.add_argument(
+        "--k", type=int, nargs="+", default=[5, 10, 20], help="recall budgets (default 5 10 20)"
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        help="report JSON (a .md summary and a .png plot are written beside it)",
+    )
+    p.add_argument(
+        "--home", default=None, help="store home to ingest into (default: a temporary folder)"
+    )
+    p.add_argument(
+        "--embedder", default="minilm", choices=["minilm", "hashing"], help="dense recall embedder"
+    )
+    p.add_argument(
+        "--groups",
+        default=None,
+        help="only these conversations/networks, comma-separated (dev / test: the LoCoMo halves)",
+    )
+    p.add_argument(
+        "--limit", type=int, default=None, help="only the first N questions (smoke runs)"
+    )
     p.add_argument("--backend", default="rules", help="eval writer: the Writer backend")
     p.add_argument("--json", action="store_true", help="print the full report JSON")
     p.set_defaults(func=run)
@@ -50,28 +79,50 @@ def run(args: argparse.Namespace) -> int:
     from speakerflow.benchmarks.evaluate import run_eval, write_outputs
 
     plan = [(s.strip(), None) for s in args.system.split(",") if s.strip()]
-    for ab in (args.ablate.split(",") if args.ablate else []):
+    for ab in args.ablate.split(",") if args.ablate else []:
         plan.append(("speakerflow", ab.strip()))
     reports = []
     for system, ablate in plan:
         try:
-            report = run_eval(args.data, args.format, system, ablate=ablate, k=tuple(args.k), home=args.home,
-                              embedder=args.embedder, limit=args.limit, groups=args.groups, progress=not args.json)
+            report = run_eval(
+                args.data,
+                args.format,
+                system,
+                ablate=ablate,
+                k=tuple(args.k),
+                home=args.home,
+                embedder=args.embedder,
+                limit=args.limit,
+                groups=args.groups,
+                progress=not args.json,
+            )
         except ValueError as exc:
             raise CliError(str(exc)) from None
         reports.append(report)
         if args.json:
             continue
         rec = ", ".join(f"@{b} {v:.3f}" for b, v in report["evidence_recall"].items())
-        print(f"{system}{' -' + ablate if ablate else ''}: {report['questions']} questions; evidence recall {rec}; "
-              f"token-F1 {report['token_f1']:.3f}; latency p50 {report['latency_ms']['p50']:.1f} ms, "
-              f"p95 {report['latency_ms']['p95']:.1f} ms; context {report['context_tokens']['mean']:.0f} tokens",
-              flush=True)
+        print(
+            f"{system}{' -' + ablate if ablate else ''}: {report['questions']} questions; evidence "
+            f"recall {rec}; "
+            f"token-F1 {report['token_f1']:.3f}; latency p50 {report['latency_ms']['p50']:.1f} ms, "
+            f"p95 {report['latency_ms']['p95']:.1f} ms; context "
+            f"{report['context_tokens']['mean']:.0f} tokens",
+            flush=True,
+        )
         for name, sp in report.get("splits", {}).items():
-            cats = ", ".join(f"{c} {v['evidence_recall'].get('10', 0):.3f}" for c, v in sp["by_category"].items())
-            print(f"  {name} half ({sp['questions']} q): " + ", ".join(
-                f"@{b} {v:.3f}" for b, v in sp["evidence_recall"].items()) + f"; @10 by category: {cats}", flush=True)
-    paths = write_outputs(reports[0] if len(reports) == 1 else reports, args.out) if args.out else {}
+            cats = ", ".join(
+                f"{c} {v['evidence_recall'].get('10', 0):.3f}" for c, v in sp["by_category"].items()
+            )
+            print(
+                f"  {name} half ({sp['questions']} q): "
+                + ", ".join(f"@{b} {v:.3f}" for b, v in sp["evidence_recall"].items())
+                + f"; @10 by category: {cats}",
+                flush=True,
+            )
+    paths = (
+        write_outputs(reports[0] if len(reports) == 1 else reports, args.out) if args.out else {}
+    )
     if args.json:
         print_json([{k: v for k, v in r.items() if k != "per_question"} for r in reports])
         return 0
@@ -83,13 +134,23 @@ def run(args: argparse.Namespace) -> int:
 
 
 def summary_table(reports: list[dict]) -> str:
-    """One line per system run: questions, evidence recall at each budget, token-F1, latency, context."""
+    """One line per system run: questions, evidence recall at each budget, token-F1, latency,
+    context."""
     rows = []
     for r in reports:
-        row = {"system": r["system"] + (f" -{r['ablate']}" if r.get("ablate") else ""), "questions": r["questions"]}
+        row = {
+            "system": r["system"] + (f" -{r['ablate']}" if r.get("ablate") else ""),
+            "questions": r["questions"],
+        }
         row.update({f"recall@{b}": round(v, 3) for b, v in r["evidence_recall"].items()})
-        row.update({"token_f1": round(r["token_f1"], 3), "p50_ms": round(r["latency_ms"]["p50"], 1),
-                    "p95_ms": round(r["latency_ms"]["p95"], 1), "context_tokens": round(r["context_tokens"]["mean"])})
+        row.update(
+            {
+                "token_f1": round(r["token_f1"], 3),
+                "p50_ms": round(r["latency_ms"]["p50"], 1),
+                "p95_ms": round(r["latency_ms"]["p95"], 1),
+                "context_tokens": round(r["context_tokens"]["mean"]),
+            }
+        )
         rows.append(row)
     return table(rows)
 
@@ -100,7 +161,10 @@ def run_writer(args: argparse.Namespace) -> int:
     try:
         from speakerflow.training.writer_eval import run as writer_eval
     except ImportError as exc:
-        raise CliError(f"Writer evaluation is not available ({exc}); it lives in speakerflow.training.writer_eval") from None
+        raise CliError(
+            f"Writer evaluation is not available ({exc}); it lives in "
+            "speakerflow.training.writer_eval"
+        ) from None
     report = writer_eval(args.writer_data, args.backend, args.out)
     if args.json:
         print(json.dumps(report, indent=1, default=str))

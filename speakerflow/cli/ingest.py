@@ -4,6 +4,7 @@ Loads a file (or folder) into per-group stores, then runs the SpeakerMem write p
 (:func:`speakerflow.pipelines.write_path.write_group`) on each ingested group: derived
 records from the messages not written before (``--writer none`` skips it).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,15 +23,36 @@ from .common import add_home, add_json, home_of, print_json
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ingest", help="ingest messages or events into per-group stores")
     p.add_argument("path", help="a file, or a folder of files")
-    p.add_argument("--format", required=True, choices=["jsonl", "locomo", "socialmem", "events"],
-                   help="input format (docs/formats.md)")
+    p.add_argument(
+        "--format",
+        required=True,
+        choices=["jsonl", "locomo", "socialmem", "events"],
+        help="input format (docs/formats.md)",
+    )
     p.add_argument("--group", default=None, help="group id (JSONL without group_id; or override)")
-    p.add_argument("--writer", default="rules", choices=list(WRITER_KINDS),
-                   help="Writer backend for derived records (default: rules, offline; none: verbatim only)")
-    p.add_argument("--model", default=None, help="chat writers: model name (openai) or model folder (transformers/onnx)")
-    p.add_argument("--base-url", default=None, help="openai writer: base URL of an OpenAI-compatible endpoint")
-    p.add_argument("--device", default=None, choices=["auto", "cpu", "cuda"], help="transformers/onnx writer: device")
-    p.add_argument("--window", type=int, default=25, help="messages per Writer segment (default 25)")
+    p.add_argument(
+        "--writer",
+        default="rules",
+        choices=list(WRITER_KINDS),
+        help="Writer backend for derived records (default: rules, offline; none: verbatim only)",
+    )
+    p.add_argument(
+        "--model",
+        default=None,
+        help="chat writers: model name (openai) or model folder (transformers/onnx)",
+    )
+    p.add_argument(
+        "--base-url", default=None, help="openai writer: base URL of an OpenAI-compatible endpoint"
+    )
+    p.add_argument(
+        "--device",
+        default=None,
+        choices=["auto", "cpu", "cuda"],
+        help="transformers/onnx writer: device",
+    )
+    p.add_argument(
+        "--window", type=int, default=25, help="messages per Writer segment (default 25)"
+    )
     add_json(p, "the ingest summary")
     add_home(p)
     p.set_defaults(func=run)
@@ -40,7 +62,9 @@ def run(args: argparse.Namespace) -> int:
     FORMATS  # noqa: B018 - formats register on import of the loaders
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        loaded = load(args.path, args.format, group=args.group)  # everything validated before any write
+        loaded = load(
+            args.path, args.format, group=args.group
+        )  # everything validated before any write
     notes = [str(w.message) for w in caught]
     if not args.json:
         for note in notes:
@@ -53,30 +77,56 @@ def run(args: argparse.Namespace) -> int:
         with home.open(gid, writable=True) as store:
             result = store.append_messages(table)
             if backend is not None:
-                reports.append(write_group(store, backend, window=args.window,
-                                           progress=len(loaded) < 2 and not args.json))
+                reports.append(
+                    write_group(
+                        store,
+                        backend,
+                        window=args.window,
+                        progress=len(loaded) < 2 and not args.json,
+                    )
+                )
         total_added += result.added
         total_skipped += result.skipped
     partitions, partition_note = _register_partitions([gid for gid, _ in loaded])
     if args.json:
-        print_json({"home": str(home.root), "groups": [gid for gid, _ in loaded], "ingested": total_added,
-                    "already_stored": total_skipped, "notes": notes,
-                    "writer": None if backend is None else {
-                        "kind": args.writer, "accepted": sum(r.accepted for r in reports),
-                        "updates": sum(r.updates for r in reports), "rejected": sum(r.rejected for r in reports),
-                        "model_calls": sum(r.model_calls for r in reports), "tokens": sum(r.tokens for r in reports),
-                        "seconds": round(sum(r.seconds for r in reports), 2)},
-                    "dagster_partitions_added": partitions, "dagster_note": partition_note})
+        print_json(
+            {
+                "home": str(home.root),
+                "groups": [gid for gid, _ in loaded],
+                "ingested": total_added,
+                "already_stored": total_skipped,
+                "notes": notes,
+                "writer": None
+                if backend is None
+                else {
+                    "kind": args.writer,
+                    "accepted": sum(r.accepted for r in reports),
+                    "updates": sum(r.updates for r in reports),
+                    "rejected": sum(r.rejected for r in reports),
+                    "model_calls": sum(r.model_calls for r in reports),
+                    "tokens": sum(r.tokens for r in reports),
+                    "seconds": round(sum(r.seconds for r in reports), 2),
+                },
+                "dagster_partitions_added": partitions,
+                "dagster_note": partition_note,
+            }
+        )
         return 0
-    print(f"ingested {total_added} new message(s) into {len(loaded)} group(s) "
-          f"({total_skipped} already stored) under {home.root}")
+    print(
+        f"ingested {total_added} new message(s) into {len(loaded)} group(s) "
+        f"({total_skipped} already stored) under {home.root}"
+    )
     if partition_note:
         print(partition_note)
     if backend is not None:
         written = sum(r.accepted for r in reports)
-        print(f"writer {args.writer}: {written} derived record(s) ({sum(r.updates for r in reports)} updates), "
-              f"{sum(r.rejected for r in reports)} rejected, {sum(r.model_calls for r in reports)} model call(s), "
-              f"{sum(r.tokens for r in reports)} tokens, {sum(r.seconds for r in reports):.1f}s")
+        print(
+            f"writer {args.writer}: {written} derived record(s) ({sum(r.updates for r in reports)} "
+            "updates), "
+            f"{sum(r.rejected for r in reports)} rejected, {sum(r.model_calls for r in reports)} "
+            "model call(s), "
+            f"{sum(r.tokens for r in reports)} tokens, {sum(r.seconds for r in reports):.1f}s"
+        )
         for r in reports:
             if r.rejected:
                 print(f"  {r.group_id}: {r.rejected} rejected, e.g. {r.rejects[0]['reason']}")
@@ -96,9 +146,13 @@ def _register_partitions(groups: list[str]) -> tuple[list[str], str | None]:
     try:
         new = register_groups(groups)
     except Exception as exc:  # noqa: BLE001 - the ingest itself succeeded; say why the UI lags
-        return [], (f"note: could not add the groups as Dagster partitions in {dagster_home()}: {exc} "
-                    "(the inbox sensor adds them on its next tick)")
+        return [], (
+            f"note: could not add the groups as Dagster partitions in {dagster_home()}: {exc} "
+            "(the inbox sensor adds them on its next tick)"
+        )
     if not new:
         return [], None
-    return new, (f"dagster: added {len(new)} group(s) as partitions in {dagster_home()}: {', '.join(new[:10])}"
-                 + (" ..." if len(new) > 10 else ""))
+    return new, (
+        f"dagster: added {len(new)} group(s) as partitions in {dagster_home()}: "
+        f"{', '.join(new[:10])}" + (" ..." if len(new) > 10 else "")
+    )

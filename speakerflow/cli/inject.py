@@ -1,4 +1,5 @@
 """``speakerflow inject GROUP --event JSON``: print the working context passive injection builds."""
+
 from __future__ import annotations
 
 import argparse
@@ -9,10 +10,16 @@ from .common import add_home, home_of, print_json
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("inject", help="build the working context for one event (passive injection)")
     p.add_argument("group", help="group id")
-    p.add_argument("--event", required=True, help='event JSON: {"content": "...", "ts"?: ISO time, "source"?: user}')
+    p.add_argument(
+        "--event",
+        required=True,
+        help='event JSON: {"content": "...", "ts"?: ISO time, "source"?: user}',
+    )
     p.add_argument("--user", default=None, help="the user whose overlay applies (private items)")
     p.add_argument("--budget", type=int, default=600, help="token budget of the whole context")
-    p.add_argument("--hops", type=int, default=2, help="graph hops around the event's entities (default 2)")
+    p.add_argument(
+        "--hops", type=int, default=2, help="graph hops around the event's entities (default 2)"
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     add_home(p)
     p.set_defaults(func=run)
@@ -23,7 +30,9 @@ def run(args: argparse.Namespace) -> int:
     from speakerflow.ops.knowledge import load_knowledge
 
     with home_of(args).open(args.group, writable=False) as store:
-        wc = inject_context(load_knowledge(store), args.event, args.user, budget=args.budget, hops=args.hops)
+        wc = inject_context(
+            load_knowledge(store), args.event, args.user, budget=args.budget, hops=args.hops
+        )
     if args.json:
         print_json(wc.as_dict())
     else:

@@ -1,4 +1,5 @@
 """``speakerflow maintain [--group G]``: build the entity graph and run one maintenance tick."""
+
 from __future__ import annotations
 
 import argparse
@@ -9,13 +10,24 @@ from .common import add_home, add_json, emit, home_of, print_text
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("maintain", help="entity path + maintenance tick (sweep, checks, review queue)")
+    p = sub.add_parser(
+        "maintain", help="entity path + maintenance tick (sweep, checks, review queue)"
+    )
     p.add_argument("--group", default=None, help="one group (default: every group)")
     p.add_argument("--seed", type=int, default=0, help="seed of the probe sampler")
-    p.add_argument("--now", default=None, help="ISO time the tick treats as now (default: the clock)")
-    p.add_argument("--review", action="append", default=[], metavar="EDGE=approve|reject",
-                   help="apply a human review to a fact (repeatable; needs --group)")
-    p.add_argument("--backend", default="rules", help="extraction backend: rules or a chat backend kind")
+    p.add_argument(
+        "--now", default=None, help="ISO time the tick treats as now (default: the clock)"
+    )
+    p.add_argument(
+        "--review",
+        action="append",
+        default=[],
+        metavar="EDGE=approve|reject",
+        help="apply a human review to a fact (repeatable; needs --group)",
+    )
+    p.add_argument(
+        "--backend", default="rules", help="extraction backend: rules or a chat backend kind"
+    )
     add_json(p)
     add_home(p)
     p.set_defaults(func=run)
@@ -33,13 +45,18 @@ def run(args: argparse.Namespace) -> int:
         if not args.group:
             raise SystemExit("--review needs --group")
         with home.open(args.group, writable=True) as store:
-            out["reviews"] = [apply_review(store, edge, decision, now=now)
-                              for edge, decision in (r.split("=", 1) for r in args.review)]
+            out["reviews"] = [
+                apply_review(store, edge, decision, now=now)
+                for edge, decision in (r.split("=", 1) for r in args.review)
+            ]
         emit(out, args.json)
         return 0
     for gid in [args.group] if args.group else home.groups():
         with home.open(gid, writable=True) as store:
-            out[gid] = {"entity_path": build_entity_graph(store, backend=args.backend), "tick": tick(store, now=now, seed=args.seed)}
+            out[gid] = {
+                "entity_path": build_entity_graph(store, backend=args.backend),
+                "tick": tick(store, now=now, seed=args.seed),
+            }
     if args.json:
         emit(out, True)
         return 0

@@ -7,6 +7,7 @@ state -> new state, with dates and the source messages each state rests on).
 ``valid_at``, ``invalid_at``, ...; with ``--history`` each also has ``chain``, the index
 of its chain, and ``sources``, the cited messages).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,7 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("group", help="group id")
     p.add_argument("--owner", default=None, help="only records about this person (or GROUP)")
     p.add_argument("--layer", default=None, choices=list(LAYERS), help="only this derived layer")
-    p.add_argument("--history", action="store_true", help="show full update chains with source messages")
+    p.add_argument(
+        "--history", action="store_true", help="show full update chains with source messages"
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     add_home(p)
     p.set_defaults(func=run)
@@ -47,22 +50,37 @@ def run(args: argparse.Namespace) -> int:
                 row = dict(rec)
                 if args.history:
                     row["chain"] = i
-                    row["sources"] = [{k: msgs[m][k] for k in ("msg_id", "speaker", "ts", "text")}
-                                      for m in rec["from_ids"] if m in msgs]
+                    row["sources"] = [
+                        {k: msgs[m][k] for k in ("msg_id", "speaker", "ts", "text")}
+                        for m in rec["from_ids"]
+                        if m in msgs
+                    ]
                 rows.append(row)
         print_json(rows)
         return 0
     if not selected:
-        print("no derived records" + (" (run `speakerflow ingest` with a --writer)" if not args.owner else ""))
+        print(
+            "no derived records"
+            + (" (run `speakerflow ingest` with a --writer)" if not args.owner else "")
+        )
         return 0
     if args.history:
         selected = sorted(selected, key=lambda c: (-len(c), c[-1]["write_order"]))
     for chain in selected:
         head = chain[-1]
-        who = head["owner"] if head["owner"] == head["source"] else f"{head['owner']} (by {head['source']})"
-        print(f"[{head['layer']}] {who} {head['utype']}" + (f": {len(chain)} state(s)" if args.history else ""))
+        who = (
+            head["owner"]
+            if head["owner"] == head["source"]
+            else f"{head['owner']} (by {head['source']})"
+        )
+        print(
+            f"[{head['layer']}] {who} {head['utype']}"
+            + (f": {len(chain)} state(s)" if args.history else "")
+        )
         for rec in chain:
-            state = "current" if rec["superseded_by"] is None else f"until {_day(rec['invalid_at'])}"
+            state = (
+                "current" if rec["superseded_by"] is None else f"until {_day(rec['invalid_at'])}"
+            )
             print(f"  {rec['entry_id']} {_day(rec['valid_at'])} ({state}): {rec['content']}")
             if args.history:
                 for mid in rec["from_ids"]:

@@ -3,6 +3,7 @@
 Lists every operator a pipeline can be built from (``speakerflow.ops.registry``): what it
 consumes, what it produces, its config fields and optional requirements.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -11,7 +12,9 @@ from .common import print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("operators", help="list the registered operators: columns consumed/produced, config")
+    p = sub.add_parser(
+        "operators", help="list the registered operators: columns consumed/produced, config"
+    )
     p.add_argument("names", nargs="*", metavar="NAME", help="only these operators (default: all)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
@@ -30,7 +33,10 @@ def collect(names: list[str] | None = None) -> dict:
         if unknown:
             from . import CliError
 
-            raise CliError(f"no operator named {', '.join(unknown)}; known: {', '.join(o['name'] for o in ops)}")
+            raise CliError(
+                f"no operator named {', '.join(unknown)}; known: "
+                f"{', '.join(o['name'] for o in ops)}"
+            )
         ops = [o for o in ops if o["name"] in wanted]
     return {"operators": ops, "skipped": skipped}
 

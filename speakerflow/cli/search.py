@@ -1,4 +1,5 @@
 """``speakerflow search GROUP QUERY``: BM25 over one group's verbatim track."""
+
 from __future__ import annotations
 
 import argparse
@@ -28,5 +29,8 @@ def run(args: argparse.Namespace) -> int:
     if not rows:
         print("no matching messages")
     for r in rows:
-        print(f"[{r['msg_id']}] {r['ts']:%Y-%m-%d %H:%M} {r['speaker']}: {r['text']}  (bm25 {r['score']})")
+        print(
+            f"[{r['msg_id']}] {r['ts']:%Y-%m-%d %H:%M} {r['speaker']}: {r['text']}  (bm25 "
+            f"{r['score']})"
+        )
     return 0

@@ -1,5 +1,6 @@
 """``speakerflow serve`` (HTTP API), ``speakerflow mcp`` (MCP over stdio) and
 ``speakerflow bench serve`` (load test of a real server on 127.0.0.1): docs/serving.md."""
+
 from __future__ import annotations
 
 import argparse
@@ -11,9 +12,17 @@ from .common import add_home
 
 
 def _memory_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--embedder", default="minilm", choices=["minilm", "hashing", "none"],
-                   help="dense recall embedder, loaded once at start (default minilm)")
-    p.add_argument("--writer", default="rules", help="Writer backend run after each ingest (default rules; none: verbatim only)")
+    p.add_argument(
+        "--embedder",
+        default="minilm",
+        choices=["minilm", "hashing", "none"],
+        help="dense recall embedder, loaded once at start (default minilm)",
+    )
+    p.add_argument(
+        "--writer",
+        default="rules",
+        help="Writer backend run after each ingest (default rules; none: verbatim only)",
+    )
     add_home(p)
 
 
@@ -21,40 +30,98 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="serve the memory over HTTP (keys from $SPEAKERFLOW_API_KEYS)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8750, help="port (default 8750)")
-    p.add_argument("--no-auth", action="store_true", help="no API keys; allowed on a loopback host only")
-    p.add_argument("--max-body-mb", type=float, default=8.0, help="largest request body in MiB (default 8)")
-    p.add_argument("--writers", type=int, default=2, help="background write threads (groups written in parallel)")
-    p.add_argument("--max-open-groups", type=int, default=64,
-                   help="groups kept open and warm at most (least recently used idle ones are closed; default 64)")
-    p.add_argument("--torch-threads", type=int, default=1,
-                   help="intra-op threads of the embedder (default 1: requests run side by side; 0 = torch's default)")
-    p.add_argument("--reads", default="snapshot", choices=["snapshot", "locked"],
-                   help="snapshot (default): ask/search read the group's last complete write without waiting "
-                        "for writes; locked: they wait for the group's lock (the old path, for comparison)")
-    p.add_argument("--ask-threads", type=int, default=32,
-                   help="asks answered at once; the others wait for a slot (default 32)")
-    p.add_argument("--no-query-batching", action="store_true",
-                   help="encode each ask's question alone (by default concurrent asks share one model call)")
-    p.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"],
-                   help="uvicorn log level (default warning)")
+    p.add_argument(
+        "--no-auth", action="store_true", help="no API keys; allowed on a loopback host only"
+    )
+    p.add_argument(
+        "--max-body-mb", type=float, default=8.0, help="largest request body in MiB (default 8)"
+    )
+    p.add_argument(
+        "--writers",
+        type=int,
+        default=2,
+        help="background write threads (groups written in parallel)",
+    )
+    p.add_argument(
+        "--max-open-groups",
+        type=int,
+        default=64,
+        help="groups kept open and warm at most (least recently used idle ones are closed; default "
+        "64)",
+    )
+    p.add_argument(
+        "--torch-threads",
+        type=int,
+        default=1,
+        help="intra-op threads of the embedder (default 1: requests run side by side; 0 = torch's "
+        "default)",
+    )
+    p.add_argument(
+        "--reads",
+        default="snapshot",
+        choices=["snapshot", "locked"],
+        help="snapshot (default): ask/search read the group's last complete write without waiting "
+        "for writes; locked: they wait for the group's lock (the old path, for comparison)",
+    )
+    p.add_argument(
+        "--ask-threads",
+        type=int,
+        default=32,
+        help="asks answered at once; the others wait for a slot (default 32)",
+    )
+    p.add_argument(
+        "--no-query-batching",
+        action="store_true",
+        help="encode each ask's question alone (by default concurrent asks share one model call)",
+    )
+    p.add_argument(
+        "--log-level",
+        default="warning",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="uvicorn log level (default warning)",
+    )
     _memory_options(p)
     p.set_defaults(func=run_serve)
 
-    m = sub.add_parser("mcp", help="serve the memory to an MCP client over stdio (tools remember, ask, search, memory, inject)")
+    m = sub.add_parser(
+        "mcp",
+        help="serve the memory to an MCP client over stdio (tools remember, ask, search, memory, "
+        "inject)",
+    )
     _memory_options(m)
     m.set_defaults(func=run_mcp)
 
 
 def add_bench(bsub: argparse._SubParsersAction) -> None:
     """``speakerflow bench serve``: registered by ``cli/bench.py``."""
-    b = bsub.add_parser("serve", help="load test: a real server on 127.0.0.1, ingest + ask over several groups")
+    b = bsub.add_parser(
+        "serve", help="load test: a real server on 127.0.0.1, ingest + ask over several groups"
+    )
     b.add_argument("--clients", type=int, default=32, help="concurrent clients (default 32)")
-    b.add_argument("--seconds", type=float, default=60.0, help="length of the measured run (default 60)")
-    b.add_argument("--groups", type=int, default=8, help="groups the clients spread over (default 8)")
-    b.add_argument("--ingest-share", type=float, default=0.1, help="share of requests that ingest (default 0.1)")
-    b.add_argument("--embedder", default="minilm", choices=["minilm", "hashing", "none"], help="server embedder")
-    b.add_argument("--reads", default="snapshot", choices=["snapshot", "locked"],
-                   help="the server's read path (serve --reads; default snapshot)")
+    b.add_argument(
+        "--seconds", type=float, default=60.0, help="length of the measured run (default 60)"
+    )
+    b.add_argument(
+        "--groups", type=int, default=8, help="groups the clients spread over (default 8)"
+    )
+    b.add_argument(
+        "--ingest-share",
+        type=float,
+        default=0.1,
+        help="share of requests that ingest (default 0.1)",
+    )
+    b.add_argument(
+        "--embedder",
+        default="minilm",
+        choices=["minilm", "hashing", "none"],
+        help="server embedder",
+    )
+    b.add_argument(
+        "--reads",
+        default="snapshot",
+        choices=["snapshot", "locked"],
+        help="the server's read path (serve --reads; default snapshot)",
+    )
     b.add_argument("--no-query-batching", action="store_true", help="serve --no-query-batching")
     b.add_argument("--ask-threads", type=int, default=32, help="serve --ask-threads (default 32)")
     b.add_argument("--out", default=None, help="write the report JSON here")
@@ -66,10 +133,22 @@ def run_serve(args: argparse.Namespace) -> int:
     from speakerflow.server import ConfigError, serve
 
     try:
-        serve(args.home, host=args.host, port=args.port, no_auth=args.no_auth, embedder=args.embedder,
-              writer=args.writer, max_body=int(args.max_body_mb * 1024 * 1024), writers=args.writers,
-              log_level=args.log_level, torch_threads=args.torch_threads or None, max_open=args.max_open_groups,
-              reads=args.reads, batch_queries=not args.no_query_batching, ask_threads=args.ask_threads)
+        serve(
+            args.home,
+            host=args.host,
+            port=args.port,
+            no_auth=args.no_auth,
+            embedder=args.embedder,
+            writer=args.writer,
+            max_body=int(args.max_body_mb * 1024 * 1024),
+            writers=args.writers,
+            log_level=args.log_level,
+            torch_threads=args.torch_threads or None,
+            max_open=args.max_open_groups,
+            reads=args.reads,
+            batch_queries=not args.no_query_batching,
+            ask_threads=args.ask_threads,
+        )
     except ConfigError as exc:
         raise CliError(str(exc)) from None
     return 0
@@ -85,9 +164,17 @@ def run_mcp(args: argparse.Namespace) -> int:
 def run_bench(args: argparse.Namespace) -> int:
     from speakerflow.benchmarks.serve import format_report, run
 
-    report = run(clients=args.clients, seconds=args.seconds, groups=args.groups,
-                 ingest_share=args.ingest_share, embedder=args.embedder, progress=not args.json, reads=args.reads,
-                 batch_queries=not args.no_query_batching, ask_threads=args.ask_threads)
+    report = run(
+        clients=args.clients,
+        seconds=args.seconds,
+        groups=args.groups,
+        ingest_share=args.ingest_share,
+        embedder=args.embedder,
+        progress=not args.json,
+        reads=args.reads,
+        batch_queries=not args.no_query_batching,
+        ask_threads=args.ask_threads,
+    )
     text = json.dumps(report, indent=2)
     if args.out:
         Path(args.out).write_text(text + "\n")

@@ -1,4 +1,5 @@
 """``speakerflow stats [GROUP] [--json]``: counts per group and totals."""
+
 from __future__ import annotations
 
 import argparse
@@ -21,7 +22,11 @@ def collect(home, group: str | None = None) -> dict:
         with home.open(gid) as store:
             by_group[gid] = {**store.stats(), "roster": store.roster()}
     keys = ("messages", "speakers", "sessions", "records")
-    return {"groups": len(by_group), **{k: sum(g[k] for g in by_group.values()) for k in keys}, "by_group": by_group}
+    return {
+        "groups": len(by_group),
+        **{k: sum(g[k] for g in by_group.values()) for k in keys},
+        "by_group": by_group,
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,9 +34,14 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(report)
         return 0
-    print(f"{report['groups']} group(s): {report['messages']} messages, {report['speakers']} speakers, "
-          f"{report['sessions']} sessions, {report['records']} records")
+    print(
+        f"{report['groups']} group(s): {report['messages']} messages, {report['speakers']} "
+        "speakers, "
+        f"{report['sessions']} sessions, {report['records']} records"
+    )
     for gid, g in report["by_group"].items():
-        print(f"  {gid}: {g['messages']} messages, {g['sessions']} sessions, {g['records']} records; "
-              f"roster: {', '.join(g['roster'])}")
+        print(
+            f"  {gid}: {g['messages']} messages, {g['sessions']} sessions, {g['records']} records; "
+            f"roster: {', '.join(g['roster'])}"
+        )
     return 0

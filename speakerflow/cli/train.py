@@ -1,9 +1,11 @@
 """``speakerflow train data|sft|grpo|export-onnx``: Writer training (see docs/training.md).
 
-Every sub-command prints its report as text (``--json``: as JSON). ``sft`` and ``grpo`` split the data by whole
+Every sub-command prints its report as text (``--json``: as JSON). ``sft`` and ``grpo`` split the
+data by whole
 network with the same ``--heldout-fraction`` / ``--seed`` (so both see the same held-out
 networks, listed in the report) and train only on the training side.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,33 +22,56 @@ def register(sub: argparse._SubParsersAction) -> None:
     tsub = p.add_subparsers(dest="train_command", required=True, metavar="STEP")
 
     def data_args(q: argparse.ArgumentParser) -> None:
-        q.add_argument("data", help="socialmem training folder (networks + trajectories) or one file")
-        q.add_argument("--teacher", default=None, help="teacher folder (default: 'teacher' beside DATA)")
-        q.add_argument("--heldout-fraction", type=float, default=0.2,
-                       help="share of networks held out, whole networks only (default 0.2)")
+        q.add_argument(
+            "data", help="socialmem training folder (networks + trajectories) or one file"
+        )
+        q.add_argument(
+            "--teacher", default=None, help="teacher folder (default: 'teacher' beside DATA)"
+        )
+        q.add_argument(
+            "--heldout-fraction",
+            type=float,
+            default=0.2,
+            help="share of networks held out, whole networks only (default 0.2)",
+        )
         q.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-        q.add_argument("--min-teacher-overlap", type=float, default=0.5,
-                       help="refuse teacher files whose content shares fewer tokens with the chat "
-                            "(e.g. memory written in another language); 0 keeps all (default 0.5)")
+        q.add_argument(
+            "--min-teacher-overlap",
+            type=float,
+            default=0.5,
+            help="refuse teacher files whose content shares fewer tokens with the chat "
+            "(e.g. memory written in another language); 0 keeps all (default 0.5)",
+        )
 
     d = tsub.add_parser("data", help="write the SFT pairs (prompt, target actions) as JSONL")
     data_args(d)
-    d.add_argument("--backend", default=None,
-                   help="use this Writer backend as the teacher (e.g. rules) instead of the teacher files")
+    d.add_argument(
+        "--backend",
+        default=None,
+        help="use this Writer backend as the teacher (e.g. rules) instead of the teacher files",
+    )
     d.add_argument("--out", required=True, help="output folder (train.jsonl, heldout.jsonl)")
     d.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
     d.set_defaults(func=run_data)
 
     s = tsub.add_parser("sft", help="supervised fine-tuning with TRL's SFTTrainer")
     data_args(s)
-    s.add_argument("--model", required=True, help="model folder to start from (Hugging Face layout)")
+    s.add_argument(
+        "--model", required=True, help="model folder to start from (Hugging Face layout)"
+    )
     s.add_argument("--out", required=True, help="folder for the fine-tuned model")
-    s.add_argument("--backend", default=None, help="Writer backend as teacher instead of the teacher files")
+    s.add_argument(
+        "--backend", default=None, help="Writer backend as teacher instead of the teacher files"
+    )
     s.add_argument("--steps", type=int, default=-1, help="optimizer steps (-1: use --epochs)")
     s.add_argument("--epochs", type=float, default=10.0, help="SFT epochs (default 10)")
     s.add_argument("--lr", type=float, default=1e-5, help="learning rate (default 1e-5)")
-    s.add_argument("--batch-size", type=int, default=1, help="examples per device batch (default 1)")
-    s.add_argument("--max-length", type=int, default=8192, help="drop pairs longer than this (tokens)")
+    s.add_argument(
+        "--batch-size", type=int, default=1, help="examples per device batch (default 1)"
+    )
+    s.add_argument(
+        "--max-length", type=int, default=8192, help="drop pairs longer than this (tokens)"
+    )
     s.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
     s.set_defaults(func=run_sft)
 
@@ -55,24 +80,44 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--model", required=True, help="the SFT policy folder")
     g.add_argument("--ref", default=None, help="frozen reference policy (default: --model)")
     g.add_argument("--out", required=True, help="folder for the trained policy")
-    g.add_argument("--steps", type=int, default=30, help="rollout rounds = policy updates (paper: 30)")
-    g.add_argument("--group-size", type=int, default=8, help="G trajectories per network (paper: 8)")
+    g.add_argument(
+        "--steps", type=int, default=30, help="rollout rounds = policy updates (paper: 30)"
+    )
+    g.add_argument(
+        "--group-size", type=int, default=8, help="G trajectories per network (paper: 8)"
+    )
     g.add_argument("--lr", type=float, default=1e-6, help="learning rate (default 1e-6)")
-    g.add_argument("--max-new-tokens", type=int, default=2048, help="longest completion sampled per prompt (default 2048)")
+    g.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=2048,
+        help="longest completion sampled per prompt (default 2048)",
+    )
     g.add_argument("--positions", type=int, default=None, help="cap writing positions per network")
     g.add_argument("--networks", default=None, help="comma-separated network ids to train on")
-    g.add_argument("--qa-gain", choices=("token_f1", "none"), default="token_f1",
-                   help="terminal QA gain judge: token_f1 (offline proxy) or none (R_QA = 0)")
+    g.add_argument(
+        "--qa-gain",
+        choices=("token_f1", "none"),
+        default="token_f1",
+        help="terminal QA gain judge: token_f1 (offline proxy) or none (R_QA = 0)",
+    )
     g.add_argument("--qa-embedder", default="minilm", help="query-path embedder for the QA gain")
     g.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
     g.set_defaults(func=run_grpo)
 
-    e = tsub.add_parser("export-onnx", help="export a model folder to ONNX (KV cache) and check parity")
+    e = tsub.add_parser(
+        "export-onnx", help="export a model folder to ONNX (KV cache) and check parity"
+    )
     e.add_argument("--model", required=True, help="model folder (e.g. the GRPO output)")
     e.add_argument("--out", required=True, help="folder for model.onnx + tokenizer")
-    e.add_argument("--prompt", default="Ana: let's go with Porto, it's settled.",
-                   help="prompt of the torch/ONNX parity check")
-    e.add_argument("--tolerance", type=float, default=1e-3, help="largest allowed |logit difference|")
+    e.add_argument(
+        "--prompt",
+        default="Ana: let's go with Porto, it's settled.",
+        help="prompt of the torch/ONNX parity check",
+    )
+    e.add_argument(
+        "--tolerance", type=float, default=1e-3, help="largest allowed |logit difference|"
+    )
     e.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
     e.set_defaults(func=run_export)
 
@@ -88,8 +133,9 @@ def _split(args: argparse.Namespace, items: list) -> tuple[list, list]:
     from speakerflow.training.data import load_networks, network_id_of, split_by_network
 
     every = sorted({n.network_id for n in load_networks(args.data, args.teacher)})
-    _, held = split_by_network([{"network_id": i} for i in every],
-                               heldout_fraction=args.heldout_fraction, seed=args.seed)
+    _, held = split_by_network(
+        [{"network_id": i} for i in every], heldout_fraction=args.heldout_fraction, seed=args.seed
+    )
     return split_by_network(items, heldout=[network_id_of(h) for h in held])
 
 
@@ -108,12 +154,19 @@ def _pairs(args: argparse.Namespace) -> tuple[list, list, list[str]]:
     """(train pairs, held-out pairs, networks whose teacher was refused)."""
     from speakerflow.training.data import build_sft_dataset, load_networks, trusted
 
-    pairs = build_sft_dataset(args.data, args.teacher, backend=_writer(args.backend),
-                              min_teacher_overlap=args.min_teacher_overlap)
+    pairs = build_sft_dataset(
+        args.data,
+        args.teacher,
+        backend=_writer(args.backend),
+        min_teacher_overlap=args.min_teacher_overlap,
+    )
     if not pairs:
         raise CliError(f"{args.data}: no writing segment found")
-    refused = [] if args.backend else trusted(load_networks(args.data, args.teacher),
-                                              args.min_teacher_overlap)[1]
+    refused = (
+        []
+        if args.backend
+        else trusted(load_networks(args.data, args.teacher), args.min_teacher_overlap)[1]
+    )
     return (*_split(args, pairs), refused)
 
 
@@ -130,8 +183,17 @@ def run_data(args: argparse.Namespace) -> int:
     out = Path(args.out)
     write_jsonl(train, out / "train.jsonl")
     write_jsonl(held, out / "heldout.jsonl")
-    emit({"train_pairs": len(train), "heldout_pairs": len(held), "train_networks": _ids(train),
-          "heldout_networks": _ids(held), "refused_networks": refused, "out": str(out)}, args.json)
+    emit(
+        {
+            "train_pairs": len(train),
+            "heldout_pairs": len(held),
+            "train_networks": _ids(train),
+            "heldout_networks": _ids(held),
+            "refused_networks": refused,
+            "out": str(out),
+        },
+        args.json,
+    )
     return 0
 
 
@@ -139,8 +201,14 @@ def run_sft(args: argparse.Namespace) -> int:
     from speakerflow.training.sft import SFTSettings, train_sft
 
     train, held, refused = _pairs(args)
-    settings = SFTSettings(max_steps=args.steps, epochs=args.epochs, lr=args.lr,
-                           batch_size=args.batch_size, max_length=args.max_length, seed=args.seed)
+    settings = SFTSettings(
+        max_steps=args.steps,
+        epochs=args.epochs,
+        lr=args.lr,
+        batch_size=args.batch_size,
+        max_length=args.max_length,
+        seed=args.seed,
+    )
     with _quiet():
         report = train_sft(args.model, train, args.out, settings)
     report.update(train_networks=_ids(train), heldout_networks=_ids(held), refused_networks=refused)
@@ -159,21 +227,34 @@ def run_grpo(args: argparse.Namespace) -> int:
         wanted = {x.strip() for x in args.networks.split(",") if x.strip()}
         unknown = wanted - {n.network_id for n in nets}
         if unknown:
-            raise CliError(f"--networks: unknown network id(s) {sorted(unknown)}; known: {_ids(nets)}")
+            raise CliError(
+                f"--networks: unknown network id(s) {sorted(unknown)}; known: {_ids(nets)}"
+            )
         if wanted & set(_ids(held)):
-            raise CliError(f"--networks: {sorted(wanted & set(_ids(held)))} are held out; "
-                           "change --heldout-fraction/--seed or pick training networks")
+            raise CliError(
+                f"--networks: {sorted(wanted & set(_ids(held)))} are held out; "
+                "change --heldout-fraction/--seed or pick training networks"
+            )
         train = [n for n in train if n.network_id in wanted]
-    settings = GRPOSettings(steps=args.steps, group_size=args.group_size, lr=args.lr,
-                            max_new_tokens=args.max_new_tokens, positions=args.positions,
-                            seed=args.seed)
+    settings = GRPOSettings(
+        steps=args.steps,
+        group_size=args.group_size,
+        lr=args.lr,
+        max_new_tokens=args.max_new_tokens,
+        positions=args.positions,
+        seed=args.seed,
+    )
     qa_gain = None
     if args.qa_gain != "none":
         from speakerflow.training.qa_gain import QAGainConfig, StoreQAGain
 
-        qa_gain = StoreQAGain.from_folder(train, QAGainConfig(embedder=args.qa_embedder, judge=args.qa_gain))
+        qa_gain = StoreQAGain.from_folder(
+            train, QAGainConfig(embedder=args.qa_embedder, judge=args.qa_gain)
+        )
     with _quiet():
-        report = train_grpo(args.model, train, args.out, settings, ref_dir=args.ref, qa_gain=qa_gain)
+        report = train_grpo(
+            args.model, train, args.out, settings, ref_dir=args.ref, qa_gain=qa_gain
+        )
     report.update(train_networks=_ids(train), heldout_networks=_ids(held), refused_networks=refused)
     emit(report, args.json)
     return 0
@@ -186,6 +267,14 @@ def run_export(args: argparse.Namespace) -> int:
         out = export_onnx(args.model, args.out)
         parity = onnx_parity(args.model, out, args.prompt)
     ok = parity.max_abs_logit_diff <= args.tolerance and parity.greedy_match
-    emit({"out": str(out), "max_abs_logit_diff": parity.max_abs_logit_diff,
-          "greedy_match": parity.greedy_match, "tolerance": args.tolerance, "ok": ok}, args.json)
+    emit(
+        {
+            "out": str(out),
+            "max_abs_logit_diff": parity.max_abs_logit_diff,
+            "greedy_match": parity.greedy_match,
+            "tolerance": args.tolerance,
+            "ok": ok,
+        },
+        args.json,
+    )
     return 0 if ok else 1

@@ -1,4 +1,5 @@
 """``speakerflow wiki GROUP --out DIR``: write the wiki audit surface of a group."""
+
 from __future__ import annotations
 
 import argparse

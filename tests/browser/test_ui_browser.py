@@ -7,6 +7,7 @@ Needs chromium, node and ``scripts/browser/node_modules`` (``scripts/install-bro
 which ``.ci/run`` calls); skipped where they are absent. Set ``SPEAKERFLOW_UI_SHOTS=DIR``
 to keep the screenshots.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,7 +26,14 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = REPO / "scripts" / "browser" / "ui_check.mjs"
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-GRAPH_NAMES = ["raw_messages", "verbatim_track", "writer_actions", "derived_memory", "entity_graph", "wiki_pages"]
+GRAPH_NAMES = [
+    "raw_messages",
+    "verbatim_track",
+    "writer_actions",
+    "derived_memory",
+    "entity_graph",
+    "wiki_pages",
+]
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(420)]
 
@@ -81,15 +89,40 @@ def dagster_ui(tmp_path, monkeypatch):
     dagster_home.mkdir()
     (dagster_home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     monkeypatch.setenv("DAGSTER_HOME", str(dagster_home))
-    assert main(["ingest", str(BUNDLED_SAMPLE), "--format", "jsonl", "--group", "team", "--writer", "none",
-                 "--home", str(home)]) == 0
+    assert (
+        main(
+            [
+                "ingest",
+                str(BUNDLED_SAMPLE),
+                "--format",
+                "jsonl",
+                "--group",
+                "team",
+                "--writer",
+                "none",
+                "--home",
+                str(home),
+            ]
+        )
+        == 0
+    )
     port = _free_port()
-    env = {**os.environ, "DAGSTER_HOME": str(dagster_home), "SPEAKERFLOW_HOME": str(home),
-           "DAGSTER_DISABLE_TELEMETRY": "1"}
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(dagster_home),
+        "SPEAKERFLOW_HOME": str(home),
+        "DAGSTER_DISABLE_TELEMETRY": "1",
+    }
     log = (tmp_path / "dagster-dev.log").open("w")
     dagster = Path(sys.executable).parent / "dagster"
-    proc = subprocess.Popen([str(dagster), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-                            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(dagster), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -102,7 +135,10 @@ def dagster_ui(tmp_path, monkeypatch):
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
                 log.flush()
-                pytest.fail(f"dagster dev did not answer on {url}:\n{(tmp_path / 'dagster-dev.log').read_text()[-3000:]}")
+                pytest.fail(
+                    "dagster dev did not answer on "
+                    f"{url}:\n{(tmp_path / 'dagster-dev.log').read_text()[-3000:]}"
+                )
             time.sleep(0.5)
         yield {"url": url, "dagster_home": dagster_home, "home": home}
     finally:
@@ -112,10 +148,26 @@ def dagster_ui(tmp_path, monkeypatch):
 
 def test_asset_graph_and_materialise_from_ui(dagster_ui, tmp_path, monkeypatch):
     shots = tmp_path / "shots"
-    cmd = ["node", str(DRIVER), "--url", dagster_ui["url"], "--out", str(shots),
-           "--graph-asset", "derived_memory", "--materialize", "group_catalog",
-           "--expect", ",".join(GRAPH_NAMES), "--timeout-ms", "120000",
-           "--partitions-asset", "derived_memory", "--expect-partitions", "team"]
+    cmd = [
+        "node",
+        str(DRIVER),
+        "--url",
+        dagster_ui["url"],
+        "--out",
+        str(shots),
+        "--graph-asset",
+        "derived_memory",
+        "--materialize",
+        "group_catalog",
+        "--expect",
+        ",".join(GRAPH_NAMES),
+        "--timeout-ms",
+        "120000",
+        "--partitions-asset",
+        "derived_memory",
+        "--expect-partitions",
+        "team",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=360, cwd=REPO)
     assert proc.stdout.strip(), f"driver printed nothing; stderr:\n{proc.stderr[-2000:]}"
     report = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -126,14 +178,20 @@ def test_asset_graph_and_materialise_from_ui(dagster_ui, tmp_path, monkeypatch):
             shutil.copy(png, keep / png.name)
 
     # the asset graph showed every asset of the group chain, by name
-    assert report["graph_names_found"] == GRAPH_NAMES, report.get("error") or report.get("graph_text", "")[:1000]
+    assert report["graph_names_found"] == GRAPH_NAMES, (
+        report.get("error") or report.get("graph_text", "")[:1000]
+    )
     for name in GRAPH_NAMES:
         assert name in report["graph_text"]
     # the click in the UI launched a run that materialised group_catalog
     assert proc.returncode == 0 and report["materialized"], report
-    assert "group_catalog" in report["asset_text"] and "Latest materialization" in report["asset_text"]
+    assert (
+        "group_catalog" in report["asset_text"] and "Latest materialization" in report["asset_text"]
+    )
     # the group the CLI ingested is a partition on the asset page
-    assert report["partitions_found"] == ["team"], report.get("error") or report.get("partitions_text", "")[:1000]
+    assert report["partitions_found"] == ["team"], (
+        report.get("error") or report.get("partitions_text", "")[:1000]
+    )
     for png in ("asset-graph.png", "materialized.png", "partitions.png"):
         data = (shots / png).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000

@@ -1,5 +1,6 @@
 """Helpers of the Dagster run tests: launch ``ingest_job`` runs in their own processes,
 read back store contents, check results and run windows."""
+
 from __future__ import annotations
 
 import json
@@ -50,18 +51,24 @@ with dg.DagsterInstance.get() as instance:
                             tags={"dagster/partition": group})
     failures = [e.message for e in result.all_events if e.is_failure]
     print(json.dumps({"run_id": result.run_id, "success": result.success, "failures": failures}))
-"""
+"""  # noqa: E501
 
 
 def _launch(home: Path, group: str, job_fn: str, extra: dict) -> subprocess.Popen:
     env = {**os.environ, "SPEAKERFLOW_HOME": str(home)}
-    return subprocess.Popen([sys.executable, "-c", RUN_SCRIPT, str(home), group, job_fn, json.dumps(extra)],
-                            env=env, cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", RUN_SCRIPT, str(home), group, job_fn, json.dumps(extra)],
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
-def launch_runs(home: Path, groups: list[str], job_fn: str = "ingest_job_def",
-                extra: dict | None = None) -> list[dict]:
+def launch_runs(
+    home: Path, groups: list[str], job_fn: str = "ingest_job_def", extra: dict | None = None
+) -> list[dict]:
     """Start one run of ``jobs.<job_fn>()`` per group at once, each in its own process;
     wait for all (bounded); return their summaries (group, run_id, success, failures)."""
     procs = [_launch(home, g, job_fn, extra or {}) for g in groups]
@@ -84,9 +91,16 @@ def store_state(home: Path, group: str) -> dict:
         records = store.records()
         return {
             "messages": sorted(store.messages()["msg_id"].to_pylist()),
-            "records": sorted(zip(records["entry_id"].to_pylist(), records["owner"].to_pylist(),
-                                  records["layer"].to_pylist(), records["content"].to_pylist(),
-                                  [r or "" for r in records["supersedes"].to_pylist()], strict=True)),
+            "records": sorted(
+                zip(
+                    records["entry_id"].to_pylist(),
+                    records["owner"].to_pylist(),
+                    records["layer"].to_pylist(),
+                    records["content"].to_pylist(),
+                    [r or "" for r in records["supersedes"].to_pylist()],
+                    strict=True,
+                )
+            ),
         }
 
 

@@ -1,5 +1,6 @@
 """The tiny Qwen2 model end to end: transformers and onnx backends, ONNX export parity,
 and the chat Writer turning a random model's garbage into rejects, never into records."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,10 @@ from speakerflow.training.tiny import IM_END, build_tiny_model
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 
 SAMPLE = Path(__file__).resolve().parents[2] / "speakerflow" / "data" / "sample_team.jsonl"
-HELLO = [{"role": "system", "content": "Answer in JSON."},
-         {"role": "user", "content": 'Ana: "let\'s go with Porto"'}]
+HELLO = [
+    {"role": "system", "content": "Answer in JSON."},
+    {"role": "user", "content": 'Ana: "let\'s go with Porto"'},
+]
 
 
 @pytest.fixture(scope="session")
@@ -57,8 +60,11 @@ def test_tiny_model_is_a_complete_seeded_chat_model_folder(tiny_dir, tmp_path):
     assert rendered.startswith("<|im_start|>system\nAnswer in JSON.<|im_end|>\n")
     assert rendered.endswith("<|im_start|>assistant\n")
     # {% generation %} markers let TRL train on the assistant's tokens only
-    turn = tok.apply_chat_template(HELLO + [{"role": "assistant", "content": '{"actions": []}'}],
-                                   return_dict=True, return_assistant_tokens_mask=True)
+    turn = tok.apply_chat_template(
+        HELLO + [{"role": "assistant", "content": '{"actions": []}'}],
+        return_dict=True,
+        return_assistant_tokens_mask=True,
+    )
     kept = [i for i, m in zip(turn["input_ids"], turn["assistant_masks"], strict=True) if m]
     assert tok.decode(kept) == '{"actions": []}<|im_end|>'
     same = load_file(build_tiny_model(tmp_path / "again", seed=0) / "model.safetensors")
@@ -72,8 +78,9 @@ def test_transformers_backend_generates_and_counts_tokens(torch_chat):
     first = torch_chat.chat(HELLO, max_tokens=12)
     again = torch_chat.chat(HELLO, max_tokens=12)
     assert first == again  # greedy decoding is deterministic
-    expected_prompt = len(torch_chat.tokenizer(torch_chat.render(HELLO),
-                                               add_special_tokens=False)["input_ids"])
+    expected_prompt = len(
+        torch_chat.tokenizer(torch_chat.render(HELLO), add_special_tokens=False)["input_ids"]
+    )
     assert first.prompt_tokens == expected_prompt
     assert 1 <= first.completion_tokens <= 12 and first.tokens > first.prompt_tokens
     assert torch_chat.device == "cpu" and str(torch_chat.model.dtype) == "torch.float32"
@@ -93,7 +100,9 @@ def test_onnx_export_has_kv_cache_and_matches_torch(tiny_dir, onnx_dir):
     import onnx
 
     assert (onnx_dir / "model.onnx").is_file() and (onnx_dir / "tokenizer.json").is_file()
-    inputs = {i.name for i in onnx.load(onnx_dir / "model.onnx", load_external_data=False).graph.input}
+    inputs = {
+        i.name for i in onnx.load(onnx_dir / "model.onnx", load_external_data=False).graph.input
+    }
     assert {"input_ids", "attention_mask"} <= inputs
     assert any(name.startswith("past_key_values") for name in inputs)
     report = onnx_parity(tiny_dir, onnx_dir, "Return the actions as JSON.", max_new_tokens=20)
@@ -107,7 +116,10 @@ def test_onnx_backend_generates_what_torch_generates(onnx_dir, torch_chat):
     got = ort_chat.chat(HELLO, max_tokens=16)
     want = torch_chat.chat(HELLO, max_tokens=16)
     assert got.text == want.text
-    assert (got.prompt_tokens, got.completion_tokens) == (want.prompt_tokens, want.completion_tokens)
+    assert (got.prompt_tokens, got.completion_tokens) == (
+        want.prompt_tokens,
+        want.completion_tokens,
+    )
 
 
 def test_writer_prompt_fits_the_tiny_model(torch_chat):
@@ -132,8 +144,7 @@ def test_garbage_from_the_tiny_model_never_reaches_the_store(tiny_dir, home):
     from speakerflow.ops.loaders.common import load
 
     [(gid, table)] = load(SAMPLE, "jsonl", group="tiny-team")
-    writer = make_chat_writer("transformers", model_dir=tiny_dir, max_tokens=48,
-                              max_tokens_cap=48)
+    writer = make_chat_writer("transformers", model_dir=tiny_dir, max_tokens=48, max_tokens_cap=48)
     with home.open(gid, writable=True) as store:
         store.append_messages(table)
         report = write_path.write_group(store, writer=writer, window=25, progress=False)

@@ -1,4 +1,5 @@
 """The openai backend against a local HTTP server on 127.0.0.1 that speaks the protocol."""
+
 from __future__ import annotations
 
 import json
@@ -24,9 +25,14 @@ HELLO = [{"role": "user", "content": "Say hello"}]
 
 
 def completion(text: str, usage: dict | None = None) -> dict:
-    body = {"id": "cmpl-1", "object": "chat.completion", "model": "tiny",
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": text}}]}
+    body = {
+        "id": "cmpl-1",
+        "object": "chat.completion",
+        "model": "tiny",
+        "choices": [
+            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+        ],
+    }
     if usage is not None:
         body["usage"] = usage
     return body
@@ -47,10 +53,16 @@ class FakeServer:
 
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
-                server.requests.append({"path": self.path, "headers": dict(self.headers),
-                                        "body": json.loads(self.rfile.read(length))})
-                status, body, headers, delay = (server.script.pop(0) if len(server.script) > 1
-                                                else server.script[0])
+                server.requests.append(
+                    {
+                        "path": self.path,
+                        "headers": dict(self.headers),
+                        "body": json.loads(self.rfile.read(length)),
+                    }
+                )
+                status, body, headers, delay = (
+                    server.script.pop(0) if len(server.script) > 1 else server.script[0]
+                )
                 time.sleep(delay)
                 raw = body.encode() if isinstance(body, str) else json.dumps(body).encode()
                 try:
@@ -71,8 +83,9 @@ class FakeServer:
         self.thread.start()
 
     def reply(self, status=200, body=None, headers=None, delay=0.0):
-        self.script.append((status, body if body is not None else completion("hi"),
-                            headers or {}, delay))
+        self.script.append(
+            (status, body if body is not None else completion("hi"), headers or {}, delay)
+        )
         return self
 
 
@@ -86,8 +99,14 @@ def server():
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch):
-    for name in ("SPEAKERFLOW_OPENAI_API_KEY", "OPENAI_API_KEY", "SPEAKERFLOW_OPENAI_BASE_URL",
-                 "OPENAI_BASE_URL", "SPEAKERFLOW_OPENAI_MODEL", "OPENAI_MODEL"):
+    for name in (
+        "SPEAKERFLOW_OPENAI_API_KEY",
+        "OPENAI_API_KEY",
+        "SPEAKERFLOW_OPENAI_BASE_URL",
+        "OPENAI_BASE_URL",
+        "SPEAKERFLOW_OPENAI_MODEL",
+        "OPENAI_MODEL",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -98,16 +117,23 @@ def _backend(server, **cfg):
 
 def test_completion_with_usage_and_key_from_the_environment(server, monkeypatch):
     monkeypatch.setenv("SPEAKERFLOW_OPENAI_API_KEY", "sk-local-test")
-    server.reply(body=completion("Hello!", {"prompt_tokens": 9, "completion_tokens": 3,
-                                            "total_tokens": 12}))
+    server.reply(
+        body=completion("Hello!", {"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12})
+    )
     result = _backend(server).chat(HELLO, max_tokens=16, temperature=0.2)
     assert result.text == "Hello!"
     assert (result.prompt_tokens, result.completion_tokens, result.tokens) == (9, 3, 12)
     request = server.requests[0]
     assert request["path"] == "/v1/chat/completions"
-    assert {k.lower(): v for k, v in request["headers"].items()}["authorization"] == "Bearer sk-local-test"
-    assert request["body"] == {"model": "tiny-chat", "messages": HELLO, "max_tokens": 16,
-                               "temperature": 0.2}
+    assert {k.lower(): v for k, v in request["headers"].items()}[
+        "authorization"
+    ] == "Bearer sk-local-test"
+    assert request["body"] == {
+        "model": "tiny-chat",
+        "messages": HELLO,
+        "max_tokens": 16,
+        "temperature": 0.2,
+    }
 
 
 def test_no_key_means_no_authorization_header_and_usage_is_estimated(server):
@@ -121,10 +147,18 @@ def test_no_key_means_no_authorization_header_and_usage_is_estimated(server):
 
 def test_reasoning_model_switches_shape_the_request(server):
     server.reply()
-    _backend(server, max_tokens_field="max_completion_tokens", send_temperature=False,
-             extra_body={"reasoning_effort": "low"}).chat(HELLO, max_tokens=33)
-    assert server.requests[0]["body"] == {"model": "tiny-chat", "messages": HELLO,
-                                          "max_completion_tokens": 33, "reasoning_effort": "low"}
+    _backend(
+        server,
+        max_tokens_field="max_completion_tokens",
+        send_temperature=False,
+        extra_body={"reasoning_effort": "low"},
+    ).chat(HELLO, max_tokens=33)
+    assert server.requests[0]["body"] == {
+        "model": "tiny-chat",
+        "messages": HELLO,
+        "max_completion_tokens": 33,
+        "reasoning_effort": "low",
+    }
 
 
 def test_500_then_200_is_retried(server):
@@ -179,8 +213,9 @@ def test_auth_and_not_found_are_configuration_errors(server):
     assert len(server.requests) == 1
 
 
-@pytest.mark.parametrize("body", ["<html>proxy error</html>", {"unexpected": True},
-                                  {"choices": []}])
+@pytest.mark.parametrize(
+    "body", ["<html>proxy error</html>", {"unexpected": True}, {"choices": []}]
+)
 def test_malformed_replies_raise_response_errors(server, body):
     server.reply(body=body)
     with pytest.raises(BackendResponseError):
@@ -198,17 +233,43 @@ def test_connection_refused_is_retried_then_reported(server):
 
 
 def test_chat_writer_over_the_local_server(server):
-    actions = {"actions": [
-        {"action": "ADD", "owner": "GROUP", "source": "Ana", "layer": "group_interaction",
-         "utype": "decision", "content": "the offsite will be in Porto", "from_ids": ["m1"]}]}
+    actions = {
+        "actions": [
+            {
+                "action": "ADD",
+                "owner": "GROUP",
+                "source": "Ana",
+                "layer": "group_interaction",
+                "utype": "decision",
+                "content": "the offsite will be in Porto",
+                "from_ids": ["m1"],
+            }
+        ]
+    }
     server.reply(500, {"error": "warming up"}).reply(
-        body=completion("Sure!\n```json\n" + json.dumps(actions) + "\n```",
-                        {"prompt_tokens": 700, "completion_tokens": 60}))
-    segment = Segment("s1#0", "team", ("Ana", "Ben"), (
-        {"msg_id": "m1", "speaker": "Ana", "text": "Final call: we go with Porto.",
-         "ts": "2026-03-02T09:00:00Z", "session_id": "s1", "turn": 0},))
-    writer = make_chat_writer("openai", base_url=server.url, model="tiny-chat", backoff_s=0.01,
-                              max_tokens=256)
+        body=completion(
+            "Sure!\n```json\n" + json.dumps(actions) + "\n```",
+            {"prompt_tokens": 700, "completion_tokens": 60},
+        )
+    )
+    segment = Segment(
+        "s1#0",
+        "team",
+        ("Ana", "Ben"),
+        (
+            {
+                "msg_id": "m1",
+                "speaker": "Ana",
+                "text": "Final call: we go with Porto.",
+                "ts": "2026-03-02T09:00:00Z",
+                "session_id": "s1",
+                "turn": 0,
+            },
+        ),
+    )
+    writer = make_chat_writer(
+        "openai", base_url=server.url, model="tiny-chat", backoff_s=0.01, max_tokens=256
+    )
     out = writer.propose(segment)
     assert out.parse_error is None and out.actions == actions["actions"]
     assert out.tokens == 760 and out.model_calls == 1

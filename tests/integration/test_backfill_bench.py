@@ -2,6 +2,7 @@
 (dagster job backfill + dagster-daemon, QueuedRunCoordinator) on the multiprocess executor
 and on Celery with two workers (where redis-server and dagster-celery exist), against the
 sequential CLI loop; every group complete, the same record counts as the CLI loop."""
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,11 @@ def test_groups_are_written_as_jsonl(tmp_path):
     groups = write_groups(tmp_path, 2, 7)
     assert groups == ["bf0000", "bf0001"]
     rows = [json.loads(line) for line in (tmp_path / "bf0001.jsonl").read_text().splitlines()]
-    assert len(rows) == 7 and {r["group_id"] for r in rows} == {"bf0001"} and rows[0]["ts"].endswith("Z")
+    assert (
+        len(rows) == 7
+        and {r["group_id"] for r in rows} == {"bf0001"}
+        and rows[0]["ts"].endswith("Z")
+    )
 
 
 def test_backfill_against_the_cli_loop(tmp_path):
@@ -31,8 +36,14 @@ def test_backfill_against_the_cli_loop(tmp_path):
             modes.append("celery")
     except ImportError:
         pass
-    report = run(partitions=3, messages=20, modes=tuple(modes), out=tmp_path / "r.json", workdir=tmp_path / "w",
-                 timeout_s=1200)
+    report = run(
+        partitions=3,
+        messages=20,
+        modes=tuple(modes),
+        out=tmp_path / "r.json",
+        workdir=tmp_path / "w",
+        timeout_s=1200,
+    )
     assert json.loads((tmp_path / "r.json").read_text())["complete"] is True
     for mode in modes:
         res = report["modes"][mode]
@@ -49,5 +60,19 @@ def test_backfill_against_the_cli_loop(tmp_path):
 
 
 def test_bench_backfill_rejects_an_unknown_mode(tmp_path, capsys):
-    assert main(["bench", "backfill", "--partitions", "1", "--modes", "threads", "--workdir", str(tmp_path / "w")]) == 2
+    assert (
+        main(
+            [
+                "bench",
+                "backfill",
+                "--partitions",
+                "1",
+                "--modes",
+                "threads",
+                "--workdir",
+                str(tmp_path / "w"),
+            ]
+        )
+        == 2
+    )
     assert "unknown mode(s) ['threads']" in capsys.readouterr().err

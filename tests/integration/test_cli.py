@@ -1,4 +1,5 @@
 """The CLI as a user runs it, on the bundled sample and on the shared data sets."""
+
 import json
 
 from conftest import shared

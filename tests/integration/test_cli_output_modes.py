@@ -1,5 +1,6 @@
 """Every command prints human text by default and JSON with ``--json`` (servers excepted),
 and output files go next to ``--out``."""
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,11 @@ def _leaves(parser: argparse.ArgumentParser, path: str = "speakerflow"):
 
 
 def test_every_command_has_json():
-    missing = [cmd for cmd, p in _leaves(build_parser()) if cmd not in SERVERS
-               and not any("--json" in a.option_strings for a in p._actions)]
+    missing = [
+        cmd
+        for cmd, p in _leaves(build_parser())
+        if cmd not in SERVERS and not any("--json" in a.option_strings for a in p._actions)
+    ]
     assert not missing, f"commands without --json: {missing}"
 
 
@@ -42,15 +46,23 @@ def _is_json(text: str) -> bool:
         return False
 
 
-@pytest.mark.parametrize("argv", [
-    ["maintain", "--now", "2026-05-14T09:00:00Z"],
-    ["stats"],
-    ["memory", "team"],
-    ["search", "team", "Porto"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["maintain", "--now", "2026-05-14T09:00:00Z"],
+        ["stats"],
+        ["memory", "team"],
+        ["search", "team", "Porto"],
+    ],
+)
 def test_text_by_default_json_with_flag(tmp_path, capsys, argv):
     home = ["--home", str(tmp_path / "home")]
-    assert main(["ingest", str(BUNDLED_SAMPLE), "--format", "jsonl", "--group", "team", "--json", *home]) == 0
+    assert (
+        main(
+            ["ingest", str(BUNDLED_SAMPLE), "--format", "jsonl", "--group", "team", "--json", *home]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["ingested"] > 0
     assert main([*argv, *home]) == 0
     text = capsys.readouterr().out
@@ -61,7 +73,22 @@ def test_text_by_default_json_with_flag(tmp_path, capsys, argv):
 
 def test_wiki_json_lists_the_pages(tmp_path, capsys):
     home = ["--home", str(tmp_path / "home")]
-    assert main(["ingest", str(BUNDLED_SAMPLE), "--format", "jsonl", "--group", "team", "--writer", "none", *home]) == 0
+    assert (
+        main(
+            [
+                "ingest",
+                str(BUNDLED_SAMPLE),
+                "--format",
+                "jsonl",
+                "--group",
+                "team",
+                "--writer",
+                "none",
+                *home,
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["wiki", "team", "--out", str(tmp_path / "wiki"), "--json", *home]) == 0
     pages = json.loads(capsys.readouterr().out)["pages"]
@@ -76,7 +103,23 @@ def test_eval_outputs_go_next_to_out(tmp_path, capsys, monkeypatch):
     qa.parent.mkdir()
     qa.write_text(json.dumps(json.loads(LOCOMO.read_text())[:1]))
     out = tmp_path / "reports" / "r.json"
-    assert main(["eval", str(qa), "--format", "locomo", "--system", "bm25", "--limit", "5", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                str(qa),
+                "--format",
+                "locomo",
+                "--system",
+                "bm25",
+                "--limit",
+                "5",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     header = next(line for line in text.splitlines() if line.startswith("system "))
     assert "recall@10" in header and "token_f1" in header  # the summary table
@@ -84,14 +127,32 @@ def test_eval_outputs_go_next_to_out(tmp_path, capsys, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "reports"]
 
 
-@pytest.mark.parametrize("argv", [
-    ["search", "team", "Porto", "--speaker", "Zed"],
-    ["memory", "team", "--owner", "Zed"],
-    ["forget", "team", "--speaker", "Zed", "--dry-run"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["search", "team", "Porto", "--speaker", "Zed"],
+        ["memory", "team", "--owner", "Zed"],
+        ["forget", "team", "--speaker", "Zed", "--dry-run"],
+    ],
+)
 def test_unknown_speaker_lists_the_roster(tmp_path, capsys, argv):
     home = ["--home", str(tmp_path / "home")]
-    assert main(["ingest", str(BUNDLED_SAMPLE), "--format", "jsonl", "--group", "team", "--writer", "none", *home]) == 0
+    assert (
+        main(
+            [
+                "ingest",
+                str(BUNDLED_SAMPLE),
+                "--format",
+                "jsonl",
+                "--group",
+                "team",
+                "--writer",
+                "none",
+                *home,
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main([*argv, *home]) == 2
     err = capsys.readouterr().err

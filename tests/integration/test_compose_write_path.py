@@ -1,6 +1,7 @@
 """The write path composed by hand on a real store (Kuzu + Tantivy on disk):
 ``Segmenter() >> ForEach("segment_id", Writer >> Validate >> Upsert)`` with ``ctx.store`` the
 group's GroupStore writes the same records as ``write_group``, and nothing on a second run."""
+
 import pytest
 from conftest import shared
 
@@ -43,14 +44,23 @@ def test_composed_pipeline_on_a_real_store_equals_write_group(tmp_path, case):
         assert out.num_rows == len(composed) > 0
         assert written_ids(store) == set(store.messages()["msg_id"].to_pylist())
         stats = pipe.stats()
-        assert stats["for_each_segment_id/writer"]["calls"] == stats["for_each_segment_id/upsert"]["calls"] > 1
+        assert (
+            stats["for_each_segment_id/writer"]["calls"]
+            == stats["for_each_segment_id/upsert"]["calls"]
+            > 1
+        )
         # the records are in Tantivy too (searchable by owner)
         owner = out["owner"][0].as_py()
-        assert store.search(out["content"][0].as_py(), k=50, flt=SearchFilter(kind="record", owner=owner))
+        assert store.search(
+            out["content"][0].as_py(), k=50, flt=SearchFilter(kind="record", owner=owner)
+        )
         # idempotent: a second run proposes and writes nothing
         again = Segmenter() >> ForEach("segment_id", Writer("rules") >> Validate() >> Upsert())
         assert again(store.messages(), Context(store=store)).num_rows == 0
-        assert again.stats()["for_each_segment_id/writer"]["skipped_written"] == store.messages().num_rows
+        assert (
+            again.stats()["for_each_segment_id/writer"]["skipped_written"]
+            == store.messages().num_rows
+        )
         assert _keys(store) == composed
     with Home(tmp_path / "reference").open(gid, writable=True) as store:
         store.append_messages(messages)

@@ -6,6 +6,7 @@
 * 8 groups written in parallel processes: every record's evidence resolves in its own
   group only.
 """
+
 from __future__ import annotations
 
 import multiprocessing as mp
@@ -55,8 +56,15 @@ def _check_group(root: Path, group: str, n_expected: int) -> dict:
         done = written_ids(store)
         problems = audit(store)
     ids = [m["msg_id"] for m in msgs]
-    return {"n": len(msgs), "unique": len(set(ids)), "expected": n_expected, "ids": set(ids), "records": recs,
-            "unwritten": set(ids) - set(done), "audit": problems}
+    return {
+        "n": len(msgs),
+        "unique": len(set(ids)),
+        "expected": n_expected,
+        "ids": set(ids),
+        "records": recs,
+        "unwritten": set(ids) - set(done),
+        "audit": problems,
+    }
 
 
 def _disagreements(problems: dict) -> dict:
@@ -67,14 +75,21 @@ def _disagreements(problems: dict) -> dict:
 def test_second_writer_of_a_group_waits_then_fails_clearly_and_nothing_is_lost(tmp_path):
     ctx = mp.get_context("spawn")
     holding, release = ctx.Event(), ctx.Event()
-    first = ctx.Process(target=_writer_holding, args=(str(tmp_path), "team", slice(0, 16), holding, release))
+    first = ctx.Process(
+        target=_writer_holding, args=(str(tmp_path), "team", slice(0, 16), holding, release)
+    )
     first.start()
     try:
         assert holding.wait(300)
         with pytest.raises(GroupBusyError) as err:
             _ingest_and_write(str(tmp_path), "team", slice(16, None), wait_s=0.5)
         msg = str(err.value)
-        assert "'team'" in msg and "another process" in msg and "waited 0.5 s" in msg and "SPEAKERFLOW_LOCK_WAIT" in msg
+        assert (
+            "'team'" in msg
+            and "another process" in msg
+            and "waited 0.5 s" in msg
+            and "SPEAKERFLOW_LOCK_WAIT" in msg
+        )
     finally:
         release.set()
         first.join(300)
@@ -94,8 +109,13 @@ def test_second_writer_of_a_group_waits_then_fails_clearly_and_nothing_is_lost(t
 def test_two_waiting_writers_of_one_group_both_land(tmp_path):
     ctx = mp.get_context("spawn")
     with ctx.Pool(2) as pool:
-        results = pool.starmap(_ingest_and_write, [(str(tmp_path), "team", slice(0, 16), 300.0),
-                                                   (str(tmp_path), "team", slice(16, None), 300.0)])
+        results = pool.starmap(
+            _ingest_and_write,
+            [
+                (str(tmp_path), "team", slice(0, 16), 300.0),
+                (str(tmp_path), "team", slice(16, None), 300.0),
+            ],
+        )
     assert len(results) == 2
     state = _check_group(tmp_path, "team", 32)
     assert state["n"] == state["unique"] == _messages("team").num_rows
@@ -109,7 +129,9 @@ GROUPS = [f"g{i}" for i in range(8)]
 def test_eight_groups_in_parallel_keep_their_evidence_in_their_own_group(tmp_path):
     ctx = mp.get_context("spawn")
     with ctx.Pool(8) as pool:
-        results = pool.starmap(_ingest_and_write, [(str(tmp_path), g, slice(None), 0.0) for g in GROUPS])
+        results = pool.starmap(
+            _ingest_and_write, [(str(tmp_path), g, slice(None), 0.0) for g in GROUPS]
+        )
     assert all(accepted > 0 for accepted in results), results
     states = {g: _check_group(tmp_path, g, 32) for g in GROUPS}
     all_ids = {g: s["ids"] for g, s in states.items()}
@@ -124,5 +146,8 @@ def test_eight_groups_in_parallel_keep_their_evidence_in_their_own_group(tmp_pat
                     assert not set(r["from_ids"]) & all_ids[other]
         assert _disagreements(s["audit"]) == {}, (g, s["audit"])
     # the same chat gives the same records in every group (no group saw another's state)
-    shapes = {g: sorted((r["owner"], r["layer"], r["content"]) for r in s["records"]) for g, s in states.items()}
+    shapes = {
+        g: sorted((r["owner"], r["layer"], r["content"]) for r in s["records"])
+        for g, s in states.items()
+    }
     assert len({tuple(v) for v in shapes.values()}) == 1

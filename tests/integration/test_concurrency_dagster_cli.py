@@ -5,6 +5,7 @@ Dagster run and then lands its batch, or -- with a short wait -- fails with one 
 GroupBusyError line and writes nothing. Nothing of either batch is lost or doubled, even
 when the Dagster run dies mid-batch (the next writable open rolls its batch forward).
 """
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,8 @@ CLI = "import sys; from speakerflow.cli import main; sys.exit(main())"
 
 
 def _second_file(tmp: Path) -> tuple[Path, set[str]]:
-    """The bundled chat again with other message ids and a day later: a second batch of group team."""
+    """The bundled chat again with other message ids and a day later: a second batch of group
+    team."""
     rows = [json.loads(x) for x in BUNDLED_SAMPLE.read_text().splitlines() if x.strip()]
     for r in rows:
         r["msg_id"] = "cli-" + r["msg_id"]
@@ -42,7 +44,11 @@ def _setup(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     home = tmp_path / "home"
     (home / "inbox").mkdir(parents=True)
     (home / "inbox" / "team.jsonl").write_text(BUNDLED_SAMPLE.read_text())
-    env = {**os.environ, "SPEAKERFLOW_HOME": str(home), "DAGSTER_HOME": str(dagster_home(tmp_path / "dh"))}
+    env = {
+        **os.environ,
+        "SPEAKERFLOW_HOME": str(home),
+        "DAGSTER_HOME": str(dagster_home(tmp_path / "dh")),
+    }
     import dagster as dg
 
     os.environ["DAGSTER_HOME"] = env["DAGSTER_HOME"]
@@ -52,15 +58,39 @@ def _setup(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 
 def _dagster_run(home: Path, env: dict[str, str], **extra_env: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", RUN_SCRIPT, str(home), "team", "ingest_job_def", "{}"],
-                            env={**env, **extra_env}, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)  # its own process group: the steps too
+    return subprocess.Popen(
+        [sys.executable, "-c", RUN_SCRIPT, str(home), "team", "ingest_job_def", "{}"],
+        env={**env, **extra_env},
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )  # its own process group: the steps too
 
 
-def _cli_ingest(home: Path, env: dict[str, str], path: Path, wait: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", CLI, "ingest", str(path), "--format", "jsonl", "--group", "team",
-                           "--home", str(home)], env={**env, "SPEAKERFLOW_LOCK_WAIT": wait},
-                          capture_output=True, text=True, timeout=400)
+def _cli_ingest(
+    home: Path, env: dict[str, str], path: Path, wait: str
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            CLI,
+            "ingest",
+            str(path),
+            "--format",
+            "jsonl",
+            "--group",
+            "team",
+            "--home",
+            str(home),
+        ],
+        env={**env, "SPEAKERFLOW_LOCK_WAIT": wait},
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
 
 
 def _wait_for(path: Path, name: str, proc: subprocess.Popen, timeout: float = 300) -> None:
@@ -68,7 +98,9 @@ def _wait_for(path: Path, name: str, proc: subprocess.Popen, timeout: float = 30
     while time.monotonic() < end:
         if path.exists() and name in path.read_text().split():
             return
-        assert proc.poll() is None, f"the Dagster run ended before {name}: {proc.stderr.read()[-3000:]}"
+        assert proc.poll() is None, (
+            f"the Dagster run ended before {name}: {proc.stderr.read()[-3000:]}"
+        )
         time.sleep(0.2)
     raise AssertionError(f"the Dagster run never reached {name}")
 
@@ -89,16 +121,24 @@ def test_cli_ingest_waits_for_the_dagster_run_then_lands(tmp_path):
     assert run.returncode == 0 and json.loads(out.splitlines()[-1])["success"], err[-3000:]
     assert cli.returncode == 0, cli.stderr[-3000:]
     ids, problems = _state(home)
-    first_ids = {json.loads(x)["msg_id"] for x in BUNDLED_SAMPLE.read_text().splitlines() if x.strip()}
-    assert len(ids) == len(set(ids)) == len(first_ids) + len(second_ids)   # nothing lost, nothing doubled
+    first_ids = {
+        json.loads(x)["msg_id"] for x in BUNDLED_SAMPLE.read_text().splitlines() if x.strip()
+    }
+    assert (
+        len(ids) == len(set(ids)) == len(first_ids) + len(second_ids)
+    )  # nothing lost, nothing doubled
     assert set(ids) == first_ids | second_ids
-    assert (problems["duplicated"], problems["orphaned"], problems["mismatched"]) == (0, 0, 0), problems
+    assert (problems["duplicated"], problems["orphaned"], problems["mismatched"]) == (0, 0, 0), (
+        problems
+    )
 
 
 def test_cli_ingest_fails_clearly_while_the_run_holds_the_group_and_nothing_is_lost(tmp_path):
     home, env = _setup(tmp_path)
     second, second_ids = _second_file(tmp_path)
-    run = _dagster_run(home, env, SPEAKERFLOW_FAILPOINT="messages.indexed", SPEAKERFLOW_FAILPOINT_ACTION="pause")
+    run = _dagster_run(
+        home, env, SPEAKERFLOW_FAILPOINT="messages.indexed", SPEAKERFLOW_FAILPOINT_ACTION="pause"
+    )
     end = time.monotonic() + 300
     line = ""
     while time.monotonic() < end and "paused at" not in line:
@@ -108,8 +148,12 @@ def test_cli_ingest_fails_clearly_while_the_run_holds_the_group_and_nothing_is_l
     try:
         busy = _cli_ingest(home, env, second, wait="2")
         assert busy.returncode != 0
-        assert "being written by another process" in busy.stderr and "waited 2 s" in busy.stderr, busy.stderr
-        assert len([x for x in busy.stderr.splitlines() if x.strip()]) <= 3, busy.stderr  # a clear message
+        assert "being written by another process" in busy.stderr and "waited 2 s" in busy.stderr, (
+            busy.stderr
+        )
+        assert len([x for x in busy.stderr.splitlines() if x.strip()]) <= 3, (
+            busy.stderr
+        )  # a clear message
     finally:
         os.killpg(run.pid, signal.SIGKILL)  # the run (and its step process) dies mid-batch
         run.communicate(timeout=60)
@@ -118,6 +162,12 @@ def test_cli_ingest_fails_clearly_while_the_run_holds_the_group_and_nothing_is_l
     again = _cli_ingest(home, env, second, wait="30")
     assert again.returncode == 0, again.stderr[-3000:]
     ids, problems = _state(home)
-    first_ids = {json.loads(x)["msg_id"] for x in BUNDLED_SAMPLE.read_text().splitlines() if x.strip()}
-    assert set(ids) == first_ids | second_ids and len(ids) == len(set(ids))  # the run's batch rolled forward
-    assert (problems["duplicated"], problems["orphaned"], problems["mismatched"]) == (0, 0, 0), problems
+    first_ids = {
+        json.loads(x)["msg_id"] for x in BUNDLED_SAMPLE.read_text().splitlines() if x.strip()
+    }
+    assert set(ids) == first_ids | second_ids and len(ids) == len(
+        set(ids)
+    )  # the run's batch rolled forward
+    assert (problems["duplicated"], problems["orphaned"], problems["mismatched"]) == (0, 0, 0), (
+        problems
+    )

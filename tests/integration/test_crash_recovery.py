@@ -1,5 +1,6 @@
 """Crash consistency: a writer SIGKILLed at every named step boundary of ingest + Writer is
 completed or rolled back on the next open, and then agrees with a clean run."""
+
 from __future__ import annotations
 
 import os
@@ -13,8 +14,17 @@ from speakerflow.graphs.audit import audit
 from speakerflow.settings import BUNDLED_SAMPLE
 
 CLI = "import sys; from speakerflow.cli import main; sys.exit(main())"
-STEPS = ["messages.staged", "messages.manifest", "messages.indexed", "messages.renamed", "messages.roster",
-         "records.manifest", "records.indexed", "records.committed", "records.watermark"]
+STEPS = [
+    "messages.staged",
+    "messages.manifest",
+    "messages.indexed",
+    "messages.renamed",
+    "messages.roster",
+    "records.manifest",
+    "records.indexed",
+    "records.committed",
+    "records.watermark",
+]
 
 
 def _ingest(home, failpoint=None):
@@ -22,14 +32,31 @@ def _ingest(home, failpoint=None):
     env.pop("SPEAKERFLOW_FAILPOINT", None)
     if failpoint:
         env["SPEAKERFLOW_FAILPOINT"] = failpoint
-    return subprocess.run([sys.executable, "-c", CLI, "ingest", str(BUNDLED_SAMPLE), "--format", "jsonl",
-                           "--group", "team"], env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            CLI,
+            "ingest",
+            str(BUNDLED_SAMPLE),
+            "--format",
+            "jsonl",
+            "--group",
+            "team",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def _state(home):
     with Home(home).open("team", writable=True) as s:
         a = audit(s)
-        recs = sorted((r["entry_id"], r["content"], r["superseded_by"]) for r in s.records().to_pylist())
+        recs = sorted(
+            (r["entry_id"], r["content"], r["superseded_by"]) for r in s.records().to_pylist()
+        )
         return a, sorted(s.messages()["msg_id"].to_pylist()), recs, s.roster()
 
 
@@ -48,7 +75,12 @@ def test_kill_at_step_recovers_to_the_clean_state(tmp_path, reference, step):
     with Home(home).open("team", writable=True) as s:
         assert s.recovered is not None or step.endswith(("staged", "done"))
         a = audit(s)
-    assert (a["duplicated"], a["orphaned"], a["mismatched"], a["pending_batch"]) == (0, 0, 0, False), a
+    assert (a["duplicated"], a["orphaned"], a["mismatched"], a["pending_batch"]) == (
+        0,
+        0,
+        0,
+        False,
+    ), a
     assert _ingest(home).returncode == 0  # finish the interrupted work
     a, msgs, recs, roster = _state(home)
     ref_a, ref_msgs, ref_recs, ref_roster = reference
@@ -71,7 +103,9 @@ def test_reader_hides_a_pending_batch(tmp_path):
 
 def test_reader_hides_records_of_an_unfinished_batch(tmp_path):
     home = tmp_path / "home"
-    assert _ingest(home, "records.committed").returncode == -9  # in Kuzu, index and watermark not yet done
+    assert (
+        _ingest(home, "records.committed").returncode == -9
+    )  # in Kuzu, index and watermark not yet done
     with Home(home).open("team") as reader:
         assert reader.pending_batch()["kind"] == "records"
         assert reader.records().num_rows == 0

@@ -1,5 +1,6 @@
 """Forget as a Dagster job: ``forget_job`` executed in-process (ephemeral instance, real
 on-disk store) forgets a speaker, dry-runs without changes, and refuses bad config."""
+
 from __future__ import annotations
 
 import dagster as dg
@@ -33,7 +34,10 @@ def _run(home, **config):
     with dg.instance_for_test() as instance:
         return forget_job.execute_in_process(
             run_config={"ops": {"forget_op": {"config": {"group": "team", **config}}}},
-            resources={"store": HomeStore(home=str(home))}, instance=instance, raise_on_error=False)
+            resources={"store": HomeStore(home=str(home))},
+            instance=instance,
+            raise_on_error=False,
+        )
 
 
 def _state(home):
@@ -64,7 +68,12 @@ def test_forget_job_dry_run_then_forget_a_speaker(home):
     result = _run(home, speaker="Dev")
     assert result.success
     out = result.output_for_node("forget_op")
-    assert out["messages"] == len(dev_msgs) and out["roster_removed"] == 1 and "Dev" not in str(out) and not out["dry_run"]
+    assert (
+        out["messages"] == len(dev_msgs)
+        and out["roster_removed"] == 1
+        and "Dev" not in str(out)
+        and not out["dry_run"]
+    )
     msgs1, recs1, roster1 = _state(home)
     assert "Dev" not in roster1 and not [m for m in msgs1 if m["speaker"] == "Dev"]
     assert len(msgs1) == len(msgs0) - len(dev_msgs)
@@ -84,7 +93,10 @@ def test_forget_job_refuses_bad_config(home):
     with dg.instance_for_test() as instance:
         bad = forget_job.execute_in_process(
             run_config={"ops": {"forget_op": {"config": {"group": "nope", "all": True}}}},
-            resources={"store": HomeStore(home=str(home))}, instance=instance, raise_on_error=False)
+            resources={"store": HomeStore(home=str(home))},
+            instance=instance,
+            raise_on_error=False,
+        )
     assert not bad.success
     (fail,) = bad.get_step_failure_events()
     assert "no group 'nope'" in fail.step_failure_data.error.message

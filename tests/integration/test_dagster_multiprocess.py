@@ -3,6 +3,7 @@ errors, the runs overlap in time, the asset checks pass, and the stores hold exa
 a sequential run produces. Then two runs of the *same* group at once: the second waits
 for the group's writer lock and writes nothing twice.
 """
+
 from __future__ import annotations
 
 import dagster as dg
@@ -38,7 +39,9 @@ def test_two_groups_in_parallel_match_a_sequential_run(tmp_path, monkeypatch):
             run = instance.get_run_by_id(result["run_id"])
             assert run.tags["dagster/partition"] == result["group"]
             # every step ran in its own process: the multiprocess executor
-            workers = instance.all_logs(result["run_id"], of_type=dg.DagsterEventType.STEP_WORKER_STARTED)
+            workers = instance.all_logs(
+                result["run_id"], of_type=dg.DagsterEventType.STEP_WORKER_STARTED
+            )
             assert len(workers) == 4
             checks = check_results(instance, result["run_id"])
             assert len(checks) == 5 and all(checks.values()), checks
@@ -49,9 +52,15 @@ def test_two_groups_in_parallel_match_a_sequential_run(tmp_path, monkeypatch):
         job = ingest_job_def()
         for group in groups:
             result = job.execute_in_process(
-                partition_key=group, instance=instance,
-                run_config={"resources": {"store": {"config": {"home": str(sequential_home)}},
-                                          "table_io": {"config": {"base_dir": str(sequential_home / "io")}}}})
+                partition_key=group,
+                instance=instance,
+                run_config={
+                    "resources": {
+                        "store": {"config": {"home": str(sequential_home)}},
+                        "table_io": {"config": {"base_dir": str(sequential_home / "io")}},
+                    }
+                },
+            )
             assert result.success
 
     for group in groups:
@@ -60,11 +69,17 @@ def test_two_groups_in_parallel_match_a_sequential_run(tmp_path, monkeypatch):
         assert par["messages"] == seq["messages"]
         only_par = sorted(set(par["records"]) - set(seq["records"]))
         only_seq = sorted(set(seq["records"]) - set(par["records"]))
-        assert not only_par and not only_seq, f"{group}: parallel-only {only_par[:3]}, sequential-only {only_seq[:3]}"
+        assert not only_par and not only_seq, (
+            f"{group}: parallel-only {only_par[:3]}, sequential-only {only_seq[:3]}"
+        )
     team = store_state(parallel_home, "team")
-    assert len(team["messages"]) == sum(1 for line in BUNDLED_SAMPLE.read_text().splitlines() if line.strip())
+    assert len(team["messages"]) == sum(
+        1 for line in BUNDLED_SAMPLE.read_text().splitlines() if line.strip()
+    )
     assert any(owner == "GROUP" for _, owner, *_ in team["records"])
-    assert any(sup for *_, sup in team["records"]), "the sample's changes of mind make update chains"
+    assert any(sup for *_, sup in team["records"]), (
+        "the sample's changes of mind make update chains"
+    )
 
 
 def test_same_group_twice_at_once_is_serialised(tmp_path, monkeypatch):
@@ -75,7 +90,9 @@ def test_same_group_twice_at_once_is_serialised(tmp_path, monkeypatch):
     with dg.DagsterInstance.get() as instance:
         instance.add_dynamic_partitions("groups", ["team"])
     results = launch_runs(home, ["team", "team"])
-    assert all(r["success"] for r in results), "\n".join(str(f) for r in results for f in r["failures"])
+    assert all(r["success"] for r in results), "\n".join(
+        str(f) for r in results for f in r["failures"]
+    )
     state = store_state(home, "team")
     assert len(state["messages"]) == len(set(state["messages"]))
     ids = [r[0] for r in state["records"]]

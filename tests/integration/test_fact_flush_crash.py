@@ -6,6 +6,7 @@ manifest and reports it rolled back (the transaction never committed: no fact of
 the graph) or rolled forward (committed: all of them are); never half. Re-running the
 entity path then ends with exactly the facts of a run that was never interrupted.
 """
+
 from __future__ import annotations
 
 import os
@@ -37,14 +38,21 @@ def _home(path: Path) -> Path:
 
 
 def _entity_path(home: Path, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", RUN, str(home), GROUP], env={**os.environ, **env},
-                          capture_output=True, text=True, timeout=400)
+    return subprocess.run(
+        [sys.executable, "-c", RUN, str(home), GROUP],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
 
 
 def _facts(home: Path) -> dict[str, tuple]:
     with Home(home).open(GROUP) as store:
-        rows = store.graph.rows("MATCH (f:Fact) RETURN f.edge_id AS id, f.description AS d, f.evidence_ids AS ev, "
-                                "f.invalid_at AS inv")
+        rows = store.graph.rows(
+            "MATCH (f:Fact) RETURN f.edge_id AS id, f.description AS d, f.evidence_ids AS ev, "
+            "f.invalid_at AS inv"
+        )
     return {r["id"]: (r["d"], tuple(r["ev"] or []), r["inv"]) for r in rows}
 
 
@@ -70,7 +78,9 @@ def test_a_killed_fact_flush_is_all_or_nothing_and_recovered(tmp_path, reference
     with Home(home).open(GROUP, writable=True) as store:
         rec = store.recovered
         assert rec["kind"] == "facts", rec
-        assert rec["action"] == ("rolled forward" if step == "facts.committed" else "rolled back"), rec
+        assert rec["action"] == (
+            "rolled forward" if step == "facts.committed" else "rolled back"
+        ), rec
         a = audit(store)
         assert (a["orphaned"], a["mismatched"], a["pending_batch"]) == (0, 0, False), a
     facts = _facts(home)

@@ -5,6 +5,7 @@ entity path, wiki), pick the forgotten speaker's 20 most distinctive phrases (wo
 they wrote and nobody else did), check every phrase is findable before, then forget the
 speaker and search every output (search, ask, memory, wiki, inject) for them.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -26,8 +27,11 @@ from speakerflow.ops.loaders import load
 from speakerflow.settings import BUNDLED_SAMPLE
 
 _WORD = re.compile(r"[a-z0-9]+")
-STOP = frozenset("a an and are as at be but by do for from i i'm in is it it's me my of on or so that the this to "
-                 "was we with you your yeah oh just really too".split())
+STOP = frozenset(
+    "a an and are as at be but by do for from i i'm in is it it's me my of on or so that the this "
+    "to "
+    "was we with you your yeah oh just really too".split()
+)
 
 
 def words(text: str) -> list[str]:
@@ -41,7 +45,7 @@ def distinctive_phrases(messages: list[dict], speaker: str, n: int = 4, k: int =
     others: set[str] = set()
     for m in messages:
         w = words(m["text"])
-        grams = {" ".join(w[i:i + n]) for i in range(len(w) - n + 1)}
+        grams = {" ".join(w[i : i + n]) for i in range(len(w) - n + 1)}
         if m["speaker"] == speaker:
             mine.update(grams)
         else:
@@ -95,7 +99,9 @@ def quoted(answer: str, names: list[str]) -> str | None:
 
 
 def _ask_answers(home, gid, questions):
-    return [json.loads(cli(home, "ask", gid, q, "--embedder", "hashing", "--json")) for q in questions]
+    return [
+        json.loads(cli(home, "ask", gid, q, "--embedder", "hashing", "--json")) for q in questions
+    ]
 
 
 def _case(dataset):
@@ -104,10 +110,17 @@ def _case(dataset):
         data = json.loads(path.read_text())[:1]
         conv = data[0]["conversation"]
         speaker, other = conv["speaker_a"], conv["speaker_b"]
-        by_id = {t["dia_id"]: t["speaker"] for k, v in conv.items() if k.startswith("session_") and isinstance(v, list)
-                 for t in v}
-        questions = [(q["question"], q["evidence"]) for q in data[0]["qa"]
-                     if q.get("evidence") and all(by_id.get(e) == other for e in q["evidence"])][:25]
+        by_id = {
+            t["dia_id"]: t["speaker"]
+            for k, v in conv.items()
+            if k.startswith("session_") and isinstance(v, list)
+            for t in v
+        }
+        questions = [
+            (q["question"], q["evidence"])
+            for q in data[0]["qa"]
+            if q.get("evidence") and all(by_id.get(e) == other for e in q["evidence"])
+        ][:25]
         return "locomo", data, speaker, other, questions
     folder = shared("socialmem", "training")
     path = folder / "social_grp_0d1e2f3a.json"
@@ -116,8 +129,12 @@ def _case(dataset):
     data = json.loads(path.read_text())
     speaker, other = data["speakers"][0], data["speakers"][1]
     speaker = speaker if isinstance(speaker, str) else speaker["name"]
-    questions = [(q["question"], [a["turn_id"] for a in q["evidence_anchors"]]) for q in data["qa_pairs"]
-                 if q.get("evidence_anchors") and all(a["speaker_display_name"] != speaker for a in q["evidence_anchors"])]
+    questions = [
+        (q["question"], [a["turn_id"] for a in q["evidence_anchors"]])
+        for q in data["qa_pairs"]
+        if q.get("evidence_anchors")
+        and all(a["speaker_display_name"] != speaker for a in q["evidence_anchors"])
+    ]
     return "socialmem", data, speaker, other, questions
 
 
@@ -136,10 +153,14 @@ def without_speaker(fmt: str, data, speaker: str):
 
 
 def chain_inversions(records: list[dict]) -> list[str]:
-    """Records superseding a record whose evidence is later than their own (a chain out of time order)."""
+    """Records superseding a record whose evidence is later than their own (a chain out of time
+    order)."""
     by_id = {r["entry_id"]: r for r in records}
-    return [r["entry_id"] for r in records
-            if r["supersedes"] in by_id and by_id[r["supersedes"]]["valid_at"] > r["valid_at"]]
+    return [
+        r["entry_id"]
+        for r in records
+        if r["supersedes"] in by_id and by_id[r["supersedes"]]["valid_at"] > r["valid_at"]
+    ]
 
 
 @pytest.mark.parametrize("dataset", ["locomo", "socialmem"])
@@ -160,7 +181,9 @@ def test_forget_speaker_leaves_no_trace_in_any_output(tmp_path, dataset):
     assert len(phrases) == 20
     before = every_output(home, gid, phrases, tmp_path / "before")
     hits = found(before, phrases)
-    assert set(hits.get("search", [])) == set(phrases)  # the check can see them: every phrase is findable
+    assert set(hits.get("search", [])) == set(
+        phrases
+    )  # the check can see them: every phrase is findable
     answers_before = _ask_answers(home, gid, [q for q, _ in questions])
 
     report = json.loads(cli(home, "forget", gid, "--speaker", speaker, "--json"))
@@ -183,23 +206,34 @@ def test_forget_speaker_leaves_no_trace_in_any_output(tmp_path, dataset):
     kept = [r for r in others if r["entry_id"] in recs_after]
     assert all(recs_after[r["entry_id"]]["content"] == r["content"] for r in kept)
     assert all(set(recs_after[r["entry_id"]]["from_ids"]) <= set(r["from_ids"]) for r in kept)
-    print(f"{dataset}: {len(kept)}/{len(others)} records sourced by other speakers kept (same id and content), "
-          f"{sum(recs_after[r['entry_id']]['from_ids'] != r['from_ids'] for r in kept)} trimmed, "
-          f"{len(set(recs_after) - set(recs_before))} re-derived")
+    print(
+        f"{dataset}: {len(kept)}/{len(others)} records sourced by other speakers kept (same id and "
+        "content), "
+        f"{sum(recs_after[r['entry_id']]['from_ids'] != r['from_ids'] for r in kept)} trimmed, "
+        f"{len(set(recs_after) - set(recs_before))} re-derived"
+    )
     assert len(kept) >= 0.95 * len(others)
     assert chain_inversions(list(recs_after.values())) == []
     log = (home / "groups" / gid / "forget_log.jsonl").read_text()
     assert speaker not in log and all(p not in log for p in phrases)
     # other speakers: an answer that quoted another speaker's message before still does
     answers_after = _ask_answers(home, gid, [q for q, _ in questions])
-    # their evidence: how often the gold messages of the other speakers' questions are cited (printed)
+
+    # their evidence: how often the gold messages of the other speakers' questions are cited
+    # (printed)
     def recall(answers):
-        return sum(len({c["msg_id"] for c in a["cited"]} & set(ev)) / len(ev)
-                   for a, (_, ev) in zip(answers, questions, strict=True))
+        return sum(
+            len({c["msg_id"] for c in a["cited"]} & set(ev)) / len(ev)
+            for a, (_, ev) in zip(answers, questions, strict=True)
+        )
+
     r_before, r_after = recall(answers_before), recall(answers_after)
-    print(f"{dataset}: gold-evidence recall over {len(questions)} questions on other speakers: "
-          f"{r_before:.2f} before, {r_after:.2f} after")
-    # their evidence is intact: every gold message of those questions is stored and found by its own words
+    print(
+        f"{dataset}: gold-evidence recall over {len(questions)} questions on other speakers: "
+        f"{r_before:.2f} before, {r_after:.2f} after"
+    )
+    # their evidence is intact: every gold message of those questions is stored and found by its own
+    # words
     gold = {m for _, ev in questions for m in ev}
     with Home(home).open(gid) as s:
         texts = {r["msg_id"]: r["text"] for r in s.messages().to_pylist()}
@@ -213,17 +247,25 @@ def test_forget_speaker_leaves_no_trace_in_any_output(tmp_path, dataset):
     cf_home = tmp_path / "never"
     cli(cf_home, "ingest", str(cf_src), "--format", fmt)
     answers_never = _ask_answers(cf_home, gid, [q for q, _ in questions])
-    quoting = [i for i, b in enumerate(answers_before) if quoted(b["answer"], roster) not in (None, speaker)]
+    quoting = [
+        i
+        for i, b in enumerate(answers_before)
+        if quoted(b["answer"], roster) not in (None, speaker)
+    ]
     same = sum(answers_before[i]["answer"] == answers_after[i]["answer"] for i in quoting)
     same_cf = sum(answers_before[i]["answer"] == answers_never[i]["answer"] for i in quoting)
-    like_cf = sum(a["answer"] == n["answer"] for a, n in zip(answers_after, answers_never, strict=True))
+    like_cf = sum(
+        a["answer"] == n["answer"] for a, n in zip(answers_after, answers_never, strict=True)
+    )
     for i in quoting:
         b, a = answers_before[i], answers_after[i]
         if b["answer"] != a["answer"]:
             print("CHANGED", b["question"], "|", b["answer"][:150], "|", a["answer"][:150])
-    print(f"{dataset}: {same}/{len(quoting)} answers quoting other speakers unchanged after forget; "
-          f"{same_cf}/{len(quoting)} unchanged in a group that never had {speaker}; "
-          f"after forget == never had: {like_cf}/{len(questions)}")
+    print(
+        f"{dataset}: {same}/{len(quoting)} answers quoting other speakers unchanged after forget; "
+        f"{same_cf}/{len(quoting)} unchanged in a group that never had {speaker}; "
+        f"after forget == never had: {like_cf}/{len(questions)}"
+    )
     # every answer after forget is built from what remains: no forgotten message is cited
     gone = {m["msg_id"] for m in msgs if m["speaker"] == speaker}
     assert not any(c["msg_id"] in gone for a in answers_after for c in a["cited"])
@@ -241,7 +283,9 @@ def test_forget_messages_dry_run_and_errors(home):
         with pytest.raises(StoreError, match="no speaker"):
             forget(s, speaker="Zed")
         forget(s, message_ids=["s1-t00"])
-        assert s.messages().num_rows == 31 and "s1-t00" not in {h.doc_id for h in s.search("venue offsite May", 50)}
+        assert s.messages().num_rows == 31 and "s1-t00" not in {
+            h.doc_id for h in s.search("venue offsite May", 50)
+        }
         forget(s, everything=True)
         assert s.messages().num_rows == 0 and s.roster() == [] and s.records().num_rows == 0
         assert s.index.count() == 0
@@ -256,17 +300,26 @@ def test_killed_forget_is_finished_on_open(tmp_path):
     cli(home, "ingest", str(BUNDLED_SAMPLE), "--format", "jsonl", "--group", "team")
     env = {**os.environ, "SPEAKERFLOW_FAILPOINT": "forget.parquet"}
     code = "import sys; from speakerflow.cli import main; sys.exit(main())"
-    run = subprocess.run([sys.executable, "-c", code, "forget", "team", "--speaker", "Dev", "--home", str(home)],
-                         env=env, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-c", code, "forget", "team", "--speaker", "Dev", "--home", str(home)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == -9, run.stderr[-2000:]
     with Home(home).open("team") as reader:  # a reader already sees Dev gone
-        assert not reader.search("Vienna", 5) and "Dev" not in set(reader.messages()["speaker"].to_pylist())
+        assert not reader.search("Vienna", 5) and "Dev" not in set(
+            reader.messages()["speaker"].to_pylist()
+        )
     with Home(home).open("team", writable=True) as s:
         assert s.recovered["kind"] == "forget"
         assert "Dev" not in s.roster() and audit(s)["mismatched"] == 0
 
 
-@pytest.mark.parametrize("step", ["forget.graph", "compact.copied", "forget.compacted", "forget.index"])
+@pytest.mark.parametrize(
+    "step", ["forget.graph", "compact.copied", "forget.compacted", "forget.index"]
+)
 def test_forget_leaves_no_bytes_of_the_text_even_after_a_kill(tmp_path, step):
     import os
     import subprocess
@@ -278,11 +331,18 @@ def test_forget_leaves_no_bytes_of_the_text_even_after_a_kill(tmp_path, step):
     assert any(b"Vienna" in p.read_bytes() for p in group.rglob("*") if p.is_file())
     env = {**os.environ, "SPEAKERFLOW_FAILPOINT": step}
     code = "import sys; from speakerflow.cli import main; sys.exit(main())"
-    run = subprocess.run([sys.executable, "-c", code, "forget", "team", "--speaker", "Dev", "--home", str(home)],
-                         env=env, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-c", code, "forget", "team", "--speaker", "Dev", "--home", str(home)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == -9, run.stderr[-2000:]
     with Home(home).open("team", writable=True) as s:
         assert s.recovered["kind"] == "forget"
         assert audit(s)["mismatched"] == 0 and s.graph.count("Message") == 26
-    leftovers = [p.name for p in group.rglob("*") if p.is_file() and b"vienna" in p.read_bytes().lower()]
+    leftovers = [
+        p.name for p in group.rglob("*") if p.is_file() and b"vienna" in p.read_bytes().lower()
+    ]
     assert leftovers == []

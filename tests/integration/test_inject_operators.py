@@ -1,5 +1,6 @@
 """``Inject`` and its steps ``Retrieve >> Score >> Compress >> TopB >> Fuse`` over an events
 table give every event the context ``PassiveInjector.inject`` gives it."""
+
 from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
@@ -35,13 +36,21 @@ def desk(tmp_path_factory):
     batches = [ep for _, batch in gen.stream() for ep in batch]
     evs = [e for ep in batches for e in ep.events]
     store = Home(tmp_path_factory.mktemp("home")).open("desk", writable=True)
-    store.append_messages(pa.Table.from_pylist([{**e, "group_id": "desk", "reply_to": None} for e in evs],
-                                               schema=MESSAGE_SCHEMA))
+    store.append_messages(
+        pa.Table.from_pylist(
+            [{**e, "group_id": "desk", "reply_to": None} for e in evs], schema=MESSAGE_SCHEMA
+        )
+    )
     build_entity_graph(store, now=NOW)
     qs = [next(e for e in ep.events if e["msg_id"] == ep.qid) for ep in batches if ep.qid]
-    events = pa.table({"msg_id": [q["msg_id"] for q in qs], "text": [q["text"] for q in qs],
-                       "ts": pa.array([q["ts"] + timedelta(days=2) for q in qs], pa.timestamp("us", tz="UTC")),
-                       "user": [q["speaker"] for q in qs]})
+    events = pa.table(
+        {
+            "msg_id": [q["msg_id"] for q in qs],
+            "text": [q["text"] for q in qs],
+            "ts": pa.array([q["ts"] + timedelta(days=2) for q in qs], pa.timestamp("us", tz="UTC")),
+            "user": [q["speaker"] for q in qs],
+        }
+    )
     yield store, events
     store.close()
 
@@ -49,8 +58,15 @@ def desk(tmp_path_factory):
 def _reference(store, events, **cfg):
     fg, canon, det = load_knowledge(store)
     inj = PassiveInjector(fg, canon, det, config=InjectConfig(record_use=False, **cfg))
-    return [inj.inject(t, ts, u) for t, ts, u in
-            zip(events["text"].to_pylist(), events["ts"].to_pylist(), events["user"].to_pylist(), strict=True)]
+    return [
+        inj.inject(t, ts, u)
+        for t, ts, u in zip(
+            events["text"].to_pylist(),
+            events["ts"].to_pylist(),
+            events["user"].to_pylist(),
+            strict=True,
+        )
+    ]
 
 
 @pytest.mark.parametrize("cfg", [{}, {"budget": 120, "max_items": 4}])
@@ -63,8 +79,9 @@ def test_inject_operator_equals_passive_injector(desk, cfg):
     assert out["context"].to_pylist() == [wc.text() for wc in ref]
     assert out["context_tokens"].to_pylist() == [wc.tokens for wc in ref]
     assert out["intent"].to_pylist() == [wc.detection.intent for wc in ref]
-    assert out["edge_ids"].to_pylist() == [[e for ln in wc.lines if ln.kind == "knowledge" for e in ln.edge_ids]
-                                           for wc in ref]
+    assert out["edge_ids"].to_pylist() == [
+        [e for ln in wc.lines if ln.kind == "knowledge" for e in ln.edge_ids] for wc in ref
+    ]
     assert sum(out["knowledge_lines"].to_pylist()) > len(ref)  # real contexts, not headers only
     assert all(t <= cfg.get("budget", 600) for t in out["context_tokens"].to_pylist())
     assert op.stats.extra["fuse/injected"] == sum(out["knowledge_lines"].to_pylist())
@@ -78,9 +95,17 @@ def test_steps_compose_and_a_user_step_fits_between(desk):
     out = steps(events, Context(store=store))
     assert out["context"].to_pylist() == [wc.text() for wc in ref]
     # a user's own step between Compress and TopB: drop every line resting on one message
-    banned = next(e for wc in ref for ln in wc.lines if ln.kind == "knowledge" for e in ln.evidence_ids)
-    keep = Lambda(lambda t, c: t.filter(pa.array([banned not in ev for ev in t["evidence_ids"].to_pylist()])),
-                  name="distrust", consumes=("evidence_ids",), produces=LINE_SCHEMA)
-    mine = (Retrieve() >> Score() >> Compress() >> keep >> TopB() >> Fuse())(events, Context(store=store))
+    banned = next(
+        e for wc in ref for ln in wc.lines if ln.kind == "knowledge" for e in ln.evidence_ids
+    )
+    keep = Lambda(
+        lambda t, c: t.filter(pa.array([banned not in ev for ev in t["evidence_ids"].to_pylist()])),
+        name="distrust",
+        consumes=("evidence_ids",),
+        produces=LINE_SCHEMA,
+    )
+    mine = (Retrieve() >> Score() >> Compress() >> keep >> TopB() >> Fuse())(
+        events, Context(store=store)
+    )
     assert all(banned not in ev for ev in mine["evidence_ids"].to_pylist())
     assert mine.num_rows == events.num_rows

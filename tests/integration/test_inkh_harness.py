@@ -1,10 +1,19 @@
 """Smoke run of the Stage A harness (2 seeds) and the injection benchmark on a small graph."""
+
 import pytest
 
 from speakerflow.benchmarks.harness import run
 from speakerflow.benchmarks.harness.injection_bench import run as injection
 
-KEYS = {"quality", "stale_usage", "context_precision", "traceability", "tokens", "retrieval_latency_ms", "per_round"}
+KEYS = {
+    "quality",
+    "stale_usage",
+    "context_precision",
+    "traceability",
+    "tokens",
+    "retrieval_latency_ms",
+    "per_round",
+}
 
 
 @pytest.mark.slow
@@ -18,7 +27,9 @@ def test_harness_two_seeds(tmp_path):
     assert rep["InKH"]["traceability"] >= rep["SimpleMemory"]["traceability"] - 1e-9
     assert rep["ModelOnly"]["context_precision"] == 0.0
     # the plots go next to --out, named after it
-    assert (tmp_path / "report_frontier.png").stat().st_size > 0 and (tmp_path / "report_stale_by_round.png").exists()
+    assert (tmp_path / "report_frontier.png").stat().st_size > 0 and (
+        tmp_path / "report_stale_by_round.png"
+    ).exists()
 
 
 @pytest.mark.timeout(120)

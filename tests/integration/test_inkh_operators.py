@@ -1,6 +1,7 @@
 """The InKH stages as operators: ``Detect >> Canonicalize >> ExtractKnowledge >> Invalidate >>
 Decay`` over an events table builds the same graph as ``build_entity_graph``; the registry
 holds an operator for every design stage plus Inject."""
+
 from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
@@ -24,8 +25,21 @@ from speakerflow.pipelines.entity_path import build_entity_graph
 from speakerflow.schemas import MESSAGE_SCHEMA
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
-STAGES = ("detect", "canonicalize", "writer", "validate", "upsert", "invalidate", "decay", "project", "select",
-          "resolve", "compose", "judge", "inject")
+STAGES = (
+    "detect",
+    "canonicalize",
+    "writer",
+    "validate",
+    "upsert",
+    "invalidate",
+    "decay",
+    "project",
+    "select",
+    "resolve",
+    "compose",
+    "judge",
+    "inject",
+)
 
 
 def _events(group: str, rounds: int = 2, episodes: int = 30) -> pa.Table:
@@ -43,9 +57,18 @@ def _graph(store) -> tuple[dict, dict, set]:
     fg = FactGraph(store.graph, store.group_id).load(with_records=False)
     facts = {e: {**k.row(), "superseded_by": k.superseded_by} for e, k in fg.items.items()}
     ents = {e: (x.name, x.etype, tuple(x.aliases)) for e, x in fg.entities.items()}
-    sup = {tuple(r) for r in store.graph.execute(
-        "MATCH (a:Fact)-[:SUPERSEDES]->(b:Fact) RETURN a.edge_id, b.edge_id").get_as_arrow().to_pylist()} \
-        if hasattr(store.graph, "execute") else set()
+    sup = (
+        {
+            tuple(r)
+            for r in store.graph.execute(
+                "MATCH (a:Fact)-[:SUPERSEDES]->(b:Fact) RETURN a.edge_id, b.edge_id"
+            )
+            .get_as_arrow()
+            .to_pylist()
+        }
+        if hasattr(store.graph, "execute")
+        else set()
+    )
     return facts, ents, sup
 
 
@@ -78,15 +101,18 @@ def test_composed_operators_build_the_same_graph_as_build_entity_graph(two_store
     # the operators' stats are build_entity_graph's counts
     stats = pipe.stats()
     assert stats["extract_knowledge"]["rows_out"] == totals["candidates"]
-    assert {k: stats["invalidate"][k] for k in ("added", "validated", "invalidated")} == \
-        {k: totals[k] for k in ("added", "validated", "invalidated")}
+    assert {k: stats["invalidate"][k] for k in ("added", "validated", "invalidated")} == {
+        k: totals[k] for k in ("added", "validated", "invalidated")
+    }
     # the output: every fact the run wrote, with its effective confidence and maturity at NOW
-    assert out.schema.names[:len(FACT_SCHEMA)] == FACT_SCHEMA.names
+    assert out.schema.names[: len(FACT_SCHEMA)] == FACT_SCHEMA.names
     assert out.num_rows == len(facts_ops)
     row = {r["edge_id"]: r for r in out.to_pylist()}
     invalid = [e for e, f in facts_ops.items() if f["invalid_at"] is not None]
-    assert invalid and all(row[e]["effective_confidence"] == 0.0 and row[e]["maturity"] == "deprecated"
-                           for e in invalid)
+    assert invalid and all(
+        row[e]["effective_confidence"] == 0.0 and row[e]["maturity"] == "deprecated"
+        for e in invalid
+    )
     valid = [r for r in out.to_pylist() if r["invalid_at"] is None]
     assert all(0.0 < r["effective_confidence"] <= r["confidence"] for r in valid)
 
@@ -96,7 +122,13 @@ def test_maintain_and_wiki_after_the_write_path(two_stores, tmp_path):
     events = store.messages()
     events = events.take(pc.sort_indices(events, [("ts", "ascending")]))
     later = NOW + timedelta(days=400)  # everything has decayed: the sweep deprecates
-    pipe = ExtractKnowledge() >> Invalidate() >> Decay() >> Maintain(at=later, seed=1) >> Wiki(out_dir=str(tmp_path / "w"))
+    pipe = (
+        ExtractKnowledge()
+        >> Invalidate()
+        >> Decay()
+        >> Maintain(at=later, seed=1)
+        >> Wiki(out_dir=str(tmp_path / "w"))
+    )
     ctx = Context(store=store, clock=lambda: NOW)
     pages = pipe(events, ctx)
     stats = pipe.stats()
@@ -107,8 +139,13 @@ def test_maintain_and_wiki_after_the_write_path(two_stores, tmp_path):
 
 
 def test_govern_marks_and_drops_by_the_allow_predicate():
-    t = pa.table({"effective_confidence": [0.9, 0.1, 0.9, 0.9], "maturity": ["verified", "verified", "candidate", "verified"],
-                  "scope": ["shared", "shared", "shared", "user:ben"]})
+    t = pa.table(
+        {
+            "effective_confidence": [0.9, 0.1, 0.9, 0.9],
+            "maturity": ["verified", "verified", "candidate", "verified"],
+            "scope": ["shared", "shared", "shared", "user:ben"],
+        }
+    )
     out = Govern(risk="high", user="ana")(t)
     assert out["allowed"].to_pylist() == [True, False, False, False]
     assert out["refused"].to_pylist() == [None, "confidence", "maturity", "scope"]
@@ -128,13 +165,38 @@ def test_registry_has_every_design_stage_with_schemas():
 
 def test_decay_without_a_store_uses_the_time_part_only():
     t0 = NOW - timedelta(days=30)
-    facts = pa.Table.from_pylist([{
-        "edge_id": "f1", "group_id": "g", "subject_id": "asset:BTC", "relation": "zzz_unknown", "object_id": "value:x",
-        "description": "", "evidence_ids": ["m1"], "confidence": 0.8, "maturity": "candidate", "regime_tag": None,
-        "scope": "shared", "valid_at": t0, "invalid_at": None, "updated_at": t0, "created_at": t0, "expired_at": None,
-        "reuse_count": 0, "validations": 1, "utility": 0.0, "last_validated": t0, "trust_tier": 1,
-        "superseded_by": None}], schema=FACT_SCHEMA)
+    facts = pa.Table.from_pylist(
+        [
+            {
+                "edge_id": "f1",
+                "group_id": "g",
+                "subject_id": "asset:BTC",
+                "relation": "zzz_unknown",
+                "object_id": "value:x",
+                "description": "",
+                "evidence_ids": ["m1"],
+                "confidence": 0.8,
+                "maturity": "candidate",
+                "regime_tag": None,
+                "scope": "shared",
+                "valid_at": t0,
+                "invalid_at": None,
+                "updated_at": t0,
+                "created_at": t0,
+                "expired_at": None,
+                "reuse_count": 0,
+                "validations": 1,
+                "utility": 0.0,
+                "last_validated": t0,
+                "trust_tier": 1,
+                "superseded_by": None,
+            }
+        ],
+        schema=FACT_SCHEMA,
+    )
     out = Decay(at=NOW)(facts)
     assert out["decay"].to_pylist() == pytest.approx([0.5])  # one default half-life (30 days)
     assert out["effective_confidence"].to_pylist() == pytest.approx([0.4])
-    assert out["maturity"].to_pylist() == ["verified"]  # one validation: Psi moves candidate -> verified
+    assert out["maturity"].to_pylist() == [
+        "verified"
+    ]  # one validation: Psi moves candidate -> verified

@@ -1,5 +1,6 @@
 """``speakerflow mcp``: the official SDK's stdio client lists the five tools, remembers
 messages and gets cited ids from ``ask``."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,11 @@ from speakerflow.settings import BUNDLED_SAMPLE
 
 mcp = pytest.importorskip("mcp")
 
-ROWS = [{k: v for k, v in json.loads(line).items() if k != "group_id"}
-        for line in BUNDLED_SAMPLE.read_text().splitlines() if line.strip()]
+ROWS = [
+    {k: v for k, v in json.loads(line).items() if k != "group_id"}
+    for line in BUNDLED_SAMPLE.read_text().splitlines()
+    if line.strip()
+]
 
 
 async def _session_run(home: str) -> dict:
@@ -21,18 +25,34 @@ async def _session_run(home: str) -> dict:
 
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-c", "import sys; from speakerflow.cli import main; sys.exit(main())",
-              "mcp", "--home", home, "--embedder", "hashing"])
+        args=[
+            "-c",
+            "import sys; from speakerflow.cli import main; sys.exit(main())",
+            "mcp",
+            "--home",
+            home,
+            "--embedder",
+            "hashing",
+        ],
+    )
     out: dict = {}
     with anyio.fail_after(240):
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             out["tools"] = sorted(t.name for t in (await session.list_tools()).tools)
-            out["remember"] = await session.call_tool("remember", {"group": "team", "messages": ROWS})
-            out["ask"] = await session.call_tool("ask", {"group": "team", "question": "Where will the offsite be?"})
-            out["search"] = await session.call_tool("search", {"group": "team", "query": "offsite", "k": 3})
+            out["remember"] = await session.call_tool(
+                "remember", {"group": "team", "messages": ROWS}
+            )
+            out["ask"] = await session.call_tool(
+                "ask", {"group": "team", "question": "Where will the offsite be?"}
+            )
+            out["search"] = await session.call_tool(
+                "search", {"group": "team", "query": "offsite", "k": 3}
+            )
             out["memory"] = await session.call_tool("memory", {"group": "team", "owner": "Ben"})
-            out["inject"] = await session.call_tool("inject", {"group": "team", "event": {"content": "Porto?"}})
+            out["inject"] = await session.call_tool(
+                "inject", {"group": "team", "event": {"content": "Porto?"}}
+            )
             out["bad"] = await session.call_tool("ask", {"group": "../etc", "question": "x"})
     return out
 
@@ -63,12 +83,19 @@ async def _http_run(url: str, key: str) -> dict:
 
     out: dict = {}
     with anyio.fail_after(240):
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60) as http, \
-                streamable_http_client(url, http_client=http) as (read, write), ClientSession(read, write) as session:
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60) as http,
+            streamable_http_client(url, http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
             await session.initialize()
             out["tools"] = sorted(t.name for t in (await session.list_tools()).tools)
-            out["remember"] = await session.call_tool("remember", {"group": "team", "messages": ROWS})
-            out["ask"] = await session.call_tool("ask", {"group": "team", "question": "Where will the offsite be?"})
+            out["remember"] = await session.call_tool(
+                "remember", {"group": "team", "messages": ROWS}
+            )
+            out["ask"] = await session.call_tool(
+                "ask", {"group": "team", "question": "Where will the offsite be?"}
+            )
             out["other"] = await session.call_tool("search", {"group": "other", "query": "offsite"})
     return out
 

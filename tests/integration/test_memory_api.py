@@ -1,4 +1,5 @@
 """``from speakerflow import Memory``: add / ask / search / memory / inject on real stores."""
+
 from __future__ import annotations
 
 import json
@@ -33,11 +34,15 @@ def test_memory_round_trip(tmp_path):
             mem.search("team", "offsite", speaker="Zed")
 
         heads = mem.memory("team")
-        assert heads and all(isinstance(r, KnowledgeItem) and r.superseded_by is None for r in heads)
+        assert heads and all(
+            isinstance(r, KnowledgeItem) and r.superseded_by is None for r in heads
+        )
         assert all(r.owner == "Ben" for r in mem.memory("team", owner="Ben"))
         assert any(len(c) > 1 for c in mem.history("team"))
 
-        ctx = mem.inject("team", {"content": "offsite in Porto?", "ts": "2026-03-07T10:00:00Z"}, user="Ana")
+        ctx = mem.inject(
+            "team", {"content": "offsite in Porto?", "ts": "2026-03-07T10:00:00Z"}, user="Ana"
+        )
         assert ctx.tokens >= 0 and isinstance(ctx.text(), str)
 
         with pytest.raises(GroupNotFoundError):
@@ -70,6 +75,7 @@ def test_threads_share_one_memory(tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
     with Memory(home=tmp_path, embedder="hashing") as mem:
+
         def work(i: int) -> list[str]:
             group = f"g{i % 3}"
             batch = [{**r, "msg_id": f"{r['msg_id']}-{i}"} for r in ROWS[:8]]
@@ -102,8 +108,12 @@ def test_reads_use_a_snapshot_and_never_wait_for_a_write(tmp_path):
     import threading
     import time
 
-    new = {"msg_id": "late-1", "ts": "2026-03-20T10:00:00Z", "speaker": "Ana",
-           "text": "Zanzibar replaces Porto as the offsite venue."}
+    new = {
+        "msg_id": "late-1",
+        "ts": "2026-03-20T10:00:00Z",
+        "speaker": "Ana",
+        "text": "Zanzibar replaces Porto as the offsite venue.",
+    }
     with Memory(home=tmp_path, embedder="hashing") as mem:
         mem.add("team", ROWS)
         before = mem.ask("team", "Where will the offsite be?")
@@ -167,8 +177,15 @@ def test_reads_run_beside_appends_and_writes_of_the_same_group(tmp_path):
 
         def writer(i: int) -> None:
             for n in range(4):
-                msgs = [{"msg_id": f"w{i}-{n}-{j}", "ts": f"2026-04-0{1 + n}T10:0{j}:00Z", "speaker": "Ben",
-                         "text": f"Reminder {i} {n} {j}: quokka{i}x{n} tickets are booked."} for j in range(3)]
+                msgs = [
+                    {
+                        "msg_id": f"w{i}-{n}-{j}",
+                        "ts": f"2026-04-0{1 + n}T10:0{j}:00Z",
+                        "speaker": "Ben",
+                        "text": f"Reminder {i} {n} {j}: quokka{i}x{n} tickets are booked.",
+                    }
+                    for j in range(3)
+                ]
                 try:
                     mem.append("team", msgs, pending_write=True)
                     mem.write("team")
@@ -189,4 +206,5 @@ def test_reads_run_beside_appends_and_writes_of_the_same_group(tmp_path):
         for i in range(2):
             for n in range(4):
                 assert {h.msg_id for h in mem.search("team", f"quokka{i}x{n}", k=10)} == {
-                    f"w{i}-{n}-{j}" for j in range(3)}
+                    f"w{i}-{n}-{j}" for j in range(3)
+                }

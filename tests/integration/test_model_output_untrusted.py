@@ -2,6 +2,7 @@
 writes a real on-disk group through the production write path (ChatWriter >> Validate >>
 Upsert); nothing outside Validate's rules reaches the store, and the refusals are counted.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -30,7 +31,10 @@ def test_every_hostile_kind_is_refused_and_counted(report):
         assert report["refused_reasons"][name] == ["from_ids"], name
     assert "action" in report["refused_reasons"]["delete"]
     # structurally valid injected claims are refused by the grounding check
-    assert kinds["injected_add"]["accepted"] == 0 and "content" in report["refused_reasons"]["injected_add"]
+    assert (
+        kinds["injected_add"]["accepted"] == 0
+        and "content" in report["refused_reasons"]["injected_add"]
+    )
     assert kinds["delete"]["accepted"] == 0
     line = summary(report)
     assert f"{report['proposed']} actions proposed, {report['refused']} refused" in line
@@ -52,16 +56,32 @@ def test_nothing_outside_the_rules_reaches_the_store(report):
         assert r["from_ids"], r
         for mid in r["from_ids"]:
             assert mid in msgs, (mid, r["content"])  # resolves in this group, not another
-            assert msgs[mid]["ts"] <= session_end[r["session_id"]], (mid, r["content"])  # no later segment
+            assert msgs[mid]["ts"] <= session_end[r["session_id"]], (
+                mid,
+                r["content"],
+            )  # no later segment
         assert any(msgs[mid]["session_id"] == r["session_id"] for mid in r["from_ids"]), r
         per_session[r["session_id"]] = per_session.get(r["session_id"], 0) + 1
     budget = max(8, 2 * 4)  # Segment.max_actions for the 4-message sessions
     assert per_session and max(per_session.values()) <= budget, per_session
     stored = {r["content"] for r in report["records_after"]}
-    for refused in ("Zed plays chess", "Mallory is in the group", "Ana knows Zed", "The launch date is June 3",
-                    "The group keeps the launch quiet", "Ben plans a trip", "Ana plans the trip",
-                    "Ben won the lottery", "Ana is a spy", "Cai owns a castle", "Ana owes 500 to Cai", "Ana owes 500",
-                    "Ana owes Cai money", "nothing is known about Ben", ""):
+    for refused in (
+        "Zed plays chess",
+        "Mallory is in the group",
+        "Ana knows Zed",
+        "The launch date is June 3",
+        "The group keeps the launch quiet",
+        "Ben plans a trip",
+        "Ana plans the trip",
+        "Ben won the lottery",
+        "Ana is a spy",
+        "Cai owns a castle",
+        "Ana owes 500 to Cai",
+        "Ana owes 500",
+        "Ana owes Cai money",
+        "nothing is known about Ben",
+        "",
+    ):
         assert refused not in stored, refused
     assert sum(c.startswith("Ben memory number") for c in stored) <= budget
 

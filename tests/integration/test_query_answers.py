@@ -5,6 +5,7 @@ Run as a script for the report (share correct, by question type, with and withou
 
     .venv/bin/python tests/integration/test_query_answers.py [--ablate s2] [--embedder minilm] [-v]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,7 +21,11 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 QUESTIONS = HERE.parent / "data" / "answers" / "questions.json"
-SOCIALMEM = Path(os.environ.get("SPEAKERFLOW_SHARED_DATA", HERE.parents[1].parent / "shared" / "data")) / "socialmem" / "training"
+SOCIALMEM = (
+    Path(os.environ.get("SPEAKERFLOW_SHARED_DATA", HERE.parents[1].parent / "shared" / "data"))
+    / "socialmem"
+    / "training"
+)
 #: the question types System 2 records are meant to answer better
 RECORD_TYPES = ("change", "decision", "per-person")
 
@@ -148,7 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         if args.v or not r["correct"]:
             mark = "ok " if r["correct"] else "BAD"
-            print(f"{mark} {r['id']} [{r['type']}] {r['question']}\n    " + r["answer"].replace("\n", "\n    "))
+            print(
+                f"{mark} {r['id']} [{r['type']}] {r['question']}\n    "
+                + r["answer"].replace("\n", "\n    ")
+            )
     print(json.dumps({"ablate": args.ablate, "questions": len(results), "share": shares(results)}))
     return 0
 

@@ -1,4 +1,5 @@
 """The query path on real stores (Kuzu + Tantivy), the rules Writer's records, and real MiniLM."""
+
 import json
 
 from speakerflow.cli import main
@@ -22,10 +23,14 @@ def test_dual_track_answers_on_tantivy_and_kuzu(home):
         cfg = QueryConfig(embedder="hashing")
         decision = answer_question(store, "Where did the group decide to hold the offsite?", cfg)
         assert "s2-t05" in decision.cited_ids(5) and "Porto" in decision.context
-        assert "Porto" in decision.answer and "settled" in decision.answer  # the settling message answers
+        assert (
+            "Porto" in decision.answer and "settled" in decision.answer
+        )  # the settling message answers
         rollup = answer_question(store, "What does each person prefer for the offsite city?", cfg)
         assert {e.row for e in rollup.evidence[:4]} == {"Ana", "Ben", "Chloe", "Dev"}
-        assert any(e.kind == "record" for e in rollup.evidence)  # System 2 records from the rules Writer
+        assert any(
+            e.kind == "record" for e in rollup.evidence
+        )  # System 2 records from the rules Writer
         for item in rollup.evidence:
             assert item.kind == "empty_row" or item.msg_ids  # every item rests on messages
         change = answer_question(store, "Where does Dev live now?", cfg)
@@ -44,7 +49,12 @@ def test_ask_cli_prints_answer_projection_and_cited_messages(home, capsys):
     assert main(["demo", "--embedder", "hashing"]) == 0
     out = capsys.readouterr().out
     assert "Q (a group decision)" in out and "[s2-t05]" in out and "Porto" in out
-    assert main(["ask", "sample-team", "What does Ben think of Ana?", "--json", "--embedder", "hashing"]) == 0
+    assert (
+        main(
+            ["ask", "sample-team", "What does Ben think of Ana?", "--json", "--embedder", "hashing"]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     assert data["projection"]["owner"] == "Ana" and data["projection"]["source"] == "Ben"
     assert any(c["msg_id"] == "s3-t07" for c in data["cited"])

@@ -8,6 +8,7 @@ are partitions of the instance at ``$DAGSTER_HOME`` and of the UI (GraphQL, what
 page reads), the sensor's ``ingest_job`` run for ``crew`` succeeds, and Ctrl-C (SIGINT)
 stops ``dagster dev``.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,15 +42,21 @@ def readme_blocks(readme: str) -> list[list[str]]:
 
 
 def _graphql(port: int, query: str) -> dict:
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/graphql", data=json.dumps({"query": query}).encode(),
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/graphql",
+        data=json.dumps({"query": query}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=30) as resp:
         return json.loads(resp.read())
 
 
 def _ui_partitions(port: int) -> list[str]:
-    data = _graphql(port, '{ assetNodeOrError(assetKey: {path: ["derived_memory"]}) '
-                          '{ ... on AssetNode { partitionKeys } } }')
+    data = _graphql(
+        port,
+        '{ assetNodeOrError(assetKey: {path: ["derived_memory"]}) '
+        "{ ... on AssetNode { partitionKeys } } }",
+    )
     return (data.get("data", {}).get("assetNodeOrError") or {}).get("partitionKeys") or []
 
 
@@ -72,7 +79,9 @@ def _stop_group(proc: subprocess.Popen) -> None:
 def test_readme_blocks_are_found():
     blocks = readme_blocks((REPO / "README.md").read_text())
     assert len(blocks) == 2
-    assert any("DAGSTER_HOME=" in line for line in blocks[0]) and any("dagster dev" in line for line in blocks[0])
+    assert any("DAGSTER_HOME=" in line for line in blocks[0]) and any(
+        "dagster dev" in line for line in blocks[0]
+    )
     assert any("Ctrl-C" in line for line in blocks[0])  # how to stop it
     assert any("inbox/" in line for line in blocks[1])
 
@@ -92,8 +101,14 @@ def test_readme_dagster_section_in_a_fresh_clone(tmp_path):
         script.append(line)
     env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "SPEAKERFLOW_HOME")}
     log = (tmp_path / "dev.log").open("w")
-    dev = subprocess.Popen(["bash", "-ec", "\n".join(script)], cwd=clone, env=env, stdout=log,
-                           stderr=subprocess.STDOUT, start_new_session=True)
+    dev = subprocess.Popen(
+        ["bash", "-ec", "\n".join(script)],
+        cwd=clone,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 420
         while True:
@@ -106,8 +121,14 @@ def test_readme_dagster_section_in_a_fresh_clone(tmp_path):
                 time.sleep(2)
         assert (clone / ".speakerflow" / "inbox").is_dir()  # the ingest made it: the cp below works
 
-        proc = subprocess.run(["bash", "-ec", "\n".join(second)], cwd=clone, env=env, capture_output=True,
-                              text=True, timeout=300)
+        proc = subprocess.run(
+            ["bash", "-ec", "\n".join(second)],
+            cwd=clone,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
         assert (clone / ".speakerflow" / "inbox" / "crew.jsonl").exists()
 
@@ -121,7 +142,11 @@ def test_readme_dagster_section_in_a_fresh_clone(tmp_path):
             with dg.DagsterInstance.get() as instance:
                 while True:
                     runs = instance.get_runs(RunsFilter(tags={"dagster/partition": "crew"}))
-                    done = [r for r in runs if r.status in (DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE)]
+                    done = [
+                        r
+                        for r in runs
+                        if r.status in (DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE)
+                    ]
                     if done:
                         break
                     assert time.monotonic() < deadline, "the sensor's run for crew did not finish"

@@ -1,4 +1,6 @@
-"""``speakerflow bench scale`` at 1k messages: the report's shape and positive figures (no timing thresholds)."""
+"""``speakerflow bench scale`` at 1k messages: the report's shape and positive figures (no timing
+thresholds)."""
+
 from __future__ import annotations
 
 import json
@@ -13,14 +15,40 @@ from speakerflow.ops.dense_index import dense_scores, group_index
 from speakerflow.ops.embed import HashingEmbedder
 from speakerflow.ops.recall import GroupView
 
-FIELDS = ("messages", "groups", "ingest_messages_per_s", "writer_messages_per_s", "bytes_per_message",
-          "peak_rss_mb", "query_p50_ms", "query_p95_ms", "dense_query_p50_ms")
+FIELDS = (
+    "messages",
+    "groups",
+    "ingest_messages_per_s",
+    "writer_messages_per_s",
+    "bytes_per_message",
+    "peak_rss_mb",
+    "query_p50_ms",
+    "query_p95_ms",
+    "dense_query_p50_ms",
+)
 
 
 def test_bench_scale_1k_report(tmp_path, capsys):
     out = tmp_path / "report.json"
-    assert main(["bench", "scale", "--messages", "1000", "--out", str(out), "--queries", "5",
-                 "--writer-sample", "300", "--entity-sample", "300"]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "scale",
+                "--messages",
+                "1000",
+                "--out",
+                str(out),
+                "--queries",
+                "5",
+                "--writer-sample",
+                "300",
+                "--entity-sample",
+                "300",
+            ]
+        )
+        == 0
+    )
     report = json.loads(out.read_text())
     assert out.with_suffix(".png").stat().st_size > 0  # the log-log plot
     assert isinstance(report["sizes"], list) and len(report["sizes"]) == 1
@@ -36,8 +64,9 @@ def test_bench_scale_1k_report(tmp_path, capsys):
     # the old row-at-a-time paths against the columnar ones, and the exact against the bounded query
     # path (1k messages: below the bounded path's threshold, so the same answers)
     hot = row["hot_paths"]
-    assert hot["stored"] == 1000 and all(hot[k] > 0 for k in ("dedup_rows_ms", "dedup_columns_ms", "index_rows_ms",
-                                                                "index_arrow_ms"))
+    assert hot["stored"] == 1000 and all(
+        hot[k] > 0 for k in ("dedup_rows_ms", "dedup_columns_ms", "index_rows_ms", "index_arrow_ms")
+    )
     assert row["exact_queries"] == 5 and row["same_answer"] == row["same_cited10_and_answer"] == 5
 
 
@@ -54,7 +83,9 @@ def test_stream_shapes_are_deterministic_prefixes():
 def test_ann_index_incremental_persisted_and_close_to_exact(tmp_path):
     rng = np.random.default_rng(1)
     centres = rng.normal(size=(40, 32))  # clustered, like sentence embeddings
-    vecs = (centres[rng.integers(0, 40, 3000)] + 0.5 * rng.normal(size=(3000, 32))).astype(np.float32)
+    vecs = (centres[rng.integers(0, 40, 3000)] + 0.5 * rng.normal(size=(3000, 32))).astype(
+        np.float32
+    )
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     ids = [f"m{i}" for i in range(3000)]
     path = tmp_path / "e.faiss"

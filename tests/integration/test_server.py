@@ -1,5 +1,6 @@
 """``speakerflow serve``: the access matrix (TestClient over the real app and real stores)
 and a real server process on 127.0.0.1 (ingest, background write, ask with cited ids)."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,11 @@ from speakerflow.memory import Memory
 from speakerflow.server import Access, ConfigError, create_app
 from speakerflow.settings import BUNDLED_SAMPLE
 
-ROWS = [{k: v for k, v in json.loads(line).items() if k != "group_id"}
-        for line in BUNDLED_SAMPLE.read_text().splitlines() if line.strip()]
+ROWS = [
+    {k: v for k, v in json.loads(line).items() if k != "group_id"}
+    for line in BUNDLED_SAMPLE.read_text().splitlines()
+    if line.strip()
+]
 KEYS = {"key-alpha-0001": ["alpha"], "key-beta-00001": ["beta"], "key-admin-0001": ["*"]}
 ALPHA, BETA, ADMIN = ({"Authorization": f"Bearer {k}"} for k in KEYS)
 
@@ -31,17 +35,34 @@ ENDPOINTS = [
     ("GET", "status", {}),
     ("POST", "forget", {"json": {"speaker": "Dev", "dry_run": True}}),
 ]
-TRICKS = ["%2e%2e", "..%2Fbeta", "alpha%2F..%2Fbeta", ".hidden", "a%00b", "a%20b", "%2Fetc", "x" * 129]
+TRICKS = [
+    "%2e%2e",
+    "..%2Fbeta",
+    "alpha%2F..%2Fbeta",
+    ".hidden",
+    "a%00b",
+    "a%20b",
+    "%2Fetc",
+    "x" * 129,
+]
 
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
     home = tmp_path_factory.mktemp("serve-home")
-    app = create_app(Memory(home=home, embedder="hashing"), Access(KEYS), max_body=64 * 1024,
-                     max_messages=50, coalesce=0.0)
+    app = create_app(
+        Memory(home=home, embedder="hashing"),
+        Access(KEYS),
+        max_body=64 * 1024,
+        max_messages=50,
+        coalesce=0.0,
+    )
     with TestClient(app) as c:
         for group, headers in (("alpha", ALPHA), ("beta", BETA)):
-            assert c.post(f"/v1/groups/{group}/messages", json=ROWS, headers=headers).status_code == 200
+            assert (
+                c.post(f"/v1/groups/{group}/messages", json=ROWS, headers=headers).status_code
+                == 200
+            )
         assert app.state.queue.wait_idle(120)
         c.home = home
         yield c
@@ -53,14 +74,20 @@ def test_key_for_alpha_gets_403_on_beta(client, method, path, kw):
     assert r.status_code == 403, r.text
     assert r.json()["error"] == "forbidden" and "'beta'" in r.json()["message"]
     # and the key works on its own group; so does the admin key on both
-    assert client.request(method, f"/v1/groups/alpha/{path}", headers=ALPHA, **kw).status_code == 200
+    assert (
+        client.request(method, f"/v1/groups/alpha/{path}", headers=ALPHA, **kw).status_code == 200
+    )
     assert client.request(method, f"/v1/groups/beta/{path}", headers=ADMIN, **kw).status_code == 200
 
 
 @pytest.mark.parametrize(("method", "path", "kw"), ENDPOINTS, ids=[e[1] for e in ENDPOINTS])
 def test_no_key_or_unknown_key_gets_401(client, method, path, kw):
-    for headers in ({}, {"Authorization": "Bearer nope-nope-nope"}, {"Authorization": "key-alpha-0001"},
-                    {"Authorization": "Basic a2V5LWFscGhhLTAwMDE="}):
+    for headers in (
+        {},
+        {"Authorization": "Bearer nope-nope-nope"},
+        {"Authorization": "key-alpha-0001"},
+        {"Authorization": "Basic a2V5LWFscGhhLTAwMDE="},
+    ):
         r = client.request(method, f"/v1/groups/alpha/{path}", headers=headers, **kw)
         assert r.status_code == 401, (headers, r.text)
         assert r.headers["www-authenticate"] == "Bearer" and "Bearer KEY" in r.json()["message"]
@@ -87,14 +114,23 @@ def test_group_listing_is_scoped_to_the_key(client):
 
 def test_errors_are_json_with_a_message(client):
     big = b"[" + b" " * (65 * 1024) + b"]"
-    r = client.post("/v1/groups/alpha/messages", content=big, headers={**ALPHA, "content-type": "application/json"})
+    r = client.post(
+        "/v1/groups/alpha/messages",
+        content=big,
+        headers={**ALPHA, "content-type": "application/json"},
+    )
     assert r.status_code == 413 and "bytes" in r.json()["message"]
     r = client.post("/v1/groups/alpha/messages", json=[ROWS[0]] * 51, headers=ALPHA)
     assert r.status_code == 413 and "at most 50" in r.json()["message"]
-    r = client.post("/v1/groups/alpha/messages", json=[{"msg_id": "x", "ts": "yesterday", "speaker": "A", "text": "t"}],
-                    headers=ALPHA)
+    r = client.post(
+        "/v1/groups/alpha/messages",
+        json=[{"msg_id": "x", "ts": "yesterday", "speaker": "A", "text": "t"}],
+        headers=ALPHA,
+    )
     assert r.status_code == 400 and "'ts'" in r.json()["message"]
-    r = client.post("/v1/groups/alpha/messages", json=[{**ROWS[0], "group_id": "beta"}], headers=ALPHA)
+    r = client.post(
+        "/v1/groups/alpha/messages", json=[{**ROWS[0], "group_id": "beta"}], headers=ALPHA
+    )
     assert r.status_code == 400 and "other group" in r.json()["message"]
     r = client.get("/v1/groups/alpha/search", params={"q": "x", "speaker": "Zed"}, headers=ALPHA)
     assert r.status_code == 400 and "Ana" in r.json()["message"]
@@ -126,30 +162,51 @@ def test_refuses_unsafe_configurations(monkeypatch, tmp_path):
 
 def test_real_server_ingest_then_ask_cites_messages(tmp_path):
     keys = {"key-team-000001": ["team"]}
-    with Server(tmp_path, keys, embedder="hashing") as server, httpx.Client(base_url=server.url, timeout=60) as c:
+    with (
+        Server(tmp_path, keys, embedder="hashing") as server,
+        httpx.Client(base_url=server.url, timeout=60) as c,
+    ):
         auth = {"Authorization": "Bearer key-team-000001"}
         assert c.get("/healthz").json()["status"] == "ok"
         r = c.post("/v1/groups/team/messages", json=ROWS, headers=auth)
-        assert r.status_code == 200 and r.json()["ingested"] == len(ROWS) and r.json()["already_stored"] == 0
-        assert c.post("/v1/groups/team/messages", json=ROWS[:3], headers=auth).json()["already_stored"] == 3
+        assert (
+            r.status_code == 200
+            and r.json()["ingested"] == len(ROWS)
+            and r.json()["already_stored"] == 0
+        )
+        assert (
+            c.post("/v1/groups/team/messages", json=ROWS[:3], headers=auth).json()["already_stored"]
+            == 3
+        )
         for _ in range(600):  # the Writer runs after the response; bounded wait for it
             status = c.get("/v1/groups/team/status", headers=auth).json()
             if status["write"]["state"] == "idle" and status["write"]["writes"]:
                 break
             time.sleep(0.1)
         assert status["write"]["last_error"] is None and status["stats"]["records"] > 0
-        body = c.post("/v1/groups/team/ask", json={"question": "Where will the offsite be?"}, headers=auth).json()
+        body = c.post(
+            "/v1/groups/team/ask", json={"question": "Where will the offsite be?"}, headers=auth
+        ).json()
         assert "s2-t05" in body["cited_ids"] and body["answer"]
         assert body["evidence"] and body["latency_ms"] >= 0
         assert any(m["msg_id"] == "s2-t05" for m in body["cited"])
         assert c.get("/v1/groups/other/status", headers=auth).status_code == 403
         # literal dot segments (clients such as httpx and curl squash them; a raw request does not)
-        for raw in ("/v1/groups/../team/status", "/v1/groups/team/../other/status", "/v1/groups/./status"):
+        for raw in (
+            "/v1/groups/../team/status",
+            "/v1/groups/team/../other/status",
+            "/v1/groups/./status",
+        ):
             with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
-                sock.sendall(f"GET {raw} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer key-team-000001\r\n"
-                             "Connection: close\r\n\r\n".encode())
+                sock.sendall(
+                    f"GET {raw} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer key-team-000001\r\n"
+                    "Connection: close\r\n\r\n".encode()
+                )
                 reply = b"".join(iter(lambda: sock.recv(65536), b""))
-            assert reply.split(b"\r\n", 1)[0].split(b" ")[1] in (b"400", b"403", b"404"), (raw, reply[:200])
+            assert reply.split(b"\r\n", 1)[0].split(b" ")[1] in (b"400", b"403", b"404"), (
+                raw,
+                reply[:200],
+            )
             assert b"Porto" not in reply
     assert server.proc.returncode is not None
 
@@ -188,28 +245,48 @@ def test_asks_over_http_do_not_wait_for_a_write_of_their_group(tmp_path):
         try:
             assert held.wait(10)
             start = time.perf_counter()
-            r = c.post("/v1/groups/alpha/ask", json={"question": "Where will the offsite be?"}, headers=ALPHA)
+            r = c.post(
+                "/v1/groups/alpha/ask",
+                json={"question": "Where will the offsite be?"},
+                headers=ALPHA,
+            )
             hits = c.get("/v1/groups/alpha/search", params={"q": "offsite"}, headers=ALPHA)
             took = time.perf_counter() - start
         finally:
             release.set()
             t.join()
-        assert r.status_code == 200 and "s2-t05" in r.json()["cited_ids"] and r.json()["wait_ms"] < 1000
+        assert (
+            r.status_code == 200
+            and "s2-t05" in r.json()["cited_ids"]
+            and r.json()["wait_ms"] < 1000
+        )
         assert hits.status_code == 200 and hits.json()["hits"] and took < 10
-        late = [{"msg_id": "late-1", "ts": "2026-03-20T10:00:00Z", "speaker": "Ana",
-                 "text": "Zanzibar replaces Porto as the offsite venue."}]
+        late = [
+            {
+                "msg_id": "late-1",
+                "ts": "2026-03-20T10:00:00Z",
+                "speaker": "Ana",
+                "text": "Zanzibar replaces Porto as the offsite venue.",
+            }
+        ]
         assert c.post("/v1/groups/alpha/messages", json=late, headers=ALPHA).json()["ingested"] == 1
         assert app.state.queue.wait_idle(120)
-        hits = c.get("/v1/groups/alpha/search", params={"q": "zanzibar"}, headers=ALPHA).json()["hits"]
+        hits = c.get("/v1/groups/alpha/search", params={"q": "zanzibar"}, headers=ALPHA).json()[
+            "hits"
+        ]
         assert [h["msg_id"] for h in hits] == ["late-1"]
 
 
 def test_forget_over_http(client):
     r = client.post("/v1/groups/alpha/forget", json={"message_ids": ["s2-t05"]}, headers=ALPHA)
     assert r.status_code == 200 and r.json()["messages"] == 1
-    hits = client.get("/v1/groups/alpha/search", params={"q": "settled Porto"}, headers=ALPHA).json()["hits"]
+    hits = client.get(
+        "/v1/groups/alpha/search", params={"q": "settled Porto"}, headers=ALPHA
+    ).json()["hits"]
     assert "s2-t05" not in [h["msg_id"] for h in hits]
-    body = client.post("/v1/groups/alpha/ask", json={"question": "Where will the offsite be?"}, headers=ALPHA).json()
+    body = client.post(
+        "/v1/groups/alpha/ask", json={"question": "Where will the offsite be?"}, headers=ALPHA
+    ).json()
     assert "s2-t05" not in body["cited_ids"]
     r = client.post("/v1/groups/alpha/forget", json={"speaker": "Zed"}, headers=ALPHA)
     assert r.status_code == 400 and "roster" in r.json()["message"]
@@ -218,7 +295,9 @@ def test_forget_over_http(client):
 
 
 def test_no_auth_serves_loopback_host_names_only(tmp_path):
-    app = create_app(Memory(home=tmp_path, embedder="none"), Access(None, open_access=True), coalesce=0.0)
+    app = create_app(
+        Memory(home=tmp_path, embedder="none"), Access(None, open_access=True), coalesce=0.0
+    )
     with TestClient(app) as c:
         for host in ("127.0.0.1:8750", "localhost:8750", "[::1]:8750"):
             r = c.post("/v1/groups/team/messages", json=ROWS[:2], headers={"host": host})

@@ -1,4 +1,5 @@
 """The real stores: Kuzu and Tantivy under a per-group home."""
+
 import json
 import multiprocessing as mp
 from datetime import UTC, datetime
@@ -24,12 +25,20 @@ def _sample(group="team"):
 
 def _snapshot(home, gid):
     with home.open(gid) as s:
-        return s.stats(), s.index.count(), s.graph.count("Message"), sorted(p.name for p in s.root.rglob("*.parquet"))
+        return (
+            s.stats(),
+            s.index.count(),
+            s.graph.count("Message"),
+            sorted(p.name for p in s.root.rglob("*.parquet")),
+        )
 
 
 def test_kuzu_refuses_unbound_parameters(tmp_path):
     g = KuzuGraph(tmp_path / "g.kuzu")
-    g.execute("CREATE (:Entity {entity_id: 'e1', group_id: 'g', name: 'BTC', etype: 'asset', aliases: ['XBT']})")
+    g.execute(
+        "CREATE (:Entity {entity_id: 'e1', group_id: 'g', name: 'BTC', etype: 'asset', aliases: "
+        "['XBT']})"
+    )
     with pytest.raises(UnboundParameterError, match="x"):
         g.execute("MATCH (e:Entity) WHERE e.entity_id = $x DELETE e")
     assert g.count("Entity") == 1  # nothing was deleted
@@ -95,8 +104,10 @@ def test_truncated_file_fails_clearly_and_store_is_unchanged(home, tmp_path, suf
 
 def test_missing_field_names_line_and_field(tmp_path):
     bad = tmp_path / "m.jsonl"
-    bad.write_text('{"msg_id": "a", "ts": "2026-01-01T00:00:00Z", "speaker": "A", "text": "hi"}\n'
-                   '{"msg_id": "b", "ts": "2026-01-01T00:00:00Z", "text": "no speaker"}\n')
+    bad.write_text(
+        '{"msg_id": "a", "ts": "2026-01-01T00:00:00Z", "speaker": "A", "text": "hi"}\n'
+        '{"msg_id": "b", "ts": "2026-01-01T00:00:00Z", "text": "no speaker"}\n'
+    )
     with pytest.raises(LoadError, match=r"row 2: field 'speaker'"):
         load(bad, "jsonl", group="g")
 
@@ -138,10 +149,13 @@ def test_failed_index_write_undoes_the_graph_and_parquet(home, monkeypatch):
         s.append_messages(table.slice(0, 10))
     before = _snapshot(home, gid)
     with home.open(gid, writable=True) as s:
+
         def boom(columns):
             raise OSError("disk full")
 
-        monkeypatch.setattr(s.index, "add_table", boom)  # the ingest path writes the index from Arrow
+        monkeypatch.setattr(
+            s.index, "add_table", boom
+        )  # the ingest path writes the index from Arrow
         with pytest.raises(OSError, match="disk full"):
             s.append_messages(table)
     assert _snapshot(home, gid) == before

@@ -1,5 +1,6 @@
 """The columnar ingest path: dedup without a Python set of stored ids, the text index written
 from Arrow through JSON lines (the same index as the per-row path), forget and re-ingest."""
+
 from datetime import UTC, datetime
 
 import pyarrow as pa
@@ -27,23 +28,36 @@ def test_arrow_ingest_builds_the_same_index_as_the_row_path(tmp_path):
     b.add_table(docs)
     assert a.count() == b.count() == table.num_rows
     queries = ["where does Dev live", "offsite Lisbon Porto", "hotel", "budget flights cheap"]
-    filters = [None, SearchFilter(kind="message", speaker="Dev"), SearchFilter(session_id="s2"),
-               SearchFilter(since=datetime(2026, 4, 1, tzinfo=UTC)),
-               SearchFilter(until=datetime(2026, 3, 5, tzinfo=UTC), kind="message")]
+    filters = [
+        None,
+        SearchFilter(kind="message", speaker="Dev"),
+        SearchFilter(session_id="s2"),
+        SearchFilter(since=datetime(2026, 4, 1, tzinfo=UTC)),
+        SearchFilter(until=datetime(2026, 3, 5, tzinfo=UTC), kind="message"),
+    ]
     compared = 0
     for q in queries:
         for f in filters:
             want = a.search(q, 50, f)
             assert b.search(q, 50, f) == want
-            assert b.search_keys(q, 50, f) == ([doc_key(h.doc_id) for h in want], [h.score for h in want])
+            assert b.search_keys(q, 50, f) == (
+                [doc_key(h.doc_id) for h in want],
+                [h.score for h in want],
+            )
             compared += len(want)
     assert compared > 20
 
 
 def test_text_with_newlines_and_line_separators_is_one_document(tmp_path):
     ts = datetime(2026, 1, 1, tzinfo=UTC)
-    table = pa.table({"doc_id": ["a", "b"], "kind": ["message"] * 2, "text": ["first line\nsecond\u2028third", "x\ry"],
-                      "ts": pa.array([ts, ts], pa.timestamp("us", tz="UTC"))})
+    table = pa.table(
+        {
+            "doc_id": ["a", "b"],
+            "kind": ["message"] * 2,
+            "text": ["first line\nsecond\u2028third", "x\ry"],
+            "ts": pa.array([ts, ts], pa.timestamp("us", tz="UTC")),
+        }
+    )
     index = TantivyIndex(tmp_path)
     index.add_table(table)
     assert index.count() == 2 and [h.doc_id for h in index.search("third")] == ["a"]
@@ -52,7 +66,9 @@ def test_text_with_newlines_and_line_separators_is_one_document(tmp_path):
 def test_dedup_in_the_batch_against_the_store_and_after_reopen(home):
     gid, table = _sample()
     with home.open(gid, writable=True) as s:
-        doubled = pa.concat_tables([table.slice(0, 10), table.slice(5, 10)])  # rows 5-9 twice in one batch
+        doubled = pa.concat_tables(
+            [table.slice(0, 10), table.slice(5, 10)]
+        )  # rows 5-9 twice in one batch
         first = s.append_messages(doubled)
         assert (first.added, first.skipped) == (15, 5)
         second = s.append_messages(table.slice(10, 20))  # 10-14 stored, 15-29 new
@@ -61,7 +77,9 @@ def test_dedup_in_the_batch_against_the_store_and_after_reopen(home):
     with home.open(gid, writable=True) as s:  # a fresh open reads the ids from the Parquet parts
         again = s.append_messages(table)
         assert (again.added, again.skipped) == (2, 30)
-        assert s.stats()["messages"] == table.num_rows == s.index.count() == s.graph.count("Message")
+        assert (
+            s.stats()["messages"] == table.num_rows == s.index.count() == s.graph.count("Message")
+        )
 
 
 def test_a_repeat_with_other_text_is_refused_and_nothing_is_written(home):
@@ -73,7 +91,9 @@ def test_a_repeat_with_other_text_is_refused_and_nothing_is_written(home):
         with pytest.raises(StoreError, match="already stored with different text"):
             s.append_messages(changed)
         new = table.slice(12, 1).to_pylist()[0]
-        inner = pa.Table.from_pylist([new, {**new, "text": "edited"}], schema=table.schema)  # one new id, two texts
+        inner = pa.Table.from_pylist(
+            [new, {**new, "text": "edited"}], schema=table.schema
+        )  # one new id, two texts
         with pytest.raises(StoreError, match="row 1"):
             s.append_messages(inner)
         assert s.stats()["messages"] == 10 and s.index.count() == 10

@@ -1,4 +1,6 @@
-"""``speakerflow train sft|grpo|export-onnx`` on the tiny model, for real (torch, TRL, onnxruntime)."""
+"""``speakerflow train sft|grpo|export-onnx`` on the tiny model, for real (torch, TRL,
+onnxruntime)."""
+
 from __future__ import annotations
 
 import json
@@ -21,26 +23,78 @@ def _network(folder: Path) -> Path:
     sessions = []
     for s, lines in enumerate([["I live in Vienna.", "Nice!"], ["I moved to Graz.", "Congrats"]]):
         sid = f"grp_t01_s0{s + 1}"
-        turns = [{"turn": f"{sid}_t{i}", "speaker": ROSTER[i % 2], "speaker_id": f"p{i % 2}",
-                  "content": text, "ts": f"2025-0{s + 1}-01T10:0{i}:00", "reply_to": ""}
-                 for i, text in enumerate(lines)]
-        sessions.append({"session_id": sid, "session_index": s + 1, "topic": "t", "ts": turns[0]["ts"],
-                         "turns": turns})
+        turns = [
+            {
+                "turn": f"{sid}_t{i}",
+                "speaker": ROSTER[i % 2],
+                "speaker_id": f"p{i % 2}",
+                "content": text,
+                "ts": f"2025-0{s + 1}-01T10:0{i}:00",
+                "reply_to": "",
+            }
+            for i, text in enumerate(lines)
+        ]
+        sessions.append(
+            {
+                "session_id": sid,
+                "session_index": s + 1,
+                "topic": "t",
+                "ts": turns[0]["ts"],
+                "turns": turns,
+            }
+        )
     qa = [{"id": "q1", "question": "Where does Ana live now?", "answer": "Ana lives in Graz"}]
-    net = {"speakers": ROSTER, "sessions": sessions, "qa_pairs": qa, "meta": {"network_id": "grp_t01"}}
+    net = {
+        "speakers": ROSTER,
+        "sessions": sessions,
+        "qa_pairs": qa,
+        "meta": {"network_id": "grp_t01"},
+    }
     (train / "social_grp_t01.json").write_text(json.dumps(net))
-    add = {"action": "ADD", "owner": "Ana", "source": "Ana", "layer": "per_speaker_core",
-           "utype": "fact", "content": "Lives in Vienna"}
+    add = {
+        "action": "ADD",
+        "owner": "Ana",
+        "source": "Ana",
+        "layer": "per_speaker_core",
+        "utype": "fact",
+        "content": "Lives in Vienna",
+    }
     upd = {"action": "UPDATE", "entry_id": "x1", "content": "Lives in Graz"}
-    tr = [{"turn": 0, "session_id": "grp_t01_s01", "actions": [add], "created_ids": ["x1"], "updated_from": []},
-          {"turn": 1, "session_id": "grp_t01_s02", "actions": [upd], "created_ids": ["x2"],
-           "updated_from": ["x1"]}]
-    entries = [dict(add, entry_id="x1", superseded_by="x2"), dict(add, content="Lives in Graz", entry_id="x2",
-                                                                    superseded_by="")]
-    (teacher / "grp_t01.json").write_text(json.dumps({
-        "network_id": "grp_t01", "window_size": 25, "transitions": tr,
-        "final_state": {"entries": entries, "heads": entries[1:], "roster": ROSTER,
-                        "update_edges": [{"old": "x1", "new": "x2"}]}}))
+    tr = [
+        {
+            "turn": 0,
+            "session_id": "grp_t01_s01",
+            "actions": [add],
+            "created_ids": ["x1"],
+            "updated_from": [],
+        },
+        {
+            "turn": 1,
+            "session_id": "grp_t01_s02",
+            "actions": [upd],
+            "created_ids": ["x2"],
+            "updated_from": ["x1"],
+        },
+    ]
+    entries = [
+        dict(add, entry_id="x1", superseded_by="x2"),
+        dict(add, content="Lives in Graz", entry_id="x2", superseded_by=""),
+    ]
+    (teacher / "grp_t01.json").write_text(
+        json.dumps(
+            {
+                "network_id": "grp_t01",
+                "window_size": 25,
+                "transitions": tr,
+                "final_state": {
+                    "entries": entries,
+                    "heads": entries[1:],
+                    "roster": ROSTER,
+                    "update_edges": [{"old": "x1", "new": "x2"}],
+                },
+            }
+        )
+    )
     return train
 
 
@@ -72,7 +126,9 @@ def _prime(folder: Path, out: Path, steps: int = 40) -> Path:
     tok = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder)
     opt = torch.optim.AdamW(model.parameters(), lr=2e-2)
-    ids = tok('<|im_start|>assistant\n{"actions": [{"action": "NOOP"}]}<|im_end|>', return_tensors="pt").input_ids
+    ids = tok(
+        '<|im_start|>assistant\n{"actions": [{"action": "NOOP"}]}<|im_end|>', return_tensors="pt"
+    ).input_ids
     for _ in range(steps):
         model(input_ids=ids, labels=ids).loss.backward()
         opt.step()
@@ -97,8 +153,22 @@ def primed(tiny, tmp_path_factory):
 def test_train_sft_two_steps_changes_weights(tiny, tmp_path, capsys):
     data = _network(tmp_path)
     out = tmp_path / "sft"
-    report = _run(capsys, "train", "sft", str(data), "--model", str(tiny), "--out", str(out),
-                  "--steps", "2", "--heldout-fraction", "0", "--max-length", "4096")
+    report = _run(
+        capsys,
+        "train",
+        "sft",
+        str(data),
+        "--model",
+        str(tiny),
+        "--out",
+        str(out),
+        "--steps",
+        "2",
+        "--heldout-fraction",
+        "0",
+        "--max-length",
+        "4096",
+    )
     assert report["steps"] == 2 and report["pairs"] == 2 and report["device"] == "cpu"
     assert report["train_networks"] == ["grp_t01"] and report["heldout_networks"] == []
     assert _changed(_weights(tiny), _weights(out)) > 0
@@ -108,19 +178,40 @@ def test_train_grpo_two_steps_changes_weights(primed, tmp_path, capsys):
     data = _network(tmp_path)
     start = primed
     out = tmp_path / "grpo"
-    report = _run(capsys, "train", "grpo", str(data), "--model", str(start), "--out", str(out),
-                  "--steps", "2", "--group-size", "4", "--positions", "1", "--max-new-tokens", "24",
-                  "--heldout-fraction", "0", "--qa-embedder", "hashing")
+    report = _run(
+        capsys,
+        "train",
+        "grpo",
+        str(data),
+        "--model",
+        str(start),
+        "--out",
+        str(out),
+        "--steps",
+        "2",
+        "--group-size",
+        "4",
+        "--positions",
+        "1",
+        "--max-new-tokens",
+        "24",
+        "--heldout-fraction",
+        "0",
+        "--qa-embedder",
+        "hashing",
+    )
     steps = report["steps"]
     assert len(steps) == 2 and all(s["samples"] == 4 for s in steps)
     assert all(len(s["qa_gain"]) == 4 and all(-1 <= g <= 1 for g in s["qa_gain"]) for s in steps)
     assert report["updates_applied"] >= 1, steps
-    assert all(kl <= 0.02 for s in steps for kl in s["kl"][:1])   # first pass: policy == reference
+    assert all(kl <= 0.02 for s in steps for kl in s["kl"][:1])  # first pass: policy == reference
     assert _changed(_weights(start), _weights(out)) > 0
 
 
 def test_export_onnx_parity(tiny, tmp_path, capsys):
-    report = _run(capsys, "train", "export-onnx", "--model", str(tiny), "--out", str(tmp_path / "onnx"))
+    report = _run(
+        capsys, "train", "export-onnx", "--model", str(tiny), "--out", str(tmp_path / "onnx")
+    )
     assert report["max_abs_logit_diff"] < 1e-3 and report["greedy_match"] and report["ok"]
     assert (tmp_path / "onnx" / "model.onnx").is_file()
 
@@ -133,8 +224,13 @@ def test_grpo_skips_passes_whose_kl_to_the_reference_is_too_high(tiny, primed, t
 
     start = primed
     nets = load_networks(_network(tmp_path))
-    report = train_grpo(start, nets, tmp_path / "out", GRPOSettings(
-        steps=1, group_size=4, positions=1, max_new_tokens=24), ref_dir=tiny)
+    report = train_grpo(
+        start,
+        nets,
+        tmp_path / "out",
+        GRPOSettings(steps=1, group_size=4, positions=1, max_new_tokens=24),
+        ref_dir=tiny,
+    )
     [step] = report["steps"]
     if step["advantaged"] == 0:
         pytest.skip("no reward spread in this rollout; nothing to skip")
@@ -163,8 +259,14 @@ def test_grpo_update_raises_the_return(primed, tmp_path):
     from speakerflow.training.grpo import GRPOSettings, train_grpo
 
     nets = load_networks(_network(tmp_path))
-    report = train_grpo(primed, nets, tmp_path / "out", GRPOSettings(
-        steps=2, group_size=8, positions=1, max_new_tokens=24, lr=1e-3, beta=0.0, kl_skip=1e9))
+    report = train_grpo(
+        primed,
+        nets,
+        tmp_path / "out",
+        GRPOSettings(
+            steps=2, group_size=8, positions=1, max_new_tokens=24, lr=1e-3, beta=0.0, kl_skip=1e9
+        ),
+    )
     first, second = report["steps"]
     if first["advantaged"] == 0:
         pytest.skip("no reward spread in the first rollout")

@@ -1,4 +1,5 @@
 """benchmarks/gpu_writer.py: skips cleanly without CUDA; its code path runs on the tiny model."""
+
 from __future__ import annotations
 
 import pytest

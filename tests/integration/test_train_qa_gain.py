@@ -1,4 +1,5 @@
 """Terminal QA gain through the real query path (in-memory store, hashing embedder)."""
+
 from __future__ import annotations
 
 import pytest
@@ -22,7 +23,9 @@ def test_pick_questions_sorted_uniform():
 
 @pytest.mark.data
 def test_gain_keeps_system1_fixed_and_credits_derived_records():
-    [net] = [n for n in load_networks(shared("socialmem", "training")) if n.network_id == "grp_4d5e6f7a"]
+    [net] = [
+        n for n in load_networks(shared("socialmem", "training")) if n.network_id == "grp_4d5e6f7a"
+    ]
     gain = StoreQAGain.from_folder([net], QAGainConfig(embedder="hashing"))
     assert len(gain.questions["grp_4d5e6f7a"]) == 4
     teacher = net.reference_states()[-1]
@@ -31,6 +34,6 @@ def test_gain_keeps_system1_fixed_and_credits_derived_records():
     assert len(new) == len(teacher.entries)
     full_t, s1_t = gain.accuracies("grp_4d5e6f7a", teacher)
     full_e, s1_e = gain.accuracies("grp_4d5e6f7a", WriterState(roster=net.roster))
-    assert s1_t == s1_e == gain._accuracy("grp_4d5e6f7a", None, "s2")   # verbatim-only baseline
+    assert s1_t == s1_e == gain._accuracy("grp_4d5e6f7a", None, "s2")  # verbatim-only baseline
     assert 0.0 <= full_t <= 1.0 and 0.0 <= full_e <= 1.0
     assert gain("grp_4d5e6f7a", teacher) == pytest.approx(full_t - s1_t)

@@ -1,4 +1,6 @@
-"""writer_eval.run: the real write path (Validate, Upsert, in-memory store) scored against teacher states."""
+"""writer_eval.run: the real write path (Validate, Upsert, in-memory store) scored against
+teacher states."""
+
 from __future__ import annotations
 
 import json
@@ -22,18 +24,32 @@ class OracleWriter:
     def propose(self, segment):
         head = next((h for h in segment.heads if h["content"] == "Lives in Vienna"), None)
         if head is None:
-            return WriterOutput(actions=[{"action": "ADD", "owner": self.owner, "source": self.owner,
-                                          "layer": "per_speaker_core", "utype": "fact",
-                                          "content": "Lives in Vienna"}])
-        return WriterOutput(actions=[{"action": "UPDATE", "entry_id": head["entry_id"],
-                                      "content": "Lives in Graz"}])
+            return WriterOutput(
+                actions=[
+                    {
+                        "action": "ADD",
+                        "owner": self.owner,
+                        "source": self.owner,
+                        "layer": "per_speaker_core",
+                        "utype": "fact",
+                        "content": "Lives in Vienna",
+                    }
+                ]
+            )
+        return WriterOutput(
+            actions=[{"action": "UPDATE", "entry_id": head["entry_id"], "content": "Lives in Graz"}]
+        )
 
 
 def test_oracle_scores_one_and_wrong_owner_zero(tmp_path):
     data = _network(tmp_path)
     good = run(data, OracleWriter(), out=tmp_path / "r.json")
     assert good["speaker_levenshtein_f"] == 1.0 and good["chain_f"] == 1.0
-    assert good["by_bucket"]["person"]["f"] == 1.0 and good["records"] == {"pred": 1, "ref": 1, "matched_pairs": 1}
+    assert good["by_bucket"]["person"]["f"] == 1.0 and good["records"] == {
+        "pred": 1,
+        "ref": 1,
+        "matched_pairs": 1,
+    }
     assert json.loads((tmp_path / "r.json").read_text())["speaker_levenshtein_f"] == 1.0
     bad = run(data, OracleWriter(owner="Ben"))
     assert bad["speaker_levenshtein_f"] == 0.0 and bad["chain_f"] == 0.0

@@ -1,6 +1,7 @@
 """workspace.yaml: the shipped definitions and the example ``my_memory`` pipeline are two code
 locations; the example's assets are not in the default definitions. The Celery definitions
 (used by ``bench backfill --executor celery``) load on their own."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,5 +1,6 @@
 """The rules Writer on the ten SocialMemBench training networks, through the CLI into real
 Kuzu + Tantivy stores; and `speakerflow memory` on the result."""
+
 import json
 from collections import Counter
 
@@ -21,7 +22,10 @@ def networks(tmp_path_factory):
 
     home = Home(root)
     assert main(["ingest", str(folder), "--format", "socialmem", "--home", str(root)]) == 0
-    gids = [json.loads(p.read_text())["meta"]["network_id"] for p in sorted(folder.glob("social_grp_*.json"))]
+    gids = [
+        json.loads(p.read_text())["meta"]["network_id"]
+        for p in sorted(folder.glob("social_grp_*.json"))
+    ]
     assert len(gids) == 10
     return home, gids
 
@@ -37,16 +41,27 @@ def test_all_four_layers_group_decisions_profiles_and_chains(networks):
             layers.update(r["layer"] for r in recs)
             for r in recs:
                 assert r["source"] in roster and (r["owner"] in roster or r["owner"] == "GROUP")
-                assert (r["owner"] == "GROUP") == (r["layer"] in ("group_interaction", "group_insight"))
+                assert (r["owner"] == "GROUP") == (
+                    r["layer"] in ("group_interaction", "group_insight")
+                )
                 if r["utype"] == "decision":
                     decisions += 1
-                    said = {m["speaker"] for m in store.messages().to_pylist() if m["msg_id"] in r["from_ids"]}
+                    said = {
+                        m["speaker"]
+                        for m in store.messages().to_pylist()
+                        if m["msg_id"] in r["from_ids"]
+                    }
                     assert r["owner"] == "GROUP" and r["source"] in said  # the announcing speaker
                 if r["layer"] == "per_speaker_profile":
                     assert r["owner"] != r["source"]
                     profiles += 1
             chained += sum(len(c) > 1 for c in chains(store))
-    assert set(layers) == {"per_speaker_core", "per_speaker_profile", "group_interaction", "group_insight"}
+    assert set(layers) == {
+        "per_speaker_core",
+        "per_speaker_profile",
+        "group_interaction",
+        "group_insight",
+    }
     assert decisions >= 3 and profiles >= 30 and chained >= 5
 
 
@@ -57,12 +72,20 @@ def test_provenance_resolves_within_own_group_in_kuzu(networks):
             ids = set(store.messages()["msg_id"].to_pylist())
             recs = all_records(store)
             assert recs and all(set(r["from_ids"]) <= ids for r in recs)
-            linked = store.graph.rows("MATCH (r:Record)-[:FROM_MSG]->(m:Message) RETURN count(*) AS n")[0]["n"]
+            linked = store.graph.rows(
+                "MATCH (r:Record)-[:FROM_MSG]->(m:Message) RETURN count(*) AS n"
+            )[0]["n"]
             assert linked == sum(len(r["from_ids"]) for r in recs)
             assert all(m.startswith(gid) for r in recs for m in r["from_ids"])
-            sup = store.graph.rows("MATCH (n:Record)-[:SUPERSEDES]->(o:Record) RETURN n.entry_id AS n, o.entry_id AS o")
-            assert {(s["n"], s["o"]) for s in sup} == {(r["entry_id"], r["supersedes"]) for r in recs if r["supersedes"]}
-            hit = store.search(recs[0]["content"], 50, SearchFilter(kind="record", owner=recs[0]["owner"]))
+            sup = store.graph.rows(
+                "MATCH (n:Record)-[:SUPERSEDES]->(o:Record) RETURN n.entry_id AS n, o.entry_id AS o"
+            )
+            assert {(s["n"], s["o"]) for s in sup} == {
+                (r["entry_id"], r["supersedes"]) for r in recs if r["supersedes"]
+            }
+            hit = store.search(
+                recs[0]["content"], 50, SearchFilter(kind="record", owner=recs[0]["owner"])
+            )
             assert recs[0]["entry_id"] in {h.doc_id for h in hit}
 
 
@@ -77,6 +100,7 @@ def test_ingest_twice_adds_no_records_and_memory_history_shows_a_chain(networks,
     for gid in gids:
         with home.open(gid) as store:
             assert store.records().num_rows == before[gid]
+
     def has_chain(g):
         with home.open(g) as store:
             return any(len(c) > 1 for c in chains(store))

@@ -1,4 +1,5 @@
 """The Writer prompt, the chat Writer's parsing and error reporting, and make_backend."""
+
 from __future__ import annotations
 
 import json
@@ -22,16 +23,29 @@ pytestmark = pytest.mark.timeout(30)
 def _segment(n: int = 3, heads=()) -> Segment:
     speakers = ("Ana", "Ben", "Dev")
     msgs = tuple(
-        {"msg_id": f"m{i}", "speaker": speakers[i % 3], "text": f"message number {i}",
-         "ts": f"2026-03-0{1 + i % 9}T09:00:00Z", "session_id": "s1", "turn": i,
-         "reply_to": f"m{i - 1}" if i else None}
+        {
+            "msg_id": f"m{i}",
+            "speaker": speakers[i % 3],
+            "text": f"message number {i}",
+            "ts": f"2026-03-0{1 + i % 9}T09:00:00Z",
+            "session_id": "s1",
+            "turn": i,
+            "reply_to": f"m{i - 1}" if i else None,
+        }
         for i in range(n)
     )
     return Segment("s1#0", "team", speakers, msgs, heads=heads, aliases={"Ben": ("Benny",)})
 
 
-HEAD = {"entry_id": "r_dev_city", "layer": "per_speaker_core", "owner": "Dev", "source": "Dev",
-        "utype": "fact", "content": "lives in Munich", "valid_at": "2026-02-01T10:00:00Z"}
+HEAD = {
+    "entry_id": "r_dev_city",
+    "layer": "per_speaker_core",
+    "owner": "Dev",
+    "source": "Dev",
+    "utype": "fact",
+    "content": "lives in Munich",
+    "valid_at": "2026-02-01T10:00:00Z",
+}
 
 
 def test_prompt_carries_contract_roster_heads_and_message_ids():
@@ -39,8 +53,18 @@ def test_prompt_carries_contract_roster_heads_and_message_ids():
     assert system["role"] == "system" and user["role"] == "user"
     for layer in LAYERS:
         assert layer in system["content"]
-    for term in ("owner", "source", "GROUP", "UPDATE", "NOOP", "entry_id", "from_ids",
-                 "One matter = one entry", "norm", "decision"):
+    for term in (
+        "owner",
+        "source",
+        "GROUP",
+        "UPDATE",
+        "NOOP",
+        "entry_id",
+        "from_ids",
+        "One matter = one entry",
+        "norm",
+        "decision",
+    ):
         assert term in system["content"], term
     text = user["content"]
     assert "ROSTER: Ana, Ben (also: Benny), Dev" in text
@@ -57,28 +81,54 @@ def test_prompt_without_heads_says_memory_is_empty_and_scales_the_limit():
 
 def test_prompt_is_deterministic():
     assert build_writer_messages(_segment(heads=(HEAD,))) == build_writer_messages(
-        _segment(heads=(HEAD,)))
+        _segment(heads=(HEAD,))
+    )
 
 
 def test_render_actions_keeps_writer_fields_only():
-    text = render_actions([{"action": "UPDATE", "entry_id": "r1", "content": "lives in Vienna",
-                            "from_ids": ["m2"], "session_id": "s1", "owner": None}])
-    assert json.loads(text) == {"actions": [{"action": "UPDATE", "entry_id": "r1",
-                                             "content": "lives in Vienna", "from_ids": ["m2"]}]}
+    text = render_actions(
+        [
+            {
+                "action": "UPDATE",
+                "entry_id": "r1",
+                "content": "lives in Vienna",
+                "from_ids": ["m2"],
+                "session_id": "s1",
+                "owner": None,
+            }
+        ]
+    )
+    assert json.loads(text) == {
+        "actions": [
+            {"action": "UPDATE", "entry_id": "r1", "content": "lives in Vienna", "from_ids": ["m2"]}
+        ]
+    }
 
 
 def test_chat_writer_parses_repaired_json_and_counts_tokens():
-    reply = ('<think>Dev moved.</think>```json\n{"actions": [{"action": "UPDATE", '
-             '"entry_id": "r_dev_city", "content": "lives in Vienna", "from_ids": ["m2"]},]}\n```')
+    reply = (
+        '<think>Dev moved.</think>```json\n{"actions": [{"action": "UPDATE", '
+        '"entry_id": "r_dev_city", "content": "lives in Vienna", "from_ids": ["m2"]},]}\n```'
+    )
     chat = ScriptedChat([reply])
     writer = ChatWriter(chat)
     assert isinstance(writer, WriterBackend)
     out = writer.propose(_segment(heads=(HEAD,)))
     assert out.parse_error is None
-    assert out.actions == [{"action": "UPDATE", "entry_id": "r_dev_city",
-                            "content": "lives in Vienna", "from_ids": ["m2"]}]
+    assert out.actions == [
+        {
+            "action": "UPDATE",
+            "entry_id": "r_dev_city",
+            "content": "lives in Vienna",
+            "from_ids": ["m2"],
+        }
+    ]
     assert out.model_calls == 1 and out.tokens > 0 and out.raw_text == reply
-    assert writer.repairs == {"think_block": 1, "code_fence": 1, "syntax": 1}  # trailing comma (json-repair)
+    assert writer.repairs == {
+        "think_block": 1,
+        "code_fence": 1,
+        "syntax": 1,
+    }  # trailing comma (json-repair)
     assert chat.calls[0] == build_writer_messages(_segment(heads=(HEAD,)))
 
 
@@ -139,7 +189,7 @@ def test_token_budget_grows_with_the_segment_but_is_capped():
 
     chat.chat = spy
     writer = ChatWriter(chat, max_tokens=100, tokens_per_action=50, max_tokens_cap=1500)
-    writer.propose(_segment(n=3))   # 8 actions -> 400
+    writer.propose(_segment(n=3))  # 8 actions -> 400
     writer.propose(_segment(n=25))  # 50 actions -> 2500, capped
     assert seen == [400, 1500]
 
@@ -162,8 +212,14 @@ def test_make_backend_refuses_unknown_kinds_and_settings(tmp_path):
 
 
 def test_openai_settings_come_from_the_environment(monkeypatch):
-    for name in ("SPEAKERFLOW_OPENAI_API_KEY", "OPENAI_API_KEY", "SPEAKERFLOW_OPENAI_BASE_URL",
-                 "OPENAI_BASE_URL", "SPEAKERFLOW_OPENAI_MODEL", "OPENAI_MODEL"):
+    for name in (
+        "SPEAKERFLOW_OPENAI_API_KEY",
+        "OPENAI_API_KEY",
+        "SPEAKERFLOW_OPENAI_BASE_URL",
+        "OPENAI_BASE_URL",
+        "SPEAKERFLOW_OPENAI_MODEL",
+        "OPENAI_MODEL",
+    ):
         monkeypatch.delenv(name, raising=False)
     with pytest.raises(BackendConfigError, match="no model name"):
         make_backend("openai")
@@ -181,11 +237,27 @@ def test_openai_settings_come_from_the_environment(monkeypatch):
 
 def test_head_list_is_bounded_keeping_present_people_and_group():
     heads = tuple(
-        {"entry_id": f"r{i}", "layer": "per_speaker_core", "owner": owner, "source": owner,
-         "utype": "fact", "content": f"fact {i}", "valid_at": f"2026-01-{1 + i:02d}T00:00:00Z"}
+        {
+            "entry_id": f"r{i}",
+            "layer": "per_speaker_core",
+            "owner": owner,
+            "source": owner,
+            "utype": "fact",
+            "content": f"fact {i}",
+            "valid_at": f"2026-01-{1 + i:02d}T00:00:00Z",
+        }
         for i, owner in enumerate(["Zoe", "Ana", "Zoe", "Zoe", "Ben", "Zoe"])
-    ) + ({"entry_id": "g1", "layer": "group_insight", "owner": "GROUP", "source": "Ana",
-          "utype": "norm", "content": "we always split the bill", "valid_at": "2025-12-01"},)
+    ) + (
+        {
+            "entry_id": "g1",
+            "layer": "group_insight",
+            "owner": "GROUP",
+            "source": "Ana",
+            "utype": "norm",
+            "content": "we always split the bill",
+            "valid_at": "2025-12-01",
+        },
+    )
     seg = Segment("s1#0", "team", ("Ana", "Ben", "Dev", "Zoe"), _segment(2).messages, heads=heads)
     user = build_writer_messages(seg, max_heads=4)[1]["content"]
     shown = [line.split()[0] for line in user.split("CURRENT MEMORY")[1].splitlines()[1:5]]

@@ -1,4 +1,5 @@
 """JSON repair for small-model output: each defect repaired, or a clear error."""
+
 from __future__ import annotations
 
 import pytest
@@ -47,11 +48,17 @@ def test_single_quotes_keep_apostrophes_and_double_quotes():
     fixed = repair_json("{'content': 'Ana's \"plan\"', 'ok': True}")
     assert fixed.value == {"content": 'Ana\'s "plan"', "ok": True} and "syntax" in fixed.repairs
     assert repair_json("{'content': 'True story', 'ok': True}").value == {
-        "content": "True story", "ok": True}
+        "content": "True story",
+        "ok": True,
+    }
 
 
 def test_python_literals_and_a_missing_comma_are_repaired():
-    assert repair_json('{"a": True, "b": None, "c": False}').value == {"a": True, "b": None, "c": False}
+    assert repair_json('{"a": True, "b": None, "c": False}').value == {
+        "a": True,
+        "b": None,
+        "c": False,
+    }
     result = repair_json('{"a": "x" "b": 1}')  # a missing comma between complete members
     assert result.value == {"a": "x", "b": 1} and result.repairs == ("syntax",)
 

@@ -1,4 +1,5 @@
 """Every argument of every ``speakerflow`` command has help text: walk the argparse tree."""
+
 from __future__ import annotations
 
 import argparse
@@ -18,8 +19,11 @@ def _walk(parser: argparse.ArgumentParser, path: str):
 
 
 def test_every_cli_argument_has_help():
-    missing = [f"{cmd}: {arg}" for cmd, arg, text in _walk(build_parser(), "speakerflow")
-               if text is None or (text != argparse.SUPPRESS and not str(text).strip())]
+    missing = [
+        f"{cmd}: {arg}"
+        for cmd, arg, text in _walk(build_parser(), "speakerflow")
+        if text is None or (text != argparse.SUPPRESS and not str(text).strip())
+    ]
     assert not missing, "arguments without help:\n" + "\n".join(missing)
 
 

@@ -1,4 +1,5 @@
 """``speakerflow operators``: every registered operator with its columns and config."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,22 @@ def test_operators_json_lists_every_registered_operator(capsys):
     listed = {op["name"]: op for op in report["operators"]}
     # discover() imported the operator modules: the listing is the whole registry
     assert sorted(listed) == registry.names()
-    for name in ("detect", "canonicalize", "extract_knowledge", "segment", "writer", "validate", "upsert",
-                 "recall", "select", "resolve", "compose", "project", "answer", "judge"):
+    for name in (
+        "detect",
+        "canonicalize",
+        "extract_knowledge",
+        "segment",
+        "writer",
+        "validate",
+        "upsert",
+        "recall",
+        "select",
+        "resolve",
+        "compose",
+        "project",
+        "answer",
+        "judge",
+    ):
         assert name in listed, name
     for op in listed.values():
         assert op["class"] and isinstance(op["consumes"], list) and isinstance(op["config"], list)
@@ -28,8 +43,13 @@ def test_operators_json_lists_every_registered_operator(capsys):
     assert validate["consumes"] == ["segment_id", "position", "payload", "parse_error"]
     assert [c["name"] for c in validate["produces"]] == ACTION_SCHEMA.names
     [confidence] = [f for f in listed["upsert"]["config"] if f["name"] == "confidence"]
-    assert confidence == {"name": "confidence", "type": "float", "required": False, "default": 0.7,
-                          "description": "confidence given to written records"}
+    assert confidence == {
+        "name": "confidence",
+        "type": "float",
+        "required": False,
+        "default": 0.7,
+        "description": "confidence given to written records",
+    }
     assert listed["detect"]["passthrough"] is True
 
 

@@ -1,6 +1,7 @@
 """Operators compose: passthrough Detect/Canonicalize/Segmenter, pipeline input requirements,
 the write path as Segmenter >> ForEach(Writer >> Validate >> Upsert) (in-memory store),
 the staged watermark of RecordBuffer."""
+
 from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
@@ -38,9 +39,19 @@ def _keys(store):
 
 def _messages(order):
     """Two sessions, written out of time order (rows as given by ``order``)."""
-    rows = [{"msg_id": f"{s}-{i}", "session_id": s, "turn": i, "ts": T0 + timedelta(minutes=m + i),
-             "speaker": "Ana", "text": f"I like Bitcoin {i}", "extra": f"x{s}{i}"}
-            for s, m in (("s1", 0), ("s2", 60)) for i in range(3)]
+    rows = [
+        {
+            "msg_id": f"{s}-{i}",
+            "session_id": s,
+            "turn": i,
+            "ts": T0 + timedelta(minutes=m + i),
+            "speaker": "Ana",
+            "text": f"I like Bitcoin {i}",
+            "extra": f"x{s}{i}",
+        }
+        for s, m in (("s1", 0), ("s2", 60))
+        for i in range(3)
+    ]
     return pa.Table.from_pylist([rows[i] for i in order])
 
 
@@ -48,7 +59,9 @@ def test_detect_canonicalize_segmenter_hand_every_column_on():
     table = _messages([5, 0, 3, 1, 4, 2])
     out = (Detect() >> Canonicalize() >> Segmenter(window=2))(table, Context())
     assert set(table.column_names) < set(out.column_names)
-    assert {"surfaces", "etypes", "intent", "risk", "entity_ids", "segment_id"} <= set(out.column_names)
+    assert {"surfaces", "etypes", "intent", "risk", "entity_ids", "segment_id"} <= set(
+        out.column_names
+    )
     # rows come out segment by segment, in write order, each message with its own columns
     assert out["segment_id"].to_pylist() == ["s1#0", "s1#0", "s1#1", "s2#0", "s2#0", "s2#1"]
     assert out["msg_id"].to_pylist() == ["s1-0", "s1-1", "s1-2", "s2-0", "s2-1", "s2-2"]
@@ -65,10 +78,19 @@ def test_pipeline_input_needs_what_passthrough_steps_do_not_produce():
     with pytest.raises(SchemaMismatchError, match="text"):
         pipe(_messages(range(6)).drop_columns(["text"]), Context(store=_store()))
     # a step that does not hand its input on still breaks the chain at build time
-    ids_only = Lambda(lambda t, c: t.select(["msg_id", "session_id", "turn", "ts"]), name="ids",
-                      consumes=("msg_id", "session_id", "turn", "ts"),
-                      produces=pa.schema([("msg_id", pa.string()), ("session_id", pa.string()),
-                                          ("turn", pa.int64()), ("ts", pa.timestamp("us", "UTC"))]))
+    ids_only = Lambda(
+        lambda t, c: t.select(["msg_id", "session_id", "turn", "ts"]),
+        name="ids",
+        consumes=("msg_id", "session_id", "turn", "ts"),
+        produces=pa.schema(
+            [
+                ("msg_id", pa.string()),
+                ("session_id", pa.string()),
+                ("turn", pa.int64()),
+                ("ts", pa.timestamp("us", "UTC")),
+            ]
+        ),
+    )
     with pytest.raises(SchemaMismatchError, match="speaker"):
         Pipeline(ids_only, Segmenter(), ForEach("segment_id", Writer("rules")))
 
@@ -84,12 +106,18 @@ def test_composed_write_path_equals_write_group_and_is_idempotent():
     assert written_ids(composed) == set(composed.messages()["msg_id"].to_pylist())
     # every segment's Writer saw the heads the segments before it wrote
     segs = list(ctx.state["segments"].values())
-    first_ids = {r["entry_id"] for r in composed.records().to_pylist() if set(r["from_ids"]) <= segs[0].msg_ids}
+    first_ids = {
+        r["entry_id"]
+        for r in composed.records().to_pylist()
+        if set(r["from_ids"]) <= segs[0].msg_ids
+    }
     assert first_ids and any(h["entry_id"] in first_ids for h in segs[1].heads)
     # a second run writes nothing and asks no backend
     again = write_pipeline(writer=Writer("rules"))
     assert again(composed.messages(), Context(store=composed)).num_rows == 0
-    assert again.steps[1].inner.steps[0].stats.extra["skipped_written"] == composed.messages().num_rows
+    assert (
+        again.steps[1].inner.steps[0].stats.extra["skipped_written"] == composed.messages().num_rows
+    )
     assert _keys(composed) == _keys(reference)
 
 
@@ -108,12 +136,19 @@ def test_record_buffer_stages_the_watermark_and_flushes_every_n_batches():
     first = msgs.filter(pa.compute.equal(msgs["segment_id"], "s1#0"))
     pipe(first, Context(store=buffer))
     # one batch staged: nothing in the store yet; the buffer answers with its staged ids
-    assert store.records().num_rows == 0 and not store.meta("writer_written_msg_ids") and buffer.pending > 0
+    assert (
+        store.records().num_rows == 0
+        and not store.meta("writer_written_msg_ids")
+        and buffer.pending > 0
+    )
     assert set(first["msg_id"].to_pylist()) == written_ids(buffer)
     pipe(msgs, Context(store=buffer))  # skips s1#0; s2#0 is the second batch: flushed; s3#0 staged
     assert store.records().num_rows > 0 and buffer.pending > 0
-    assert written_ids(store) == set(msgs.filter(pa.compute.is_in(msgs["segment_id"], pa.array(["s1#0", "s2#0"])))[
-        "msg_id"].to_pylist())
+    assert written_ids(store) == set(
+        msgs.filter(pa.compute.is_in(msgs["segment_id"], pa.array(["s1#0", "s2#0"])))[
+            "msg_id"
+        ].to_pylist()
+    )
     buffer.flush()
     reference = _store()
     write_group(reference, "rules", progress=False)

@@ -1,5 +1,6 @@
 """The memory invariants (assets/checks.py) on hand-made records: each finds exactly the
 broken record and passes a clean chain."""
+
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
@@ -20,11 +21,24 @@ pytestmark = pytest.mark.timeout(60)
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 
-def rec(entry_id, owner="Ana", supersedes=None, superseded_by=None, valid=0, invalid=None,
-        from_ids=("m1",), group="team"):
+def rec(
+    entry_id,
+    owner="Ana",
+    supersedes=None,
+    superseded_by=None,
+    valid=0,
+    invalid=None,
+    from_ids=("m1",),
+    group="team",
+):
     return {
-        "entry_id": entry_id, "group_id": group, "owner": owner, "layer": "per_speaker_core",
-        "supersedes": supersedes, "superseded_by": superseded_by, "from_ids": list(from_ids),
+        "entry_id": entry_id,
+        "group_id": group,
+        "owner": owner,
+        "layer": "per_speaker_core",
+        "supersedes": supersedes,
+        "superseded_by": superseded_by,
+        "from_ids": list(from_ids),
         "valid_at": T0 + timedelta(days=valid),
         "invalid_at": None if invalid is None else T0 + timedelta(days=invalid),
     }
@@ -32,8 +46,11 @@ def rec(entry_id, owner="Ana", supersedes=None, superseded_by=None, valid=0, inv
 
 def clean_chain():
     """Ana lives in Munich (day 0), then Vienna (day 5): one chain, one head."""
-    return [rec("a1", superseded_by="a2", invalid=5), rec("a2", supersedes="a1", valid=5, from_ids=("m2",)),
-            rec("g1", owner="GROUP", from_ids=("m1", "m2"))]
+    return [
+        rec("a1", superseded_by="a2", invalid=5),
+        rec("a2", supersedes="a1", valid=5, from_ids=("m2",)),
+        rec("g1", owner="GROUP", from_ids=("m1", "m2")),
+    ]
 
 
 def test_clean_chain_passes_every_check():
@@ -51,8 +68,10 @@ def test_valid_after_invalid():
 
 
 def test_provenance_must_resolve_in_own_group():
-    found = find_unresolved_provenance(clean_chain() + [rec("p", from_ids=("other-group-m9",)), rec("q", from_ids=())],
-                                       {"m1", "m2"})
+    found = find_unresolved_provenance(
+        clean_chain() + [rec("p", from_ids=("other-group-m9",)), rec("q", from_ids=())],
+        {"m1", "m2"},
+    )
     assert [v["entry_id"] for v in found] == ["p", "q"]
     assert "other-group-m9" in found[0]["problem"]
 
@@ -62,7 +81,9 @@ def test_one_head_per_chain():
     forked = clean_chain() + [rec("a3", supersedes="a1", valid=6)]  # a1 superseded twice: two heads
     found = find_multiple_heads(forked)
     assert {v["entry_id"] for v in found} == {"a1"}
-    assert any("several" in v["problem"] for v in found) and any("2 heads" in v["problem"] for v in found)
+    assert any("several" in v["problem"] for v in found) and any(
+        "2 heads" in v["problem"] for v in found
+    )
 
 
 def test_owner_in_roster_or_group():
@@ -78,8 +99,11 @@ def test_no_cross_group_reference():
 
 
 def test_evaluate_reports_violations_as_failed_checks():
-    state = {"records": clean_chain() + [rec("o", owner="Mallory", from_ids=("m9",))],
-             "msg_ids": {"m1", "m2"}, "roster": {"Ana"}}
+    state = {
+        "records": clean_chain() + [rec("o", owner="Mallory", from_ids=("m9",))],
+        "msg_ids": {"m1", "m2"},
+        "roster": {"Ana"},
+    }
     by_name = {r.check_name: r for r in evaluate(state, "team")}
     assert not by_name["owner_in_roster"].passed and not by_name["provenance_resolves"].passed
     assert by_name["one_head_per_chain"].passed

@@ -1,5 +1,6 @@
 """The inbox (layout, formats, groups), the inbox sensor, the maintenance schedule and the
 test resources, without running a job."""
+
 from __future__ import annotations
 
 import json
@@ -28,10 +29,22 @@ def inbox_home(tmp_path):
     home = tmp_path / "home"
     inbox = home / "inbox"
     (inbox / "events").mkdir(parents=True)
-    shutil.copy(BUNDLED_SAMPLE, inbox / "team.jsonl")  # lines carry no group_id: the stem names the group
-    (inbox / "events" / "desk.jsonl").write_text(json.dumps({
-        "event_id": "e1", "group_id": "desk", "ts": "2026-05-01T10:00:00Z", "source_type": "market_update",
-        "source": "feed", "content": "BTC up 3%"}) + "\n")
+    shutil.copy(
+        BUNDLED_SAMPLE, inbox / "team.jsonl"
+    )  # lines carry no group_id: the stem names the group
+    (inbox / "events" / "desk.jsonl").write_text(
+        json.dumps(
+            {
+                "event_id": "e1",
+                "group_id": "desk",
+                "ts": "2026-05-01T10:00:00Z",
+                "source_type": "market_update",
+                "source": "feed",
+                "content": "BTC up 3%",
+            }
+        )
+        + "\n"
+    )
     (inbox / "notes.txt").write_text("not a message file")
     return home
 
@@ -39,9 +52,13 @@ def inbox_home(tmp_path):
 def test_inbox_layout_formats_and_groups(inbox_home):
     files = inbox_files(inbox_home / "inbox")
     assert [(f.path.name, f.fmt, f.default_group) for f in files] == [
-        ("desk.jsonl", "events", None), ("team.jsonl", "jsonl", "team")]
+        ("desk.jsonl", "events", None),
+        ("team.jsonl", "jsonl", "team"),
+    ]
     table, used = messages_for_group("team", files)
-    assert table.num_rows == sum(1 for line in BUNDLED_SAMPLE.read_text().splitlines() if line.strip())
+    assert table.num_rows == sum(
+        1 for line in BUNDLED_SAMPLE.read_text().splitlines() if line.strip()
+    )
     assert set(table["group_id"].to_pylist()) == {"team"} and used == [str(files[1].path)]
 
 
@@ -60,16 +77,28 @@ def test_sensor_adds_partitions_and_requests_one_run_per_new_file(inbox_home):
         again = inbox_requests(store, result.cursor, {"desk", "team"})
         assert again.run_requests == [] and again.dynamic_partitions_requests == []
         path = inbox_home / "inbox" / "team.jsonl"
-        path.write_text(path.read_text() + json.dumps({
-            "msg_id": "late-1", "session_id": "s9", "ts": "2026-04-01T09:00:00Z", "speaker": "Ana",
-            "text": "One more thing."}) + "\n")
+        path.write_text(
+            path.read_text()
+            + json.dumps(
+                {
+                    "msg_id": "late-1",
+                    "session_id": "s9",
+                    "ts": "2026-04-01T09:00:00Z",
+                    "speaker": "Ana",
+                    "text": "One more thing.",
+                }
+            )
+            + "\n"
+        )
         changed = inbox_requests(store, again.cursor, {"desk", "team"})
         assert [r.partition_key for r in changed.run_requests] == ["team"]
         assert changed.dynamic_partitions_requests == []
 
 
 def test_sensor_skips_a_broken_file_until_it_changes(inbox_home):
-    (inbox_home / "inbox" / "broken.jsonl").write_text('{"msg_id": "x", "group_id": "g", "text": \n')
+    (inbox_home / "inbox" / "broken.jsonl").write_text(
+        '{"msg_id": "x", "group_id": "g", "text": \n'
+    )
     store = HomeStore(home=str(inbox_home))
     result = inbox_requests(store, None, set())
     assert sorted(r.partition_key for r in result.run_requests) == ["desk", "team"]
@@ -82,7 +111,9 @@ def test_maintenance_schedule_one_run_per_group():
         ctx = dg.build_schedule_context(instance=instance, scheduled_execution_time=when)
         assert isinstance(maintenance_schedule(ctx), dg.SkipReason)
         instance.add_dynamic_partitions("groups", ["a", "b"])
-        requests = maintenance_schedule(dg.build_schedule_context(instance=instance, scheduled_execution_time=when))
+        requests = maintenance_schedule(
+            dg.build_schedule_context(instance=instance, scheduled_execution_time=when)
+        )
         assert [r.partition_key for r in requests] == ["a", "b"]
         assert requests[0].run_key == "maintenance:a:2026-06-01"
 

@@ -1,4 +1,6 @@
-"""Judge metrics (hand-computed), model-judge parsing, LoCoMo evidence normalisation, report summaries."""
+"""Judge metrics (hand-computed), model-judge parsing, LoCoMo evidence normalisation, report
+summaries."""
+
 import pytest
 
 from speakerflow.benchmarks.evaluate import markdown_summary, summarise
@@ -34,10 +36,18 @@ def test_evidence_recall_counts_distinct_ids_in_order():
 def test_llm_judge_and_rubric_parse_and_validate():
     j = llm_judge(ScriptedChat(["Both say Porto.\nFinal: Correct"]), "q", "Porto", "Porto", "q1")
     assert (j.metric, j.value) == ("llm_judge", 1.0)
-    assert llm_judge(ScriptedChat(["Final: Correct? no.\nFinal: Incorrect"]), "q", "g", "a").value == 0.0
+    assert (
+        llm_judge(ScriptedChat(["Final: Correct? no.\nFinal: Incorrect"]), "q", "g", "a").value
+        == 0.0
+    )
     with pytest.raises(ValueError, match="Final"):
         llm_judge(ScriptedChat(["looks fine"]), "q", "g", "a")
-    assert rubric_score(ScriptedChat(['{"score": 0.7, "rationale": "minor gap"}']), "q", "g", "a").value == 0.7
+    assert (
+        rubric_score(
+            ScriptedChat(['{"score": 0.7, "rationale": "minor gap"}']), "q", "g", "a"
+        ).value
+        == 0.7
+    )
     with pytest.raises(ValueError, match="outside"):
         rubric_score(ScriptedChat(['{"score": 7}']), "q", "g", "a")
     with pytest.raises(ValueError, match="score"):
@@ -47,19 +57,41 @@ def test_llm_judge_and_rubric_parse_and_validate():
 def test_locomo_evidence_normalisation():
     assert normalise_locomo_evidence(["D8:6; D9:17"]) == ["D8:6", "D9:17"]
     assert normalise_locomo_evidence(["D9:1 D4:4 D4:6"]) == ["D9:1", "D4:4", "D4:6"]
-    assert normalise_locomo_evidence(["D:11:26", "D30:05", "D", "D1:3", "D1:3"]) == ["D11:26", "D30:5", "D1:3"]
+    assert normalise_locomo_evidence(["D:11:26", "D30:05", "D", "D1:3", "D1:3"]) == [
+        "D11:26",
+        "D30:5",
+        "D1:3",
+    ]
 
 
 def test_summary_by_category_and_markdown():
     rows = [
-        {"category": "a", "recall": {"5": 1.0, "10": 1.0}, "token_f1": 0.5, "latency_ms": 2.0, "context_tokens": 10},
-        {"category": "b", "recall": {"5": 0.0, "10": 0.5}, "token_f1": 0.0, "latency_ms": 4.0, "context_tokens": 30},
+        {
+            "category": "a",
+            "recall": {"5": 1.0, "10": 1.0},
+            "token_f1": 0.5,
+            "latency_ms": 2.0,
+            "context_tokens": 10,
+        },
+        {
+            "category": "b",
+            "recall": {"5": 0.0, "10": 0.5},
+            "token_f1": 0.0,
+            "latency_ms": 4.0,
+            "context_tokens": 30,
+        },
     ]
     rep = summarise(rows, (5, 10))
     assert rep["evidence_recall"] == {"5": 0.5, "10": 0.75}
-    assert rep["by_category"]["b"] == {"questions": 1, "evidence_recall": {"5": 0.0, "10": 0.5}, "token_f1": 0.0}
+    assert rep["by_category"]["b"] == {
+        "questions": 1,
+        "evidence_recall": {"5": 0.0, "10": 0.5},
+        "token_f1": 0.0,
+    }
     assert rep["latency_ms"]["p50"] == 3.0 and rep["context_tokens"]["mean"] == 20.0
-    md = markdown_summary([{**rep, "system": "bm25"}, {**rep, "system": "speakerflow", "ablate": "s2"}])
+    md = markdown_summary(
+        [{**rep, "system": "bm25"}, {**rep, "system": "speakerflow", "ablate": "s2"}]
+    )
     assert "| speakerflow -s2 | 2 | 0.500 | 0.750 |" in md and "a (1)" in md
 
 
@@ -69,8 +101,16 @@ def test_judge_operator_emits_one_row_per_metric():
     from speakerflow.ops.base import Context
     from speakerflow.ops.judge import Judge
 
-    table = pa.table({"question_id": ["q1"], "question": ["Where?"], "answer": ["Porto."], "gold": ["porto"],
-                      "cited_ids": [["m2", "m1"]], "gold_ids": [["m1"]]})
+    table = pa.table(
+        {
+            "question_id": ["q1"],
+            "question": ["Where?"],
+            "answer": ["Porto."],
+            "gold": ["porto"],
+            "cited_ids": [["m2", "m1"]],
+            "gold_ids": [["m1"]],
+        }
+    )
     op = Judge(budgets=(1, 2), llm=True)
     out = op(table, Context(backends={"judge": ScriptedChat(["no verdict here"])}))
     got = {r["metric"]: r["value"] for r in out.to_pylist()}

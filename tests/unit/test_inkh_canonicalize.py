@@ -1,11 +1,15 @@
 """Alias canonicalisation: one entity per asset/trader, merges recorded, never silent."""
+
 from speakerflow.ops.canonicalize import Canonicalizer
 from speakerflow.ops.detect import Detector
 
 
 def test_bitcoin_aliases_collapse_to_one_asset():
     c = Canonicalizer()
-    ids = {c.resolve_surface(s, "asset") for s in ("BTC", "Bitcoin", "XBT", "BTCUSDT", "BTC-USD", "btc/usdt")}
+    ids = {
+        c.resolve_surface(s, "asset")
+        for s in ("BTC", "Bitcoin", "XBT", "BTCUSDT", "BTC-USD", "btc/usdt")
+    }
     assert ids == {"asset:BTC"}
     assert c.resolve_surface("ETHUSDT", "asset") == "asset:ETH" != c.resolve_surface("SOL", "asset")
 
@@ -31,7 +35,9 @@ def test_trader_handles_and_spellings_detected_as_one():
     c = Canonicalizer()
     d = Detector(c.lexicon, c.alias_table)
     first = [c.resolve(m) for m in d.detect("@alpha_whale win rate 60%").mentions]
-    later = [c.resolve(m) for m in d.detect("Copy AlphaWhale or alpha whale?").mentions if c.resolve(m)]
+    later = [
+        c.resolve(m) for m in d.detect("Copy AlphaWhale or alpha whale?").mentions if c.resolve(m)
+    ]
     assert first == ["trader:alphawhale"] and set(later) == {"trader:alphawhale"}
 
 
@@ -55,10 +61,22 @@ def test_roster_aliases_resolve_people():
     from speakerflow.ops.people import PersonResolver
 
     c = Canonicalizer()
-    d = Detector(c.lexicon, c.alias_table, people=PersonResolver(["Ana Ruiz", "Mum"], aliases={"Ana Ruiz": ["Annie"]}))
+    d = Detector(
+        c.lexicon,
+        c.alias_table,
+        people=PersonResolver(["Ana Ruiz", "Mum"], aliases={"Ana Ruiz": ["Annie"]}),
+    )
     x = KnowledgeExtractor(c, d)
-    ev = Event("m1", "Annie's risk tolerance is aggressive. Mom keeps her position size under 1%.", "desk",
-               datetime(2026, 1, 1, tzinfo=UTC), "message", 1)
+    ev = Event(
+        "m1",
+        "Annie's risk tolerance is aggressive. Mom keeps her position size under 1%.",
+        "desk",
+        datetime(2026, 1, 1, tzinfo=UTC),
+        "message",
+        1,
+    )
     got = [(k.subject_id, k.relation, k.value, k.scope) for k in x.extract(ev)]
-    assert got == [("person:Ana Ruiz", "risk_preference", "aggressive", "user:Ana Ruiz"),
-                   ("person:Mum", "max_position", "1%", "user:Mum")]
+    assert got == [
+        ("person:Ana Ruiz", "risk_preference", "aggressive", "user:Ana Ruiz"),
+        ("person:Mum", "max_position", "1%", "user:Mum"),
+    ]

@@ -1,4 +1,5 @@
 """Decay, effective confidence and maturity on hand-computed cases of the paper's formulas."""
+
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -21,9 +22,12 @@ class Item:
 
 
 def test_decay_hand_computed():
-    # lambda = ln2/10 per day, 5 days -> exp(-0.3466) = 0.7071; regime mismatch gamma 0.5 -> * exp(-0.5)
+    # lambda = ln2/10 per day, 5 days -> exp(-0.3466) = 0.7071; regime mismatch gamma 0.5 -> *
+    # exp(-0.5)
     assert decay(T0 + timedelta(days=5), T0, 10.0) == pytest.approx(math.sqrt(0.5), rel=1e-9)
-    assert decay(T0 + timedelta(days=5), T0, 10.0, "bullish", "bearish", 0.5) == pytest.approx(0.70710678 * 0.60653066, rel=1e-7)
+    assert decay(T0 + timedelta(days=5), T0, 10.0, "bullish", "bearish", 0.5) == pytest.approx(
+        0.70710678 * 0.60653066, rel=1e-7
+    )
     assert decay(T0, T0, 10.0, "bullish", None) == 1.0  # unknown current regime: no distance
 
 
@@ -41,12 +45,12 @@ def test_effective_confidence_type_rate_and_invalidation():
 
 def test_maturity_transitions():
     assert next_maturity("candidate", 0, 0, 0.0) == "candidate"
-    assert next_maturity("candidate", 0, 1, 0.0) == "verified"          # validation evidence
-    assert next_maturity("candidate", 3, 0, 0.5) == "verified"          # reuse with utility
+    assert next_maturity("candidate", 0, 1, 0.0) == "verified"  # validation evidence
+    assert next_maturity("candidate", 3, 0, 0.5) == "verified"  # reuse with utility
     assert next_maturity("candidate", 3, 0, 0.4) == "candidate"
     assert next_maturity("verified", 5, 3, 0.5) == "proven"
     assert next_maturity("verified", 4, 3, 0.9) == "verified"
-    assert next_maturity("proven", 5, 3, 0.1) == "deprecated"           # judged useless
+    assert next_maturity("proven", 5, 3, 0.1) == "deprecated"  # judged useless
     assert next_maturity("verified", 0, 0, 0.0, invalidated=True) == "deprecated"
     assert next_maturity("proven", 9, 9, 1.0, human="reject") == "deprecated"
     assert next_maturity("deprecated", 9, 9, 1.0) == "deprecated"

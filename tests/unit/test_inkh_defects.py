@@ -2,6 +2,7 @@
 not the lexicon's phrase lists): trust, negation and endings, corrections, attribution, and
 what a request needs. Each test runs the real reader -> upsert -> passive injection chain on
 an in-memory graph."""
+
 from datetime import UTC, datetime, timedelta
 
 from speakerflow.graphs.facts import FactGraph
@@ -13,7 +14,14 @@ from speakerflow.ops.invalidate import upsert_facts
 from speakerflow.ops.people import PersonResolver
 
 T0 = datetime(2026, 4, 6, 8, 0, tzinfo=UTC)
-ROSTER = ["priya", "omar", "lena", "carl", "dana", "ana"]  # speaker names; text matches case-insensitively
+ROSTER = [
+    "priya",
+    "omar",
+    "lena",
+    "carl",
+    "dana",
+    "ana",
+]  # speaker names; text matches case-insensitively
 
 
 class Desk:
@@ -21,7 +29,9 @@ class Desk:
 
     def __init__(self):
         self.canon = Canonicalizer(group_id="desk")
-        self.det = Detector(self.canon.lexicon, self.canon.alias_table, people=PersonResolver(ROSTER))
+        self.det = Detector(
+            self.canon.lexicon, self.canon.alias_table, people=PersonResolver(ROSTER)
+        )
         self.x = KnowledgeExtractor(self.canon, self.det)
         self.fg = FactGraph(None, "desk")
         self.t = T0
@@ -36,7 +46,9 @@ class Desk:
         return ev.msg_id
 
     def facts(self, subject, relation):
-        return [k for k in self.fg.items.values() if k.subject_id == subject and k.relation == relation]
+        return [
+            k for k in self.fg.items.values() if k.subject_id == subject and k.relation == relation
+        ]
 
     def current(self, subject, relation):
         return sorted(k.value for k in self.facts(subject, relation) if k.invalid_at is None)
@@ -54,8 +66,13 @@ def knowledge(wc):
 def test_rumour_never_becomes_current_over_first_hand_nor_sets_market_state():
     d = Desk()
     d.say("desk_feed", "Desk feed: ETH has spent the whole week in a downtrend.", "market_update")
-    d.say("forum_scraper", "Unverified chatter says ETH is about to go bullish.", "tool_observation", tier=3)
-    assert d.fg.regime("asset:ETH") == "bearish"      # what decay's regime term and the header read
+    d.say(
+        "forum_scraper",
+        "Unverified chatter says ETH is about to go bullish.",
+        "tool_observation",
+        tier=3,
+    )
+    assert d.fg.regime("asset:ETH") == "bearish"  # what decay's regime term and the header read
     wc = d.inject("Market read on ETH please, what's the trend?", user="ana")
     head = wc.lines[0].text
     assert "ETH bearish" in head and "bullish" not in head
@@ -66,16 +83,28 @@ def test_rumour_never_becomes_current_over_first_hand_nor_sets_market_state():
 def test_first_hand_confirmation_of_a_rumour_is_a_new_first_hand_fact():
     d = Desk()
     d.say("platform", "Copy platform: @gridqueen is live for followers.", "risk_signal")
-    d.say("forum_scraper", "Someone on the forum claims @gridqueen got halted.", "tool_observation", tier=3)
-    assert d.current("trader:gridqueen", "status") == ["active", "paused"] or \
-        d.current("trader:gridqueen", "status") == ["active"]
-    conf = d.say("platform", "Copy platform notice: @gridqueen copying is now halted.", "risk_signal")
+    d.say(
+        "forum_scraper",
+        "Someone on the forum claims @gridqueen got halted.",
+        "tool_observation",
+        tier=3,
+    )
+    assert d.current("trader:gridqueen", "status") == ["active", "paused"] or d.current(
+        "trader:gridqueen", "status"
+    ) == ["active"]
+    conf = d.say(
+        "platform", "Copy platform notice: @gridqueen copying is now halted.", "risk_signal"
+    )
     cur = [k for k in d.facts("trader:gridqueen", "status") if k.invalid_at is None]
-    assert [(k.value, k.trust_tier, k.evidence_ids, k.valid_at) for k in cur] == [("paused", 1, [conf], d.t)]
+    assert [(k.value, k.trust_tier, k.evidence_ids, k.valid_at) for k in cur] == [
+        ("paused", 1, [conf], d.t)
+    ]
     old = [k for k in d.facts("trader:gridqueen", "status") if k.value == "active"]
     assert old and all(k.invalid_at == d.t for k in old)
     wc = d.inject("@gridqueen status?")
-    assert [t for t in knowledge(wc) if "status" in t] and all("active" not in t for t in knowledge(wc))
+    assert [t for t in knowledge(wc) if "status" in t] and all(
+        "active" not in t for t in knowledge(wc)
+    )
 
 
 # -- 3. negation and endings --------------------------------------------------------------------
@@ -83,7 +112,9 @@ def test_endings_close_the_slot_without_a_new_value():
     d = Desk()
     d.say("risk_desk", "ETH is exposed to depeg risk through the staked collateral.", "risk_signal")
     d.say("risk_desk", "AVAX fills are vulnerable to slippage this week.", "risk_signal")
-    d.say("risk_desk", "SOL looks vulnerable to an exchange outage at the main venue.", "risk_signal")
+    d.say(
+        "risk_desk", "SOL looks vulnerable to an exchange outage at the main venue.", "risk_signal"
+    )
     d.say("copy_bot", "@basis_betty trades a basis trade on BTC.", "tool_observation")
     assert d.current("asset:ETH", "exposed_to") == ["risk:depeg"]
     d.say("carl", "Good news, the depeg scare on ETH is behind us.")
@@ -96,7 +127,9 @@ def test_endings_close_the_slot_without_a_new_value():
     assert d.current("asset:AVAX", "exposed_to") == []
     assert d.current("asset:SOL", "exposed_to") == []
     assert d.current("trader:basisbetty", "uses_strategy") == []
-    assert d.current("trader:basisbetty", "status") == []          # "stopped" ended a strategy, not the trader
+    assert (
+        d.current("trader:basisbetty", "status") == []
+    )  # "stopped" ended a strategy, not the trader
     ended = [k for k in d.facts("asset:ETH", "exposed_to")]
     assert ended and all(k.invalid_at is not None for k in ended)
 
@@ -120,10 +153,10 @@ def test_correction_replaces_the_value_just_stated_by_the_same_source():
     wrong = d.say("carl", "Heads up, BTC trading fee moved to 0.4% this morning.")
     fix = d.say("carl", "typo above, it's 0.04% not 0.4%")
     assert d.current("asset:BTC", "fee") == ["0.04%"]
-    assert d.current("asset:ETH", "fee") == ["0.4%"]                 # another source's value is untouched
+    assert d.current("asset:ETH", "fee") == ["0.4%"]  # another source's value is untouched
     bad = [k for k in d.facts("asset:BTC", "fee") if k.value == "0.4%"]
     assert [k.evidence_ids for k in bad] == [[wrong]]
-    assert bad[0].invalid_at == bad[0].valid_at                      # retracted: never valid
+    assert bad[0].invalid_at == bad[0].valid_at  # retracted: never valid
     good = [k for k in d.facts("asset:BTC", "fee") if k.value == "0.04%"]
     assert good[0].evidence_ids == [fix]
     wc = d.inject("Going long BTC now, what are the fees?", user="carl")
@@ -146,7 +179,10 @@ def test_private_facts_said_by_someone_else_go_to_the_person_they_are_about():
     assert d.current("person:priya", "max_position") == ["3%"]
     assert d.current("person:omar", "max_position") == ["6%"]
     assert d.current("person:lena", "risk_preference") == ["conservative"]
-    assert d.current("person:carl", "max_position") == [] and d.current("person:carl", "risk_preference") == []
+    assert (
+        d.current("person:carl", "max_position") == []
+        and d.current("person:carl", "risk_preference") == []
+    )
     scopes = {k.scope for k in d.fg.items.values() if k.subject_id == "person:priya"}
     assert scopes == {"user:priya"}
 
@@ -155,7 +191,11 @@ def test_a_threshold_is_not_a_trader_statistic():
     d = Desk()
     d.say("copy_bot", "@gridqueen peak-to-trough loss so far: 14%.", "tool_observation")
     d.say("risk_desk", "Reminder: alerts fire past a 25% drawdown on @gridqueen.", "risk_signal")
-    d.say("risk_desk", "Copying stops automatically if @gridqueen breaches a 30% drawdown.", "risk_signal")
+    d.say(
+        "risk_desk",
+        "Copying stops automatically if @gridqueen breaches a 30% drawdown.",
+        "risk_signal",
+    )
     assert "25%" not in d.current("trader:gridqueen", "max_drawdown")
     assert "30%" not in d.current("trader:gridqueen", "max_drawdown")
 
@@ -181,4 +221,6 @@ def test_a_request_that_only_names_an_entity_gets_its_current_facts():
     lines = knowledge(d.inject("@gridqueen stats?"))
     assert any("61%" in t for t in lines) and any("12%" in t for t in lines), lines
     lines = knowledge(d.inject("is trend_owl copyable again?"))
-    assert any("status: active" in t for t in lines) and not any("paused" in t for t in lines), lines
+    assert any("status: active" in t for t in lines) and not any("paused" in t for t in lines), (
+        lines
+    )

@@ -1,4 +1,5 @@
 """Governance by action risk and user overlay, end to end through passive injection."""
+
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -16,15 +17,17 @@ T = datetime(2026, 3, 1, tzinfo=UTC)
 def test_allow_formula():
     g = Governance()
     assert g.allow(0.31, "candidate", "shared", "low", None)
-    assert not g.allow(0.29, "proven", "shared", "low", None)            # c_eff < epsilon
-    assert not g.allow(0.9, "candidate", "shared", "high", None)         # maturity < theta(high)
+    assert not g.allow(0.29, "proven", "shared", "low", None)  # c_eff < epsilon
+    assert not g.allow(0.9, "candidate", "shared", "high", None)  # maturity < theta(high)
     assert g.allow(0.9, "verified", "shared", "high", None)
     assert not g.allow(0.9, "deprecated", "shared", "low", None)
     assert g.allow(0.9, "proven", "user:ana", "high", "ana")
-    assert not g.allow(0.9, "proven", "user:ana", "low", "ben")           # outside ben's overlay
+    assert not g.allow(0.9, "proven", "user:ana", "low", "ben")  # outside ben's overlay
     assert not g.allow(0.9, "proven", "user:ana", "low", None)
     with pytest.raises(ValueError):
-        Governance(GovernanceConfig(theta={"low": "verified", "medium": "candidate", "high": "proven"}))
+        Governance(
+            GovernanceConfig(theta={"low": "verified", "medium": "candidate", "high": "proven"})
+        )
 
 
 def _graph():
@@ -34,10 +37,18 @@ def _graph():
     for who in ("ana", "ben"):
         c.resolve_surface(who, "person")
     cands = [
-        Candidate("asset:BTC", "fee", "0.1%", "fee", ("m1",), 0.9, "shared", T, 1),            # verified (tier 1)
-        Candidate("asset:BTC", "liquidity", "thin", "liq", ("m2",), 0.75, "shared", T, 2),     # candidate (tier 2)
-        Candidate("person:ana", "risk_preference", "aggressive", "p", ("m3",), 0.9, "user:ana", T, 1),
-        Candidate("person:ben", "risk_preference", "conservative", "p", ("m4",), 0.9, "user:ben", T, 1),
+        Candidate(
+            "asset:BTC", "fee", "0.1%", "fee", ("m1",), 0.9, "shared", T, 1
+        ),  # verified (tier 1)
+        Candidate(
+            "asset:BTC", "liquidity", "thin", "liq", ("m2",), 0.75, "shared", T, 2
+        ),  # candidate (tier 2)
+        Candidate(
+            "person:ana", "risk_preference", "aggressive", "p", ("m3",), 0.9, "user:ana", T, 1
+        ),
+        Candidate(
+            "person:ben", "risk_preference", "conservative", "p", ("m4",), 0.9, "user:ben", T, 1
+        ),
     ]
     upsert_facts(fg, cands, T)
     return PassiveInjector(fg, c, config=InjectConfig(record_use=False))
@@ -59,8 +70,15 @@ def test_risk_raises_the_maturity_bar():
 def test_user_never_receives_another_users_private_items():
     inj = _graph()
     now = T + timedelta(hours=1)
-    for user, own, other in (("ana", "aggressive", "conservative"), ("ben", "conservative", "aggressive")):
-        ctx = inj.inject("Prepare an order to buy BTC, check my risk tolerance and ana and ben risk tolerance", now, user)
+    for user, own, other in (
+        ("ana", "aggressive", "conservative"),
+        ("ben", "conservative", "aggressive"),
+    ):
+        ctx = inj.inject(
+            "Prepare an order to buy BTC, check my risk tolerance and ana and ben risk tolerance",
+            now,
+            user,
+        )
         text = ctx.text()
         assert f"risk preference: {own}" in text and f"risk preference: {other}" not in text
     anon = inj.inject("ana and ben risk tolerance?", now, None).text()
@@ -71,6 +89,8 @@ def test_budget_respected_and_lines_cite_evidence():
     inj = _graph()
     for budget in (30, 60, 600):
         inj.config = InjectConfig(budget=budget, record_use=False)
-        wc = inj.inject("Prepare an order to buy BTC: fees, liquidity and my risk tolerance?", T, "ana")
+        wc = inj.inject(
+            "Prepare an order to buy BTC: fees, liquidity and my risk tolerance?", T, "ana"
+        )
         assert wc.tokens <= budget
         assert all(ln.evidence_ids for ln in wc.lines if ln.kind == "knowledge")

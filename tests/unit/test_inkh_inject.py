@@ -1,4 +1,5 @@
 """Passive-injection internals: utility arithmetic, neighbourhood pool limits, compress/TopB."""
+
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -18,13 +19,32 @@ def test_score_is_the_weighted_sum_of_its_terms():
     k = item(1, confidence=0.35, maturity="verified", regime_tag="bullish", trust_tier=2)
     now = T + timedelta(days=60)
     terms = u.terms(k, {"asset:BTC"}, set(), "trade_preparation", now, "bearish")
-    # hand-computed: rel (intent profile) .5, struct 1, mat .7, fresh 2^-(60/120), regime e^-.5, trust .7, noise .5
-    assert terms == pytest.approx({"rel": 0.5, "struct": 1.0, "mat": 0.7, "fresh": 2 ** -0.5, "regime": 0.60653066,
-                                   "trust": 0.7, "noise": 0.5})
+    # hand-computed: rel (intent profile) .5, struct 1, mat .7, fresh 2^-(60/120), regime e^-.5,
+    # trust .7, noise .5
+    assert terms == pytest.approx(
+        {
+            "rel": 0.5,
+            "struct": 1.0,
+            "mat": 0.7,
+            "fresh": 2**-0.5,
+            "regime": 0.60653066,
+            "trust": 0.7,
+            "noise": 0.5,
+        }
+    )
     c = u.config
-    expected = (c.rel * 0.5 + c.struct + c.mat * 0.7 + c.fresh * 2 ** -0.5 + c.regime * 0.60653066 + c.trust * 0.7
-                - c.noise * 0.5)
-    assert u.score(k, {"asset:BTC"}, set(), "trade_preparation", now, "bearish") == pytest.approx(expected)
+    expected = (
+        c.rel * 0.5
+        + c.struct
+        + c.mat * 0.7
+        + c.fresh * 2**-0.5
+        + c.regime * 0.60653066
+        + c.trust * 0.7
+        - c.noise * 0.5
+    )
+    assert u.score(k, {"asset:BTC"}, set(), "trade_preparation", now, "bearish") == pytest.approx(
+        expected
+    )
 
 
 def test_neighbourhood_hops_limit_and_hub_fanout():
@@ -42,6 +62,10 @@ def test_neighbourhood_hops_limit_and_hub_fanout():
 def test_compress_merges_same_value_and_counts_tokens():
     a, b = item(1), item(2)
     lines = compress([(0.9, a), (0.8, b), (0.7, item(3, obj="value:0.2%"))], {})
-    assert len(lines) == 2 and lines[0].evidence_ids == ["m1", "m2"] and lines[0].edge_ids == ["f1", "f2"]
+    assert (
+        len(lines) == 2
+        and lines[0].evidence_ids == ["m1", "m2"]
+        and lines[0].edge_ids == ["f1", "f2"]
+    )
     assert lines[0].tokens == count_tokens(lines[0].text)
     assert count_tokens("BTC fee: 0.12% [verified]") == 10

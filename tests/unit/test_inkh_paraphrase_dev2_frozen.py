@@ -3,6 +3,7 @@
 It is pinned by sha256 in ``tests/data/inkh_paraphrase/README_dev2.md`` (an edit fails CI) and
 validated line by line with the same checks as the original frozen set.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -16,20 +17,29 @@ HERE = Path(__file__).resolve().parent
 DATA = HERE.parent / "data" / "inkh_paraphrase"
 FILES = ("statements_dev2.jsonl", "requests_dev2.jsonl")
 
-_spec = importlib.util.spec_from_file_location("_inkh_frozen", HERE / "test_inkh_paraphrase_frozen.py")
+_spec = importlib.util.spec_from_file_location(
+    "_inkh_frozen", HERE / "test_inkh_paraphrase_frozen.py"
+)
 frozen = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(frozen)
 
 
 def pinned() -> dict[str, tuple[int, str]]:
     text = (DATA / "README_dev2.md").read_text(encoding="utf-8")
-    return {n: (int(c), h) for n, c, h in re.findall(r"`([a-z_0-9]+\.jsonl)`\s*\|\s*(\d+)\s*\|\s*`([0-9a-f]{64})`", text)}
+    return {
+        n: (int(c), h)
+        for n, c, h in re.findall(
+            r"`([a-z_0-9]+\.jsonl)`\s*\|\s*(\d+)\s*\|\s*`([0-9a-f]{64})`", text
+        )
+    }
 
 
 @pytest.mark.parametrize("name", FILES)
 def test_dev2_file_matches_its_pinned_sha256_and_line_count(name):
     count, digest = pinned()[name]
-    assert hashlib.sha256((DATA / name).read_bytes()).hexdigest() == digest, f"{name} changed after it was frozen"
+    assert hashlib.sha256((DATA / name).read_bytes()).hexdigest() == digest, (
+        f"{name} changed after it was frozen"
+    )
     assert len(frozen.load(name)) == count >= 60
 
 
@@ -51,5 +61,7 @@ def test_dev2_shares_no_line_with_the_other_splits():
     for kind in ("statements", "requests"):
         mine = {" ".join(r["content"].lower().split()) for r in frozen.load(f"{kind}_dev2.jsonl")}
         for split in ("dev", "test"):
-            other = {" ".join(r["content"].lower().split()) for r in frozen.load(f"{kind}_{split}.jsonl")}
+            other = {
+                " ".join(r["content"].lower().split()) for r in frozen.load(f"{kind}_{split}.jsonl")
+            }
             assert not mine & other, f"{kind}_dev2 shares a line with {kind}_{split}"

@@ -5,6 +5,7 @@ read the reader, its lexicon or the benchmark generator. No line may be edited o
 is tuned: each file's sha256 is pinned in the folder's README and checked here, so an edit
 fails CI. The dev files may be used for tuning; the test files only for reporting.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -22,21 +23,34 @@ ALL_FILES = STATEMENT_FILES + REQUEST_FILES
 
 TICKERS = {"BTC", "ETH", "SOL", "XRP", "DOGE", "ADA", "AVAX", "LINK", "DOT", "LTC", "BNB", "MATIC"}
 RISKS = {
-    "risk:slippage", "risk:liquidation", "risk:depeg", "risk:exchangeoutage",
-    "risk:fundingspike", "risk:smartcontractexploit", "risk:counterparty",
-    "risk:regulatory", "risk:oraclefailure",
+    "risk:slippage",
+    "risk:liquidation",
+    "risk:depeg",
+    "risk:exchangeoutage",
+    "risk:fundingspike",
+    "risk:smartcontractexploit",
+    "risk:counterparty",
+    "risk:regulatory",
+    "risk:oraclefailure",
 }
 STRATEGIES = {
-    "strategy:gridbot", "strategy:fundingarbitrage", "strategy:momentumbreakout",
-    "strategy:meanreversion", "strategy:basistrade", "strategy:marketmaking",
-    "strategy:dca", "strategy:trendfollowing", "strategy:scalping",
+    "strategy:gridbot",
+    "strategy:fundingarbitrage",
+    "strategy:momentumbreakout",
+    "strategy:meanreversion",
+    "strategy:basistrade",
+    "strategy:marketmaking",
+    "strategy:dca",
+    "strategy:trendfollowing",
+    "strategy:scalping",
 }
 TRADER_ROSTER = {"priya", "omar", "lena", "marco", "dana"}
 RISK_OFFICERS = {"sam"}
 PEOPLE = TRADER_ROSTER | RISK_OFFICERS
 
 PERCENT = "percent"
-# relation -> (subject kind, value kind); a set of strings is an enum, a set of ids an entity relation
+# relation -> (subject kind, value kind); a set of strings is an enum, a set of ids an entity
+# relation
 RELATIONS: dict[str, tuple[str, object]] = {
     "fee": ("asset", PERCENT),
     "regime": ("asset", {"bullish", "bearish", "ranging", "volatile"}),
@@ -58,8 +72,24 @@ VOICES = {
     "newswire": {"market_update"},
     "desk": {"market_update"},
 }
-INTENTS = {"market_analysis", "portfolio_review", "copy_trading_evaluation", "trade_preparation", "other"}
-STATEMENT_KEYS = {"id", "voice", "source_type", "source", "trust_tier", "ts", "content", "gold", "hedged"}
+INTENTS = {
+    "market_analysis",
+    "portfolio_review",
+    "copy_trading_evaluation",
+    "trade_preparation",
+    "other",
+}
+STATEMENT_KEYS = {
+    "id",
+    "voice",
+    "source_type",
+    "source",
+    "trust_tier",
+    "ts",
+    "content",
+    "gold",
+    "hedged",
+}
 STATEMENT_OPTIONAL = {"addressee", "context"}
 REQUEST_KEYS = {"id", "user", "content", "intent", "needs", "entities"}
 
@@ -135,7 +165,8 @@ def categories(row: dict) -> set[str]:
     if any(g["op"] == "correct" for g in gold):
         cats.add("correction")
     if row["source_type"] == "user_turn" and any(
-        kind_of(g["subject"]) == "person" and g["subject"] != f"person:{row['source']}" for g in gold
+        kind_of(g["subject"]) == "person" and g["subject"] != f"person:{row['source']}"
+        for g in gold
     ):
         cats.add("attribution")
     if row["hedged"]:
@@ -156,7 +187,9 @@ def test_readme_states_the_freeze_rule_and_line_counts():
     assert "frozen" in text.lower() and "2026-12-01" in text
     for name in ALL_FILES:
         count = len(load(name))
-        assert re.search(rf"{re.escape(name)}`?\s*\|\s*{count}\s*\|", text), f"README line count for {name}"
+        assert re.search(rf"{re.escape(name)}`?\s*\|\s*{count}\s*\|", text), (
+            f"README line count for {name}"
+        )
 
 
 @pytest.mark.parametrize("name", ALL_FILES)
@@ -209,12 +242,21 @@ def test_statement_lines_are_well_formed(name):
         subjects = set()
         for fact in row["gold"]:
             assert set(fact) == {"subject", "relation", "value", "op"}, rid
-            relation, subject, op, value = fact["relation"], fact["subject"], fact["op"], fact["value"]
+            relation, subject, op, value = (
+                fact["relation"],
+                fact["subject"],
+                fact["op"],
+                fact["value"],
+            )
             assert relation in RELATIONS, f"{rid}: unknown relation {relation}"
             assert op in OPS, rid
-            assert valid_entity(subject) and kind_of(subject) == RELATIONS[relation][0], f"{rid}: {subject}"
+            assert valid_entity(subject) and kind_of(subject) == RELATIONS[relation][0], (
+                f"{rid}: {subject}"
+            )
             if kind_of(subject) == "person":
-                assert subject.split(":", 1)[1] in TRADER_ROSTER, f"{rid}: private facts belong to users"
+                assert subject.split(":", 1)[1] in TRADER_ROSTER, (
+                    f"{rid}: private facts belong to users"
+                )
             if op == "end" and relation not in ENTITY_RELATIONS:
                 assert value is None, f"{rid}: ending a single-valued slot carries no value"
             else:

@@ -1,4 +1,5 @@
 """The general reader's pieces (ops/reader.py) on sentences written for this test."""
+
 from speakerflow.ops.embed import HashingEmbedder
 from speakerflow.ops.reader import (
     PrototypeClassifier,
@@ -13,7 +14,11 @@ from speakerflow.ops.reader import (
 
 def test_clauses_split_at_ends_semicolons_and_contrasts():
     assert clauses("Desk is quiet; LINK book got thin. Nothing else, but SOL is choppy") == [
-        "Desk is quiet", "LINK book got thin.", "Nothing else", "SOL is choppy"]
+        "Desk is quiet",
+        "LINK book got thin.",
+        "Nothing else",
+        "SOL is choppy",
+    ]
 
 
 def test_values_are_read_by_their_own_left_context_not_by_order():
@@ -21,7 +26,10 @@ def test_values_are_read_by_their_own_left_context_not_by_order():
     assert got == [("0.1%", "old"), ("0.07%", "new"), ("0.1%", "old")]
     assert pick(percents("now 0.07%, previously 0.1%")).value == "0.07%"
     assert pick(percents("previously 0.1%, now 0.07%")).value == "0.07%"
-    assert [(v.value, v.role) for v in percents("typo, it's 0.02% not 0.2%")] == [("0.02%", "new"), ("0.2%", "negated")]
+    assert [(v.value, v.role) for v in percents("typo, it's 0.02% not 0.2%")] == [
+        ("0.02%", "new"),
+        ("0.2%", "negated"),
+    ]
 
 
 def test_negation_is_scoped_and_a_bound_is_not_a_negation():
@@ -34,7 +42,10 @@ def test_negation_is_scoped_and_a_bound_is_not_a_negation():
 
 
 def test_mask_and_prototype_classifier_memoise_by_masked_text():
-    assert mask("@kite_runner: 55% wins on BTC", [(0, 12, "trader"), (26, 29, "asset")]) == "the trader: n% wins on the coin"
+    assert (
+        mask("@kite_runner: 55% wins on BTC", [(0, 12, "trader"), (26, 29, "asset")])
+        == "the trader: n% wins on the coin"
+    )
     emb = HashingEmbedder(64)
     clf = PrototypeClassifier({"a": ("alpha beta",), "b": ("gamma delta",)}, emb)
     assert clf.best("alpha beta")[0] == "a"

@@ -1,4 +1,5 @@
 """BatchingEmbedder: concurrent one-text encodes share model calls and get their own vectors."""
+
 from __future__ import annotations
 
 import threading
@@ -58,7 +59,9 @@ def test_alone_a_call_runs_at_once_and_many_texts_pass_through():
     assert emb.encode(["one"]).shape == (1, 64) and inner.sizes == [1]
     assert emb.encode(["a", "b", "c"]).shape == (3, 64) and inner.sizes == [1, 3]
     assert emb.name == inner.name and emb.dim == 64
-    np.testing.assert_allclose(encode_query(emb, "one"), HashingEmbedder(64).encode(["one"])[0], atol=1e-6)
+    np.testing.assert_allclose(
+        encode_query(emb, "one"), HashingEmbedder(64).encode(["one"])[0], atol=1e-6
+    )
 
 
 def test_an_error_reaches_every_waiting_call_and_the_batcher_recovers():

@@ -22,7 +22,6 @@ class Words(Operator):
     class Config(OperatorConfig):
         minimum: int = 0
 
-
     def run(self, table, ctx):
         counts = [len(t.split()) for t in table["text"].to_pylist()]
         keep = [i for i, c in enumerate(counts) if c >= self.config.minimum]
@@ -53,9 +52,12 @@ def test_missing_columns_fail_with_names():
 
 
 def test_pipeline_checks_schemas_at_construction():
-    double = Lambda(lambda t, c: t.append_column("double", pa.array([w * 2 for w in t["words"].to_pylist()])),
-                    name="double", consumes=("words",),
-                    produces=pa.schema([("words", pa.int64()), ("double", pa.int64())]))
+    double = Lambda(
+        lambda t, c: t.append_column("double", pa.array([w * 2 for w in t["words"].to_pylist()])),
+        name="double",
+        consumes=("words",),
+        produces=pa.schema([("words", pa.int64()), ("double", pa.int64())]),
+    )
     pipe = Words() >> double
     assert pipe(pa.table({"text": ["a b c"]}))["double"].to_pylist() == [6]
     assert set(pipe.stats()) == {"words", "double"}
@@ -103,8 +105,12 @@ def test_passthrough_columns_reach_later_operators_and_are_enforced():
         def run(self, table, ctx):
             return table.append_column("tag", pa.array(["t"] * table.num_rows))
 
-    needs_both = Lambda(lambda t, c: t.select(["text", "tag"]), name="both", consumes=("text", "tag"),
-                        produces=pa.schema([("text", pa.string()), ("tag", pa.string())]))
+    needs_both = Lambda(
+        lambda t, c: t.select(["text", "tag"]),
+        name="both",
+        consumes=("text", "tag"),
+        produces=pa.schema([("text", pa.string()), ("tag", pa.string())]),
+    )
     out = (Tag() >> needs_both)(pa.table({"text": ["a"], "id": [1]}))
     assert out.column_names == ["text", "tag"]
 
@@ -126,8 +132,12 @@ def test_for_each_runs_the_inner_pipeline_per_key_in_order():
         c.state["total"] = c.state.get("total", 0) + t.num_rows
         return t.append_column("so_far", pa.array([c.state["total"]] * t.num_rows))
 
-    inner = Lambda(record, name="record", consumes=("k",),
-                   produces=pa.schema([("k", pa.string()), ("so_far", pa.int64())]))
+    inner = Lambda(
+        record,
+        name="record",
+        consumes=("k",),
+        produces=pa.schema([("k", pa.string()), ("so_far", pa.int64())]),
+    )
     each = ForEach("k", inner)
     out = Pipeline(each)(pa.table({"k": ["b", "a", "b"]}))
     assert seen == [["b", "b"], ["a"]]

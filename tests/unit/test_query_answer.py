@@ -1,5 +1,7 @@
-"""The rules answerer on hand-made evidence: question types, reasons, resolved dates, per-person lines,
+"""The rules answerer on hand-made evidence: question types, reasons, resolved dates, per-person
+lines,
 change from a record that spans two messages (no embedder: lexical scoring only)."""
+
 from datetime import UTC, datetime, timedelta
 
 from speakerflow.graphs import GroupStore
@@ -13,7 +15,9 @@ T = datetime(2026, 4, 10, 10, 0, tzinfo=UTC)  # a Friday
 
 
 def ex(rank, speaker, text, ts=T, mid=None):
-    return EvidenceItem(rank=rank, kind="excerpt", text=text, msg_ids=[mid or f"m{rank}"], speaker=speaker, ts=ts)
+    return EvidenceItem(
+        rank=rank, kind="excerpt", text=text, msg_ids=[mid or f"m{rank}"], speaker=speaker, ts=ts
+    )
 
 
 def ask(question, evidence, view=None):
@@ -21,30 +25,62 @@ def ask(question, evidence, view=None):
 
 
 def test_question_types():
-    types = {q: question_type(project_rules(q, ROSTER)) for q in [
-        "Why did Maya not want to go?", "When did Chloe book her flight?", "Who will plan the dinner?",
-        "Where does Dev live now?", "How did Dev's city change?", "What does each person prefer?",
-        "What did the group decide about the venue?", "What is Tom's favourite band?"]}
-    assert list(types.values()) == ["why", "when", "who", "where", "change", "per-person", "decision", "what"]
+    types = {
+        q: question_type(project_rules(q, ROSTER))
+        for q in [
+            "Why did Maya not want to go?",
+            "When did Chloe book her flight?",
+            "Who will plan the dinner?",
+            "Where does Dev live now?",
+            "How did Dev's city change?",
+            "What does each person prefer?",
+            "What did the group decide about the venue?",
+            "What is Tom's favourite band?",
+        ]
+    }
+    assert list(types.values()) == [
+        "why",
+        "when",
+        "who",
+        "where",
+        "change",
+        "per-person",
+        "decision",
+        "what",
+    ]
 
 
 def test_why_keeps_the_reason_not_the_fragment():
-    evidence = [ex(0, "Maya", "ok so not Mariposa. I didn't want to go because the queue there is always two hours."),
-                ex(1, "Tom", "Mariposa is fine by me.")]
+    evidence = [
+        ex(
+            0,
+            "Maya",
+            "ok so not Mariposa. I didn't want to go because the queue there is always two hours.",
+        ),
+        ex(1, "Tom", "Mariposa is fine by me."),
+    ]
     answer = ask("Why did Maya not want to go to Mariposa?", evidence)
     assert answer.startswith("Maya:") and "because the queue there is always two hours" in answer
 
 
 def test_why_takes_the_neighbouring_sentence_when_the_match_states_no_reason():
-    evidence = [ex(0, "Tom", "Saturdays are marking days in October. I cannot attend autumn hikes.")]
+    evidence = [
+        ex(0, "Tom", "Saturdays are marking days in October. I cannot attend autumn hikes.")
+    ]
     assert "marking days" in ask("Why can't Tom attend autumn hikes?", evidence)
 
 
 def test_when_answers_with_the_day_meant_not_the_message_date():
-    evidence = [ex(0, "Chloe", "I booked my flight to Porto yesterday."), ex(1, "Dev", "Porto is lovely.")]
+    evidence = [
+        ex(0, "Chloe", "I booked my flight to Porto yesterday."),
+        ex(1, "Dev", "Porto is lovely."),
+    ]
     assert ask("When did Chloe book her flight to Porto?", evidence) == "9 April 2026"
     # no time expression: the day it was said
-    assert ask("When did Dev praise Porto?", [ex(0, "Dev", "Porto is lovely, I praise it.")]) == "10 April 2026"
+    assert (
+        ask("When did Dev praise Porto?", [ex(0, "Dev", "Porto is lovely, I praise it.")])
+        == "10 April 2026"
+    )
     weekly = ask("When did Ana go hiking?", [ex(0, "Ana", "I went hiking last week.")])
     assert weekly == "the week before 10 April 2026 (30 March-5 April 2026)"
 
@@ -52,37 +88,73 @@ def test_when_answers_with_the_day_meant_not_the_message_date():
 def test_who_leads_with_the_person_named():
     evidence = [ex(0, "Ana", "We agreed that Chloe will plan the team dinner on the first night.")]
     assert ask("Who will plan the team dinner?", evidence).startswith("Chloe (Ana: We agreed")
-    assert ask("Who plans the dinner?", [ex(0, "Tom", "I plan the dinner every year.")]).startswith("Tom (")
+    assert ask("Who plans the dinner?", [ex(0, "Tom", "I plan the dinner every year.")]).startswith(
+        "Tom ("
+    )
 
 
 def test_per_person_lines_use_each_persons_own_words():
-    evidence = [ex(0, "Ana", "We need to choose a city."), ex(1, "Tom", "I prefer Lisbon, flights are cheap."),
-                ex(2, "Chloe", "I prefer Porto, it is quieter than Lisbon."), ex(3, "Dev", "Either city works for me.")]
+    evidence = [
+        ex(0, "Ana", "We need to choose a city."),
+        ex(1, "Tom", "I prefer Lisbon, flights are cheap."),
+        ex(2, "Chloe", "I prefer Porto, it is quieter than Lisbon."),
+        ex(3, "Dev", "Either city works for me."),
+    ]
     lines = ask("What city does each person prefer?", evidence).splitlines()
     by = {line.split(":")[0]: line for line in lines}
-    assert set(by) == {"Ana", "Tom", "Chloe", "Dev"} and len(lines) == 4  # best-matching person first
+    assert (
+        set(by) == {"Ana", "Tom", "Chloe", "Dev"} and len(lines) == 4
+    )  # best-matching person first
     assert "Lisbon" in by["Tom"] and "Porto" in by["Chloe"]
 
 
 def test_relative_dates_are_annotated_in_any_answer():
-    assert annotate("I went there last week.", T) == "I went there last week (30 March-5 April 2026)."
+    assert (
+        annotate("I went there last week.", T) == "I went there last week (30 March-5 April 2026)."
+    )
     answer = ask("Where did Dev move?", [ex(0, "Dev", "I moved to Vienna yesterday.")])
     assert "yesterday (9 April 2026)" in answer
 
 
 def test_change_reads_a_record_that_spans_two_messages():
     s = GroupStore("/nonexistent", "g", in_memory=True)
-    rows = [Message(msg_id=f"m{i}", group_id="g", session_id=f"s{i}", turn=0, ts=T + timedelta(days=30 * i),
-                    speaker="Dev", text=text)
-            for i, text in enumerate(["I live in Munich now.", "I moved again, I live in Vienna now."])]
+    rows = [
+        Message(
+            msg_id=f"m{i}",
+            group_id="g",
+            session_id=f"s{i}",
+            turn=0,
+            ts=T + timedelta(days=30 * i),
+            speaker="Dev",
+            text=text,
+        )
+        for i, text in enumerate(["I live in Munich now.", "I moved again, I live in Vienna now."])
+    ]
     s.append_messages(to_table(rows, Message))
-    record = EvidenceItem(rank=0, kind="record", row="Dev", text="lives in Vienna (before: Munich)",
-                          msg_ids=["m1", "m0"], speaker="Dev", ts=T + timedelta(days=30), entry_id="r1")
+    record = EvidenceItem(
+        rank=0,
+        kind="record",
+        row="Dev",
+        text="lives in Vienna (before: Munich)",
+        msg_ids=["m1", "m0"],
+        speaker="Dev",
+        ts=T + timedelta(days=30),
+        entry_id="r1",
+    )
     answer = ask("How did where Dev lives change?", [record], view=GroupView.of(s))
-    assert answer.index("earlier") < answer.index("Munich") < answer.index("later") < answer.index("Vienna")
+    assert (
+        answer.index("earlier")
+        < answer.index("Munich")
+        < answer.index("later")
+        < answer.index("Vienna")
+    )
     assert "I live in Munich now." in answer  # the person's own words, not the Writer's restatement
 
 
 def test_no_information_and_stemming():
     assert ask("What is the wifi password?", [ex(0, "Tom", "Lovely weather today.")]) == NO_INFO
-    assert stem("parking") == stem("park") and stem("cities") == stem("city") and stem("running") == "run"
+    assert (
+        stem("parking") == stem("park")
+        and stem("cities") == stem("city")
+        and stem("running") == "run"
+    )

@@ -1,4 +1,5 @@
 """System 1 dense windows, the System 2 records channel and per-row merge (hashing embedder)."""
+
 import numpy as np
 from test_query_path import CFG, store  # noqa: F401  (fixture)
 
@@ -19,8 +20,12 @@ def test_dense_window_embeds_each_message_with_its_session_neighbours(store):  #
     emb = HashingEmbedder(64)
     mat = view.window_matrix(emb, 1)
     assert mat.shape == (8, 64) and np.allclose(np.linalg.norm(mat, axis=1), 1.0, atol=1e-5)
-    single = emb.encode(["Ana: We need to choose a city for the offsite.\nBen: I prefer Lisbon, flights are cheap."])[0]
-    assert np.allclose(mat[0], single, atol=1e-6)  # "speaker: text" lines of the window, in time order
+    single = emb.encode(
+        ["Ana: We need to choose a city for the offsite.\nBen: I prefer Lisbon, flights are cheap."]
+    )[0]
+    assert np.allclose(
+        mat[0], single, atol=1e-6
+    )  # "speaker: text" lines of the window, in time order
     cfg = RecallConfig(weights={"window": 1.0, "dense": 1.0, "dense_window": 1.0})
     assert warm_message_embeddings(store, emb, cfg) == 8
     res = recall(view, "hotel near the river", cfg, emb)
@@ -33,15 +38,22 @@ def test_records_channel_ranks_the_messages_records_rest_on(store):  # noqa: F81
     scores = record_channel(view, "lives in Vienna for a new job", emb, LAYERS, top=1)
     assert view.ids[int(np.argmax(scores))] == "m6" and np.count_nonzero(scores) == 1
     assert not record_channel(view, "Vienna", emb, ("group_insight",)).any()  # layer filter
-    cfg = QueryConfig(embedder="hashing", recall=RecallConfig(weights={"window": 1.0, "records": 0.5}))
+    cfg = QueryConfig(
+        embedder="hashing", recall=RecallConfig(weights={"window": 1.0, "records": 0.5})
+    )
     assert _recall_config(cfg.model_copy(update={"ablate": "s2"})).weights["records"] == 0.0
-    assert "group_interaction" not in _recall_config(cfg.model_copy(update={"ablate": "s2-group"})).record_layers
+    assert (
+        "group_interaction"
+        not in _recall_config(cfg.model_copy(update={"ablate": "s2-group"})).record_layers
+    )
     assert "m6" in answer_question(store, "Where does Dev live?", cfg).cited_ids(3)
 
 
 def test_per_row_merge_puts_each_person_first_and_keeps_scores_ordered(store):  # noqa: F811
     view = GroupView.of(store)
-    two = Projection(question="What do Ben and Dev prefer?", issue="prefer", rows=["Ben", "Dev"], tense="head")
+    two = Projection(
+        question="What do Ben and Dev prefer?", issue="prefer", rows=["Ben", "Dev"], tense="head"
+    )
     assert person_rows(two, ["Ana", "Ben", "Chloe", "Dev"]) == ["Ben", "Dev"]
     one = Projection(question="What does Ben prefer?", issue="prefer", rows=["Ben"], tense="head")
     assert person_rows(one, ["Ana", "Ben"]) == []
@@ -60,11 +72,27 @@ def test_id_fusion_keeps_system1_hits_ahead_of_a_wide_record(store):  # noqa: F8
 
     view = GroupView.of(store)
     selected = [Selected(r, 1.0 - r / 10) for r in (0, 1, 2, 3, 4)]
-    wide = {"kind": "record", "row": "Ana", "text": "thread", "msg_ids": ["m7", "m6", "m5", "m2"], "score": 5.0,
-            "speaker": "Ana", "ts": None, "entry_id": "r9", "history": False, "source": "Ana", "owner": "Ana"}
+    wide = {
+        "kind": "record",
+        "row": "Ana",
+        "text": "thread",
+        "msg_ids": ["m7", "m6", "m5", "m2"],
+        "score": 5.0,
+        "speaker": "Ana",
+        "ts": None,
+        "entry_id": "r9",
+        "history": False,
+        "source": "Ana",
+        "owner": "Ana",
+    }
     proj = Projection(question="What about Ana?", issue="x", rows=["Ana"], tense="head")
     by_score = compose(view, selected, [wide], proj, ComposeConfig(merge="score")).cited_ids(5)
-    assert by_score[:4] == ["m7", "m6", "m5", "m2"]  # the record's ids first: System 1 hits pushed out
+    assert by_score[:4] == [
+        "m7",
+        "m6",
+        "m5",
+        "m2",
+    ]  # the record's ids first: System 1 hits pushed out
     fused = compose(view, selected, [wide], proj, ComposeConfig(id_s2_weight=0.25))
     ids = fused.cited_ids()
     assert ids[:2] == ["m0", "m2"]  # m2, found by both tracks, rises; S1's own order otherwise kept
@@ -85,13 +113,19 @@ def test_protect_confident_keeps_system1_hits_ahead_of_record_lifts():
     fused = fuse(channels, weights)
     assert rank_of(fused)[4] < rank_of(fused)[1]  # unprotected: the record lift passes message 1
     held = protect_confident(channels, weights, fused, top=1)
-    assert rank_of(held)[1] < rank_of(held)[4] and rank_of(held)[0] < rank_of(held)[4]  # confident hits stay ahead
+    assert (
+        rank_of(held)[1] < rank_of(held)[4] and rank_of(held)[0] < rank_of(held)[4]
+    )  # confident hits stay ahead
     assert rank_of(held)[4] < rank_of(held)[2]  # the lift still reorders unconfident messages
     assert np.all(held <= fused) and np.array_equal(held[[0, 1]], fused[[0, 1]])
     # wider protection: everything in some channel's top 6 is confident, so nothing moves down
     s1 = fuse({k: v for k, v in channels.items() if k != "records"}, {**weights, "records": 0.0})
-    assert np.array_equal(np.argsort(-protect_confident(channels, weights, fused, top=6)), np.argsort(-fused))
-    assert protect_confident({"records": records}, {"records": 1.0}, records, top=3) is records  # no System 1 hit
+    assert np.array_equal(
+        np.argsort(-protect_confident(channels, weights, fused, top=6)), np.argsort(-fused)
+    )
+    assert (
+        protect_confident({"records": records}, {"records": 1.0}, records, top=3) is records
+    )  # no System 1 hit
     assert s1.argmax() == 0
 
 
@@ -102,13 +136,22 @@ def test_question_kind_drives_the_records_weight(store):  # noqa: F811
     assert question_kind("What books has John read?") == "aggregate"
     assert question_kind("How many games has John won?") == "aggregate"
     assert question_kind("What do both Ana and Ben like?") == "aggregate"
-    assert question_kind("Has Ngozi's cooking changed recently?") == "broad"  # a change, not a gathering
+    assert (
+        question_kind("Has Ngozi's cooking changed recently?") == "broad"
+    )  # a change, not a gathering
     assert question_kind("What did the group decide about the venue?") == "broad"
     assert question_kind("Where does Dev live?") == "focused"
-    cfg = RecallConfig(weights={"window": 1.0, "records": 0.25}, aggregate_weights={"records": 0.5, "dense": 1.0})
-    assert query_weights("What books has John read?", cfg) == ({"window": 1.0, "records": 0.5}, "aggregate")
+    cfg = RecallConfig(
+        weights={"window": 1.0, "records": 0.25}, aggregate_weights={"records": 0.5, "dense": 1.0}
+    )
+    assert query_weights("What books has John read?", cfg) == (
+        {"window": 1.0, "records": 0.5},
+        "aggregate",
+    )
     assert query_weights("Where does Dev live?", cfg)[0]["records"] == 0.25
-    off = cfg.model_copy(update={"weights": {"window": 1.0, "records": 0.0}})  # the s2 ablation stays off
+    off = cfg.model_copy(
+        update={"weights": {"window": 1.0, "records": 0.0}}
+    )  # the s2 ablation stays off
     assert query_weights("What books has John read?", off)[0]["records"] == 0.0
     emb = HashingEmbedder(64)
     view = GroupView.of(store)

@@ -1,4 +1,6 @@
-"""The query path on the in-memory store with hand-made System 2 records and the hashing embedder."""
+"""The query path on the in-memory store with hand-made System 2 records and the hashing
+embedder."""
+
 from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
@@ -28,18 +30,47 @@ LINES = [  # (session, speaker, text)
 def _msgs():
     rows = []
     for i, (sid, who, text) in enumerate(LINES):
-        rows.append(Message(msg_id=f"m{i}", group_id="g", session_id=sid, turn=i, ts=T0 + timedelta(days=i),
-                            speaker=who, text=text))
+        rows.append(
+            Message(
+                msg_id=f"m{i}",
+                group_id="g",
+                session_id=sid,
+                turn=i,
+                ts=T0 + timedelta(days=i),
+                speaker=who,
+                text=text,
+            )
+        )
     return to_table(rows, Message)
 
 
-def _record(eid, owner, source, content, from_ids, day, layer="per_speaker_core", supersedes=None,
-            superseded_by=None, invalid_day=None):
-    return KnowledgeItem(entry_id=eid, group_id="g", layer=layer, scope="GROUP" if owner == "GROUP" else "PERSON",
-                         owner=owner, source=source, content=content, from_ids=from_ids,
-                         valid_at=T0 + timedelta(days=day), first_seen=T0 + timedelta(days=day),
-                         supersedes=supersedes, superseded_by=superseded_by,
-                         invalid_at=None if invalid_day is None else T0 + timedelta(days=invalid_day))
+def _record(
+    eid,
+    owner,
+    source,
+    content,
+    from_ids,
+    day,
+    layer="per_speaker_core",
+    supersedes=None,
+    superseded_by=None,
+    invalid_day=None,
+):
+    return KnowledgeItem(
+        entry_id=eid,
+        group_id="g",
+        layer=layer,
+        scope="GROUP" if owner == "GROUP" else "PERSON",
+        owner=owner,
+        source=source,
+        content=content,
+        from_ids=from_ids,
+        valid_at=T0 + timedelta(days=day),
+        first_seen=T0 + timedelta(days=day),
+        supersedes=supersedes,
+        superseded_by=superseded_by,
+        invalid_at=None if invalid_day is None else T0 + timedelta(days=invalid_day),
+    )
 
 
 @pytest.fixture
@@ -48,10 +79,28 @@ def store():
     s.append_messages(_msgs())
     records = [
         _record("r1", "Ben", "Ben", "prefers Lisbon as the offsite city", ["m1"], 1),
-        _record("r2", "Dev", "Dev", "lives in Munich", ["m6"], 2, superseded_by="r3", invalid_day=6),
+        _record(
+            "r2", "Dev", "Dev", "lives in Munich", ["m6"], 2, superseded_by="r3", invalid_day=6
+        ),
         _record("r3", "Dev", "Dev", "lives in Vienna for a new job", ["m6"], 6, supersedes="r2"),
-        _record("r4", "GROUP", "Ana", "decided: the offsite is in Porto", ["m7"], 7, layer="group_interaction"),
-        _record("r5", "Chloe", "Ben", "Chloe finds Lisbon too loud", ["m2"], 2, layer="per_speaker_profile"),
+        _record(
+            "r4",
+            "GROUP",
+            "Ana",
+            "decided: the offsite is in Porto",
+            ["m7"],
+            7,
+            layer="group_interaction",
+        ),
+        _record(
+            "r5",
+            "Chloe",
+            "Ben",
+            "Chloe finds Lisbon too loud",
+            ["m2"],
+            2,
+            layer="per_speaker_profile",
+        ),
     ]
     s.set_records_table(to_table(records, KnowledgeItem))
     return s
@@ -65,7 +114,9 @@ def test_window_and_fusion_are_vectorised_over_sessions(store):
     base = pytest.importorskip("numpy").zeros(len(view))
     base[3] = 2.0  # last message of session s1
     w = window_scores(view, base, 0.5)
-    assert w[2] == 1.0 and w[3] == 2.0 and w[4] == 0.0  # m4 starts session s2: no leak across sessions
+    assert (
+        w[2] == 1.0 and w[3] == 2.0 and w[4] == 0.0
+    )  # m4 starts session s2: no leak across sessions
     fused = fuse({"a": base}, {"a": 1.0})
     assert fused[3] > 0 and fused[0] == 0.0  # a channel gives nothing where it saw nothing
 
@@ -74,7 +125,11 @@ def test_recall_operator_returns_a_ranked_pool(store):
     from speakerflow.ops.base import Context
     from speakerflow.ops.query_tables import candidates_table
 
-    out = candidates_table(Recall(pool=3)(pa.table({"question": ["Which hotel near the river?"]}), Context(store=store)))
+    out = candidates_table(
+        Recall(pool=3)(
+            pa.table({"question": ["Which hotel near the river?"]}), Context(store=store)
+        )
+    )
     assert out["msg_id"].to_pylist()[0] == "m5" and out.num_rows <= 3
 
 
@@ -109,7 +164,10 @@ def test_rollup_covers_every_member_with_fallback_and_empty_rows(store):
     assert set(first_rows) == {"Ana", "Ben", "Chloe", "Dev"}  # every member's best item comes first
     assert any(e.kind == "record" and e.row == "Ben" for e in r.evidence)
     assert any(e.kind == "excerpt" and e.row == "Ana" for e in r.evidence)  # verbatim fallback
-    assert all(line.split(":")[0] in {"Ana", "Ben", "Chloe", "Dev", "Ben about Chloe"} for line in r.answer.splitlines())
+    assert all(
+        line.split(":")[0] in {"Ana", "Ben", "Chloe", "Dev", "Ben about Chloe"}
+        for line in r.answer.splitlines()
+    )
 
 
 def test_empty_row_is_kept_when_nothing_exists():
@@ -170,7 +228,12 @@ def test_chat_backends_drive_project_select_and_answer(store):
         return "Ben suggested the Ribeira hotel."
 
     chat = ScriptedChat(reply)
-    r = answer_question(store, "Which hotel did Ben suggest?", QueryConfig(embedder="hashing", backend="chat"), chat=chat)
+    r = answer_question(
+        store,
+        "Which hotel did Ben suggest?",
+        QueryConfig(embedder="hashing", backend="chat"),
+        chat=chat,
+    )
     assert r.answer == "Ben suggested the Ribeira hotel." and r.model_tokens > 0
     assert r.projection.rows == ["Ben"] and len(chat.calls) == 4
     with pytest.raises(ValueError, match="chat"):
@@ -204,9 +267,14 @@ def test_answer_questions_operator_meters_and_returns_cited_ids(store):
     from speakerflow.pipelines.query_path import AnswerQuestions
 
     op = AnswerQuestions(embedder="hashing")
-    out = op(pa.table({"question": ["Which hotel near the river?", "What is the wifi password?"]}), Context(store=store))
+    out = op(
+        pa.table({"question": ["Which hotel near the river?", "What is the wifi password?"]}),
+        Context(store=store),
+    )
     rows = out.to_pylist()
-    assert rows[0]["cited_ids"][0] in {"m4", "m5"} and rows[1]["answer"].startswith("There is no information")
+    assert rows[0]["cited_ids"][0] in {"m4", "m5"} and rows[1]["answer"].startswith(
+        "There is no information"
+    )
     assert op.stats.calls == 1 and op.stats.rows_out == 2
 
 
@@ -215,8 +283,12 @@ def test_own_words_option_adds_verbatim_beside_records(store):
 
     q = "What does Ben prefer for the offsite city?"
     plain = answer_question(store, q, CFG)
-    assert not any(e.kind == "excerpt" and e.row == "Ben" for e in plain.evidence)  # records found: no fallback
-    own = answer_question(store, q, CFG.model_copy(update={"resolve": ResolveConfig(own_words_k=1)}))
+    assert not any(
+        e.kind == "excerpt" and e.row == "Ben" for e in plain.evidence
+    )  # records found: no fallback
+    own = answer_question(
+        store, q, CFG.model_copy(update={"resolve": ResolveConfig(own_words_k=1)})
+    )
     assert any(e.kind == "excerpt" and e.row == "Ben" and e.msg_ids == ["m1"] for e in own.evidence)
 
 
@@ -224,4 +296,6 @@ def test_change_question_answers_oldest_then_newest(store):
     r = answer_question(store, "How did where Dev lives change?", CFG)
     assert r.projection.tense == "full"
     assert r.answer.startswith("earlier") and "Dev: lives in Munich" in r.answer
-    assert r.answer.index("Munich") < r.answer.index("later") < r.answer.index("Dev: lives in Vienna")
+    assert (
+        r.answer.index("Munich") < r.answer.index("later") < r.answer.index("Dev: lives in Vienna")
+    )

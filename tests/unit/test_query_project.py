@@ -1,4 +1,6 @@
-"""Project: rules projection (rows, tense, scope, as-of) and a chat projection checked against the roster."""
+"""Project: rules projection (rows, tense, scope, as-of) and a chat projection checked against
+the roster."""
+
 from datetime import UTC, datetime
 
 from speakerflow.ops.backends.base import ScriptedChat
@@ -11,9 +13,16 @@ def test_rows_for_names_rollups_group_and_doubt():
     assert project_rules("Where does Dev live?", ROSTER).rows == ["Dev"]
     assert project_rules("What do Ana and Ben prefer?", ROSTER).rows == ["Ana", "Ben"]
     assert project_rules("What does each person think about the venue?", ROSTER).rows == ["ALL"]
-    assert project_rules("What did the group finally decide about the venue?", ROSTER).rows == ["GROUP"]
-    assert project_rules("Who never booked a flight?", ROSTER).rows == ["ALL"]  # empty cells, not the norm
-    assert project_rules("Did all the members agree on the budget rule?", ROSTER).rows == ["ALL", "GROUP"]
+    assert project_rules("What did the group finally decide about the venue?", ROSTER).rows == [
+        "GROUP"
+    ]
+    assert project_rules("Who never booked a flight?", ROSTER).rows == [
+        "ALL"
+    ]  # empty cells, not the norm
+    assert project_rules("Did all the members agree on the budget rule?", ROSTER).rows == [
+        "ALL",
+        "GROUP",
+    ]
     assert project_rules("Where is the offsite?", ROSTER).rows == ["ALL"]  # when in doubt
 
 
@@ -39,13 +48,17 @@ def test_issue_drops_question_words_and_names():
 
 
 def test_is_rollup_needs_rollup_words_or_two_people():
-    assert not is_rollup(project_rules("Where is the offsite?", ROSTER))  # default ALL is not a roll-up
+    assert not is_rollup(
+        project_rules("Where is the offsite?", ROSTER)
+    )  # default ALL is not a roll-up
     assert is_rollup(project_rules("What does each person prefer?", ROSTER))
     assert is_rollup(project_rules("What do Ana and Ben prefer?", ROSTER))
 
 
 def test_chat_projection_is_checked_against_the_roster():
-    chat = ScriptedChat(['{"issue": "venue", "rows": ["ben", "Zoe", "GROUP"], "tense": "sometimes"}'])
+    chat = ScriptedChat(
+        ['{"issue": "venue", "rows": ["ben", "Zoe", "GROUP"], "tense": "sometimes"}']
+    )
     op = Project(backend="chat")
     p = op.project("What did Ben and the group settle on?", ROSTER, {}, chat)
     assert p.rows == ["Ben", "GROUP"]  # case fixed, unknown name dropped

@@ -2,6 +2,7 @@
 
 Reference days used below: Friday 10 April 2026, Monday 8 May 2023, Friday 6 March 2026.
 """
+
 from datetime import UTC, date, datetime
 
 from speakerflow.ops.temporal import TimeSpan, describe, resolve, resolve_first
@@ -55,20 +56,32 @@ def test_weekdays_follow_the_tense():
     assert span("We'll decide next Tuesday.") == (date(2026, 4, 14),) * 2
     assert span("I went to the museum on Sunday.", MON) == (date(2023, 5, 7),) * 2
     assert span("I will go to the museum on Sunday.", MON) == (date(2023, 5, 14),) * 2
-    assert span("Let's decide on the city by Friday.", datetime(2026, 3, 2, 9, 33, tzinfo=UTC)) == \
-        (date(2026, 3, 6),) * 2
+    assert (
+        span("Let's decide on the city by Friday.", datetime(2026, 3, 2, 9, 33, tzinfo=UTC))
+        == (date(2026, 3, 6),) * 2
+    )
 
 
 def test_months_dates_and_ranges():
-    assert span("We need a venue for the offsite in May.", datetime(2026, 3, 2, tzinfo=UTC)) == \
-        (date(2026, 5, 1), date(2026, 5, 31))
+    assert span("We need a venue for the offsite in May.", datetime(2026, 3, 2, tzinfo=UTC)) == (
+        date(2026, 5, 1),
+        date(2026, 5, 31),
+    )
     assert span("I visited my parents in December.", MON) == (date(2022, 12, 1), date(2022, 12, 31))
     # the nearest May, though the verb is past: the race is ahead
-    assert span("I signed up for the charity run in May!", datetime(2025, 3, 17, tzinfo=UTC)) == \
-        (date(2025, 5, 1), date(2025, 5, 31))
-    assert span("the offsite will be in Porto, 12 to 14 May.", FRI_MAR) == (date(2026, 5, 12), date(2026, 5, 14))
+    assert span("I signed up for the charity run in May!", datetime(2025, 3, 17, tzinfo=UTC)) == (
+        date(2025, 5, 1),
+        date(2025, 5, 31),
+    )
+    assert span("the offsite will be in Porto, 12 to 14 May.", FRI_MAR) == (
+        date(2026, 5, 12),
+        date(2026, 5, 14),
+    )
     assert span("Book flights by the end of March.", FRI_MAR)[1] == date(2026, 3, 31)
-    assert span("Last week of August so everyone can come!", FRI_MAR) == (date(2026, 8, 25), date(2026, 8, 31))
+    assert span("Last week of August so everyone can come!", FRI_MAR) == (
+        date(2026, 8, 25),
+        date(2026, 8, 31),
+    )
     assert span("The concert was on 3 June 2022.", MON) == (date(2022, 6, 3),) * 2
     assert span("The deadline is May 20.", MON) == (date(2023, 5, 20),) * 2
 
@@ -76,7 +89,9 @@ def test_months_dates_and_ranges():
 def test_the_day_before_is_anchored_to_the_last_date_said():
     spans = resolve("The race was on 12 May 2023 and I trained hard the day before.", MON)
     assert [(s.start, s.end) for s in spans] == [(date(2023, 5, 12),) * 2, (date(2023, 5, 11),) * 2]
-    assert span("I met them the day before.", MON) == (date(2023, 5, 7),) * 2  # no anchor: the message day
+    assert (
+        span("I met them the day before.", MON) == (date(2023, 5, 7),) * 2
+    )  # no anchor: the message day
 
 
 def test_no_time_and_offsets():
@@ -84,7 +99,7 @@ def test_no_time_and_offsets():
     assert resolve("May I ask a question?", FRI) == []  # a modal verb, not the month
     text = "I booked my flight yesterday."
     s = resolve_first(text, FRI)
-    assert text[s.offset:s.offset + len(s.text)] == "yesterday"
+    assert text[s.offset : s.offset + len(s.text)] == "yesterday"
 
 
 def test_describe():
@@ -96,5 +111,11 @@ def test_describe():
     assert describe(resolve_first("12 to 14 May", FRI_MAR)) == "12-14 May 2026"
     assert "before 10 April 2026" in describe(resolve_first("a few days ago", FRI))
     assert isinstance(resolve_first("today", FRI), TimeSpan)
-    assert describe(resolve_first("last week", FRI), anchored=True) == "the week before 10 April 2026 (30 March-5 April 2026)"
-    assert describe(resolve_first("this weekend", FRI), anchored=True) == "the weekend after 10 April 2026 (11-12 April 2026)"
+    assert (
+        describe(resolve_first("last week", FRI), anchored=True)
+        == "the week before 10 April 2026 (30 March-5 April 2026)"
+    )
+    assert (
+        describe(resolve_first("this weekend", FRI), anchored=True)
+        == "the weekend after 10 April 2026 (11-12 April 2026)"
+    )

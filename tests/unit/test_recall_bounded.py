@@ -4,6 +4,7 @@ With the BM25 cap at least the number of messages, the bounded path must give th
 fused scores (bit for bit), the same pool, the same fallbacks and the same answers; with a
 small cap, only the candidates and their session neighbourhoods get scores.
 """
+
 import random
 from datetime import UTC, datetime, timedelta
 
@@ -27,9 +28,14 @@ from speakerflow.ops.resolve import _fallback
 from speakerflow.pipelines.query_path import QueryConfig, answer_question
 
 N = 3_000
-WORDS = ("lisbon porto hotel river flight train offsite budget coffee music guitar dog cat garden paint hike "
-         "camp lake book novel poem school exam job office boss salary move city flat rent bike run race "
-         "swim beach sun rain snow winter summer trip visit mother father sister brother friend party cake").split()
+WORDS = (
+    "lisbon porto hotel river flight train offsite budget coffee music guitar dog cat garden paint "
+    "hike "
+    "camp lake book novel poem school exam job office boss salary move city flat rent bike run "
+    "race "
+    "swim beach sun rain snow winter summer trip visit mother father sister brother friend party "
+    "cake"
+).split()
 PEOPLE = ("Ana", "Ben", "Caro", "Dev", "Eli", "Fay", "Gus", "Hana")
 
 
@@ -58,9 +64,15 @@ def _stream(n: int, seed: int, interleave: bool = False) -> pa.Table:
 
 
 def _questions(rng: random.Random, k: int) -> list[str]:
-    shapes = ("What did {p} say about {a} and {b}?", "When did {p} mention the {a}?", "Who talked about {a} {b}?")
-    return [rng.choice(shapes).format(p=rng.choice(PEOPLE), a=rng.choice(WORDS), b=rng.choice(WORDS))
-            for _ in range(k)]
+    shapes = (
+        "What did {p} say about {a} and {b}?",
+        "When did {p} mention the {a}?",
+        "Who talked about {a} {b}?",
+    )
+    return [
+        rng.choice(shapes).format(p=rng.choice(PEOPLE), a=rng.choice(WORDS), b=rng.choice(WORDS))
+        for _ in range(k)
+    ]
 
 
 @pytest.fixture(scope="module", params=[False, True], ids=["sessions", "interleaved"])
@@ -85,8 +97,10 @@ def test_uncapped_bounded_recall_is_the_exact_recall(big, monkeypatch):
     view = GroupView.of(s)
     cfg = RecallConfig(pool=40)
     assert not is_large(view)  # 3,000 messages: the exact path by default
-    contiguous = all(view.sessions[i] == view.sessions[i + 1] or view.sessions[i] not in view.sessions[i + 1:]
-                     for i in range(N - 1))
+    contiguous = all(
+        view.sessions[i] == view.sessions[i + 1] or view.sessions[i] not in view.sessions[i + 1 :]
+        for i in range(N - 1)
+    )
     assert session_rows(view)[2] is contiguous
     exact = [recall(view, q, cfg) for q in questions]
     _bounded(monkeypatch, N)
@@ -129,7 +143,11 @@ def test_a_small_cap_scores_only_the_candidates_neighbourhoods(big, monkeypatch)
         assert len(rows) <= 20 and np.all(scores > 0)
         res = recall(view, q, RecallConfig())
         scored = np.flatnonzero(res.fused > 0)
-        near = set(rows) | {int(r) for r in view.prev[rows] if r >= 0} | {int(r) for r in view.next[rows] if r >= 0}
+        near = (
+            set(rows)
+            | {int(r) for r in view.prev[rows] if r >= 0}
+            | {int(r) for r in view.next[rows] if r >= 0}
+        )
         in_sessions = set(order[np.isin(sessions[order], sessions[rows])].tolist())
         assert set(scored.tolist()) <= near | in_sessions
         assert set(res.pool) <= set(scored.tolist()) and len(res.pool) == min(40, len(scored))
@@ -140,7 +158,9 @@ def test_a_small_cap_scores_only_the_candidates_neighbourhoods(big, monkeypatch)
 def test_dense_and_records_channels_fuse_the_same_on_the_bounded_path(store, monkeypatch):  # noqa: F811
     view = GroupView.of(store)
     emb = HashingEmbedder(64)
-    cfg = RecallConfig(weights={"window": 1.0, "session": 0.75, "dense": 0.5, "dense_window": 0.5, "records": 0.25})
+    cfg = RecallConfig(
+        weights={"window": 1.0, "session": 0.75, "dense": 0.5, "dense_window": 0.5, "records": 0.25}
+    )
     warm_message_embeddings(store, emb, cfg)
     questions = ["hotel near the river", "Where does Dev live?", "offsite city"]
     exact = [recall(view, q, cfg, emb) for q in questions]
@@ -178,6 +198,8 @@ def test_hits_are_read_by_key_and_an_index_without_keys_still_answers(big, tmp_p
     builder.add_date_field("ts", indexed=True, fast=True)
     tantivy.Index(builder.build(), path=str(tmp_path), reuse=True)
     old = TantivyIndex(tmp_path)
-    old.add_columns({"doc_id": ["a", "b"], "kind": ["message"] * 2, "text": ["river hotel", "cheap flights"]})
+    old.add_columns(
+        {"doc_id": ["a", "b"], "kind": ["message"] * 2, "text": ["river hotel", "cheap flights"]}
+    )
     assert not old.keyed and old.search_keys("hotel") is None
     assert [h.doc_id for h in TantivyIndex(tmp_path, writable=False).search("hotel")] == ["a"]

@@ -1,5 +1,6 @@
 """RecordBuffer flushes at session ends, so a Writer run resumed after a crash starts at a
 session start and cuts the same segments (the same record ids) as an uninterrupted run."""
+
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
@@ -14,8 +15,19 @@ from speakerflow.schemas import MESSAGE_SCHEMA
 def _store(sessions: dict[str, int]) -> GroupStore:
     store = GroupStore("/unused", "team", in_memory=True)
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    rows = [{"msg_id": f"{s}-{i}", "group_id": "team", "session_id": s, "turn": i, "ts": t0 + timedelta(minutes=i),
-             "speaker": "Ana", "text": f"message {i}"} for s, n in sessions.items() for i in range(n)]
+    rows = [
+        {
+            "msg_id": f"{s}-{i}",
+            "group_id": "team",
+            "session_id": s,
+            "turn": i,
+            "ts": t0 + timedelta(minutes=i),
+            "speaker": "Ana",
+            "text": f"message {i}",
+        }
+        for s, n in sessions.items()
+        for i in range(n)
+    ]
     store.append_messages(pa.Table.from_pylist(rows, schema=MESSAGE_SCHEMA))
     return store
 

@@ -1,5 +1,6 @@
 """The column-wise Segmenter gives exactly what the row-at-a-time version gave (kept here as
 the reference): segment ids and write order, with ties, interleaved sessions and chunked input."""
+
 import random
 from datetime import UTC, datetime, timedelta
 
@@ -33,10 +34,12 @@ def _order_rows(table, ids):
 
 def _table(rng, n, chunks):
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    rows = {"msg_id": [f"m{i}" for i in range(n)],
-            "session_id": [rng.choice(["s1", "s2", "s10", "sé", "a"]) for _ in range(n)],
-            "turn": [rng.randint(0, 5) for _ in range(n)],  # repeated turns: ties
-            "ts": [t0 + timedelta(minutes=rng.randint(0, 30)) for _ in range(n)]}
+    rows = {
+        "msg_id": [f"m{i}" for i in range(n)],
+        "session_id": [rng.choice(["s1", "s2", "s10", "sé", "a"]) for _ in range(n)],
+        "turn": [rng.randint(0, 5) for _ in range(n)],  # repeated turns: ties
+        "ts": [t0 + timedelta(minutes=rng.randint(0, 30)) for _ in range(n)],
+    }
     table = pa.table(rows)
     cut = sorted(rng.sample(range(1, n), chunks - 1)) if chunks > 1 and n > chunks else []
     parts = [table.slice(a, b - a) for a, b in zip([0, *cut], [*cut, n], strict=True)]

@@ -1,4 +1,5 @@
 """SFT pairs from teacher files and from our own Writer, split by whole network."""
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,9 @@ def test_teacher_pairs_show_teacher_heads_and_target_actions(tmp_path):
     assert [p["position"] for p in pairs] == [0, 1]
     first, second = pairs
     assert first["prompt"][0]["role"] == "system" and first["completion"][0]["role"] == "assistant"
-    assert json.loads(first["completion"][0]["content"])["actions"][0]["content"] == "Lives in Vienna"
+    assert (
+        json.loads(first["completion"][0]["content"])["actions"][0]["content"] == "Lives in Vienna"
+    )
     # the second prompt lists the teacher's head x1, which the target UPDATE names
     assert "x1 [per_speaker_core|Ana by Ana" in second["prompt"][1]["content"]
     assert json.loads(second["completion"][0]["content"])["actions"][0]["entry_id"] == "x1"
@@ -33,7 +36,9 @@ def test_reference_states_replay_the_teacher(tmp_path):
     [net] = load_networks(_network(tmp_path))
     refs = net.reference_states()
     assert [h["content"] for h in refs[0].heads()] == ["Lives in Vienna"]
-    assert [h["content"] for h in refs[1].heads()] == ["Lives in Graz"] and refs[1].edges == [("x1", "x2")]
+    assert [h["content"] for h in refs[1].heads()] == ["Lives in Graz"] and refs[1].edges == [
+        ("x1", "x2")
+    ]
 
 
 class EchoWriter:
@@ -43,20 +48,44 @@ class EchoWriter:
 
     def propose(self, segment):
         m = segment.messages[0]
-        act = {"action": "ADD", "owner": m["speaker"], "source": m["speaker"], "layer": "per_speaker_core",
-               "utype": "fact", "content": m["text"]}
+        act = {
+            "action": "ADD",
+            "owner": m["speaker"],
+            "source": m["speaker"],
+            "layer": "per_speaker_core",
+            "utype": "fact",
+            "content": m["text"],
+        }
         return WriterOutput(actions=[act, act])
 
 
 def test_backend_as_teacher_keeps_only_valid_novel_actions(tmp_path):
     pairs = build_sft_dataset(_network(tmp_path), backend=EchoWriter())
     targets = [json.loads(p["completion"][0]["content"])["actions"] for p in pairs]
-    assert targets == [[{"action": "ADD", "owner": "Ana", "source": "Ana", "layer": "per_speaker_core",
-                         "utype": "fact", "content": "I live in Vienna."}],
-                       [{"action": "ADD", "owner": "Ana", "source": "Ana", "layer": "per_speaker_core",
-                         "utype": "fact", "content": "I moved to Graz."}]]
+    assert targets == [
+        [
+            {
+                "action": "ADD",
+                "owner": "Ana",
+                "source": "Ana",
+                "layer": "per_speaker_core",
+                "utype": "fact",
+                "content": "I live in Vienna.",
+            }
+        ],
+        [
+            {
+                "action": "ADD",
+                "owner": "Ana",
+                "source": "Ana",
+                "layer": "per_speaker_core",
+                "utype": "fact",
+                "content": "I moved to Graz.",
+            }
+        ],
+    ]
     assert all(p["teacher"] == "echo" for p in pairs)
-    assert "I live in Vienna." in pairs[1]["prompt"][1]["content"]    # its own earlier write
+    assert "I live in Vienna." in pairs[1]["prompt"][1]["content"]  # its own earlier write
 
 
 def test_split_by_network_never_shares_a_network(tmp_path):
@@ -90,7 +119,7 @@ def test_teacher_in_another_language_is_refused(tmp_path):
 
     data = _network(tmp_path)
     [net] = load_networks(data)
-    assert teacher_overlap(net) == pytest.approx(4 / 6)      # in, vienna / in, graz of 6 tokens
+    assert teacher_overlap(net) == pytest.approx(4 / 6)  # in, vienna / in, graz of 6 tokens
     path = tmp_path / "teacher" / "grp_t01.json"
     teacher = json.loads(path.read_text())
     teacher["transitions"][0]["actions"][0]["content"] = "Vive a Vienna"
@@ -108,7 +137,10 @@ def test_shared_teachers_written_in_another_language_are_flagged():
 
     nets = load_networks(shared("socialmem", "training"))
     _, refused = trusted(nets, 0.5)
-    assert sorted(refused) == ["grp_8b9c0d1e", "grp_9c0d1e2f"]   # Polish / Italian records of English chats
+    assert sorted(refused) == [
+        "grp_8b9c0d1e",
+        "grp_9c0d1e2f",
+    ]  # Polish / Italian records of English chats
 
 
 @pytest.mark.data
@@ -120,7 +152,7 @@ def test_cli_split_holds_out_the_same_networks_for_pairs_and_networks():
 
     folder = shared("socialmem", "training")
     args = argparse.Namespace(data=str(folder), teacher=None, heldout_fraction=0.2, seed=0)
-    pairs = build_sft_dataset(folder, min_teacher_overlap=0.5)             # refused teachers dropped
+    pairs = build_sft_dataset(folder, min_teacher_overlap=0.5)  # refused teachers dropped
     nets, _ = trusted(load_networks(folder), 0.5)
     held_pairs = {p["network_id"] for p in _split(args, pairs)[1]}
     held_nets = {n.network_id for n in _split(args, nets)[1]}

@@ -1,4 +1,5 @@
 """SpeakerLevenshtein on hand-computed cases (SpeakerMem-R1 appendix E)."""
+
 from __future__ import annotations
 
 import pytest
@@ -30,8 +31,10 @@ def test_soft_match_by_hand():
 
 
 def test_perfect_match_is_one():
-    state = [rec("likes the Lisbon option"), rec("team goes to Porto", owner="GROUP",
-                                                  source="Ana", layer="group_interaction")]
+    state = [
+        rec("likes the Lisbon option"),
+        rec("team goes to Porto", owner="GROUP", source="Ana", layer="group_interaction"),
+    ]
     score = score_states(state, [dict(r) for r in state])
     assert score.f == 1.0 and score.phi == 1.0
     assert score.by_kind["person"].f == 1.0 and score.by_kind["GROUP"].f == 1.0
@@ -77,9 +80,9 @@ def test_omissions_and_over_writing_lower_f():
     ref = [rec("lives in Vienna"), rec("works as a nurse")]
     assert score_states(ref, ref).f == 1.0
     omitted = score_states(ref[:1], ref)
-    assert omitted.f == pytest.approx(2 / 3)          # 2 * 1 / (1 + 2)
+    assert omitted.f == pytest.approx(2 / 3)  # 2 * 1 / (1 + 2)
     over = score_states(ref + [rec("owns a red bicycle")], ref)
-    assert over.f == pytest.approx(4 / 5)             # 2 * 2 / (3 + 2)
+    assert over.f == pytest.approx(4 / 5)  # 2 * 2 / (3 + 2)
 
 
 def test_phi_weights_macro_and_worst_owner():
@@ -90,9 +93,11 @@ def test_phi_weights_macro_and_worst_owner():
 
 
 def test_bucket_kinds_person_group_cross():
-    ref = [rec("is always late", owner="Ben", source="Ana", layer="per_speaker_profile"),
-           rec("we go to Porto", owner="GROUP", source="Ana", layer="group_interaction"),
-           rec("lives in Vienna")]
+    ref = [
+        rec("is always late", owner="Ben", source="Ana", layer="per_speaker_profile"),
+        rec("we go to Porto", owner="GROUP", source="Ana", layer="group_interaction"),
+        rec("lives in Vienna"),
+    ]
     pred = [ref[1], ref[2]]
     score = score_states(pred, ref)
     assert score.by_kind["cross-person"].f == 0.0 and score.by_kind["cross-person"].n_ref == 1
@@ -111,7 +116,9 @@ def test_chain_f_halves_and_coordinates():
     other = rec("zzz qqq")
     half = score_chains([(old, other)], [(old, new)])
     assert half.f == pytest.approx(0.5 + 0.5 * soft_match("zzz qqq", "review moved to Thursday"))
-    wrong_layer = (rec("review on Friday", layer="per_speaker_profile"),
-                   rec("review moved to Thursday", layer="per_speaker_profile"))
+    wrong_layer = (
+        rec("review on Friday", layer="per_speaker_profile"),
+        rec("review moved to Thursday", layer="per_speaker_profile"),
+    )
     assert score_chains([wrong_layer], [(old, new)]).f == 0.0
     assert score_chains([], []).f == 1.0 and score_chains([(old, new)], []).f == 0.0

@@ -1,4 +1,5 @@
 """Replaying teacher transitions rebuilds the teacher's final state."""
+
 from __future__ import annotations
 
 import json
@@ -11,9 +12,23 @@ from tests.conftest import shared
 
 def test_apply_update_keeps_old_entry_and_copies_coordinates():
     s = WriterState(roster=("Ana",))
-    s.apply([{"action": "ADD", "owner": "Ana", "source": "Ana", "layer": "per_speaker_core",
-              "utype": "fact", "content": "lives in Vienna"}], position=0, ids=["a"])
-    s.apply([{"action": "UPDATE", "entry_id": "a", "content": "lives in Graz"}], position=1, ids=["b"])
+    s.apply(
+        [
+            {
+                "action": "ADD",
+                "owner": "Ana",
+                "source": "Ana",
+                "layer": "per_speaker_core",
+                "utype": "fact",
+                "content": "lives in Vienna",
+            }
+        ],
+        position=0,
+        ids=["a"],
+    )
+    s.apply(
+        [{"action": "UPDATE", "entry_id": "a", "content": "lives in Graz"}], position=1, ids=["b"]
+    )
     assert [h["entry_id"] for h in s.heads()] == ["b"]
     assert s.entries["a"]["superseded_by"] == "b" and s.edges == [("a", "b")]
     assert s.entries["b"]["owner"] == "Ana" and s.entries["b"]["layer"] == "per_speaker_core"
@@ -31,5 +46,7 @@ def test_replay_matches_every_teacher_final_state():
         states = replay_teacher(teacher)
         assert len(states) == len(teacher["transitions"])
         final = WriterState.from_final_state(teacher["final_state"])
-        assert {h["entry_id"] for h in states[-1].heads()} == {h["entry_id"] for h in final.heads()}, path
+        assert {h["entry_id"] for h in states[-1].heads()} == {
+            h["entry_id"] for h in final.heads()
+        }, path
         assert set(states[-1].edges) == set(final.edges), path

@@ -1,4 +1,5 @@
 """People Detect/Canonicalize and segmentation."""
+
 from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
@@ -13,7 +14,7 @@ pytestmark = pytest.mark.timeout(30)
 def test_resolve_names_handles_possessives_first_names_and_case():
     r = PersonResolver(["Ana Ruiz", "Ben", "Chloe"])
     assert r.resolve("ana ruiz") == "Ana Ruiz"
-    assert r.resolve("@ANA") == "Ana Ruiz"          # first name of a full name, handle, case
+    assert r.resolve("@ANA") == "Ana Ruiz"  # first name of a full name, handle, case
     assert r.resolve("Ben's") == "Ben" and r.resolve("Chloe\u2019s") == "Chloe"
     assert r.resolve("anaruiz") == "Ana Ruiz"
     assert r.resolve("Zoe") is None and r.resolve("") is None
@@ -48,8 +49,17 @@ def _messages(n_by_session):
     rows, t0 = [], datetime(2026, 1, 1, tzinfo=UTC)
     for s, n in n_by_session.items():
         for i in range(n):
-            rows.append({"msg_id": f"{s}-{i}", "session_id": s, "turn": i, "ts": t0 + timedelta(minutes=len(rows)),
-                         "speaker": "Ana", "text": f"message {i}", "reply_to": None})
+            rows.append(
+                {
+                    "msg_id": f"{s}-{i}",
+                    "session_id": s,
+                    "turn": i,
+                    "ts": t0 + timedelta(minutes=len(rows)),
+                    "speaker": "Ana",
+                    "text": f"message {i}",
+                    "reply_to": None,
+                }
+            )
     return pa.Table.from_pylist(rows)
 
 

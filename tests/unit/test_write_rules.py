@@ -1,4 +1,5 @@
 """The rules Writer on the bundled sample (in-memory store): layers, owners, chains, idempotence."""
+
 import pytest
 
 from speakerflow.graphs import GroupStore
@@ -26,7 +27,10 @@ def _chain_with(store, owner, *needles):
         text = " | ".join(r["content"] for r in chain)
         if len(chain) > 1 and all(n in text for n in needles):
             return chain
-    raise AssertionError(f"no chain of {owner} containing {needles}: {[[r['content'] for r in c] for c in chains(store, owner)]}")
+    raise AssertionError(
+        f"no chain of {owner} containing {needles}: "
+        f"{[[r['content'] for r in c] for c in chains(store, owner)]}"
+    )
 
 
 def test_sample_chains_residence_budget_and_stance(sample):
@@ -45,13 +49,27 @@ def test_sample_chains_residence_budget_and_stance(sample):
 def test_sample_owner_source_and_layers(sample):
     store, report = sample
     recs = all_records(store)
-    assert set(report.records_by_layer) == {"per_speaker_core", "per_speaker_profile", "group_interaction", "group_insight"}
+    assert set(report.records_by_layer) == {
+        "per_speaker_core",
+        "per_speaker_profile",
+        "group_interaction",
+        "group_insight",
+    }
     settled = next(r for r in recs if "settled" in r["content"])
-    assert (settled["owner"], settled["source"], settled["layer"], settled["utype"]) == ("GROUP", "Ana", "group_interaction", "decision")
+    assert (settled["owner"], settled["source"], settled["layer"], settled["utype"]) == (
+        "GROUP",
+        "Ana",
+        "group_interaction",
+        "decision",
+    )
     norm = next(r for r in recs if "book their own flights" in r["content"])
     assert (norm["owner"], norm["layer"]) == ("GROUP", "group_insight")
     organised = next(r for r in recs if "organised" in r["content"])
-    assert (organised["owner"], organised["source"], organised["layer"]) == ("Chloe", "Dev", "per_speaker_profile")
+    assert (organised["owner"], organised["source"], organised["layer"]) == (
+        "Chloe",
+        "Dev",
+        "per_speaker_profile",
+    )
     vegetarian = next(r for r in recs if "vegetarian" in r["content"] and r["owner"] == "Dev")
     # third person, without repeating the owner as subject (the owner field says who)
     assert vegetarian["source"] == "Dev" and vegetarian["content"].startswith("is vegetarian")
@@ -83,10 +101,29 @@ def test_rerun_writes_nothing_and_provenance_is_exact(sample):
 
 
 def test_answer_to_a_question_keeps_the_question():
-    seg = Segment("s#0", "g", ("Ben", "Chloe"), (
-        {"msg_id": "a", "speaker": "Ben", "text": "Chloe, you still run every morning?", "ts": 1, "turn": 0, "session_id": "s"},
-        {"msg_id": "b", "speaker": "Chloe", "text": "Every morning, 5k before work.", "ts": 2, "turn": 1, "session_id": "s"},
-    ))
+    seg = Segment(
+        "s#0",
+        "g",
+        ("Ben", "Chloe"),
+        (
+            {
+                "msg_id": "a",
+                "speaker": "Ben",
+                "text": "Chloe, you still run every morning?",
+                "ts": 1,
+                "turn": 0,
+                "session_id": "s",
+            },
+            {
+                "msg_id": "b",
+                "speaker": "Chloe",
+                "text": "Every morning, 5k before work.",
+                "ts": 2,
+                "turn": 1,
+                "session_id": "s",
+            },
+        ),
+    )
     [act] = RulesWriter().propose(seg).actions
     # it cites the question too: the record says what was asked (and Validate checks content
     # against the cited messages)

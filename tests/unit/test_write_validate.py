@@ -1,4 +1,5 @@
 """Every Validate rule, driven through the real ChatWriter by a ScriptedChat backend."""
+
 import json
 from datetime import UTC, datetime, timedelta
 
@@ -24,9 +25,18 @@ def _store(*texts):
 
 def _append(store, session, texts):
     n = store.messages().num_rows
-    rows = [{"msg_id": f"{session}-m{i}", "group_id": "team", "session_id": session, "turn": i,
-             "ts": T0 + timedelta(days=n, minutes=i), "speaker": speaker, "text": text}
-            for i, (speaker, text) in enumerate(texts)]
+    rows = [
+        {
+            "msg_id": f"{session}-m{i}",
+            "group_id": "team",
+            "session_id": session,
+            "turn": i,
+            "ts": T0 + timedelta(days=n, minutes=i),
+            "speaker": speaker,
+            "text": text,
+        }
+        for i, (speaker, text) in enumerate(texts)
+    ]
     store.append_messages(pa.Table.from_pylist(rows, schema=MESSAGE_SCHEMA))
 
 
@@ -35,7 +45,15 @@ def _reply(*actions):
 
 
 def _add(content, owner="Ana", source="Ana", layer="per_speaker_core", **kw):
-    return {"action": "ADD", "owner": owner, "source": source, "layer": layer, "utype": "fact", "content": content, **kw}
+    return {
+        "action": "ADD",
+        "owner": owner,
+        "source": source,
+        "layer": layer,
+        "utype": "fact",
+        "content": content,
+        **kw,
+    }
 
 
 def _reasons(report):
@@ -43,19 +61,36 @@ def _reasons(report):
 
 
 def test_each_validate_rule_on_one_batch():
-    store = _store(("Ana", "I live in Rome."), ("Ben", "Ana is a great cook."), ("Ana", "Let's meet on Friday."))
+    store = _store(
+        ("Ana", "I live in Rome."),
+        ("Ben", "Ana is a great cook."),
+        ("Ana", "Let's meet on Friday."),
+    )
     actions = [
-        _add("Ana lives in Rome", from_ids=["s1-m0"]),                                      # 0 accepted
-        _add("x", layer="per_speaker_mood"),                                                # 1 unknown layer
-        _add("Zed cooks", owner="Zed"),                                                     # 2 owner outside roster
-        _add("Ana cooks", source="GROUP"),                                                  # 3 source not a person
-        {"action": "UPDATE", "entry_id": "no-such-id", "owner": "ana", "source": "@Ben",   # 4 -> ADD (names canonicalised)
-         "layer": "per_speaker_profile", "content": "Ana is a great cook", "from_ids": ["s1-m1"]},
-        {"action": "UPDATE", "entry_id": "missing-too", "content": "something new"},        # 5 missing id, cannot ADD
-        _add("Ana lives in Rome", from_ids=["s1-m0"]),                                      # 6 duplicate of 0
-        _add("Ana likes Paris", from_ids=["elsewhere-1"]),                                  # 7 cites another segment
-        {"action": "NOOP"},                                                                 # 8 over the limit (8 max)
-        _add("The group meets on Friday", owner="GROUP", source="Ana", layer="group_interaction"),  # 9 over the limit
+        _add("Ana lives in Rome", from_ids=["s1-m0"]),  # 0 accepted
+        _add("x", layer="per_speaker_mood"),  # 1 unknown layer
+        _add("Zed cooks", owner="Zed"),  # 2 owner outside roster
+        _add("Ana cooks", source="GROUP"),  # 3 source not a person
+        {
+            "action": "UPDATE",
+            "entry_id": "no-such-id",
+            "owner": "ana",
+            "source": "@Ben",  # 4 -> ADD (names canonicalised)
+            "layer": "per_speaker_profile",
+            "content": "Ana is a great cook",
+            "from_ids": ["s1-m1"],
+        },
+        {
+            "action": "UPDATE",
+            "entry_id": "missing-too",
+            "content": "something new",
+        },  # 5 missing id, cannot ADD
+        _add("Ana lives in Rome", from_ids=["s1-m0"]),  # 6 duplicate of 0
+        _add("Ana likes Paris", from_ids=["elsewhere-1"]),  # 7 cites another segment
+        {"action": "NOOP"},  # 8 over the limit (8 max)
+        _add(
+            "The group meets on Friday", owner="GROUP", source="Ana", layer="group_interaction"
+        ),  # 9 over the limit
     ]
     report = write_group(store, ChatWriter(ScriptedChat([_reply(*actions)])), progress=False)
     reasons = _reasons(report)
@@ -70,33 +105,59 @@ def test_each_validate_rule_on_one_batch():
     recs = {r["content"]: r for r in all_records(store)}
     assert set(recs) == {"Ana lives in Rome", "Ana is a great cook"}
     cook = recs["Ana is a great cook"]  # the UPDATE of a missing id became an ADD
-    assert (cook["owner"], cook["source"], cook["layer"], cook["supersedes"]) == ("Ana", "Ben", "per_speaker_profile", None)
-    assert report.stats["validate"]["update_to_add"] == 2 and report.stats["validate"]["truncated"] == 2
+    assert (cook["owner"], cook["source"], cook["layer"], cook["supersedes"]) == (
+        "Ana",
+        "Ben",
+        "per_speaker_profile",
+        None,
+    )
+    assert (
+        report.stats["validate"]["update_to_add"] == 2
+        and report.stats["validate"]["truncated"] == 2
+    )
     # every reject keeps the proposal it refused
     assert all(json.loads(r["payload"]) in actions for r in report.rejects)
 
 
 def test_update_chains_noop_update_and_layer_owner_rules():
     store = _store(("Ana", "I live in Rome."))
-    write_group(store, ChatWriter(ScriptedChat([_reply(_add("Ana lives in Rome"))])), progress=False)
+    write_group(
+        store, ChatWriter(ScriptedChat([_reply(_add("Ana lives in Rome"))])), progress=False
+    )
     [head] = heads(store)
     assert head["from_ids"] == ["s1-m0"]  # provenance filled by code when none is cited
     _append(store, "s2", [("Ana", "I moved to Milan."), ("Ben", "Ana moved, nice.")])
     reply = _reply(
-        {"action": "UPDATE", "entry_id": head["entry_id"], "content": "ana lives in ROME"},   # no change -> NOOP
-        {"action": "UPDATE", "entry_id": head["entry_id"], "content": "Ana lives in Milan", "from_ids": ["s2-m0"]},
-        _add("Ana decides", owner="Ana", layer="group_interaction"),                          # group layer, person owner
-        _add("The group moved", owner="GROUP", layer="per_speaker_core"),                     # person layer, GROUP owner
-        _add("Ana lives in Milan", layer="per_speaker_core"),                                 # duplicates the UPDATE
-        {"action": "MERGE", "entry_id": head["entry_id"]},                                   # unknown action
-        ["not", "an", "object"],                                                              # wrong shape
+        {
+            "action": "UPDATE",
+            "entry_id": head["entry_id"],
+            "content": "ana lives in ROME",
+        },  # no change -> NOOP
+        {
+            "action": "UPDATE",
+            "entry_id": head["entry_id"],
+            "content": "Ana lives in Milan",
+            "from_ids": ["s2-m0"],
+        },
+        _add("Ana decides", owner="Ana", layer="group_interaction"),  # group layer, person owner
+        _add(
+            "The group moved", owner="GROUP", layer="per_speaker_core"
+        ),  # person layer, GROUP owner
+        _add("Ana lives in Milan", layer="per_speaker_core"),  # duplicates the UPDATE
+        {"action": "MERGE", "entry_id": head["entry_id"]},  # unknown action
+        ["not", "an", "object"],  # wrong shape
     )
     report = write_group(store, ChatWriter(ScriptedChat([reply])), progress=False)
     assert report.noops == 1 and report.updates == 1
     reasons = _reasons(report)
     assert sum(r.startswith("owner: layer") for r in reasons) == 2
-    assert any(r.startswith("action:") for r in reasons) and any(r.startswith("shape:") for r in reasons)
-    assert any(r.startswith("duplicate of an earlier action") for r in reasons) and report.rejected == 5
+    assert any(r.startswith("action:") for r in reasons) and any(
+        r.startswith("shape:") for r in reasons
+    )
+    assert (
+        any(r.startswith("duplicate of an earlier action") for r in reasons)
+        and report.rejected == 5
+    )
     old = next(r for r in all_records(store) if r["entry_id"] == head["entry_id"])
     [new] = [r for r in heads(store) if r["supersedes"] == head["entry_id"]]
     assert old["superseded_by"] == new["entry_id"] and old["invalid_at"] == new["valid_at"]
@@ -111,16 +172,39 @@ def test_validate_operator_alone_keeps_a_reject_table():
     from speakerflow.ops.writer.base import Segment
     from speakerflow.ops.writer.operator import PROPOSAL_SCHEMA
 
-    seg = Segment("s#0", "team", ("Ana",), ({"msg_id": "m1", "speaker": "Ana", "text": "I love tea", "ts": T0,
-                                              "session_id": "s", "turn": 0},))
+    seg = Segment(
+        "s#0",
+        "team",
+        ("Ana",),
+        (
+            {
+                "msg_id": "m1",
+                "speaker": "Ana",
+                "text": "I love tea",
+                "ts": T0,
+                "session_id": "s",
+                "turn": 0,
+            },
+        ),
+    )
     ctx = Context(state={"segments": {"s#0": seg}})
-    proposals = pa.Table.from_pylist([
-        {"segment_id": "s#0", "position": 0, "payload": json.dumps(_add("loves tea")), "parse_error": None},
-        {"segment_id": "s#0", "position": 1, "payload": "{not json", "parse_error": None},
-    ], schema=PROPOSAL_SCHEMA)
+    proposals = pa.Table.from_pylist(
+        [
+            {
+                "segment_id": "s#0",
+                "position": 0,
+                "payload": json.dumps(_add("loves tea")),
+                "parse_error": None,
+            },
+            {"segment_id": "s#0", "position": 1, "payload": "{not json", "parse_error": None},
+        ],
+        schema=PROPOSAL_SCHEMA,
+    )
     op = Validate()
     accepted = op(proposals, ctx)
-    assert accepted["content"].to_pylist() == ["loves tea"] and accepted["from_ids"].to_pylist() == [["m1"]]
+    assert accepted["content"].to_pylist() == ["loves tea"] and accepted[
+        "from_ids"
+    ].to_pylist() == [["m1"]]
     table = ctx.state["reject_table"]
     assert table.schema == REJECT_SCHEMA and table["reason"][0].as_py().startswith("parse error")
     assert op.stats.rejects == 1 and op.stats.rows_out == 1
@@ -128,7 +212,11 @@ def test_validate_operator_alone_keeps_a_reject_table():
 
 def test_bad_json_is_one_reject_and_writes_nothing():
     store = _store(("Ana", "hello"), ("Ben", "hi"))
-    report = write_group(store, ChatWriter(ScriptedChat(["I think the memory should be {actions: ["])), progress=False)
+    report = write_group(
+        store,
+        ChatWriter(ScriptedChat(["I think the memory should be {actions: ["])),
+        progress=False,
+    )
     assert report.rejected == 1 and report.accepted == 0
     assert report.rejects[0]["reason"].startswith("parse error")
     assert report.model_calls == 1 and report.tokens > 0
