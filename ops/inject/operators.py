@@ -32,16 +32,14 @@ from typing import Any
 import pyarrow as pa
 
 from speakerflow.graphs.facts import FactItem
-from speakerflow.graphs.text_index import query_terms
 
 from ..base import Context, Operator, OperatorConfig, put_columns
-from ..decay import effective_confidence, time_decay
 from ..detect import Detection
 from ..group_state import knowledge_of
 from ..registry import register
 from .compress import ContextLine, compress
 from .fuse import fuse, header
-from .pipeline import ACTION_INTENTS, OWNER_CONSTRAINTS, InjectConfig, PassiveInjector
+from .pipeline import InjectConfig, PassiveInjector
 from .topb import top_b
 
 STATE_KEY = "inject"
@@ -239,8 +237,7 @@ class Score(Operator):
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         run = inject_run(ctx)
         inj = run.injector
-        gov, util, cfg, facts = inj.governance, inj.utility, inj.config, inj.facts
-        min_u = util.config.min_utility
+        gov = inj.governance
         refused_before = dict(gov.refused)
         by_event: dict[int, list[int]] = {}
         for ev, pos in zip(table["event"].to_pylist(), table["pos"].to_pylist(), strict=True):
@@ -249,59 +246,12 @@ class Score(Operator):
         for ev, positions in by_event.items():
             req = run.requests[ev]
             det, user, now = req.det, req.user, req.now
-            mentioned = set(req.ents + ([f"person:{user}"] if user else []))
-            words = frozenset(query_terms(req.text))
-            aspects = set(det.aspects)
-            if user and det.intent in ACTION_INTENTS:
-                aspects |= OWNER_CONSTRAINTS
-            focus = (
-                frozenset(req.ents)
-                if not getattr(det, "cued", True) and not det.aspects
-                else frozenset()
-            )
-            regimes: dict[str, str | None] = {}
-            scored: list[tuple[float, int]] = []
-            for pos in positions:
-                k = req.pool[pos]
-                reg = None
-                if k.regime_tag:
-                    reg = (
-                        regimes[k.subject_id]
-                        if k.subject_id in regimes
-                        else regimes.setdefault(k.subject_id, facts.regime(k.subject_id, now))
-                    )
-                fresh = time_decay(k, now)
-                if cfg.govern:
-                    if not gov.allow(
-                        effective_confidence(k, now, reg, fresh=fresh),
-                        k.maturity,
-                        k.scope,
-                        det.risk,
-                        user,
-                    ):
-                        continue
-                elif k.scope not in gov.overlay(user):
-                    continue
-                own = (
-                    k.relation in OWNER_CONSTRAINTS
-                    and user
-                    and k.subject_id == f"person:{user}"
-                    and det.intent in ACTION_INTENTS
+            scored = [
+                (u, positions[i])
+                for u, i in inj.score(
+                    [req.pool[p] for p in positions], req.text, det, req.ents, user, now
                 )
-                u = util.score(
-                    k,
-                    mentioned,
-                    aspects if own else det.aspects,
-                    det.intent,
-                    now,
-                    reg,
-                    words,
-                    fresh,
-                    focus,
-                )
-                if u >= min_u:
-                    scored.append((u, pos))
-            scored.sort(key=lambda p: -p[0])
+            ]
             req.counts["admitted"] = len(scored)
             rows += [
                 {"event": ev, "pos": pos, "edge_id": req.pool[pos].edge_id, "utility": u}

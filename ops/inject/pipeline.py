@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -224,7 +225,36 @@ class PassiveInjector:
             firsthand = {k.slot for k in pool if k.trust_tier < 3}
             pool = [k for k in pool if k.trust_tier < 3 or k.slot not in firsthand]
         counts["valid"] = len(pool)
-        mentioned = set(seeds)
+        scored = [(u, pool[i]) for u, i in self.score(pool, text, det, ents, user, now)]
+        counts["admitted"] = len(scored)
+        market = {e: r for e in ents if (r := facts.regime(e, now))}
+        lines = fuse(
+            header(user, det.intent, det.risk, ents, market),
+            list(state),
+            compress(scored, self.facts.entities, limit=cfg.max_items + 4),
+            cfg.budget,
+            cfg.max_items,
+        )
+        if cfg.record_use:
+            self._record_use(lines)
+        tokens = sum(ln.tokens for ln in lines)
+        counts["injected"] = sum(1 for ln in lines if ln.kind == "knowledge")
+        return WorkingContext(lines, tokens, det, ents, counts, time.perf_counter() - t0)
+
+    def score(
+        self,
+        pool: Sequence[Any],
+        text: str,
+        det: Detection,
+        ents: list[str],
+        user: str | None,
+        now: datetime,
+    ) -> list[tuple[float, int]]:
+        """Governance Allow, then the utility s_t of each item of ``pool`` for the request
+        ``text`` (read as ``det``, naming ``ents``) by ``user`` at ``now``: ``(u, index)`` of the
+        items at or above ``min_utility``, best first (ties in pool order)."""
+        cfg, facts = self.config, self.facts
+        mentioned = set(ents + ([f"person:{user}"] if user else []))
         words = frozenset(query_terms(text))
         aspects = set(det.aspects)
         if user and det.intent in ACTION_INTENTS:
@@ -233,11 +263,11 @@ class PassiveInjector:
         focus = (
             frozenset(ents) if not getattr(det, "cued", True) and not det.aspects else frozenset()
         )
-        scored = []
+        scored: list[tuple[float, int]] = []
         gov, util = self.governance, self.utility
         min_u = util.config.min_utility
         regimes: dict[str, str | None] = {}
-        for k in pool:
+        for i, k in enumerate(pool):
             # the current regime (first-hand, as of now) matters only for items that carry a regime
             # tag
             reg = None
@@ -259,32 +289,27 @@ class PassiveInjector:
                     continue
             elif k.scope not in gov.overlay(user):
                 continue
-            if (
+            own = (
                 k.relation in OWNER_CONSTRAINTS
                 and user
                 and k.subject_id == f"person:{user}"
                 and det.intent in ACTION_INTENTS
-            ):
-                u = util.score(k, mentioned, aspects, det.intent, now, reg, words, fresh, focus)
-            else:
-                u = util.score(k, mentioned, det.aspects, det.intent, now, reg, words, fresh, focus)
+            )
+            u = util.score(
+                k,
+                mentioned,
+                aspects if own else det.aspects,
+                det.intent,
+                now,
+                reg,
+                words,
+                fresh,
+                focus,
+            )
             if u >= min_u:
-                scored.append((u, k))
-        counts["admitted"] = len(scored)
+                scored.append((u, i))
         scored.sort(key=lambda p: -p[0])
-        market = {e: r for e in ents if (r := facts.regime(e, now))}
-        lines = fuse(
-            header(user, det.intent, det.risk, ents, market),
-            list(state),
-            compress(scored, self.facts.entities, limit=cfg.max_items + 4),
-            cfg.budget,
-            cfg.max_items,
-        )
-        if cfg.record_use:
-            self._record_use(lines)
-        tokens = sum(ln.tokens for ln in lines)
-        counts["injected"] = sum(1 for ln in lines if ln.kind == "knowledge")
-        return WorkingContext(lines, tokens, det, ents, counts, time.perf_counter() - t0)
+        return scored
 
     def _record_use(self, lines: list[ContextLine]) -> None:
         """Reuse count and running mean utility (the q_t of Psi) of every injected item."""
