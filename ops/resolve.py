@@ -292,21 +292,10 @@ def _fallback(view: GroupView, fused: np.ndarray, row: str, k: int) -> list[dict
     from .recall_bounded import fallback_rows, is_large
 
     if is_large(view):  # the same rows, without a pass over every message per person
-        return [
-            _item(
-                "excerpt",
-                row,
-                view.texts[r],
-                [view.ids[r]],
-                float(fused[r]),
-                speaker=row,
-                ts=view.ts[r],
-            )
-            for r in fallback_rows(view, fused, row, k)
-        ]
-    mine = np.array([s == row for s in view.speakers])
-    scores = np.where(mine, fused, 0.0)
-    order = np.argsort(-scores, kind="stable")[:k]
+        scores, rows = fused, list(fallback_rows(view, fused, row, k))
+    else:
+        scores = np.where(np.array([s == row for s in view.speakers]), fused, 0.0)
+        rows = [r for r in np.argsort(-scores, kind="stable")[:k] if scores[r] > 0]
     return [
         _item(
             "excerpt",
@@ -317,8 +306,7 @@ def _fallback(view: GroupView, fused: np.ndarray, row: str, k: int) -> list[dict
             speaker=row,
             ts=view.ts[r],
         )
-        for r in order
-        if scores[r] > 0
+        for r in rows
     ]
 
 
