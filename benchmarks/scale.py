@@ -889,7 +889,8 @@ def plot(report: dict[str, Any], path: str | Path) -> Path | None:
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("messages")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:  # a panel with no measured series has no legend
+            ax.legend(fontsize=7)
     axes.flat[-1].axis("off")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
