@@ -27,3 +27,17 @@ def shared(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} is absent (the shared data folder is not beside this checkout)")
     return path
+
+
+@pytest.fixture
+def ingest_sample():
+    """``ingest_sample(home, group="team")``: ``speakerflow ingest`` of the bundled chat into
+    ``group`` without a Writer; returns the CLI's exit code."""
+    from speakerflow.cli import main
+    from speakerflow.settings import BUNDLED_SAMPLE
+
+    def run(home: str, group: str = "team") -> int:
+        argv = ["ingest", str(BUNDLED_SAMPLE), "--format", "jsonl", "--group", group]
+        return main([*argv, "--writer", "none", "--home", str(home)])
+
+    return run

@@ -75,37 +75,19 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 @pytest.fixture
-def dagster_ui(tmp_path, monkeypatch):
+def dagster_ui(tmp_path, monkeypatch, ingest_sample):
     """``dagster dev`` on a free port over a home holding one group ("team") ingested with
     the CLI while ``DAGSTER_HOME`` was set (so it is a partition before the UI starts)."""
     reason = _skip_reason()
     if reason:
         pytest.skip(reason)
-    from speakerflow.cli import main
-    from speakerflow.settings import BUNDLED_SAMPLE
 
     home = tmp_path / "home"
     dagster_home = tmp_path / "dagster_home"
     dagster_home.mkdir()
     (dagster_home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     monkeypatch.setenv("DAGSTER_HOME", str(dagster_home))
-    assert (
-        main(
-            [
-                "ingest",
-                str(BUNDLED_SAMPLE),
-                "--format",
-                "jsonl",
-                "--group",
-                "team",
-                "--writer",
-                "none",
-                "--home",
-                str(home),
-            ]
-        )
-        == 0
-    )
+    assert ingest_sample(str(home)) == 0
     port = _free_port()
     env = {
         **os.environ,

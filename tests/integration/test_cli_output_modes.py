@@ -71,24 +71,9 @@ def test_text_by_default_json_with_flag(tmp_path, capsys, argv):
     assert _is_json(capsys.readouterr().out)
 
 
-def test_wiki_json_lists_the_pages(tmp_path, capsys):
+def test_wiki_json_lists_the_pages(tmp_path, capsys, ingest_sample):
     home = ["--home", str(tmp_path / "home")]
-    assert (
-        main(
-            [
-                "ingest",
-                str(BUNDLED_SAMPLE),
-                "--format",
-                "jsonl",
-                "--group",
-                "team",
-                "--writer",
-                "none",
-                *home,
-            ]
-        )
-        == 0
-    )
+    assert ingest_sample(home[1]) == 0
     capsys.readouterr()
     assert main(["wiki", "team", "--out", str(tmp_path / "wiki"), "--json", *home]) == 0
     pages = json.loads(capsys.readouterr().out)["pages"]
@@ -135,24 +120,9 @@ def test_eval_outputs_go_next_to_out(tmp_path, capsys, monkeypatch):
         ["forget", "team", "--speaker", "Zed", "--dry-run"],
     ],
 )
-def test_unknown_speaker_lists_the_roster(tmp_path, capsys, argv):
+def test_unknown_speaker_lists_the_roster(tmp_path, capsys, argv, ingest_sample):
     home = ["--home", str(tmp_path / "home")]
-    assert (
-        main(
-            [
-                "ingest",
-                str(BUNDLED_SAMPLE),
-                "--format",
-                "jsonl",
-                "--group",
-                "team",
-                "--writer",
-                "none",
-                *home,
-            ]
-        )
-        == 0
-    )
+    assert ingest_sample(home[1]) == 0
     capsys.readouterr()
     assert main([*argv, *home]) == 2
     err = capsys.readouterr().err

@@ -8,10 +8,8 @@ import dagster as dg
 import pytest
 
 from speakerflow.assets.jobs import inbox_sensor
-from speakerflow.cli import main
 from speakerflow.graphs import Home
 from speakerflow.pipelines.resources import HomeStore
-from speakerflow.settings import BUNDLED_SAMPLE
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -22,27 +20,11 @@ def _dagster_home(path):
     return path
 
 
-def test_cli_ingest_registers_groups_as_partitions(tmp_path, monkeypatch, capsys):
+def test_cli_ingest_registers_groups_as_partitions(tmp_path, monkeypatch, capsys, ingest_sample):
     monkeypatch.setenv("DAGSTER_HOME", str(_dagster_home(tmp_path / "dh")))
     home = tmp_path / "home"
     for group in ("team", "crew"):
-        assert (
-            main(
-                [
-                    "ingest",
-                    str(BUNDLED_SAMPLE),
-                    "--format",
-                    "jsonl",
-                    "--group",
-                    group,
-                    "--writer",
-                    "none",
-                    "--home",
-                    str(home),
-                ]
-            )
-            == 0
-        )
+        assert ingest_sample(str(home), group) == 0
     out = capsys.readouterr().out
     assert "added 1 group(s) as partitions" in out
     with dg.DagsterInstance.get() as instance:
@@ -52,46 +34,14 @@ def test_cli_ingest_registers_groups_as_partitions(tmp_path, monkeypatch, capsys
             == ["crew", "team"]
         )
     # ingesting a known group again adds nothing and says nothing about partitions
-    assert (
-        main(
-            [
-                "ingest",
-                str(BUNDLED_SAMPLE),
-                "--format",
-                "jsonl",
-                "--group",
-                "team",
-                "--writer",
-                "none",
-                "--home",
-                str(home),
-            ]
-        )
-        == 0
-    )
+    assert ingest_sample(str(home)) == 0
     assert "partitions" not in capsys.readouterr().out
 
 
-def test_sensor_adds_groups_ingested_without_dagster_home(tmp_path, monkeypatch):
+def test_sensor_adds_groups_ingested_without_dagster_home(tmp_path, monkeypatch, ingest_sample):
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
     home = tmp_path / "home"
-    assert (
-        main(
-            [
-                "ingest",
-                str(BUNDLED_SAMPLE),
-                "--format",
-                "jsonl",
-                "--group",
-                "team",
-                "--writer",
-                "none",
-                "--home",
-                str(home),
-            ]
-        )
-        == 0
-    )
+    assert ingest_sample(str(home)) == 0
     with dg.instance_for_test() as instance:
         assert instance.get_dynamic_partitions("groups") == []
         ctx = dg.build_sensor_context(

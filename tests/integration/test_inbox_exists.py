@@ -1,29 +1,11 @@
 """The inbox the README tells people to copy into exists after an ingest (CLI) and for Dagster."""
 
-from speakerflow.cli import main
 from speakerflow.pipelines.resources import HomeStore
-from speakerflow.settings import BUNDLED_SAMPLE
 
 
-def test_inbox_exists_after_a_cli_ingest(tmp_path):
+def test_inbox_exists_after_a_cli_ingest(tmp_path, ingest_sample):
     home = tmp_path / "home"
-    assert (
-        main(
-            [
-                "ingest",
-                str(BUNDLED_SAMPLE),
-                "--format",
-                "jsonl",
-                "--group",
-                "team",
-                "--writer",
-                "none",
-                "--home",
-                str(home),
-            ]
-        )
-        == 0
-    )
+    assert ingest_sample(str(home)) == 0
     assert (home / "inbox").is_dir()
 
 
