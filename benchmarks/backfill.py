@@ -170,17 +170,19 @@ def _dagster_home(path: Path, concurrency: int) -> Path:
     return path
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A free TCP port on the loopback interface."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def stop_group(proc: subprocess.Popen, wait_s: float = 20) -> None:
+    """SIGTERM, then SIGKILL, to the process group of ``proc`` (started with a new session)."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
-            proc.wait(timeout=20)
+            proc.wait(timeout=wait_s)
             return
         except ProcessLookupError:
             return
@@ -357,7 +359,7 @@ def run_dagster(
         return out
     finally:
         for p in reversed(procs):
-            _stop(p)
+            stop_group(p)
 
 
 def step_breakdown(instance: Any, run_ids: list[str]) -> dict[str, Any]:
@@ -402,7 +404,7 @@ def _start_celery(
     redis = shutil.which("redis-server")
     if not redis:
         raise RuntimeError("no redis-server on PATH (make test-deps installs it)")
-    port = _free_port()
+    port = free_port()
     url = f"redis://127.0.0.1:{port}"
     procs.append(
         subprocess.Popen(

@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from speakerflow.benchmarks.backfill import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = REPO / "scripts" / "browser" / "ui_check.mjs"
@@ -46,12 +47,6 @@ def _skip_reason() -> str | None:
     if not (DRIVER.parent / "node_modules" / "playwright-core").is_dir():
         return "playwright-core not installed (run scripts/install-browser.sh)"
     return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -88,7 +83,7 @@ def dagster_ui(tmp_path, monkeypatch, ingest_sample):
     (dagster_home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     monkeypatch.setenv("DAGSTER_HOME", str(dagster_home))
     assert ingest_sample(str(home)) == 0
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "DAGSTER_HOME": str(dagster_home),

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -18,26 +17,10 @@ import dagster as dg
 import pytest
 from dagster_run_helpers import check_results, dagster_home, fill_inbox, launch_runs, store_state
 
+from speakerflow.benchmarks.backfill import free_port, stop_group
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
 REDIS = shutil.which("redis-server")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-            proc.wait(timeout=10)
-            return
-        except ProcessLookupError:
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 @pytest.fixture
@@ -46,7 +29,7 @@ def celery_worker(tmp_path):
     pytest.importorskip("dagster_celery")
     if not REDIS:
         pytest.skip("no redis-server (apt-get install redis-server; .ci/run does)")
-    port = _free_port()
+    port = free_port()
     url = f"redis://127.0.0.1:{port}"
     procs = []
     try:
@@ -119,7 +102,7 @@ def celery_worker(tmp_path):
         yield {"broker": f"{url}/0", "backend": f"{url}/1", "log": tmp_path / "worker.log"}
     finally:
         for proc in reversed(procs):
-            _stop(proc)
+            stop_group(proc, wait_s=10)
 
 
 def test_two_groups_on_the_celery_executor(celery_worker, tmp_path, monkeypatch):
