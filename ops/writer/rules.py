@@ -131,6 +131,21 @@ class RulesConfig(BaseModel):
     questions: bool = Field(
         default=True, description="record substantive questions as 'asked: ...' observations"
     )
+    elide: bool = Field(
+        default=True,
+        description="a self-report does not repeat its owner's name ('team is at eight', not "
+        "'Mei's team is at eight'): the owner field says whose it is",
+    )
+    message_merge: bool = Field(
+        default=True,
+        description="a person's consecutive statements about themselves in one message are one "
+        "record whatever the matter (a message usually says one thing about its speaker)",
+    )
+    attribute: bool = Field(
+        default=True,
+        description="a view of another member opens with its source ('Ana says Ben ...', "
+        "'Ana asks ...'): the record's owner is whom it is about, its words say who holds it",
+    )
 
 
 @dataclass
@@ -213,7 +228,10 @@ class RulesWriter:
                 and cs.accepts(msg["text"])
             ):
                 agreed.setdefault(target["msg_id"], []).append(msg)
-            candidates = _merge(list(self._message_actions(msg, previous, by_id, people, exclude)))
+            candidates = _merge(
+                list(self._message_actions(msg, previous, by_id, people, exclude)),
+                self.config.message_merge,
+            )
             for act, _, topics in candidates:
                 if act["owner"] == GROUP_OWNER and msg["msg_id"] not in group_acts:
                     group_acts[msg["msg_id"]] = (act, topics)
@@ -404,6 +422,17 @@ class RulesWriter:
             )
         if self.config.norms:
             actions.extend(self._norms(segment, known, stats, people, slots))
+        if self.config.attribute:
+            from speakerflow.ops.contract import grounding
+
+            texts = {m["msg_id"]: m["text"] for m in known}
+            for act in actions:
+                if act["action"] != "ADD" or act["layer"] != "per_speaker_profile":
+                    continue
+                content = _attributed(act["content"], act["source"])
+                evidence = [texts[i] for i in act["from_ids"] if i in texts]
+                if grounding(content, evidence, names=segment.roster).reason() is None:
+                    act["content"] = content
         return WriterOutput(actions=actions[: segment.max_actions])
 
     def _words_memo(self, group_id: str) -> dict[str, frozenset[str]]:
@@ -696,9 +725,10 @@ class RulesWriter:
                     owner, layer = (
                         (target, "per_speaker_profile") if target else (speaker, "per_speaker_core")
                     )
-                    content = "asked: " + rt.third_person(
+                    content = rt.third_person(
                         sent, speaker, addressee=target if target == addressee else None
                     )
+                    content = "asked: " + content
                     yield (
                         self._add(owner, speaker, layer, "observation", content, msg),
                         "asked",
@@ -808,17 +838,17 @@ class RulesWriter:
                     topics,
                 )
 
-    @staticmethod
     def _add(
-        owner: str, source: str, layer: str, utype: str, content: str, msg: dict[str, Any]
+        self, owner: str, source: str, layer: str, utype: str, content: str, msg: dict[str, Any]
     ) -> dict[str, Any]:
+        elide = self.config.elide
         return {
             "action": "ADD",
             "owner": owner,
             "source": source,
             "layer": layer,
             "utype": utype,
-            "content": dated(_concise(content, owner, source), msg.get("ts")),
+            "content": dated(_concise(content, owner, source, elide), msg.get("ts")),
             "from_ids": [msg["msg_id"]],
         }
 
@@ -997,7 +1027,7 @@ def _utype(sentence: str, profile: bool = False) -> str:
 
 
 def _merge(
-    candidates: list[tuple[dict[str, Any], str, set[str]]],
+    candidates: list[tuple[dict[str, Any], str, set[str]]], any_matter: bool = False
 ) -> list[tuple[dict[str, Any], str, set[str]]]:
     """Join consecutive statements of one message on one matter kind into one record.
 
@@ -1011,11 +1041,12 @@ def _merge(
         prev = out[-1] if out else None
         if (
             prev is not None
-            and fam == prev[1]
-            and fam not in rt.SINGLE_VALUED
-            and fam != "habit"
-            and topics
-            and prev[2]
+            and (
+                (any_matter and act["owner"] == act["source"])
+                or (fam == prev[1] and fam not in rt.SINGLE_VALUED and fam != "habit")
+            )
+            and (topics or any_matter)
+            and (prev[2] or any_matter)
             and all(prev[0][k] == act[k] for k in ("owner", "source", "layer"))
         ):
             merged = {**prev[0], "content": f"{prev[0]['content'].rstrip('.')}; {act['content']}"}
@@ -1025,12 +1056,52 @@ def _merge(
     return out
 
 
-def _concise(content: str, owner: str, source: str) -> str:
+def _attributed(content: str, source: str) -> str:
+    """A view of another member in its holder's words: "Ana says ...", "Ana asks ..."."""
+    if content.startswith(source):
+        return content
+    if content.startswith("asked: "):
+        return f"{source} asks {_lower_first(content.removeprefix('asked: '))}"
+    return f"{source} says {_lower_first(content)}"
+
+
+def _lower_first(text: str) -> str:
+    """Lower-case the first letter unless the first word is a name or "I" ("Ben's" stays)."""
+    first = text.split(" ", 1)[0]
+    if not first or first == "I" or first.startswith("I'") or not first[:1].isupper():
+        return text
+    if len(first) > 1 and not first[1:].islower():  # "WRONG", "TechCrunch"
+        return text
+    return text[:1].lower() + text[1:] if first.lower() in _COMMON_OPENERS else text
+
+
+#: Sentence-opening words that are not names (lower-cased when a clause follows "says").
+_COMMON_OPENERS = frozenset(
+    """the a an this that these those it its there here he she they we you his her their our
+    your what how when where why who which if so but and or not no yes just still also
+    maybe probably definitely really honestly anyway all every each some any one both
+    glad good great nice sounds looks seems can could would should will did does do is are
+    was were has have had""".split()
+)
+
+
+def _concise(content: str, owner: str, source: str, elide: bool = False) -> str:
     """Drop what the record's fields already say: "<source> says: ", "(said by <source>)",
     and the owner as the opening subject ("Dev lives in Vienna" -> "lives in Vienna")."""
     content = content.removeprefix(f"{source} says: ").removesuffix(f" (said by {source})")
     m = re.match(rf"{re.escape(owner)}\s+(?=[a-z])", content)
     content = content[m.end() :] if m else content
+    if elide and owner == source:
+        # a self-report names its owner nowhere: the owner field does ("Mei's team is at eight
+        # so Mei will need a hard stop" -> "team is at eight so will need a hard stop")
+        name = re.escape(owner)
+        content = re.sub(rf"\b{name}['\u2019]s\s+(?=\w)", "", content)
+        content = re.sub(
+            rf"(^|[,;:]\s+|\b(?:and|but|so|because|that|if|when|though|as|or)\s+){name}\s+"
+            r"(?=[a-z])",
+            r"\1",
+            content,
+        )
     # trailing chat fillers say nothing about the matter
     content = re.sub(
         r"[\s,]+(?:ngl|tbh|lol|haha+|honestly|please|though|anyway|tho)\W*$",
