@@ -59,7 +59,10 @@ class RulesConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     min_topic_words: int = Field(
-        default=1, ge=0, description="content words a statement needs to be recorded"
+        default=2,
+        ge=0,
+        description="content words a statement needs to be recorded (one says too little: "
+        "'Booked!', 'Uncle Emmanuel is WRONG')",
     )
     min_claim_words: int = Field(
         default=2, ge=0, description="content words an unattributed claim needs (rule 6)"
@@ -705,6 +708,15 @@ class RulesWriter:
                 addressee, named, sent = who, True, sent[voc.end() :]
                 sent = sent[:1].upper() + sent[1:]
                 asking = asking or rt.is_question(sent)
+            elif (lead := _LEAD_NAME.match(sent)) and (
+                (who := people.resolve(lead.group(1))) or lead.group(1).lower() in _KIN
+            ):
+                # "Adaora I will be making egusi", "Mum there will be enough food": a vocative,
+                # not the subject
+                if who and who != speaker:
+                    addressee, named = who, True
+                if who != speaker:
+                    sent = sent[lead.end() :]
             you = (
                 named or bool(re.search(r"\b(you|your|you're|you've|yours)\b", sent, re.I))
             ) and not _GENERIC_YOU.search(sent)
@@ -739,7 +751,11 @@ class RulesWriter:
             fam = rt.family(sent)
             # "Either works for me" is a stance and "I'll book mine, as usual" a habit, though short
             needed = (
-                0 if fam in rt.OPEN_TOPIC and rt.first_person(sent) else self.config.min_topic_words
+                0
+                if fam in rt.OPEN_TOPIC and rt.first_person(sent)
+                else min(self.config.min_topic_words, 1)
+                if fam == "habit"  # the habit's verb is its matter ("I'll book mine, as usual")
+                else self.config.min_topic_words
             )
             if not sent or len(topics) < needed:
                 continue
@@ -848,7 +864,9 @@ class RulesWriter:
             "source": source,
             "layer": layer,
             "utype": utype,
-            "content": dated(_concise(content, owner, source, elide), msg.get("ts")),
+            "content": dated(
+                _concise(content, owner, source, elide, self.config.attribute), msg.get("ts")
+            ),
             "from_ids": [msg["msg_id"]],
         }
 
@@ -1009,6 +1027,14 @@ _VOCATIVE = re.compile(
     re.I,
 )
 
+#: a name opening a sentence before its own subject or verb ("Chidi I can announce ...")
+_LEAD_NAME = re.compile(
+    r"^\W*@?([A-Z][\w'\u2019-]*)[,!:]?\s+(?=(?:I|I'm|I'll|I've|I'd|(?i:we|we're|we'll|my|our|"
+    r"there|that|that's|it's|he|she|they|don't|do|did|is|are|can|could|will|would|what|how|"
+    r"please|just|let's|let|no|not))\b)"
+)
+#: kinship words used to address a member ("Mum I wanted to mention something")
+_KIN = frozenset("mum mom mam mama mommy mummy dad daddy papa grandma grandpa nan nana".split())
 
 #: record kinds that hold a view (one current view per matter: a later one supersedes)
 _VIEWS = frozenset({"preference", "stance"})
@@ -1085,19 +1111,23 @@ _COMMON_OPENERS = frozenset(
 )
 
 
-def _concise(content: str, owner: str, source: str, elide: bool = False) -> str:
+def _concise(
+    content: str, owner: str, source: str, elide: bool = False, keep_owner: bool = False
+) -> str:
     """Drop what the record's fields already say: "<source> says: ", "(said by <source>)",
     and the owner as the opening subject ("Dev lives in Vienna" -> "lives in Vienna")."""
     content = content.removeprefix(f"{source} says: ").removesuffix(f" (said by {source})")
     m = re.match(rf"{re.escape(owner)}\s+(?=[a-z])", content)
-    content = content[m.end() :] if m else content
+    # a view of another member keeps them as its subject: it opens with its source ("Ana says
+    # Ben returns ..."), so the owner is not the opening word
+    content = content[m.end() :] if m and not (keep_owner and owner != source) else content
     if elide and owner == source:
         # a self-report names its owner nowhere: the owner field does ("Mei's team is at eight
         # so Mei will need a hard stop" -> "team is at eight so will need a hard stop")
         name = re.escape(owner)
         content = re.sub(rf"\b{name}['\u2019]s\s+(?=\w)", "", content)
         content = re.sub(
-            rf"(^|[,;:]\s+|\b(?:and|but|so|because|that|if|when|though|as|or)\s+){name}\s+"
+            rf"(^|[,;:]\s+|\b(?:but|so|because|that|if|when|though|as)\s+){name}\s+"
             r"(?=[a-z])",
             r"\1",
             content,
@@ -1132,7 +1162,14 @@ def dated(content: str, ts: Any) -> str:
             # already absolute; a bare weekday is as often a habit ("on Sundays") as a date
             continue
         at = span.offset + shift + len(span.text)
-        note = f" ({describe_time(span)})"
+        desc = describe_time(span)
+        if set(rt.words(span.text)) <= set(rt.words(desc)):
+            # "October" -> "October 2025", not "October (October 2025)"
+            start = span.offset + shift
+            out = out[:start] + desc + out[at:]
+            shift += len(desc) - len(span.text)
+            continue
+        note = f" ({desc})"
         out = out[:at] + note + out[at:]
         shift += len(note)
     return out

@@ -39,7 +39,8 @@ _LEAD_FILLER = re.compile(
     r"honestly|"
     r"nice|cool|true|fair|anyway|btw|by the way|quick update|update|fine|guys|same|wait|ngl|tbh|"
     r"omg|wow|legend|"
-    r"just|actually|literally|please|hey|hi|hello|um+|uh+|lmao|agreed)\b[\s,:!.]*)+",
+    r"just|actually|literally|please|hey|hi|hello|um+|uh+|lmao|agreed|i mean|to be fair)"
+    r"\b[\s,:!.]*)+",
     re.I,
 )
 
