@@ -10,8 +10,9 @@ Report (JSON): ``speaker_levenshtein_f`` = micro F over all networks' records (e
 weighs the same: ``2 sum(kappa) / (n_pred + n_ref)``), ``chain_f`` = micro chain F over
 UPDATE edges, ``by_bucket`` = the same F for person / GROUP / cross-person records,
 ``phi_sl_mean`` = mean over networks of the paper's potential (0.8 mean-owner F + 0.2
-worst-owner F), and ``per_network`` rows. References are proxy supervision (a large
-teacher model), not human gold.
+worst-owner F), ``halves`` (micro F on two fixed halves of the networks, sorted by id and
+taken alternately: tune on ``a``, report ``b`` beside it) and ``per_network`` rows.
+References are proxy supervision (a large teacher model), not human gold.
 """
 
 from __future__ import annotations
@@ -91,6 +92,26 @@ def _resolve_writer(backend: Any, backend_config: dict[str, Any]) -> Any:
     return writer
 
 
+def halves(totals: dict[str, BucketScore]) -> dict[str, dict[str, Any]]:
+    """Micro F on two halves of the networks: sorted by id, alternately ``a`` and ``b``.
+
+    A fixed split for tuning a Writer on one half and reporting the other beside it.
+    """
+    out = {}
+    ids = sorted(totals)
+    for name, part in (("a", ids[0::2]), ("b", ids[1::2])):
+        half = BucketScore()
+        for i in part:
+            half.add(totals[i])
+        out[name] = {
+            "networks": part,
+            "f": round(half.f, 6),
+            "n_pred": half.n_pred,
+            "n_ref": half.n_ref,
+        }
+    return out
+
+
 def run(
     data: str | Path,
     backend: Any = "rules",
@@ -135,6 +156,7 @@ def run(
     total, chains = BucketScore(), BucketScore()
     kinds = {k: BucketScore() for k in KINDS}
     rows: list[dict[str, Any]] = []
+    totals: dict[str, BucketScore] = {}
     for net in nets:
         t0 = time.perf_counter()
         pred, write_rep = write_network(net, writer)
@@ -142,6 +164,7 @@ def run(
         sl = score_states(pred.heads(), ref.heads())
         ch = score_chains(pred.edge_records(), ref.edge_records())
         total.add(sl.total)
+        totals[net.network_id] = sl.total
         chains.add(ch)
         for k in KINDS:
             kinds[k].add(sl.by_kind[k])
@@ -171,6 +194,7 @@ def run(
         "f_mean_over_networks": round(sum(r["f"] for r in rows) / len(rows), 6),
         "records": {"pred": total.n_pred, "ref": total.n_ref, "matched_pairs": total.pairs},
         "update_edges": {"pred": chains.n_pred, "ref": chains.n_ref, "matched_pairs": chains.pairs},
+        "halves": halves(totals),
         "per_network": rows,
         "seconds": round(time.perf_counter() - start, 3),
     }

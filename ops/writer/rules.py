@@ -1162,12 +1162,15 @@ def dated(content: str, ts: Any) -> str:
             # already absolute; a bare weekday is as often a habit ("on Sundays") as a date
             continue
         at = span.offset + shift + len(span.text)
+        if _MONTH_AFTER.match(out, at):
+            continue  # "a long weekend in October", "the last Saturday of July": not this week's
         desc = describe_time(span)
-        if set(rt.words(span.text)) <= set(rt.words(desc)):
-            # "October" -> "October 2025", not "October (October 2025)"
+        lead = re.match(r"(?:(?:in|on|of|by|at|during)\s+)?", span.text, re.I).group(0)
+        if set(rt.words(span.text[len(lead) :])) <= set(rt.words(desc)):
+            # "in October" -> "in October 2025", not "in October (October 2025)"
             start = span.offset + shift
-            out = out[:start] + desc + out[at:]
-            shift += len(desc) - len(span.text)
+            out = out[:start] + lead + desc + out[at:]
+            shift += len(lead) + len(desc) - len(span.text)
             continue
         note = f" ({desc})"
         out = out[:at] + note + out[at:]
@@ -1175,6 +1178,9 @@ def dated(content: str, ts: Any) -> str:
     return out
 
 
+_MONTH_AFTER = re.compile(
+    r"\s+(?:in|of)\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.I
+)
 _BARE_WEEKDAY = re.compile(
     r"^(?:on |by |this )?(?:mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?s?$", re.I
 )

@@ -62,3 +62,9 @@ def test_rules_writer_baseline_on_teacher_states():
     assert 0.0 <= report["speaker_levenshtein_f"] < 1.0
     assert set(report["by_bucket"]) == {"person", "GROUP", "cross-person"}
     assert report["records"]["ref"] == sum(r["n_ref"] for r in report["per_network"]) > 0
+    # the fixed halves: sorted ids taken alternately, together every network once
+    ids = sorted(r["network_id"] for r in report["per_network"])
+    a, b = report["halves"]["a"], report["halves"]["b"]
+    assert (a["networks"], b["networks"]) == (ids[0::2], ids[1::2])
+    assert a["n_ref"] + b["n_ref"] == report["records"]["ref"]
+    assert min(a["f"], b["f"]) <= report["speaker_levenshtein_f"] <= max(a["f"], b["f"])
