@@ -334,6 +334,10 @@ def _apply(store: Any, man: dict[str, Any], report: ForgetReport) -> None:
         store.set_records_table(None)
     if hasattr(store, "_embedding_memo"):
         store._embedding_memo = {}
+    # per-store caches built from the old messages: the ANN index (it would be saved again,
+    # forgotten vectors included) and the group view (its window embeddings)
+    for cache in ("_ann_indexes", "_group_view"):
+        store.__dict__.pop(cache, None)
 
 
 def _apply_in_memory(store: Any, man: dict[str, Any]) -> None:
@@ -456,17 +460,39 @@ def _rewrite_parts(folder: Path, targets: set[str]) -> int:
     return n
 
 
+def _names_forgotten(key: str, ids: set[str]) -> bool:
+    """Whether a cache key names a forgotten id: the id itself, or a window key (the ids of
+    its messages joined by ``+``, :meth:`~speakerflow.ops.recall.GroupView.window_matrix`)."""
+    return key in ids or ("+" in key and not ids.isdisjoint(key.split("+")))
+
+
 def _prune_embeddings(folder: Path, ids: set[str]) -> int:
+    """Drop the cached vectors of forgotten messages and records, and of every window that
+    spans a forgotten message (its vector was computed from that message's text). An ANN
+    index file (``*.faiss`` and its ``.ids.npy``) holding a forgotten id is deleted whole:
+    it is a cache, rebuilt from the remaining vectors on the next query above its threshold,
+    and HNSW keeps a removed vector's bytes until a rebuild."""
     removed = 0
     if not folder.exists():
         return 0
+    for ids_file in sorted(folder.glob("*.faiss.ids.npy")):
+        index_file = ids_file.with_name(ids_file.name.removesuffix(".ids.npy"))
+        try:
+            keys = np.load(ids_file, allow_pickle=False).tolist()
+        except (OSError, ValueError):
+            keys = None  # unreadable: a cache, so drop it rather than guess
+        hit = [k for k in keys or [] if _names_forgotten(k, ids)]
+        if keys is None or hit:
+            removed += len(hit)
+            index_file.unlink(missing_ok=True)
+            ids_file.unlink(missing_ok=True)
     for path in sorted(folder.glob("*.npz")):
         if path.name.endswith(".tmp.npz"):
             path.unlink()
             continue
         with np.load(path, allow_pickle=False) as data:
             keys, vecs = data["ids"].tolist(), data["vecs"]
-        keep = [i for i, k in enumerate(keys) if k not in ids]
+        keep = [i for i, k in enumerate(keys) if not _names_forgotten(k, ids)]
         if len(keep) == len(keys):
             continue
         removed += len(keys) - len(keep)

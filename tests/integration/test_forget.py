@@ -346,3 +346,43 @@ def test_forget_leaves_no_bytes_of_the_text_even_after_a_kill(tmp_path, step):
         p.name for p in group.rglob("*") if p.is_file() and b"vienna" in p.read_bytes().lower()
     ]
     assert leftovers == []
+
+
+def test_forget_drops_window_vectors_and_ann_index_of_the_forgotten(tmp_path, monkeypatch):
+    """Cached vectors computed from a forgotten message's text go too: its own, every dense
+    window spanning it (a window's key joins its message ids with ``+``), and an ANN index
+    file that holds it (deleted; rebuilt from what remains on the next query)."""
+    import numpy as np
+
+    from speakerflow.graphs import ann
+    from speakerflow.ops.embed import make_embedder
+    from speakerflow.ops.recall import GroupView, RecallConfig, recall, warm_message_embeddings
+
+    monkeypatch.setattr(ann, "THRESHOLD", 1)  # the sample is small: index it anyway
+    home = Home(tmp_path / "home")
+    [(gid, table)] = load(BUNDLED_SAMPLE, "jsonl", group="team")
+    emb = make_embedder("hashing")
+    folder = tmp_path / "home" / "groups" / "team" / "embeddings"
+
+    def cached_keys() -> set[str]:
+        keys = set()
+        for p in folder.glob("*.npz"):
+            with np.load(p, allow_pickle=False) as data:
+                keys |= set(data["ids"].tolist())
+        for p in folder.glob("*.faiss.ids.npy"):
+            keys |= set(np.load(p, allow_pickle=False).tolist())
+        return keys
+
+    with home.open(gid, writable=True) as s:
+        s.append_messages(table)
+        warm_message_embeddings(s, emb, RecallConfig())
+        dev = {m["msg_id"] for m in s.messages().to_pylist() if m["speaker"] == "Dev"}
+        spans = lambda k: not dev.isdisjoint(k.split("+"))  # noqa: E731
+        assert any(spans(k) and "+" in k for k in cached_keys())  # windows around Dev's turns
+        assert ann.available() is False or list(folder.glob("*.faiss"))
+        forget(s, speaker="Dev")
+        assert not any(spans(k) for k in cached_keys())
+        # the next query works from what remains (the index is rebuilt without Dev)
+        hits = recall(GroupView.of(s), "venue for the offsite", RecallConfig(), emb).pool
+        assert hits and not dev & {GroupView.of(s).ids[r] for r in hits}
+        assert not any(spans(k) for k in cached_keys())
