@@ -3,27 +3,38 @@
 :func:`run` ingests each group (rules Writer, message and record embeddings), picks the
 person to forget (:func:`first_speaker`: the speaker of the group's first message, unless
 one is given), and asks every question whose gold evidence holds none of that person's
-messages (:func:`other_questions`) three times: before the forget, after
-:func:`~speakerflow.pipelines.forget.forget_group` (rules Writer re-deriving), and -- with
-``never=True`` -- of a group ingested without the person's messages (the counterfactual "they
-never spoke"). :func:`compare` reports, over those questions, the share with
+messages (:func:`other_questions`) twice: before the forget and after
+:func:`~speakerflow.pipelines.forget.forget_group` (rules Writer re-deriving); with
+``never=True`` also of a group ingested without the person's messages (the counterfactual
+"they never spoke"). :func:`compare` counts, over those questions:
 
 * ``answer``: the same answer text;
-* ``cited``: the same first 10 cited message ids, in order;
-* ``cited_kept``: the first 10 cited ids of *other* speakers before are all still among the
-  first 10 after, in the same order (the forgotten person's ids necessarily leave);
-* ``gold``: of the answers that contained the gold answer before, the share that still do
-  (:func:`has_gold`: the gold answer string, or a 5-word run of a gold evidence message).
+* ``own`` / ``own_same``: the answers that did not quote the forgotten person before
+  (:func:`quotes_any`: no 3- to 5-word run of one of their messages), and how many of those
+  read the same after -- an answer that quoted the person must change;
+* ``cited``: the same first 10 cited message ids, in order; ``cited_kept``: the other
+  speakers' ids among the first 10 before are all still among the first 10 after, in the
+  same order (the forgotten person's ids necessarily leave);
+* ``gold_before`` / ``gold_kept``: answers that contained the gold answer before
+  (:func:`has_gold`: the gold answer's words in order, or a 5-word run of a gold evidence
+  message) and how many still do;
+* ``causes`` of each changed answer: ``quoted`` (it quoted the forgotten person),
+  ``retrieval`` (a message it quoted is no longer in the evidence), ``answerer`` (every
+  message it quoted is still in the evidence; the answerer picked another sentence), or
+  ``other`` (it quoted no message, e.g. "no information").
 
-``explain=True`` prints, for each changed answer, both answers and both cited lists with
-the speaker of each id and its fused recall score.
+``channels`` (with ``channels=True``): per recall channel, the share of questions whose
+top 5 messages of other speakers keep their order after the forget (before's top 5 without
+the forgotten ids == after's top 5): which ranking signals move when text leaves.
 
-Command (the figures in docs/reliability.md)::
+``explain=True`` prints each changed answer with both cited lists (speaker of each id).
+
+Commands (the figures in docs/reliability.md)::
 
     .venv/bin/python -m speakerflow.benchmarks.forget_stability --format locomo \\
-        --groups conv-26 --never --out forget_locomo.json
+        --groups conv-26 --never --channels --out forget_locomo.json
     .venv/bin/python -m speakerflow.benchmarks.forget_stability --format socialmem \\
-        --never --out forget_socialmem.json
+        --never --channels --out forget_socialmem.json
 """
 
 from __future__ import annotations
@@ -35,10 +46,12 @@ import re
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow.compute as pc
 
 from speakerflow.graphs import Home
@@ -50,6 +63,8 @@ from .qa_data import QAData, QAItem, load_qa
 
 _WORD = re.compile(r"[a-z0-9]+")
 TOP = 10
+#: the top of each recall channel whose order ``channels`` compares
+CHANNEL_TOP = 5
 #: ``../shared/data`` beside the checkout (``SPEAKERFLOW_SHARED_DATA`` overrides)
 SHARED_DATA = Path(
     os.environ.get(
@@ -68,8 +83,27 @@ def other_questions(questions: Sequence[QAItem], gone: set[str]) -> list[QAItem]
     return [q for q in questions if not gone.intersection(q.evidence)]
 
 
+def _words(text: str) -> list[str]:
+    return _WORD.findall((text or "").lower())
+
+
 def _norm(text: str) -> str:
-    return " " + " ".join(_WORD.findall((text or "").lower())) + " "
+    return " " + " ".join(_words(text)) + " "
+
+
+def grams(text: str, n: int = 5) -> set[str]:
+    """Word ``n``-grams of ``text`` (a text of 3 to ``n`` words is one gram)."""
+    w = _words(text)
+    if len(w) < n:
+        return {" ".join(w)} if len(w) >= 3 else set()
+    return {" ".join(w[i : i + n]) for i in range(len(w) - n + 1)}
+
+
+def quotes_any(answer: str, runs: set[str], n: int = 5) -> bool:
+    """Whether ``answer`` holds one of ``runs`` (word runs of :func:`grams`, 3 to ``n``
+    words)."""
+    w = _words(answer)
+    return any(" ".join(w[i : i + k]) in runs for k in {3, 4, n} for i in range(len(w) - k + 1))
 
 
 def has_gold(answer: str, gold: str, evidence_texts: Sequence[str], n: int = 5) -> bool:
@@ -79,34 +113,52 @@ def has_gold(answer: str, gold: str, evidence_texts: Sequence[str], n: int = 5) 
     g = _norm(gold)
     if g.strip() and g in text:
         return True
-    for ev in evidence_texts:
-        w = _WORD.findall(ev.lower())
-        for i in range(max(len(w) - n + 1, 1 if len(w) >= 3 else 0)):
-            if " " + " ".join(w[i : i + n]) + " " in text:
-                return True
-    return False
-
-
-def _grams(text: str, n: int = 5) -> set[str]:
-    w = _WORD.findall((text or "").lower())
-    if len(w) < n:
-        return {" ".join(w)} if len(w) >= 3 else set()
-    return {" ".join(w[i : i + n]) for i in range(len(w) - n + 1)}
-
-
-def quotes_any(answer: str, grams: set[str], n: int = 5) -> bool:
-    """Whether ``answer`` holds one of ``grams`` (word runs of :func:`_grams`)."""
-    w = _WORD.findall((answer or "").lower())
-    return any(" ".join(w[i : i + k]) in grams for k in {3, 4, n} for i in range(len(w) - k + 1))
+    return any(f" {run} " in text for ev in evidence_texts for run in grams(ev, n))
 
 
 def ask_all(store, questions: Sequence[QAItem], config: QueryConfig) -> list[dict[str, Any]]:
-    """One answer per question: text, first cited ids, the fused score of each cited id."""
+    """One answer per question: its text, the first :data:`TOP` cited ids and every message
+    id of its evidence."""
     out = []
     for q in questions:
         r = answer_question(store, q.question, config)
-        out.append({"answer": r.answer, "cited": r.cited_ids(TOP)})
+        out.append(
+            {
+                "answer": r.answer,
+                "cited": r.cited_ids(TOP),
+                "evidence": sorted({m for e in r.evidence for m in e.msg_ids}),
+            }
+        )
     return out
+
+
+def channel_tops(store, questions: Sequence[QAItem], config: QueryConfig) -> list[dict]:
+    """Per question, each recall channel's top message ids (best first, score > 0)."""
+    from speakerflow.ops.recall import GroupView, recall
+
+    view = GroupView.of(store)
+    embedder = embedder_for(config)
+    out = []
+    for q in questions:
+        res = recall(view, q.question, config.recall, embedder)
+        tops = {}
+        for name, scores in res.channels.items():
+            order = np.lexsort((np.arange(len(scores)), -scores))
+            tops[name] = [view.ids[i] for i in order[: 4 * CHANNEL_TOP] if scores[i] > 0]
+        tops["fused"] = [view.ids[r] for r in res.pool[: 4 * CHANNEL_TOP]]
+        out.append(tops)
+    return out
+
+
+def channels_kept(before: Sequence[dict], after: Sequence[dict], gone: set[str]) -> Counter:
+    """Per channel, the questions whose top :data:`CHANNEL_TOP` other speakers' messages
+    keep their order."""
+    kept: Counter = Counter()
+    for b, a in zip(before, after, strict=True):
+        for name, ids in b.items():
+            mine = [m for m in ids if m not in gone][:CHANNEL_TOP]
+            kept[name] += a.get(name, [])[: len(mine)] == mine
+    return kept
 
 
 def compare(
@@ -116,7 +168,7 @@ def compare(
     gone: set[str],
     texts: dict[str, str],
 ) -> dict[str, Any]:
-    """The shares of :mod:`this module's <speakerflow.benchmarks.forget_stability>` doc."""
+    """The counts of this module's doc, for answers ``before`` and ``after``."""
     n = len(questions)
     same = [b["answer"] == a["answer"] for b, a in zip(before, after, strict=True)]
     cited = [b["cited"] == a["cited"] for b, a in zip(before, after, strict=True)]
@@ -125,30 +177,52 @@ def compare(
         mine = [m for m in b["cited"] if m not in gone]
         pos = [a["cited"].index(m) for m in mine if m in a["cited"]]
         kept.append(len(pos) == len(mine) and pos == sorted(pos))
-    # answers that did not quote the forgotten person before: what "unchanged" can promise
-    gone_grams = set().union(*(_grams(texts.get(m, "")) for m in gone)) if gone else set()
-    own = [i for i, b in enumerate(before) if not quotes_any(b["answer"], gone_grams)]
+    gone_runs = set().union(*(grams(texts.get(m, "")) for m in gone)) if gone else set()
+    quoting = [quotes_any(b["answer"], gone_runs) for b in before]
+    runs_of = {m: grams(t) for m, t in texts.items() if m not in gone}
+    causes: Counter = Counter()
+    for i, (b, a) in enumerate(zip(before, after, strict=True)):
+        if same[i]:
+            continue
+        if quoting[i]:
+            causes["quoted"] += 1
+            continue
+        mine = _words(b["answer"])
+        said = {" ".join(mine[j : j + k]) for k in (3, 4, 5) for j in range(len(mine) - k + 1)}
+        sources = [m for m, r in runs_of.items() if r and not r.isdisjoint(said)]
+        if not sources:
+            causes["other"] += 1
+        elif all(m in a.get("evidence", ()) for m in sources):
+            causes["answerer"] += 1
+        else:
+            causes["retrieval"] += 1
     gold_before = gold_after = 0
     for q, b, a in zip(questions, before, after, strict=True):
         ev = [texts.get(m, "") for m in q.evidence]
         if has_gold(b["answer"], q.answer, ev):
             gold_before += 1
             gold_after += has_gold(a["answer"], q.answer, ev)
+    own = [i for i in range(n) if not quoting[i]]
+
+    def share(a: int, b: int) -> float | None:
+        return round(a / b, 3) if b else None
+
     return {
         "questions": n,
         "answer": sum(same),
+        "own": len(own),
+        "own_same": sum(same[i] for i in own),
         "cited": sum(cited),
         "cited_kept": sum(kept),
-        "not_quoting": len(own),
-        "not_quoting_same": sum(same[i] for i in own),
         "gold_before": gold_before,
         "gold_kept": gold_after,
+        "causes": dict(causes),
         "share": {
-            "answer": round(sum(same) / n, 3) if n else None,
-            "cited": round(sum(cited) / n, 3) if n else None,
-            "cited_kept": round(sum(kept) / n, 3) if n else None,
-            "gold": round(gold_after / gold_before, 3) if gold_before else None,
-            "not_quoting": round(sum(same[i] for i in own) / len(own), 3) if own else None,
+            "answer": share(sum(same), n),
+            "own": share(sum(same[i] for i in own), len(own)),
+            "cited": share(sum(cited), n),
+            "cited_kept": share(sum(kept), n),
+            "gold": share(gold_after, gold_before),
         },
         "changed": [i for i, s in enumerate(same) if not s],
     }
@@ -166,12 +240,13 @@ def _prepare(store, table, config: QueryConfig) -> None:
         warm_record_embeddings(store, embedder)
 
 
-def _explain(store_before: dict, store_after: dict, q: QAItem, b: dict, a: dict) -> None:
+def _explain(speaker_of: dict, q: QAItem, b: dict, a: dict) -> None:
     print(f"\nQ [{q.qid}] {q.question}  (gold: {q.answer[:80]!r}, evidence {list(q.evidence)})")
     print(f"  before: {b['answer'][:200]!r}")
     print(f"  after:  {a['answer'][:200]!r}")
-    for tag, d, spk in (("before", b, store_before), ("after", a, store_after)):
-        print(f"  cited {tag}: " + ", ".join(f"{m}({spk.get(m, '?')[:3]})" for m in d["cited"]))
+    for tag, d in (("before", b), ("after", a)):
+        ids = ", ".join(f"{m}({speaker_of.get(m, '?')[:3]})" for m in d["cited"])
+        print(f"  cited {tag}: {ids}")
 
 
 def run(
@@ -180,29 +255,33 @@ def run(
     config: QueryConfig | None = None,
     speaker: Callable[[Any], str] | str | None = None,
     never: bool = False,
+    channels: bool = False,
     explain: bool = False,
 ) -> dict[str, Any]:
     """Forget one person per group of ``data`` and compare the other speakers' answers
-    before / after (and with ``never``, against a group that never had the person)."""
+    before / after (with ``never``, also against a group that never had the person; with
+    ``channels``, the order of each recall channel's top messages)."""
     config = config or QueryConfig(embedder="hashing")
     home = Path(home)
     per_group: dict[str, Any] = {}
-    totals: dict[str, list] = {"after": [], "never": []}
+    pooled_rows: dict[str, list] = {"after": [], "never": []}
+    chan: Counter = Counter()
     by_group = data.by_group()
     t0 = time.perf_counter()
     for gid, table in data.groups:
         name = speaker(table) if callable(speaker) else speaker or first_speaker(table)
-        gone = set(
-            pc.filter(table["msg_id"], pc.equal(table["speaker"], name)).to_pylist()  # type: ignore[attr-defined]
-        )
+        ids = table["msg_id"].to_pylist()
+        gone = {m for m, s in zip(ids, table["speaker"].to_pylist(), strict=True) if s == name}
         qs = other_questions(by_group.get(gid, []), gone)
-        texts = dict(zip(table["msg_id"].to_pylist(), table["text"].to_pylist(), strict=True))
-        spk = dict(zip(table["msg_id"].to_pylist(), table["speaker"].to_pylist(), strict=True))
+        texts = dict(zip(ids, table["text"].to_pylist(), strict=True))
         with Home(home / "forget").open(gid, writable=True) as store:
             _prepare(store, table, config)
             before = ask_all(store, qs, config)
+            tops_before = channel_tops(store, qs, config) if channels else []
             report = forget_group(store, speaker=name, writer="rules")
             after = ask_all(store, qs, config)
+            tops_after = channel_tops(store, qs, config) if channels else []
+        chan.update(channels_kept(tops_before, tops_after, gone))
         cmp = compare(before, after, qs, gone, texts)
         entry: dict[str, Any] = {
             "speaker_messages": len(gone),
@@ -211,10 +290,10 @@ def run(
             "records_rederived": getattr(report, "records_rederived", 0),
             "after": cmp,
         }
-        totals["after"].append((before, after, qs, gone, texts))
+        pooled_rows["after"].append((before, after, qs, gone, texts))
         nev: list[dict] | None = None
         if never:
-            keep = pc.not_equal(table["speaker"], name)
+            keep = pc.not_equal(table["speaker"], name)  # type: ignore[attr-defined]
             with Home(home / "never").open(gid, writable=True) as store:
                 _prepare(store, table.filter(keep), config)
                 nev = ask_all(store, qs, config)
@@ -222,10 +301,11 @@ def run(
             entry["after_equals_never"] = sum(
                 a["answer"] == x["answer"] for a, x in zip(after, nev, strict=True)
             )
-            totals["never"].append((before, nev, qs, gone, texts))
+            pooled_rows["never"].append((before, nev, qs, gone, texts))
         if explain:
+            speaker_of = dict(zip(ids, table["speaker"].to_pylist(), strict=True))
             for i in cmp["changed"]:
-                _explain(spk, spk, qs[i], before[i], after[i])
+                _explain(speaker_of, qs[i], before[i], after[i])
         entry["rows"] = [
             {"qid": q.qid, "before": b, "after": a, "never": nev[i] if nev else None}
             for i, (q, b, a) in enumerate(zip(qs, before, after, strict=True))
@@ -235,70 +315,84 @@ def run(
     def pooled(rows: list) -> dict[str, Any] | None:
         if not rows:
             return None
-        b = [x for r in rows for x in r[0]]
-        a = [x for r in rows for x in r[1]]
-        q = [x for r in rows for x in r[2]]
-        gone = set().union(*(r[3] for r in rows))
-        texts = {k: v for r in rows for k, v in r[4].items()}
-        out = compare(b, a, q, gone, texts)
+        out = compare(
+            [x for r in rows for x in r[0]],
+            [x for r in rows for x in r[1]],
+            [x for r in rows for x in r[2]],
+            set().union(*(r[3] for r in rows)),
+            {k: v for r in rows for k, v in r[4].items()},
+        )
         out.pop("changed")
         return out
 
+    after_all = pooled(pooled_rows["after"])
+    n = after_all["questions"] if after_all else 0
     return {
         "format": data.fmt,
         "embedder": config.embedder,
         "groups": per_group,
-        "after": pooled(totals["after"]),
-        "never": pooled(totals["never"]),
+        "after": after_all,
+        "never": pooled(pooled_rows["never"]),
+        "after_equals_never": sum(e.get("after_equals_never", 0) for e in per_group.values())
+        if never
+        else None,
+        "channels": {k: round(v / n, 3) for k, v in sorted(chan.items())}
+        if channels and n
+        else None,
         "seconds": round(time.perf_counter() - t0, 1),
     }
 
 
 def summary(report: dict[str, Any]) -> str:
+    """A few lines for a terminal."""
     lines = [f"{report['format']} ({report['embedder']} embedder), {report['seconds']} s"]
     for tag in ("after", "never"):
         c = report.get(tag)
         if c:
             lines.append(
                 f"  {tag:6s}: {c['questions']} questions; same answer {c['answer']} "
-                f"({c['share']['answer']}), same cited top-{TOP} {c['cited']} "
-                f"({c['share']['cited']}), other speakers' cited kept {c['cited_kept']} "
-                f"({c['share']['cited_kept']}), gold kept {c['gold_kept']}/{c['gold_before']}; "
-                f"not quoting the person before: {c['not_quoting_same']}/{c['not_quoting']} same"
+                f"({c['share']['answer']}); not quoting the person before: {c['own_same']}/"
+                f"{c['own']} same ({c['share']['own']}); same cited top-{TOP} {c['cited']}; "
+                f"other speakers' cited kept in order {c['cited_kept']}; gold kept "
+                f"{c['gold_kept']}/{c['gold_before']}; changed: {c['causes']}"
             )
+    if report.get("after_equals_never") is not None:
+        lines.append(f"  after forget == never had: {report['after_equals_never']}")
+    if report.get("channels"):
+        lines.append(f"  recall channels, top {CHANNEL_TOP} order kept: {report['channels']}")
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--data", default=None, help="LoCoMo file / SocialMem folder")
     p.add_argument("--format", choices=["locomo", "socialmem"], default="locomo")
     p.add_argument("--groups", default=None, help="e.g. conv-26 (default: LoCoMo conv-26)")
     p.add_argument("--speaker", default=None, help="forget this speaker (default: the first)")
     p.add_argument("--embedder", default="hashing", choices=["hashing", "minilm", "none"])
     p.add_argument("--never", action="store_true", help="also ask a group that never had them")
+    p.add_argument("--channels", action="store_true", help="order kept per recall channel")
     p.add_argument("--explain", action="store_true", help="print each changed answer")
     p.add_argument("--home", default=None)
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     sub = "locomo/locomo10.json" if args.format == "locomo" else "socialmem/training"
-    path = args.data or str(SHARED_DATA / sub)
-    data = load_qa(path, args.format)
+    data = load_qa(args.data or SHARED_DATA / sub, args.format)
     groups = args.groups or ("conv-26" if args.format == "locomo" else None)
     if groups:
         data = data.only(groups)
-    home = args.home or tempfile.mkdtemp(prefix="forget-stability-")
     report = run(
         data,
-        home,
+        args.home or tempfile.mkdtemp(prefix="forget-stability-"),
         QueryConfig(embedder=args.embedder),
         speaker=args.speaker,
         never=args.never,
+        channels=args.channels,
         explain=args.explain,
     )
     print(summary(report), file=sys.stderr)
     if args.out:
-        Path(args.out).write_text(json.dumps(report, indent=1))
+        Path(args.out).write_text(json.dumps(report, indent=1, default=str))
     return 0
 
 
