@@ -6,16 +6,20 @@ The checks of ``derived_memory`` run them on the store of its partition, in the 
 own step (one process, not one per check, on the multiprocess executor).
 """
 
+import warnings
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import dagster as dg
 import pyarrow as pa
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData,
+)
 
 from speakerflow.schemas import GROUP_OWNER
 
-from .common import md_table
+from .common import GROUPS, md_table
 
 Row = dict[str, Any]
 
@@ -168,8 +172,14 @@ CHECKS: list[tuple[str, str, Callable[[dict[str, Any], str], list[Row]]]] = [
 
 
 def check_specs(asset: str = "derived_memory") -> list[dg.AssetCheckSpec]:
-    """The invariants as check specs of ``asset`` (evaluated in the asset's own step)."""
-    return [dg.AssetCheckSpec(name, asset=asset, description=what) for name, what, _ in CHECKS]
+    """The invariants as check specs of ``asset`` (evaluated in the asset's own step),
+    partitioned by group like the asset: each group has its own check status."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # partitioned check specs are a Dagster preview
+        return [
+            dg.AssetCheckSpec(name, asset=asset, description=what, partitions_def=GROUPS)
+            for name, what, _ in CHECKS
+        ]
 
 
 def evaluate(
@@ -197,3 +207,55 @@ def evaluate(
             )
         )
     return results
+
+
+def _latest_materialization(
+    instance: dg.DagsterInstance, asset: dg.AssetKey, group: str
+) -> AssetCheckEvaluationTargetMaterializationData | None:
+    """The latest materialisation of ``asset`` for ``group`` (what the check looked at)."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=asset, asset_partitions=[group]), limit=1
+    ).records
+    if not records:
+        return None
+    rec = records[0]
+    return AssetCheckEvaluationTargetMaterializationData(
+        run_id=rec.event_log_entry.run_id, storage_id=rec.storage_id, timestamp=rec.timestamp
+    )
+
+
+def range_check_events(
+    context: dg.AssetExecutionContext, states: dict[str, dict[str, Any]]
+) -> Iterator[dg.Output | dg.AssetCheckEvaluation]:
+    """The check events of a run over several groups (a backfill policy range).
+
+    ``AssetCheckResult`` takes its partition from the run, which a range run does not
+    have; so each selected check's output is yielded once, then one
+    :class:`dg.AssetCheckEvaluation` per check and group, scoped to the group's partition
+    (the checks are partitioned like the asset) and pointing at that group's
+    materialisation, as a single-partition run would record it.
+    """
+    specs = {
+        spec.name: (out, spec)
+        for out, spec in context.assets_def.check_specs_by_output_name.items()
+    }
+    selected = {key.name for key in context.selected_asset_check_keys}
+    for name in selected & specs.keys():
+        yield dg.Output(None, output_name=specs[name][0])
+    for group, state in states.items():
+        for result in evaluate(state, group):
+            if result.check_name not in selected:
+                continue
+            spec = specs[result.check_name][1]
+            yield dg.AssetCheckEvaluation(
+                asset_key=spec.asset_key,
+                check_name=spec.name,
+                passed=result.passed,
+                metadata={**result.metadata, "group": group},
+                target_materialization_data=_latest_materialization(
+                    context.instance, spec.asset_key, group
+                ),
+                severity=result.severity,
+                blocking=spec.blocking,
+                partition=group if spec.partitions_def is not None else None,
+            )

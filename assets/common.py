@@ -12,6 +12,8 @@ mechanism; there is no string-based import helper.
 """
 
 import base64
+import os
+import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,50 @@ from speakerflow.pipelines import constants as C
 #: One partition per group id; added by the inbox sensor, the UI, or
 #: ``instance.add_dynamic_partitions``.
 GROUPS = dg.DynamicPartitionsDefinition(name=C.GROUPS_PARTITION)
+
+#: Environment variable: groups per run of a backfill of the ingest assets (default below).
+BACKFILL_PARTITIONS_ENV = "SPEAKERFLOW_BACKFILL_PARTITIONS_PER_RUN"
+#: Default groups per backfill run: Dagster's fixed cost of a run (launch the run process,
+#: load the code location, one worker or Celery hand-off per step) is paid once per 10
+#: groups instead of once per group (docs/scaling.md "Dagster backfill").
+BACKFILL_PARTITIONS_PER_RUN = 10
+
+
+# ``backfill_policy`` on ``@dg.asset`` is a Dagster beta parameter: its warning, on every
+# load of the definitions, says nothing a user can act on
+warnings.filterwarnings(
+    "ignore", message="Parameter `backfill_policy` of function", category=dg.BetaWarning
+)
+
+
+def backfill_policy() -> dg.BackfillPolicy:
+    """The backfill policy of the per-group ingest assets: ``multi_run`` of
+    ``$SPEAKERFLOW_BACKFILL_PARTITIONS_PER_RUN`` (default 10) groups per run. A run over a
+    range loops over its groups, one store writer per group at a time; single-partition
+    runs (the inbox sensor, the UI's "Materialize" of one group) are unchanged."""
+    raw = os.environ.get(BACKFILL_PARTITIONS_ENV, "").strip()
+    n = int(raw) if raw.isdigit() and int(raw) > 0 else BACKFILL_PARTITIONS_PER_RUN
+    return dg.BackfillPolicy.multi_run(max_partitions_per_run=n)
+
+
+def run_groups(context: dg.AssetExecutionContext) -> list[str]:
+    """The groups a run of a partitioned asset covers: one, or a range (backfill policy)."""
+    return list(context.partition_keys)
+
+
+def per_group(value: Any, groups: list[str]) -> dict[str, Any]:
+    """An upstream value as ``{group: value}``: the IO manager hands a range run a dict of
+    partition -> table and a single-partition run the table itself."""
+    if isinstance(value, dict) and len(groups) > 1:
+        return {g: value[g] for g in groups}
+    return {groups[0]: value}
+
+
+def group_metadata(context: dg.AssetExecutionContext, group: str, meta: dict[str, Any]) -> None:
+    """``meta`` on the materialisation event of ``group`` (a range run emits one event per
+    group, each with its own metadata)."""
+    context.add_asset_metadata(meta, partition_key=group)
+
 
 #: Op tags of steps that write a group's store: the multiprocess executor runs at most one
 #: of them at a time within a run (see ``assets/jobs.py``); across runs the store's

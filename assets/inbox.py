@@ -7,13 +7,19 @@ Layout (``<home>/inbox`` by default)::
     inbox/socialmem/social_grp_x.json
     inbox/events/trader.jsonl
 
-Pure functions over paths; the sensor and ``raw_messages`` call them.
+Pure functions over paths; the sensor and ``raw_messages`` call them. ``raw_messages``
+looks groups up in an index of the inbox (``inbox/.groups-index.json``: each file's stamp
+and the groups it holds), so a run reads only the files of its own groups, not the whole
+inbox (a backfill of N groups would otherwise load N files N times).
 """
 
 import json
+import os
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -78,6 +84,77 @@ def load_file(item: InboxFile) -> list[tuple[str, pa.Table]]:
 def groups_of(item: InboxFile) -> list[str]:
     """The group ids a file holds (loads and validates the file)."""
     return [g for g, _ in load_file(item)]
+
+
+#: The index of the inbox, hidden from :func:`inbox_files` (leading dot).
+INDEX_NAME = ".groups-index.json"
+
+
+def _read_index(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def group_index(sources: list[InboxFile], index_path: Path | None) -> dict[str, list[str]]:
+    """``{file path: [group ids]}`` for ``sources``, from the index at ``index_path``.
+
+    A file whose stamp (mtime, size) matches its entry is not opened; a new or rewritten
+    file is loaded once (validated whole: a broken file raises :class:`LoadError` and is not
+    indexed) and its entry written back (atomically: concurrent runs may share the index).
+    ``index_path`` None: every file is loaded (no index kept).
+    """
+    cached = _read_index(index_path) if index_path is not None else {}
+    out: dict[str, list[str]] = {}
+    changed = False
+    for item in sources:
+        key, stamp = str(item.path), item.stamp
+        entry = cached.get(key)
+        if isinstance(entry, dict) and entry.get("stamp") == stamp and entry.get("fmt") == item.fmt:
+            out[key] = list(entry.get("groups") or [])
+            continue
+        out[key] = groups_of(item)
+        cached[key] = {"stamp": stamp, "fmt": item.fmt, "groups": out[key]}
+        changed = True
+    if changed and index_path is not None:
+        live = {str(item.path) for item in sources}
+        fresh = {k: v for k, v in cached.items() if k in live or Path(k).exists()}
+        tmp = index_path.with_name(f"{index_path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(fresh, sort_keys=True), encoding="utf-8")
+        tmp.replace(index_path)
+    return out
+
+
+def messages_for_groups(
+    groups: Iterable[str], sources: list[InboxFile], index_path: Path | None = None
+) -> dict[str, tuple[pa.Table, list[str]]]:
+    """``{group: (messages, files they came from)}`` for each of ``groups``.
+
+    Only the files that hold one of ``groups`` (by :func:`group_index`) are read, each
+    once, however many of the groups it holds.
+    """
+    wanted = list(dict.fromkeys(groups))
+    index = group_index(sources, index_path)
+    tables: dict[str, list[pa.Table]] = {g: [] for g in wanted}
+    used: dict[str, list[str]] = {g: [] for g in wanted}
+    for item in sources:
+        if not set(index.get(str(item.path), ())) & tables.keys():
+            continue
+        for gid, table in load_file(item):
+            if gid in tables:
+                tables[gid].append(table)
+                used[gid].append(str(item.path))
+    return {
+        g: (
+            pa.concat_tables(tables[g], promote_options="default")
+            if tables[g]
+            else MESSAGE_SCHEMA.empty_table(),
+            used[g],
+        )
+        for g in wanted
+    }
 
 
 def messages_for_group(group: str, sources: list[InboxFile]) -> tuple[pa.Table, list[str]]:

@@ -17,8 +17,17 @@ from speakerflow.ops.loaders import LoadError
 from speakerflow.pipelines.constants import GROUPS_PARTITION
 from speakerflow.pipelines.resources import StoreResource
 
-from .common import GROUPS, INGESTION, WRITES_STORE, md_table
-from .inbox import messages_for_group, sources_from
+from .common import (
+    GROUPS,
+    INGESTION,
+    WRITES_STORE,
+    backfill_policy,
+    group_metadata,
+    md_table,
+    per_group,
+    run_groups,
+)
+from .inbox import INDEX_NAME, messages_for_groups, sources_from
 
 
 class RawMessagesConfig(dg.Config):
@@ -56,37 +65,50 @@ def _preview(table: pa.Table) -> dg.MetadataValue:
     group_name=INGESTION,
     kinds={"python", "arrow"},
     io_manager_key="table_io",
+    backfill_policy=backfill_policy(),
 )
 def raw_messages(
     context: dg.AssetExecutionContext, config: RawMessagesConfig, store: StoreResource
-) -> pa.Table:
+) -> Any:  # pa.Table, or {group: pa.Table} in a range run
     """The group's messages read from the inbox (or a configured file), every row validated.
 
     A file that fails validation fails the step with its file, line and field; nothing is
-    written anywhere by this asset.
+    written anywhere by this asset. The inbox is looked up by group through its index
+    (``assets/inbox.py``), so a run reads only its groups' files. A backfill run over a
+    range of groups returns ``{group: table}`` (one Parquet file each).
     """
-    group = context.partition_key
+    groups = run_groups(context)
     start = time.perf_counter()
     try:
         sources = sources_from(config.path, config.fmt, store.inbox())
-        table, used = messages_for_group(group, sources)
+        index = None if config.path else store.inbox() / INDEX_NAME
+        found = messages_for_groups(groups, sources, index)
     except LoadError as exc:
-        raise dg.Failure(f"raw_messages[{group}]: {exc}") from None
-    if table.num_rows == 0:
+        raise dg.Failure(f"raw_messages[{','.join(groups)}]: {exc}") from None
+    empty = [g for g in groups if found[g][0].num_rows == 0]
+    if empty:
         where = config.path or str(store.inbox())
         raise dg.Failure(
-            f"raw_messages[{group}]: no messages of group {group!r} in {where}; drop a "
-            f"file there (see docs/dagster.md 'Inbox') or set config 'path' and 'fmt'"
+            f"raw_messages[{','.join(empty)}]: no messages of group(s) {empty!r} in {where}; "
+            f"drop a file there (see docs/dagster.md 'Inbox') or set config 'path' and 'fmt'"
         )
-    context.add_output_metadata(
-        {
-            **message_summary(table),
-            "sources": dg.MetadataValue.json(used),
-            "seconds": round(time.perf_counter() - start, 3),
-            "preview": _preview(table),
-        }
-    )
-    return table
+    seconds = round(time.perf_counter() - start, 3)
+    for g in groups:
+        table, used = found[g]
+        group_metadata(
+            context,
+            g,
+            {
+                **message_summary(table),
+                "sources": dg.MetadataValue.json(used),
+                "seconds": seconds,
+                "run_groups": len(groups),
+                "preview": _preview(table),
+            },
+        )
+    if len(groups) == 1:
+        return found[groups[0]][0]
+    return {g: found[g][0] for g in groups}
 
 
 @dg.asset(
@@ -94,33 +116,41 @@ def raw_messages(
     group_name=INGESTION,
     kinds={"kuzu", "tantivy", "parquet"},
     op_tags=WRITES_STORE,
+    backfill_policy=backfill_policy(),
 )
 def verbatim_track(
-    context: dg.AssetExecutionContext, raw_messages: pa.Table, store: StoreResource
+    context: dg.AssetExecutionContext,
+    raw_messages: Any,  # pa.Table, or {group: pa.Table} in a range run
+    store: StoreResource,
 ) -> dg.MaterializeResult:
     """System 1: the group's messages appended verbatim to its store (Kuzu, Tantivy, Parquet).
 
     Idempotent: messages whose ``msg_id`` is already stored are skipped, so re-running a
-    partition adds nothing twice.
+    partition adds nothing twice. A backfill run over several groups appends them one
+    after the other, each under its own group's writer lock.
     """
-    group = context.partition_key
-    start = time.perf_counter()
-    with store.open(group, write=True) as s:
-        result = s.append_messages(raw_messages)
-        stats = s.stats()
-        roster = s.roster()
-    return dg.MaterializeResult(
-        metadata={
-            "rows": stats["messages"],
-            "added": result.added,
-            "skipped": result.skipped,
-            "speakers": stats["speakers"],
-            "sessions": stats["sessions"],
-            "new_speakers": dg.MetadataValue.json(result.new_speakers),
-            "roster": dg.MetadataValue.md(", ".join(roster) or "_(empty)_"),
-            "seconds": round(time.perf_counter() - start, 3),
-        }
-    )
+    groups = run_groups(context)
+    for group, table in per_group(raw_messages, groups).items():
+        start = time.perf_counter()
+        with store.open(group, write=True) as s:
+            result = s.append_messages(table)
+            stats = s.stats()
+            roster = s.roster()
+        group_metadata(
+            context,
+            group,
+            {
+                "rows": stats["messages"],
+                "added": result.added,
+                "skipped": result.skipped,
+                "speakers": stats["speakers"],
+                "sessions": stats["sessions"],
+                "new_speakers": dg.MetadataValue.json(result.new_speakers),
+                "roster": dg.MetadataValue.md(", ".join(roster) or "_(empty)_"),
+                "seconds": round(time.perf_counter() - start, 3),
+            },
+        )
+    return dg.MaterializeResult()
 
 
 @dg.asset(group_name=INGESTION, kinds={"python"})

@@ -1,6 +1,8 @@
 """Jobs, the maintenance schedule and the inbox sensor.
 
-Concurrency: a run covers one group (one partition). Inside a run the multiprocess
+Concurrency: a run covers one group (one partition), or in a backfill a range of up to
+``BACKFILL_PARTITIONS_PER_RUN`` groups (the ingest assets' ``BackfillPolicy``, looped over
+inside each step, one group's writer at a time). Inside a run the multiprocess
 executor runs at most one store-writing step at a time (tag limit below); across runs,
 steps of the same group queue on the group's writer lock (``HomeStore.open``), while
 different groups run fully in parallel. A deployment can also queue whole runs per group
@@ -42,8 +44,8 @@ ingest_job = dg.define_asset_job(
     selection=dg.AssetSelection.assets(*INGEST_ASSETS),
     partitions_def=GROUPS,
     executor_def=group_executor,
-    description="One group: read its messages, append the verbatim track, run the Writer, check "
-    "the memory.",
+    description="One group (a backfill: up to 10 groups per run): read its messages, append the "
+    "verbatim track, run the Writer, check the memory.",
 )
 
 knowledge_job = dg.define_asset_job(

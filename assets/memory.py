@@ -20,8 +20,16 @@ from pydantic import Field
 from speakerflow.pipelines import constants as C
 from speakerflow.pipelines.resources import ChatModel, StoreResource
 
-from .checks import check_specs, evaluate, group_state
-from .common import GROUPS, MEMORY, WRITES_STORE, md_table
+from .checks import check_specs, evaluate, group_state, range_check_events
+from .common import (
+    GROUPS,
+    MEMORY,
+    WRITES_STORE,
+    backfill_policy,
+    group_metadata,
+    md_table,
+    run_groups,
+)
 
 REJECTS_SCHEMA = pa.schema(
     [("reason", pa.string()), ("segment_id", pa.string()), ("action", pa.string())]
@@ -63,50 +71,57 @@ def report_dict(report: Any) -> dict[str, Any]:
     kinds={"python"},
     io_manager_key="table_io",
     op_tags=WRITES_STORE,
+    backfill_policy=backfill_policy(),
 )
 def writer_actions(
     context: dg.AssetExecutionContext,
     config: WriterConfig,
     store: StoreResource,
     chat_model: ChatModel,
-) -> pa.Table:
+) -> Any:  # pa.Table, or {group: pa.Table} in a range run
     """The Writer's actions on the group's new messages; the value is the rejects table.
 
     Runs Writer -> Validate -> Upsert per segment (``write_group``); re-running a
     partition only writes messages past the group's watermark. Metadata: proposed,
-    accepted, rejected, updates, records by layer, tokens, model calls, seconds.
+    accepted, rejected, updates, records by layer, tokens, model calls, seconds. A backfill
+    run over several groups writes them one after the other (one writer per group).
     """
     from speakerflow.pipelines.write_path import write_group
 
-    group = context.partition_key
-    start = time.perf_counter()
-    with store.open(group, write=True) as s:
-        report = report_dict(
-            write_group(s, writer=chat_model.writer(), window=config.window, progress=False)
+    groups = run_groups(context)
+    writer = chat_model.writer()
+    out: dict[str, pa.Table] = {}
+    for group in groups:
+        start = time.perf_counter()
+        with store.open(group, write=True) as s:
+            report = report_dict(
+                write_group(s, writer=writer, window=config.window, progress=False)
+            )
+        rejects = out[group] = rejects_table(report.get("rejects") or [])
+        reasons = Counter(rejects["reason"].to_pylist())
+        group_metadata(
+            context,
+            group,
+            {
+                "writer": chat_model.label(),
+                "segments": report.get("segments", 0),
+                "proposed": report.get("proposed", 0),
+                "accepted": report.get("accepted", 0),
+                "rejected": report.get("rejected", 0),
+                "updates": report.get("updates", 0),
+                "records_by_layer": dg.MetadataValue.json(report.get("records_by_layer") or {}),
+                "tokens": report.get("tokens", 0),
+                "model_calls": report.get("model_calls", 0),
+                "seconds": round(report.get("seconds") or (time.perf_counter() - start), 3),
+                "reject_reasons": dg.MetadataValue.md(
+                    md_table(
+                        [{"reason": k, "count": v} for k, v in reasons.most_common()],
+                        ["reason", "count"],
+                    )
+                ),
+            },
         )
-    rejects = rejects_table(report.get("rejects") or [])
-    reasons = Counter(rejects["reason"].to_pylist())
-    context.add_output_metadata(
-        {
-            "writer": chat_model.label(),
-            "segments": report.get("segments", 0),
-            "proposed": report.get("proposed", 0),
-            "accepted": report.get("accepted", 0),
-            "rejected": report.get("rejected", 0),
-            "updates": report.get("updates", 0),
-            "records_by_layer": dg.MetadataValue.json(report.get("records_by_layer") or {}),
-            "tokens": report.get("tokens", 0),
-            "model_calls": report.get("model_calls", 0),
-            "seconds": round(report.get("seconds") or (time.perf_counter() - start), 3),
-            "reject_reasons": dg.MetadataValue.md(
-                md_table(
-                    [{"reason": k, "count": v} for k, v in reasons.most_common()],
-                    ["reason", "count"],
-                )
-            ),
-        }
-    )
-    return rejects
+    return out[groups[0]] if len(groups) == 1 else out
 
 
 def memory_summary(records: pa.Table) -> dict[str, Any]:
@@ -128,33 +143,48 @@ def memory_summary(records: pa.Table) -> dict[str, Any]:
     deps=["writer_actions"],
     kinds={"kuzu"},
     check_specs=check_specs(),
+    backfill_policy=backfill_policy(),
 )
-def derived_memory(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
+def derived_memory(context: dg.AssetExecutionContext, store: StoreResource):
     """The group's derived records (four layers, update chains) as they stand in the store.
 
     Checked on every materialisation: no record valid after it is invalid, provenance
     resolves in the group, one head per update chain, owner in roster or GROUP, no
-    cross-group reference (``assets/checks.py``).
+    cross-group reference (``assets/checks.py``). A backfill run over several groups
+    checks each group's own store and records one evaluation per check and group
+    (partition-scoped, like the materialisations).
     """
-    group = context.partition_key
-    start = time.perf_counter()
-    with store.open(group) as s:
-        records = s.records()
-        state = group_state(s, records)
-    summary = memory_summary(records)
-    cols = ["entry_id", "layer", "owner", "source", "content", "from_ids"]
-    heads = [
-        r for r in records.select(cols + ["superseded_by"]).to_pylist() if not r["superseded_by"]
-    ]
-    return dg.MaterializeResult(
-        metadata={
-            "rows": summary["records"],
-            "heads": summary["heads"],
-            "updates": summary["updates"],
-            "records_by_layer": dg.MetadataValue.json(summary["records_by_layer"]),
-            "heads_by_owner": dg.MetadataValue.json(summary["heads_by_owner"]),
-            "seconds": round(time.perf_counter() - start, 3),
-            "preview": dg.MetadataValue.md(md_table(heads, cols, limit=12)),
-        },
-        check_results=evaluate(state, group),
-    )
+    groups = run_groups(context)
+    states: dict[str, dict[str, Any]] = {}
+    for group in groups:
+        start = time.perf_counter()
+        with store.open(group) as s:
+            records = s.records()
+            states[group] = group_state(s, records)
+        summary = memory_summary(records)
+        cols = ["entry_id", "layer", "owner", "source", "content", "from_ids"]
+        heads = [
+            r
+            for r in records.select(cols + ["superseded_by"]).to_pylist()
+            if not r["superseded_by"]
+        ]
+        group_metadata(
+            context,
+            group,
+            {
+                "rows": summary["records"],
+                "heads": summary["heads"],
+                "updates": summary["updates"],
+                "records_by_layer": dg.MetadataValue.json(summary["records_by_layer"]),
+                "heads_by_owner": dg.MetadataValue.json(summary["heads_by_owner"]),
+                "seconds": round(time.perf_counter() - start, 3),
+                "preview": dg.MetadataValue.md(md_table(heads, cols, limit=12)),
+            },
+        )
+    if len(groups) == 1:
+        yield dg.MaterializeResult(check_results=evaluate(states[groups[0]], groups[0]))
+        return
+    # a range run: the materialisation events (one per group) first, then each group's
+    # evaluations, scoped to its partition (AssetCheckResult carries no partition)
+    yield dg.MaterializeResult()
+    yield from range_check_events(context, states)

@@ -1,7 +1,9 @@
 """``speakerflow bench backfill`` at a small size: 3 partitions through a real Dagster backfill
-(dagster job backfill + dagster-daemon, QueuedRunCoordinator) on the multiprocess executor
-and on Celery with two workers (where redis-server and dagster-celery exist), against the
-sequential CLI loop; every group complete, the same record counts as the CLI loop."""
+(launchPartitionBackfill + dagster-daemon's backfill daemon, QueuedRunCoordinator), 2 groups
+per run (the ingest assets' BackfillPolicy: one run over a range of two groups, one run of
+one group) on the multiprocess executor and on Celery with two workers (where redis-server
+and dagster-celery exist), against the sequential CLI loop; every group complete, the same
+record counts as the CLI loop."""
 
 from __future__ import annotations
 
@@ -43,15 +45,19 @@ def test_backfill_against_the_cli_loop(tmp_path):
         out=tmp_path / "r.json",
         workdir=tmp_path / "w",
         timeout_s=1200,
+        partitions_per_run=2,
     )
     assert json.loads((tmp_path / "r.json").read_text())["complete"] is True
     for mode in modes:
         res = report["modes"][mode]
-        assert res["runs"] == 3 and res["failed"] == 0, (mode, res)
+        runs = 3 if mode == "cli" else 2  # Dagster: groups bf0000-bf0001 in one run, bf0002
+        assert res["runs"] == runs and res["failed"] == 0, (mode, res)
+        assert res["partitions_done"] == 3 and res["partitions_per_minute"] > 0, (mode, res)
         assert res["groups_complete"] == 3 and res["records"] > 0, (mode, res)
         assert res["wall_s"] > 0 and res["runs_per_minute"] > 0
         if mode != "cli":
             assert res["partitions_covered"] == 3 and not res["timed_out"]
+            assert res["groups_per_run_max"] == 2 and res["partitions_per_run"] == 2
             assert res["same_records_as_cli"], mode
     if "celery" in modes:
         assert report["modes"]["celery"]["steps_on_celery_workers_first_run"] == 4
