@@ -91,13 +91,6 @@ def found(outputs: dict[str, str], phrases: list[str]) -> dict[str, list[str]]:
     return hits
 
 
-def quoted(answer: str, names: list[str]) -> str | None:
-    """The speaker whose message the (rules) answer quotes: ``Name: text``; None if none."""
-    at = {n: answer.find(f"{n}: ") for n in names}
-    at = {n: i for n, i in at.items() if i >= 0}
-    return min(at, key=at.get) if at else None
-
-
 def _ask_answers(home, gid, questions):
     return [
         json.loads(cli(home, "ask", gid, q, "--embedder", "hashing", "--json")) for q in questions
@@ -138,20 +131,6 @@ def _case(dataset):
     return "socialmem", data, speaker, other, questions
 
 
-def without_speaker(fmt: str, data, speaker: str):
-    """The same input with every turn of ``speaker`` removed: a group that never had them."""
-    data = json.loads(json.dumps(data))
-    if fmt == "locomo":
-        conv = data[0]["conversation"]
-        for k, v in conv.items():
-            if k.startswith("session_") and isinstance(v, list):
-                conv[k] = [t for t in v if t["speaker"] != speaker]
-    else:
-        for sess in data["sessions"]:
-            sess["turns"] = [t for t in sess["turns"] if t["speaker"] != speaker]
-    return data
-
-
 def chain_inversions(records: list[dict]) -> list[str]:
     """Records superseding a record whose evidence is later than their own (a chain out of time
     order)."""
@@ -175,7 +154,6 @@ def test_forget_speaker_leaves_no_trace_in_any_output(tmp_path, dataset):
     cli(home, "wiki", gid, "--out", str(home / "wiki" / gid))
     with Home(home).open(gid) as s:
         msgs = s.messages().to_pylist()
-        roster = s.roster()
         recs_before = {r["entry_id"]: r for r in all_records(s)}
     phrases = distinctive_phrases(msgs, speaker)
     assert len(phrases) == 20
@@ -216,7 +194,6 @@ def test_forget_speaker_leaves_no_trace_in_any_output(tmp_path, dataset):
     assert chain_inversions(list(recs_after.values())) == []
     log = (home / "groups" / gid / "forget_log.jsonl").read_text()
     assert speaker not in log and all(p not in log for p in phrases)
-    # other speakers: an answer that quoted another speaker's message before still does
     answers_after = _ask_answers(home, gid, [q for q, _ in questions])
 
     # their evidence: how often the gold messages of the other speakers' questions are cited
@@ -239,36 +216,60 @@ def test_forget_speaker_leaves_no_trace_in_any_output(tmp_path, dataset):
         texts = {r["msg_id"]: r["text"] for r in s.messages().to_pylist()}
         assert gold <= set(texts)
         assert all(m in {h.doc_id for h in s.search(texts[m], 10)} for m in gold)
-    # the answers' wording: compared with the same questions asked of a group that never had
-    # the person (the counterfactual). Ranking statistics (BM25 idf, recency, fusion ranks)
-    # move when messages leave, so wording is measured, not promised (docs/reliability.md).
-    cf_src = tmp_path / "never.json"
-    cf_src.write_text(json.dumps(without_speaker(fmt, data, speaker)))
-    cf_home = tmp_path / "never"
-    cli(cf_home, "ingest", str(cf_src), "--format", fmt)
-    answers_never = _ask_answers(cf_home, gid, [q for q, _ in questions])
-    quoting = [
-        i
-        for i, b in enumerate(answers_before)
-        if quoted(b["answer"], roster) not in (None, speaker)
-    ]
-    same = sum(answers_before[i]["answer"] == answers_after[i]["answer"] for i in quoting)
-    same_cf = sum(answers_before[i]["answer"] == answers_never[i]["answer"] for i in quoting)
-    like_cf = sum(
-        a["answer"] == n["answer"] for a, n in zip(answers_after, answers_never, strict=True)
-    )
-    for i in quoting:
-        b, a = answers_before[i], answers_after[i]
-        if b["answer"] != a["answer"]:
-            print("CHANGED", b["question"], "|", b["answer"][:150], "|", a["answer"][:150])
-    print(
-        f"{dataset}: {same}/{len(quoting)} answers quoting other speakers unchanged after forget; "
-        f"{same_cf}/{len(quoting)} unchanged in a group that never had {speaker}; "
-        f"after forget == never had: {like_cf}/{len(questions)}"
-    )
     # every answer after forget is built from what remains: no forgotten message is cited
     gone = {m["msg_id"] for m in msgs if m["speaker"] == speaker}
     assert not any(c["msg_id"] in gone for a in answers_after for c in a["cited"])
+    # (whether their answers read the same: test_forget_keeps_other_speakers_answers)
+
+
+#: Shares of the other speakers' answers that must read the same after ``forget --speaker``,
+#: over the answers that did not quote the forgotten person before (an answer quoting them
+#: must change). Measured with ``python -m speakerflow.benchmarks.forget_stability`` (hashing
+#: embedder, as here) in five runs on 1 December 2026 while the rules Writer and the ranking
+#: were changing under other briefs: LoCoMo conv-26 0.79-0.90 (46-55 of 58-61), SocialMem
+#: training 0.47-0.53 (14-16 of 30). The floors sit below the lowest figure by about the spread
+#: between runs, so ranking noise does not fail the test; a forget that also deleted every record
+#: of the other speakers measured 0.741 on LoCoMo and fails it (narrowly: the rules answerer
+#: leans on messages, so records move few answers; the record checks of the test above catch
+#: that case directly). ``NEVER_SLACK``: a forget keeps at least as many of these answers as a
+#: group that never had the person, less 2 (the two runs that measured it: LoCoMo 55 vs 49 and
+#: 48 vs 44; SocialMem 16 vs 17 and 16 vs 16). ``GOLD_FLOOR``: answers holding the gold answer
+#: before that still hold it after (measured 0.74-0.93).
+STABLE_FLOOR = {"locomo": 0.75, "socialmem": 0.40}
+NEVER_SLACK = 2
+GOLD_FLOOR = 0.70
+
+
+@pytest.mark.parametrize("dataset", ["locomo", "socialmem"])
+def test_forget_keeps_other_speakers_answers(tmp_path, dataset):
+    """Every question whose gold evidence holds none of the forgotten speaker's messages
+    (LoCoMo conv-26: 73; the ten SocialMem training networks, one person forgotten in each:
+    58), asked before and after ``forget --speaker`` and of a group that never had them."""
+    from speakerflow.benchmarks.forget_stability import load_qa, run, summary
+    from speakerflow.pipelines.query_path import QueryConfig
+
+    if dataset == "locomo":
+        data = load_qa(shared("locomo", "locomo10.json"), "locomo").only("conv-26")
+    else:
+        data = load_qa(shared("socialmem", "training"), "socialmem")
+    report = run(data, tmp_path, QueryConfig(embedder="hashing"), never=True)
+    print(summary(report))
+    after, never = report["after"], report["never"]
+    assert after["questions"] >= (60 if dataset == "locomo" else 50)
+    assert after["own"] >= 0.4 * after["questions"]  # enough answers rest on other speakers
+    assert after["share"]["own"] >= STABLE_FLOOR[dataset], summary(report)
+    assert after["own_same"] >= never["own_same"] - NEVER_SLACK, summary(report)
+    assert after["share"]["gold"] is None or after["share"]["gold"] >= GOLD_FLOOR
+    # what remains answers: no answer after the forget cites a forgotten message
+    for gid, entry in report["groups"].items():
+        table = dict(data.groups)[gid]
+        name = table["speaker"][0].as_py()
+        gone = {
+            m
+            for m, s in zip(table["msg_id"].to_pylist(), table["speaker"].to_pylist(), strict=True)
+            if s == name
+        }
+        assert not any(gone & set(r["after"]["evidence"]) for r in entry["rows"])
 
 
 def test_forget_messages_dry_run_and_errors(home):
