@@ -168,6 +168,12 @@ class CachedEmbedder:
         self.encoded = 0
         if self.path is not None and self.path.exists():
             with np.load(self.path, allow_pickle=False) as data:
+                made_by = str(data["name"]) if "name" in data.files else "minilm-l6-v2"
+                if made_by != self.name:  # vectors of another model (or precision)
+                    raise ValueError(
+                        f"{self.path} holds {made_by} vectors, not {self.name}: use another "
+                        "--embed-cache (or SPEAKERFLOW_EMBEDDER_PRECISION)"
+                    )
                 raw = data[
                     "keys"
                 ].tobytes()  # fixed 20-byte digests (an S20 item would drop trailing NULs)
@@ -199,6 +205,7 @@ class CachedEmbedder:
             tmp,
             keys=np.frombuffer(b"".join(keys), dtype="S20"),
             vecs=np.stack([self.table[k] for k in keys]),
+            name=np.array(self.name),
         )
         tmp.replace(self.path)
 
@@ -211,17 +218,35 @@ def labelled(table: pa.Table) -> list[str]:
     ]
 
 
+def stream_embedder(precision: str | None = None, threads: int = 1):
+    """MiniLM for the dense columns: ``precision`` (``torch``, ``fp32``, ``int8``; default
+    ``$SPEAKERFLOW_EMBEDDER_PRECISION`` as the query path reads it), ``threads`` for batches
+    (questions run on one thread either way)."""
+    from speakerflow.ops.embed import MiniLMEmbedder, OnnxMiniLMEmbedder, minilm_embedder
+
+    emb = minilm_embedder(precision)
+    if isinstance(emb, OnnxMiniLMEmbedder):  # no torch in the process (nor in its RSS)
+        emb.threads = threads
+    elif isinstance(emb, MiniLMEmbedder):
+        import torch
+
+        torch.set_num_threads(threads)
+        emb.small_batch = 1
+    return emb
+
+
 def embed_stream(
-    n: int, cache: str | Path, seed: int = 7, chunk: int = 2_000, threads: int = 1
+    n: int,
+    cache: str | Path,
+    seed: int = 7,
+    chunk: int = 2_000,
+    threads: int = 1,
+    precision: str | None = None,
 ) -> dict:
     """Embed the labelled texts of the one-group stream of ``n`` messages into ``cache``
-    (resumable: texts already there are skipped; saved every ``chunk`` messages)."""
-    import torch
-
-    from speakerflow.ops.embed import MiniLMEmbedder
-
-    torch.set_num_threads(threads)
-    emb = CachedEmbedder(MiniLMEmbedder(small_batch=0), cache)
+    (resumable: texts already there are skipped; saved every ``chunk`` messages) with
+    :func:`stream_embedder` (batched: sorted by length within each chunk)."""
+    emb = CachedEmbedder(stream_embedder(precision, threads), cache)
     texts = labelled(synthetic_stream(n, "one", seed))
     start = time.perf_counter()
     for lo in range(0, n, chunk):
@@ -233,7 +258,12 @@ def embed_stream(
                 f"{lo + chunk}/{n} embedded ({emb.encoded / (time.perf_counter() - start):.1f}/s)",
                 flush=True,
             )
-    return {"messages": n, "encoded": emb.encoded, "seconds": round(time.perf_counter() - start, 1)}
+    return {
+        "messages": n,
+        "embedder": emb.name,
+        "encoded": emb.encoded,
+        "seconds": round(time.perf_counter() - start, 1),
+    }
 
 
 # -- one size, one shape (runs in its own process) ----------------------------------------------
@@ -551,21 +581,28 @@ def _entities_and_injection(
 
 
 def _dense(store, qs: list[str], embed_cache: str) -> dict[str, Any]:
-    """Dense channel per question: a fresh MiniLM encode of the question and the top-k over
-    the group's message embeddings (ANN index above its threshold), vs brute force."""
-    import torch
+    """Dense channel per question: a fresh MiniLM encode of the question (one thread; the
+    precision of ``$SPEAKERFLOW_EMBEDDER_PRECISION``) and the top-k over the group's message
+    embeddings (ANN index above its threshold), vs brute force.
 
+    Where the time goes: ``dense_encode_*`` (the question's vector), ``dense_channel_*``
+    (:func:`~speakerflow.ops.dense_index.dense_scores`: the warm index's search plus the
+    score vector), ``ann_search_*`` (the index search alone, timed again after the channel);
+    and what a fresh process pays once before its first dense query (``cold_*``: the index
+    from disk and the check that it holds every message; ``cold_vectors_load_s``, the
+    group's vectors from its ``.npz``, is paid only below the threshold or when the index
+    lacks messages)."""
     from speakerflow.graphs import ann
     from speakerflow.ops.dense_index import ANN_K, dense_scores, group_index
-    from speakerflow.ops.embed import MiniLMEmbedder
+    from speakerflow.ops.embed import cached_embeddings
     from speakerflow.ops.recall import GroupView
 
-    torch.set_num_threads(1)
-    emb = CachedEmbedder(MiniLMEmbedder(), embed_cache)
+    emb = CachedEmbedder(stream_embedder(), embed_cache)
     view = GroupView.of(store)
     t0 = time.perf_counter()
     mat = view.dense_matrix(emb)
     out: dict[str, Any] = {
+        "embedder": emb.name,
         "embed_s": round(time.perf_counter() - t0, 2),
         "embedded_now": emb.encoded,
     }
@@ -573,8 +610,22 @@ def _dense(store, qs: list[str], embed_cache: str) -> dict[str, Any]:
     index = group_index(view, emb)
     out["ann_index"] = index is not None
     out["ann_build_s"] = round(time.perf_counter() - t0, 2) if index is not None else None
+    if not store.in_memory:  # a fresh process: vectors and index read from the group folder
+        fresh = type("Fresh", (), {"in_memory": False, "root": store.root})()
+        labelled_texts = [f"{a}: {b}" for a, b in zip(view.speakers, view.texts, strict=True)]
+        t0 = time.perf_counter()
+        cached_embeddings(fresh, emb, view.ids, labelled_texts, kind="messages-labelled")
+        out["cold_vectors_load_s"] = round(time.perf_counter() - t0, 3)
+        if index is not None and index.path is not None:
+            t0 = time.perf_counter()
+            cold = ann.AnnIndex(emb.dim, index.path)
+            out["cold_ann_load_s"] = round(time.perf_counter() - t0, 3)
+            t0 = time.perf_counter()
+            out["cold_ann_needs_sync"] = cold.needs_sync(view.ids)  # False: vectors not read
+            out["cold_ann_check_s"] = round(time.perf_counter() - t0, 3)
+            del cold
     emb.inner.encode(["warm up"])
-    dense, enc, search, exact, hit = [], [], [], [], []
+    dense, enc, channel, search, exact, hit = [], [], [], [], [], []
     for q in qs:
         t0 = time.perf_counter()
         qvec = emb.inner.encode([q])[0]
@@ -583,13 +634,16 @@ def _dense(store, qs: list[str], embed_cache: str) -> dict[str, Any]:
         t2 = time.perf_counter()
         dense.append((t2 - t0) * 1000)
         enc.append((t1 - t0) * 1000)
-        search.append((t2 - t1) * 1000)
+        channel.append((t2 - t1) * 1000)
+        if index is not None:
+            t0 = time.perf_counter()
+            index.search(qvec, ANN_K, live=view.pos)
+            search.append((time.perf_counter() - t0) * 1000)
         t0 = time.perf_counter()
         rows, sims = ann.top_k_exact(mat, qvec, 50)
         exact.append((time.perf_counter() - t0) * 1000)
-        if (
-            index is not None
-        ):  # tie-aware recall of the top 50: ANN hits at least as close as the 50th
+        if index is not None:
+            # tie-aware recall of the top 50: ANN hits at least as close as the 50th
             got = np.sort(scores[scores > 0])[::-1][:50]
             hit.append(float(np.sum(got >= sims[-1] - 1e-6)) / len(sims))
     emb.save()
@@ -597,11 +651,15 @@ def _dense(store, qs: list[str], embed_cache: str) -> dict[str, Any]:
         dense_query_p50_ms=_pct(dense, 50),
         dense_query_p95_ms=_pct(dense, 95),
         dense_encode_p50_ms=_pct(enc, 50),
-        dense_channel_p50_ms=_pct(search, 50),
-        dense_channel_p95_ms=_pct(search, 95),
+        dense_encode_p95_ms=_pct(enc, 95),
+        dense_channel_p50_ms=_pct(channel, 50),
+        dense_channel_p95_ms=_pct(channel, 95),
+        ann_search_p50_ms=_pct(search, 50),
+        ann_ef_search=index.ef_search if index is not None else None,
         brute_top50_p50_ms=_pct(exact, 50),
         ann_k=ANN_K,
         ann_recall_at_50=round(statistics.mean(hit), 4) if hit else None,
+        dense_load_avg=[round(x, 2) for x in os.getloadavg()],
     )
     return out
 
@@ -618,15 +676,12 @@ def ann_sweep(
     ``n`` MiniLM vectors (from ``cache``), for 100 questions about the stream and 100 LoCoMo
     questions, per (M, efConstruction) and efSearch. One thread."""
     import faiss
-    import torch
 
     from speakerflow.graphs.ann import AnnIndex, top_k_exact
-    from speakerflow.ops.embed import MiniLMEmbedder
 
-    torch.set_num_threads(1)
     faiss.omp_set_num_threads(1)
     table = synthetic_stream(n, "one", seed)
-    emb = CachedEmbedder(MiniLMEmbedder(), cache)
+    emb = CachedEmbedder(stream_embedder(), cache)
     mat, ids = emb.encode(labelled(table)), table["msg_id"].to_pylist()
     qs = _questions(table, 100, seed + 4)
     if LOCOMO.exists():
@@ -907,8 +962,12 @@ def main(argv: list[str] | None = None) -> None:
         p = argparse.ArgumentParser()
         p.add_argument("--messages", type=int, default=100_000)
         p.add_argument("--cache", required=True)
+        p.add_argument("--threads", type=int, default=1)
+        p.add_argument("--precision", default=None, help="torch, fp32 or int8 (default: the env's)")
         a = p.parse_args(argv[1:])
-        print(json.dumps(embed_stream(a.messages, a.cache)))
+        print(
+            json.dumps(embed_stream(a.messages, a.cache, threads=a.threads, precision=a.precision))
+        )
         return
     if argv and argv[0] == "ingest-ab":
         p = argparse.ArgumentParser()
@@ -924,8 +983,14 @@ def main(argv: list[str] | None = None) -> None:
         p = argparse.ArgumentParser()
         p.add_argument("--messages", type=int, default=100_000)
         p.add_argument("--cache", required=True)
+        p.add_argument("--params", default="32:100,48:200", help="M:efConstruction pairs")
+        p.add_argument("--efs", default="128,256,512,1024", help="efSearch values")
         a = p.parse_args(argv[1:])
-        for row in ann_sweep(a.messages, a.cache):
+        params = tuple(
+            (int(m), int(efc)) for m, efc in (x.split(":") for x in a.params.split(",") if x)
+        )
+        efs = tuple(int(x) for x in a.efs.split(",") if x)
+        for row in ann_sweep(a.messages, a.cache, params, efs):
             print(json.dumps(row), flush=True)
         return
     raise SystemExit("use: speakerflow bench scale --messages N --out report.json")

@@ -116,6 +116,17 @@ class AnnIndex:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def needs_sync(self, ids: list[str]) -> bool:
+        """Whether :meth:`sync` with ``ids`` would change the index (an id it lacks, or
+        enough stale rows for a rebuild). False lets a reader skip loading the vectors."""
+        if self._index is None:
+            return True
+        if any(m not in self._where for m in ids):
+            return True
+        live = set(ids)
+        stale = sum(1 for m in self.ids if m not in live)
+        return bool(self.ids) and stale > STALE_SHARE * len(self.ids)
+
     def sync(self, ids: list[str], vecs: np.ndarray, save: bool = True) -> int:
         """Make the index hold every id of ``ids`` (rows of ``vecs``); adds only the ids it
         lacks, rebuilds when too many indexed ids are gone. Returns the vectors added."""

@@ -43,7 +43,10 @@ def group_index(view, embedder) -> ann.AnnIndex | None:
         )
         index = indexes[embedder.name] = ann.AnnIndex(embedder.dim, path)
     if embedder.name not in synced:
-        index.sync(view.ids, view.dense_matrix(embedder), save=not store.in_memory)
+        # an index on disk that holds every message already: no need to read the group's
+        # vectors (a fresh process's first dense query skips loading the .npz)
+        if index.needs_sync(view.ids):
+            index.sync(view.ids, view.dense_matrix(embedder), save=not store.in_memory)
         synced[embedder.name] = True
     return index
 

@@ -359,10 +359,9 @@ class RulesWriter:
                             segment.group_id, segment.segment_id, "UPDATE", slot.entry_id, content
                         )
                         continue
+                said = {act["content"], _attributed(act["content"], act["source"])}
                 if any(
-                    sl.owner == act["owner"]
-                    and sl.layer == act["layer"]
-                    and sl.content == act["content"]
+                    sl.owner == act["owner"] and sl.layer == act["layer"] and sl.content in said
                     for sl in slots
                 ):
                     continue  # said before in the same words: that record stands

@@ -385,7 +385,9 @@ def third_person(sentence: str, speaker: str, addressee: str | None = None) -> s
 
 def first_person(sentence: str) -> bool:
     """Does the sentence speak about the speaker ("I", "my", "me", or an elided subject)?"""
-    if re.search(r"\b(I|I'm|I've|I'll|I'd|my|me|mine|myself)\b", sentence.replace("\u2019", "'")):
+    if re.search(
+        r"\b(?:I|I'm|I've|I'll|I'd|(?i:my|me|mine|myself))\b", sentence.replace("\u2019", "'")
+    ):
         return True
     first = words(sentence)[:1]
     return bool(first) and (

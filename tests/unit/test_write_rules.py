@@ -139,3 +139,49 @@ def test_third_person_rewrite_and_slot_families():
     assert rt.family("the budget goes up to 700 euros") == "budget"
     assert rt.family("I'll book mine tomorrow, as usual") == "habit"
     assert rt.topic_words("I prefer Lisbon") == rt.topic_words("I'd rather Lisbon") == {"lisbon"}
+
+
+def _msg(i, speaker, text, session="s", reply_to=None):
+    return {
+        "msg_id": i,
+        "speaker": speaker,
+        "text": text,
+        "ts": 1,
+        "turn": 0,
+        "session_id": session,
+        "reply_to": reply_to,
+    }
+
+
+def test_views_open_with_their_source_and_vocatives_are_not_subjects():
+    seg = Segment(
+        "s#0",
+        "g",
+        ("Ana", "Ben", "Chloe"),
+        (
+            _msg("a", "Ana", "Ben always books things early, which helps the whole trip a lot."),
+            _msg("b", "Ben", "Chloe I will book the hotel in Porto. My sister lives there."),
+        ),
+    )
+    acts = RulesWriter().propose(seg).actions
+    view = next(a for a in acts if a["owner"] == "Ben" and a["source"] == "Ana")
+    # the view names its holder and keeps whom it is about as its subject
+    assert view["layer"] == "per_speaker_profile"
+    assert view["content"].startswith("Ana says Ben always books things early")
+    [own] = [a for a in acts if a["source"] == "Ben"]
+    # "Chloe" opens the sentence as a vocative: Ben's own record, without the name; the
+    # message's statements about Ben are one record, and it does not repeat Ben's name
+    assert own["owner"] == "Ben" and own["layer"] == "per_speaker_core"
+    assert "Chloe" not in own["content"] and "Ben" not in own["content"]
+    assert "book the hotel in Porto" in own["content"] and "; sister lives there" in own["content"]
+    # said again in a later session: not proposed again (the head holds the attributed words)
+    head = {**view, "entry_id": "h1", "event": view.get("event", "")}
+    later = Segment(
+        "s#1",
+        "g",
+        ("Ana", "Ben", "Chloe"),
+        (_msg("c", "Ana", view["content"].removeprefix("Ana says "), session="t"),),
+        heads=(head,),
+        history=seg.messages,
+    )
+    assert not [a for a in RulesWriter().propose(later).actions if a["owner"] == "Ben"]
