@@ -55,6 +55,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
@@ -205,6 +206,29 @@ def _split(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
 
 
+# Per-text work of the units, memoised across questions: the same messages come back as
+# evidence ask after ask, and their sentences, stemmed words and time expressions do not
+# change. Pure functions of the text (and of the message time); bounded LRU caches, safe to
+# share between threads. A unit keeps the memoised word set itself: nothing mutates it.
+_TEXT_CACHE = 1 << 16
+
+
+@lru_cache(maxsize=_TEXT_CACHE)
+def _sentences(text: str) -> tuple[str, ...]:
+    return tuple(_split(text)) or (text,)
+
+
+@lru_cache(maxsize=_TEXT_CACHE)
+def _unit_terms(sentence: str) -> set[str]:
+    return terms(sentence)
+
+
+@lru_cache(maxsize=_TEXT_CACHE)
+def _says_time(text: str, ts: datetime) -> bool:
+    """Whether ``text`` holds a time expression (resolved against ``ts``)."""
+    return bool(resolve(text, ts))
+
+
 @dataclass
 class Unit:
     """One sentence of a message (or of a record without a message view)."""
@@ -269,7 +293,7 @@ def _units(evidence: list[EvidenceItem], messages: Messages | None) -> list[Unit
         record_key=None,
         settles=False,
     ):
-        sents = _split(text) or [text]
+        sents = _sentences(text)
         session = messages.session(key_id) if messages and not is_record else None
         for i, s in enumerate(sents):
             key = (key_id, i)
@@ -289,7 +313,7 @@ def _units(evidence: list[EvidenceItem], messages: Messages | None) -> list[Unit
                     item.rank,
                     index=i,
                     siblings=tuple(sents),
-                    terms=terms(s),
+                    terms=_unit_terms(s),
                     session=session,
                     is_record=is_record,
                     cites=tuple(item.msg_ids) if is_record else (),
@@ -507,7 +531,7 @@ def _score(
             _REASON.search(u.text) or any(_REASON.search(x) for x in u.siblings)
         ):
             s += config.type_bonus
-        if time_q and resolve(u.text, u.ts or _today()):
+        if time_q and (_says_time(u.text, u.ts) if u.ts is not None else resolve(u.text, _today())):
             s += config.type_bonus
         if qtype == "where" and any(
             m.group(0).split()[-1].lower() not in _CALENDAR for m in _PLACE.finditer(u.text)

@@ -35,8 +35,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from speakerflow.graphs import SearchFilter
-
 from .base import Context, Operator, OperatorConfig, put_columns
 from .dense_index import dense_scores, group_index
 from .embed import Embedder, cached_embeddings, encode_query
@@ -167,11 +165,10 @@ def bm25_scores(view: GroupView, query: str, speaker: str | None = None) -> np.n
     out = np.zeros(len(view), dtype=np.float64)
     if not len(view):
         return out
-    hits = view.store.search(query, len(view), SearchFilter(kind="message", speaker=speaker))
-    for hit in hits:
-        row = view.pos.get(hit.doc_id)
-        if row is not None:
-            out[row] = hit.score
+    from .recall_bounded import bm25_top  # the hits by key: no stored document read per hit
+
+    rows, scores = bm25_top(view, query, len(view), speaker)
+    out[rows] = scores
     return out
 
 

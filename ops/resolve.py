@@ -72,6 +72,39 @@ class RecordView:
     idf: dict[str, float] = field(default_factory=dict)
     #: per (embedder, layers, heads only, message count): record matrix and record -> message rows
     channel_cache: dict = field(default_factory=dict)
+    #: term -> the records (ascending) whose ``terms`` hold it: which records an issue word hits
+    postings: dict[str, np.ndarray] = field(default_factory=dict)
+    #: True for a current head (not superseded, not invalidated)
+    heads: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    #: per message count: (message rows each record rests on, flat, and each record's start)
+    _rests_on: dict = field(default_factory=dict)
+
+    def rests_on(self, view: GroupView) -> tuple[np.ndarray, np.ndarray]:
+        """The message rows of each record's ``from_ids`` that ``view`` holds, as one flat
+        array and the start of each record's slice in it (``starts[i]:starts[i + 1]``);
+        once per message count."""
+        key = len(view)
+        found = self._rests_on.get(key)
+        if found is None:
+            flat: list[int] = []
+            starts = np.zeros(len(self.rows) + 1, dtype=np.int64)
+            pos = view.pos
+            for i, r in enumerate(self.rows):
+                flat.extend(pos[m] for m in r["from_ids"] if m in pos)
+                starts[i + 1] = len(flat)
+            found = self._rests_on[key] = (np.asarray(flat, dtype=np.int64), starts)
+        return found
+
+    def in_layers(self, layers) -> np.ndarray:
+        """True for the records of ``layers`` (cached per layer tuple)."""
+        key = ("layers", tuple(layers))
+        found = self.channel_cache.get(key)
+        if found is None:
+            wanted = set(layers)
+            found = self.channel_cache[key] = np.array(
+                [r["layer"] in wanted for r in self.rows], dtype=bool
+            )
+        return found
 
     @classmethod
     def of(cls, store) -> RecordView:
@@ -90,6 +123,15 @@ class RecordView:
             for t in terms:
                 df[t] = df.get(t, 0) + 1
         view.idf = {t: math.log(1 + (len(rows) + 1) / (n + 0.5)) for t, n in df.items()}
+        postings: dict[str, list[int]] = {}
+        for i, terms in enumerate(view.terms):
+            for t in terms:
+                postings.setdefault(t, []).append(i)
+        view.postings = {t: np.asarray(ix, dtype=np.int64) for t, ix in postings.items()}
+        view.heads = np.array(
+            [r.get("superseded_by") is None and r.get("invalid_at") is None for r in rows],
+            dtype=bool,
+        )
         store._record_view = (table, view)
         return view
 
@@ -158,26 +200,33 @@ def resolve_rows(
     records = RecordView.of(view.store)
     issue_words = set(query_terms(projection.issue))
     top = float(fused.max()) if len(fused) else 0.0
-    usable = [i for i, r in enumerate(records.rows) if r["layer"] in config.layers]
+    usable = records.in_layers(config.layers)
     # the question's own vector (already computed by recall): no extra encoding per query
-    sims = _dense_sims(view.store, records, usable, projection.question, embedder)
+    dense = _dense_sims(view.store, records, config.layers, projection.question, embedder)
 
     # a word no record uses weighs like the rarest word; coverage is rarity-weighted
     default_idf = max(records.idf.values(), default=1.0)
     issue_weight = sum(records.idf.get(w, default_idf) for w in issue_words) or 1.0
-    pool_rows = set(pool or ())
+    score = _relevance(
+        view, records, fused, issue_words, issue_weight, dense, top, config, pool or ()
+    )
+    heads = records.heads & usable
 
-    def relevance(i: int) -> float:
-        r = records.rows[i]
-        lexical = sum(records.idf[w] for w in issue_words & records.terms[i]) / issue_weight
-        rows = [view.pos[m] for m in r["from_ids"] if m in view.pos]
-        recalled = any(row in pool_rows for row in rows)
-        dense = sims.get(i, 0.0)
-        if lexical < config.min_lexical and dense < config.min_dense and not recalled:
-            return 0.0  # no match: the row may stay empty and fall back to verbatim messages
-        s1 = max((fused[row] for row in rows), default=0.0)
-        # on the System 1 scale: the best recalled message it rests on, lifted by issue matches
-        return s1 + top * (0.5 * lexical + 0.5 * max(dense - config.min_dense, 0.0))
+    def current(candidates: list[int]) -> np.ndarray:
+        """The usable ``candidates`` valid at the projection's time, in their order."""
+        ix = np.asarray(candidates, dtype=np.int64)
+        if projection.as_of is None:
+            return ix[heads[ix]]
+        return np.asarray(
+            [i for i in ix[usable[ix]] if valid_at(records.rows[i], projection.as_of)],
+            dtype=np.int64,
+        )
+
+    def best(candidates: np.ndarray, k: int) -> list[tuple[float, int]]:
+        """The ``k`` best-scoring candidates with a score above 0 (ties keep their order)."""
+        found = score[candidates]
+        order = np.argsort(-found, kind="stable")
+        return [(float(found[j]), int(candidates[j])) for j in order[:k] if found[j] > 0]
 
     def record_item(r: dict, score: float, row: str, history: bool = False) -> dict:
         return _item(
@@ -194,34 +243,22 @@ def resolve_rows(
             owner=r["owner"],
         )
 
-    usable_set = set(usable)
     items: list[dict] = []
     for row in expand_rows(projection.rows, roster):
-        owned = [
-            i
-            for i in records.by_owner.get(row, [])
-            if i in usable_set and valid_at(records.rows[i], projection.as_of)
-        ]
-        scored = sorted(((relevance(i), i) for i in owned), key=lambda t: -t[0])
-        picked = [(s, i) for s, i in scored if s > 0][: config.k]
+        picked = best(current(records.by_owner.get(row, [])), config.k)
         row_items: list[dict] = []
-        for score, i in picked:
+        for s, i in picked:
             head = records.rows[i]
-            row_items.append(record_item(head, score, row))
+            row_items.append(record_item(head, s, row))
             if projection.tense == "full":
                 row_items.extend(
-                    record_item(old, score * 0.9, row, history=True) for old in chain(records, head)
+                    record_item(old, s * 0.9, row, history=True) for old in chain(records, head)
                 )
-        said = [
-            i
-            for i in records.by_source.get(row, [])
-            if i in usable_set
-            and records.rows[i]["owner"] != row
-            and valid_at(records.rows[i], projection.as_of)
-        ]
-        extra = sorted(((relevance(i), i) for i in said), key=lambda t: -t[0])
+        said = current(
+            [i for i in records.by_source.get(row, []) if records.rows[i]["owner"] != row]
+        )
         row_items.extend(
-            record_item(records.rows[i], s, row) for s, i in extra[: config.source_k] if s > 0
+            record_item(records.rows[i], s, row) for s, i in best(said, config.source_k)
         )
         if not picked:
             row_items.extend(_fallback(view, fused, row, config.fallback_k))
@@ -233,6 +270,48 @@ def resolve_rows(
             row_items.append(_item("empty_row", row, "(none)", [], 0.0))
         items.extend(row_items)
     return items
+
+
+def _relevance(
+    view: GroupView,
+    records: RecordView,
+    fused: np.ndarray,
+    issue_words: set[str],
+    issue_weight: float,
+    dense: np.ndarray,
+    top: float,
+    config: ResolveConfig,
+    pool,
+) -> np.ndarray:
+    """How well each record matches the question, on the System 1 scale (0: no match).
+
+    A record matches when it covers at least ``min_lexical`` of the issue words (weighted by
+    rarity), its embedding is at least ``min_dense`` similar to the question, or it rests on
+    a recalled message (in ``pool``). A match scores the best fused score of the messages it
+    rests on, lifted by the issue matches: ``s1 + top * (0.5 * lexical + 0.5 * max(dense -
+    min_dense, 0))``. One pass over all records in numpy; the lexical coverage is summed per
+    record that holds an issue word, as the per-record rule always did."""
+    n = len(records.rows)
+    lexical = np.zeros(n, dtype=np.float64)
+    hit = [records.postings[w] for w in issue_words if w in records.postings]
+    if hit:
+        for i in np.unique(np.concatenate(hit)).tolist():
+            lexical[i] = sum(records.idf[w] for w in issue_words & records.terms[i]) / issue_weight
+    flat, starts = records.rests_on(view)
+    counts = np.diff(starts)
+    has = counts > 0
+    s1 = np.zeros(n, dtype=np.float64)
+    recalled = np.zeros(n, dtype=bool)
+    if len(flat):
+        at = starts[:-1][has]  # reduceat over the records that rest on a message of the view
+        s1[has] = np.maximum.reduceat(fused[flat], at) if len(fused) else 0.0
+        in_pool = np.zeros(len(view), dtype=bool)
+        in_pool[np.asarray(list(pool), dtype=np.int64)] = True
+        recalled[has] = np.logical_or.reduceat(in_pool[flat], at)
+    score = s1 + top * (0.5 * lexical + 0.5 * np.maximum(dense - config.min_dense, 0.0))
+    # no match: the row may stay empty and fall back to verbatim messages
+    score[(lexical < config.min_lexical) & (dense < config.min_dense) & ~recalled] = 0.0
+    return score
 
 
 def cite_order(view: GroupView, fused: np.ndarray, from_ids) -> list[str]:
@@ -368,17 +447,29 @@ def warm_record_embeddings(store, embedder: Embedder | None) -> int:
     if embedder is None:
         return 0
     records = RecordView.of(store)
-    _dense_sims(store, records, list(range(len(records.rows))), "", embedder)
+    layers = tuple(dict.fromkeys(r["layer"] for r in records.rows))
+    _dense_sims(store, records, layers, "", embedder)
     return len(records.rows)
 
 
 def _dense_sims(
-    store, records: RecordView, usable: list[int], issue: str, embedder: Embedder | None
-) -> dict[int, float]:
-    if embedder is None or not usable:
-        return {}
-    ids = [records.rows[i]["entry_id"] for i in usable]
-    texts = [f"{records.rows[i]['owner']}: {records.rows[i]['content']}" for i in usable]
-    mat = cached_embeddings(store, embedder, ids, texts, kind="records")
-    sims = mat @ encode_query(embedder, issue)
-    return {i: float(s) for i, s in zip(usable, sims, strict=True)}
+    store, records: RecordView, layers, question: str, embedder: Embedder | None
+) -> np.ndarray:
+    """Cosine of each record of ``layers`` to ``question`` (0.0 for the other records and
+    without an embedder). The record matrix is read from the group's cache once per record
+    view; the question vector is the one recall memoised."""
+    out = np.zeros(len(records.rows), dtype=np.float64)
+    if embedder is None:
+        return out
+    key = ("dense", embedder.name, tuple(layers))
+    found = records.channel_cache.get(key)
+    if found is None:
+        usable = np.flatnonzero(records.in_layers(layers))
+        ids = [records.rows[i]["entry_id"] for i in usable]
+        texts = [f"{records.rows[i]['owner']}: {records.rows[i]['content']}" for i in usable]
+        mat = cached_embeddings(store, embedder, ids, texts, kind="records") if ids else None
+        found = records.channel_cache[key] = (usable, mat)
+    usable, mat = found
+    if mat is not None and len(usable):
+        out[usable] = (mat @ encode_query(embedder, question)).astype(np.float64)
+    return out

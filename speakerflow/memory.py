@@ -41,6 +41,7 @@ from speakerflow.schemas import KnowledgeItem, Message
 
 __all__ = [
     "AddResult",
+    "answer_direct",
     "GroupNotFoundError",
     "Memory",
     "ReadSnapshot",
@@ -167,6 +168,61 @@ def message_rows(store: GroupStore | ReadSnapshot) -> dict[str, dict]:
         cached = (table, {r["msg_id"]: r for r in table.to_pylist()})
         setattr(store, "_rows_by_id", cached)  # noqa: B010 - a memo on the store object, not a declared field
     return cached[1]
+
+
+def answer_direct(store: GroupStore | ReadSnapshot, question: str, config: Any):
+    """:func:`~speakerflow.pipelines.query_path.answer_question` for one question with the
+    rules backends, as plain calls of the stage functions
+    (:func:`~speakerflow.pipelines.query_path.direct_path`): the same projection, evidence,
+    context and answer, without building an Arrow table per operator and reading it back
+    (about half the CPU of the query path once the question is encoded, measured in
+    docs/serving.md). The operator pipeline stays the path for tables of questions, chat
+    backends and custom pipelines. ``stats`` holds no operator counters."""
+    from speakerflow.ops.answer import NO_INFO, answer_rules
+    from speakerflow.ops.recall import GroupView
+    from speakerflow.pipelines.query_path import QueryResult, direct_path, embedder_for
+
+    start = time.perf_counter()
+    projection, composed, _ = direct_path(store, question, _no_answer(config))
+    mid = time.perf_counter()
+    answer = (
+        answer_rules(
+            projection, composed.evidence, config.answer, GroupView.of(store), embedder_for(config)
+        )
+        or NO_INFO
+        if config.answer_question
+        else ""
+    )
+    end = time.perf_counter()
+    return QueryResult(
+        question,
+        answer,
+        projection,
+        composed.evidence,
+        composed.context,
+        composed.tokens,
+        (mid - start) * 1000,
+        (end - mid) * 1000,
+        0,
+        {},
+        composed.cited_ids(),
+    )
+
+
+_NO_ANSWER: dict[int, Any] = {}
+
+
+def _no_answer(config: Any) -> Any:
+    """``config`` with ``answer_question`` off (one copy per config object)."""
+    found = _NO_ANSWER.get(id(config))
+    if found is None or found[0] is not config:
+        if len(_NO_ANSWER) > 64:
+            _NO_ANSWER.clear()
+        found = _NO_ANSWER[id(config)] = (
+            config,
+            config.model_copy(update={"answer_question": False}),
+        )
+    return found[1]
 
 
 def memory_chains(
@@ -364,6 +420,7 @@ class ReadSnapshot:
         self._ids = set(self._messages["msg_id"].to_pylist()) | set(
             self._records["entry_id"].to_pylist()
         )
+        self._keys: set[int] | None = None  # doc keys of the ids, made on first use
 
     def messages(self) -> pa.Table:
         return self._messages
@@ -384,6 +441,23 @@ class ReadSnapshot:
         gained = max(0, self._reader.count() - self._docs)
         hits = self._reader.search(query, k + gained, flt)
         return [h for h in hits if h.doc_id in self._ids][:k]
+
+    def search_keys(
+        self, query: str, k: int = 10, flt: SearchFilter | None = None
+    ) -> tuple[list[int], list[float]] | None:
+        """:meth:`search` as (document keys, scores), read from the index's key field instead
+        of each hit's stored id (what recall uses); ``None`` for an index without keys."""
+        gained = max(0, self._reader.count() - self._docs)
+        found = self._reader.search_keys(query, k + gained, flt)
+        if found is None:
+            return None
+        if self._keys is None:
+            from speakerflow.graphs.text_index import doc_key
+
+            self._keys = {doc_key(i) for i in self._ids}
+        known = self._keys
+        pairs = [(key, s) for key, s in zip(*found, strict=True) if key in known][:k]
+        return [key for key, _ in pairs], [s for _, s in pairs]
 
     def stats(self) -> dict[str, int]:
         msgs = self._messages
@@ -435,6 +509,10 @@ class Memory:
         ``False``: they take the group's lock and read the store (waiting for writes).
     batch_queries
         Encode the questions of concurrent asks together (:class:`BatchingEmbedder`, default).
+    direct_asks
+        With the rules backends, :meth:`ask` runs the query stages as plain calls
+        (:func:`answer_direct`: same results, no per-operator Arrow tables; default);
+        ``False``: through the operator pipeline (:func:`answer_question`).
     """
 
     def __init__(
@@ -449,6 +527,7 @@ class Memory:
         max_open: int = 64,
         snapshot_reads: bool = True,
         batch_queries: bool = True,
+        direct_asks: bool = True,
     ):
         from speakerflow.pipelines.query_path import QueryConfig
         from speakerflow.settings import home_root
@@ -468,6 +547,7 @@ class Memory:
         self.max_open = max_open
         self.snapshot_reads = snapshot_reads
         self.batch_queries = batch_queries
+        self.direct_asks = direct_asks
 
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
@@ -681,15 +761,20 @@ class Memory:
 
         start = time.perf_counter()
         self.embedder  # noqa: B018 - the batching embedder is in place before the query path asks for it
+        ask = (
+            answer_direct
+            if self.direct_asks and self.config.backend == "rules"
+            else lambda store, q, config: answer_question(store, q, config, chat=self.chat)
+        )
         snap = self.snapshot(group)
         if snap is not None:  # no lock: the snapshot is not changed by writes
             waited = (time.perf_counter() - start) * 1000
-            result = answer_question(snap, question, self.config, chat=self.chat)
+            result = ask(snap, question, self.config)
             rows = message_rows(snap)
         else:
             with self._held(group) as g:
                 waited = (time.perf_counter() - start) * 1000
-                result = answer_question(g.store, question, self.config, chat=self.chat)
+                result = ask(g.store, question, self.config)
                 rows = message_rows(g.store)
         result.stats["group_wait_ms"] = (
             waited  # time spent waiting for the group (a snapshot, writes)
