@@ -204,10 +204,7 @@ def compare(
             gold_after += has_gold(a["answer"], q.answer, ev)
     own = [i for i in range(n) if not quoting[i]]
 
-    def share(a: int, b: int) -> float | None:
-        return round(a / b, 3) if b else None
-
-    return {
+    counts = {
         "questions": n,
         "answer": sum(same),
         "own": len(own),
@@ -217,15 +214,41 @@ def compare(
         "gold_before": gold_before,
         "gold_kept": gold_after,
         "causes": dict(causes),
-        "share": {
-            "answer": share(sum(same), n),
-            "own": share(sum(same[i] for i in own), len(own)),
-            "cited": share(sum(cited), n),
-            "cited_kept": share(sum(kept), n),
-            "gold": share(gold_after, gold_before),
-        },
-        "changed": [i for i, s in enumerate(same) if not s],
     }
+    return {**_with_shares(counts), "changed": [i for i, s in enumerate(same) if not s]}
+
+
+def _with_shares(counts: dict[str, Any]) -> dict[str, Any]:
+    def share(a: int, b: int) -> float | None:
+        return round(a / b, 3) if b else None
+
+    c = counts
+    return {
+        **c,
+        "share": {
+            "answer": share(c["answer"], c["questions"]),
+            "own": share(c["own_same"], c["own"]),
+            "cited": share(c["cited"], c["questions"]),
+            "cited_kept": share(c["cited_kept"], c["questions"]),
+            "gold": share(c["gold_kept"], c["gold_before"]),
+        },
+    }
+
+
+def pooled(parts: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The counts of several groups' :func:`compare` summed (message ids are only unique
+    within a group, so groups are compared one by one and added up)."""
+    if not parts:
+        return None
+    keys = ("questions", "answer", "own", "own_same", "cited", "cited_kept")
+    total: dict[str, Any] = {k: sum(p[k] for p in parts) for k in keys}
+    total["gold_before"] = sum(p["gold_before"] for p in parts)
+    total["gold_kept"] = sum(p["gold_kept"] for p in parts)
+    causes: Counter = Counter()
+    for p in parts:
+        causes.update(p["causes"])
+    total["causes"] = dict(causes)
+    return _with_shares(total)
 
 
 def _prepare(store, table, config: QueryConfig) -> None:
@@ -264,7 +287,6 @@ def run(
     config = config or QueryConfig(embedder="hashing")
     home = Path(home)
     per_group: dict[str, Any] = {}
-    pooled_rows: dict[str, list] = {"after": [], "never": []}
     chan: Counter = Counter()
     by_group = data.by_group()
     t0 = time.perf_counter()
@@ -290,7 +312,6 @@ def run(
             "records_rederived": getattr(report, "records_rederived", 0),
             "after": cmp,
         }
-        pooled_rows["after"].append((before, after, qs, gone, texts))
         nev: list[dict] | None = None
         if never:
             keep = pc.not_equal(table["speaker"], name)  # type: ignore[attr-defined]
@@ -301,7 +322,6 @@ def run(
             entry["after_equals_never"] = sum(
                 a["answer"] == x["answer"] for a, x in zip(after, nev, strict=True)
             )
-            pooled_rows["never"].append((before, nev, qs, gone, texts))
         if explain:
             speaker_of = dict(zip(ids, table["speaker"].to_pylist(), strict=True))
             for i in cmp["changed"]:
@@ -312,27 +332,14 @@ def run(
         ]
         per_group[gid] = entry
 
-    def pooled(rows: list) -> dict[str, Any] | None:
-        if not rows:
-            return None
-        out = compare(
-            [x for r in rows for x in r[0]],
-            [x for r in rows for x in r[1]],
-            [x for r in rows for x in r[2]],
-            set().union(*(r[3] for r in rows)),
-            {k: v for r in rows for k, v in r[4].items()},
-        )
-        out.pop("changed")
-        return out
-
-    after_all = pooled(pooled_rows["after"])
+    after_all = pooled([e["after"] for e in per_group.values()])
     n = after_all["questions"] if after_all else 0
     return {
         "format": data.fmt,
         "embedder": config.embedder,
         "groups": per_group,
         "after": after_all,
-        "never": pooled(pooled_rows["never"]),
+        "never": pooled([e["never"] for e in per_group.values() if "never" in e]),
         "after_equals_never": sum(e.get("after_equals_never", 0) for e in per_group.values())
         if never
         else None,
