@@ -66,9 +66,13 @@ def test_batched_encode_keeps_the_order_of_the_texts(cache):
     together = emb.encode(SENTENCES)
     one_by_one = np.vstack([emb.encode([t]) for t in SENTENCES])
     np.testing.assert_allclose(together, one_by_one, atol=2e-5)
-    # int8: activations are quantised per batch, so a batch's rows move a little
+    # int8: activations are quantised with one scale per model call, so a row moves a little
+    # with its batch (measured: 0.992 for sentences, 0.955 for "ok"); a swapped row would
+    # be far lower (unrelated sentences: < 0.5)
     q = E.OnnxMiniLMEmbedder("int8", cache_dir=cache, batch_size=4, small_batch=0)
-    assert _cos(q.encode(SENTENCES), np.vstack([q.encode([t]) for t in SENTENCES])).min() > 0.99
+    cos = _cos(q.encode(SENTENCES), np.vstack([q.encode([t]) for t in SENTENCES]))
+    words = [i for i, t in enumerate(SENTENCES) if len(t.split()) > 2]
+    assert cos[words].min() > 0.98 and cos.min() > 0.9, cos
 
 
 def test_the_cache_is_built_once(cache):
