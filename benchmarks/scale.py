@@ -352,20 +352,28 @@ def measure(
     gids = table["group_id"].unique().to_pylist()
     row["groups"] = len(gids)
     # ingest: the big group in batches (an incremental ingest); a small group in one append each
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    profile: dict[str, float] = {}
     if shape == "one":
         with home.open(gids[0], writable=True) as store:
             for lo, size in _slices(n, batch):
                 store.append_messages(table.slice(lo, size))
+        profile = store.ingest_profile()  # after close: the index merges waited for included
         row["ingest_batch"] = batch
     else:
         for lo, size in _slices(n, GROUP_SIZE):
             part = table.slice(lo, size)
             with home.open(part["group_id"][0].as_py(), writable=True) as store:
                 store.append_messages(part)
+            for k, v in store.ingest_profile().items():
+                profile[k] = round(profile.get(k, 0.0) + v, 3)
         row["ingest_batch"] = GROUP_SIZE
     ingest_s = time.perf_counter() - t0
     row["ingest_s"] = round(ingest_s, 2)
+    # CPU seconds of every thread of this process (Kuzu's and Tantivy's too): less
+    # dependent on the machine's load than the wall clock
+    row["ingest_cpu_s"] = round(time.process_time() - cpu0, 2)
+    row["ingest_profile_s"] = profile
     row["ingest_messages_per_s"] = round(n / ingest_s, 1)
     row["bytes_per_message"] = round(_folder_bytes(home.root) / n, 1)
 
@@ -722,54 +730,81 @@ def ann_sweep(
 
 
 # -- the sweep --------------------------------------------------------------------------------
+#: the store code an ``ingest-ab`` compares against: the commit before issue 15's ingest work
+#: of this session (Kuzu COPY on every core beside a one-thread Tantivy writer per commit)
+INGEST_AB_REV = "a47a5df"
+#: the files of ``graphs/`` that make up the ingest path (loaded from the revision together)
+INGEST_FILES = ("store.py", "text_index.py", "kuzu_graph.py", "batch.py")
+
+
+def _store_at(rev: str) -> Any:
+    """``graphs/store.py`` of git revision ``rev`` with its ingest-path siblings
+    (:data:`INGEST_FILES`) of the same revision, imported as a package of their own beside
+    :mod:`speakerflow.graphs` (other siblings, imported lazily, are today's)."""
+    import importlib
+    import types
+
+    from speakerflow import graphs
+
+    here = Path(graphs.__file__).resolve().parent
+    folder = Path(tempfile.mkdtemp(prefix=f"speakerflow-store-{rev}-"))
+    for name in INGEST_FILES:
+        source = subprocess.run(
+            ["git", "show", f"{rev}:graphs/{name}"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=here.parent,
+        ).stdout
+        (folder / name).write_text(source)
+    pkg_name = f"speakerflow.graphs._at_{re.sub(r'[^A-Za-z0-9_]', '_', rev)}"
+    pkg = types.ModuleType(pkg_name)
+    pkg.__path__ = [str(folder), str(here)]
+    pkg.__package__ = pkg_name
+    sys.modules[pkg_name] = pkg
+    return importlib.import_module(f"{pkg_name}.store")
+
+
 def ingest_ab(
     n: int = 100_000,
-    rev: str = "1630a2e",
+    rev: str = INGEST_AB_REV,
     batch: int = 10_000,
     rounds: int = 2,
     seed: int = 7,
     workdir: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Ingest throughput of the store code at git revision ``rev`` (before the columnar
-    dedup and Arrow index write) against the current code, in this process, alternating,
-    each into a fresh home, the big group in batches of ``batch``. The old ``GroupStore``
-    is the file at ``rev`` executed as a sibling module of :mod:`speakerflow.graphs.store`
-    (same Kuzu and Tantivy modules of today; the old code's index write therefore also
-    computes today's ``doc_key``)."""
-    import importlib.util
-    import types
-
+    """Ingest throughput of the store code at git revision ``rev`` (:data:`INGEST_FILES` of
+    that revision) against the current code, in this process, alternating, each into a
+    fresh home, the big group in batches of ``batch`` (the clock stops after the store is
+    closed, so background merges are counted). Also the current code's per-step wall
+    seconds (:meth:`~speakerflow.graphs.GroupStore.ingest_profile`) of its last round, and
+    bytes on disk per message of each."""
     from speakerflow.graphs import store as new_store
 
-    source = subprocess.run(
-        ["git", "show", f"{rev}:graphs/store.py"],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=Path(new_store.__file__).resolve().parents[1],
-    ).stdout
-    old = types.ModuleType("speakerflow.graphs._store_at_rev")
-    old.__package__ = "speakerflow.graphs"
-    old.__spec__ = importlib.util.spec_from_loader(old.__name__, loader=None)
-    sys.modules[old.__name__] = old
-    exec(compile(source, f"{rev}:graphs/store.py", "exec"), old.__dict__)  # noqa: S102 - our own file at rev
+    old = _store_at(rev)
     table = synthetic_stream(n, "one", seed)
     out: dict[str, Any] = {
         "messages": n,
         "batch": batch,
         "rev": rev,
+        "cpu_count": os.cpu_count(),
         "load_avg_1m_at_start": round(os.getloadavg()[0], 2),
     }
     for _ in range(rounds):
         for label, cls in (("before", old.GroupStore), ("after", new_store.GroupStore)):
             with tempfile.TemporaryDirectory(prefix="speakerflow-ab-", dir=workdir) as tmp:
-                t0 = time.perf_counter()
+                t0, cpu0 = time.perf_counter(), time.process_time()
                 with cls(Path(tmp) / "big", "big", writable=True) as st:
                     for lo, size in _slices(n, batch):
                         st.append_messages(table.slice(lo, size))
-                out.setdefault(f"{label}_messages_per_s", []).append(
-                    round(n / (time.perf_counter() - t0), 1)
-                )
+                seconds = time.perf_counter() - t0
+                out.setdefault(f"{label}_messages_per_s", []).append(round(n / seconds, 1))
+                # CPU of all threads (Kuzu's, Tantivy's): the cost less the machine's load
+                cpu_us = 1e6 * (time.process_time() - cpu0) / n
+                out.setdefault(f"{label}_cpu_us_per_message", []).append(round(cpu_us, 1))
+                out[f"{label}_bytes_per_message"] = round(_folder_bytes(Path(tmp)) / n, 1)
+                if hasattr(st, "ingest_profile"):
+                    out[f"{label}_profile_s"] = {"total": round(seconds, 3), **st.ingest_profile()}
     out["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
     return out
 
@@ -973,11 +1008,14 @@ def main(argv: list[str] | None = None) -> None:
         p = argparse.ArgumentParser()
         p.add_argument("--messages", type=int, default=100_000)
         p.add_argument(
-            "--rev", default="1630a2e", help="git revision of graphs/store.py to compare against"
+            "--rev",
+            default=INGEST_AB_REV,
+            help="git revision of the ingest path (graphs/store.py and siblings) to compare with",
         )
         p.add_argument("--rounds", type=int, default=2)
+        p.add_argument("--batch", type=int, default=10_000)
         a = p.parse_args(argv[1:])
-        print(json.dumps(ingest_ab(a.messages, a.rev, rounds=a.rounds)))
+        print(json.dumps(ingest_ab(a.messages, a.rev, batch=a.batch, rounds=a.rounds)))
         return
     if argv and argv[0] == "ann":
         p = argparse.ArgumentParser()

@@ -98,6 +98,10 @@ class KuzuGraph:
             str(self.path), read_only=read_only, buffer_pool_size=buffer_pool_mb * 1024 * 1024
         )
         self._conn: Any = kuzu.Connection(self._db)  # None once closed
+        # the connection's thread cap, restored after a COPY that lowers it
+        self._threads = int(
+            self._conn.execute("CALL current_setting('threads') RETURN *").get_next()[0]
+        )
         self._lock = threading.RLock()
         if not read_only:
             self.ensure_schema()
@@ -144,13 +148,20 @@ class KuzuGraph:
         table = result.get_as_arrow()
         return table
 
-    def copy_nodes(self, table_name: str, table: pa.Table) -> int:
-        """Bulk-load an Arrow table into a node table (all or nothing). Returns rows loaded."""
+    def copy_nodes(self, table_name: str, table: pa.Table, threads: int | None = None) -> int:
+        """Bulk-load an Arrow table into a node table (all or nothing). Returns rows loaded.
+        ``threads`` caps Kuzu's threads for this COPY (``None``: Kuzu's default, one per core)."""
         if table.num_rows == 0:
             return 0
         data = naive_utc(table)
         with self._lock:
-            self._conn.execute(f"COPY {table_name} FROM $data", {"data": data})
+            if threads:
+                self._conn.set_max_threads_for_exec(threads)
+            try:
+                self._conn.execute(f"COPY {table_name} FROM $data", {"data": data})
+            finally:
+                if threads:
+                    self._conn.set_max_threads_for_exec(self._threads)
         return table.num_rows
 
     def copy_rels(self, rel: str, table: pa.Table, from_table: str, to_table: str) -> int:

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import time
+from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ from speakerflow.schemas import MESSAGE_SCHEMA, RECORD_SCHEMA
 
 from . import batch
 from .batch import failpoint
-from .text_index import Hit, InMemoryIndex, SearchFilter, TantivyIndex
+from .text_index import Hit, InMemoryIndex, SearchFilter, TantivyIndex, index_threads
 
 GROUP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -106,6 +107,8 @@ class GroupStore:
         self._meta: dict[str, Any] = {"group_id": group_id, "roster": []}
         #: what :meth:`recover` did when this writable store was opened (``None``: nothing to do)
         self.recovered: dict[str, Any] | None = None
+        #: wall seconds per step of :meth:`append_messages`, summed (see :meth:`ingest_profile`)
+        self.timings: dict[str, float] = defaultdict(float)
         if not in_memory:
             if writable:
                 self.root.mkdir(parents=True, exist_ok=True)
@@ -217,7 +220,13 @@ class GroupStore:
     def index(self):
         """The group's text index (Tantivy, or in-memory BM25 for an in-memory store)."""
         if self._index is None:
-            self._index = TantivyIndex(self.root / "index", writable=self.writable)
+            # a writable store keeps one index writer until it is closed: its merges run in
+            # the background of the next appends (``SPEAKERFLOW_INDEX_KEEP_WRITER=0``: one
+            # writer per commit, waiting for its merges)
+            keep = os.environ.get("SPEAKERFLOW_INDEX_KEEP_WRITER", "1") == "1"
+            self._index = TantivyIndex(
+                self.root / "index", writable=self.writable, keep_writer=keep
+            )
         return self._index
 
     def _require_writable(self) -> None:
@@ -278,6 +287,7 @@ class GroupStore:
         killed in between is completed on the next writable open (:meth:`recover`).
         """
         self._require_writable()
+        t0 = time.perf_counter()
         where = f"group {self.group_id!r}"
         table = conform(table, MESSAGE_SCHEMA, where)
         bad = pc.not_equal(table["group_id"], self.group_id)
@@ -287,6 +297,8 @@ class GroupStore:
                 f"{where}: row {row}: field 'group_id' is {table['group_id'][row].as_py()!r}; "
                 "a group's store only takes its own messages"
             )
+        t1 = time.perf_counter()
+        self.timings["validate"] += t1 - t0
         keep, repeats = self._new_rows(table["msg_id"])
         if len(
             repeats
@@ -294,11 +306,13 @@ class GroupStore:
             self._check_repeats(table, keep, repeats, where)
         result = IngestResult(self.group_id, added=len(keep), skipped=table.num_rows - len(keep))
         if not len(keep):
+            self.timings["dedup"] += time.perf_counter() - t1
             return result
         new = table.take(pa.array(keep)) if len(keep) < table.num_rows else table
         known = set(self.roster())
         result.new_speakers = [s for s in pc.unique(new["speaker"]).to_pylist() if s not in known]
         before = self._msg_ids()
+        self.timings["dedup"] += time.perf_counter() - t1
         self._write_messages(new)
         if not self.in_memory:  # the id column grows by the batch; nothing is re-read
             self.__dict__["_stored_ids"] = pa.chunked_array(
@@ -417,6 +431,8 @@ class GroupStore:
             )
             self._add_speakers(speakers)
             return
+        timings, clock = self.timings, time.perf_counter
+        t0 = clock()
         folder = self.root / "messages"
         folder.mkdir(exist_ok=True)
         part = self._next_part()
@@ -424,17 +440,37 @@ class GroupStore:
         tmp = folder / f".{part}.tmp"
         pq.write_table(new, tmp, compression="zstd")  # ~2x smaller than snappy on chat text
         failpoint("messages.staged")
+        t1 = clock()
         batch.begin(self.root, {"kind": "messages", "part": part, "rows": new.num_rows})
         failpoint("messages.manifest")
+        t2 = clock()
+        timings["parquet"] += t1 - t0
+        timings["manifest"] += t2 - t1
         graph = self.graph  # open in this thread; the COPY runs beside the Tantivy indexing
+        index = self.index
+        # Kuzu's COPY and Tantivy's indexing both release the GIL: the cores not taken by
+        # the index writer's threads go to the COPY
+        kuzu_threads = max(1, (os.cpu_count() or 1) - index_threads())
+
+        def copy() -> None:
+            c0 = clock()
+            graph.copy_nodes("Message", new, threads=kuzu_threads)
+            timings["kuzu_copy"] += clock() - c0
+
+        t3 = clock()
+        timings["open_stores"] += t3 - t2
         with ThreadPoolExecutor(max_workers=1) as pool:
-            copied = pool.submit(graph.copy_nodes, "Message", new)
+            copied = pool.submit(copy)
             try:
-                self.index.add_table(self._index_table(new))  # rolls itself back on error
+                index.add_table(self._index_table(new))  # rolls itself back on error
                 index_error = None
             except BaseException as exc:  # noqa: BLE001 - re-raised below after undoing the graph
                 index_error = exc
+            t4 = clock()
             graph_error = copied.exception()
+        t5 = clock()
+        timings["index"] += t4 - t3
+        timings["kuzu_wait"] += t5 - t4  # the COPY still running when the index was done
         if graph_error is not None or index_error is not None:
             ids = new["msg_id"].to_pylist()
             if graph_error is None:
@@ -453,10 +489,28 @@ class GroupStore:
         tmp.replace(final)
         self._messages = None
         failpoint("messages.renamed")
+        t6 = clock()
         self._add_speakers(speakers)
         failpoint("messages.roster")
+        t7 = clock()
         batch.end(self.root)
         failpoint("messages.done")
+        timings["roster"] += t7 - t6
+        timings["manifest"] += clock() - t7 + t6 - t5  # the rename and the manifest's removal
+
+    def ingest_profile(self) -> dict[str, float]:
+        """Wall seconds per step of the appends so far (this store object): ``validate``
+        (columns cast and checked), ``dedup``, ``parquet`` (the staged part), ``manifest``
+        (written, the part renamed, removed), ``open_stores`` (Kuzu and Tantivy opened),
+        ``index`` (the Tantivy write, beside the COPY: ``index.docs`` JSON lines and keys,
+        ``index.add``, ``index.commit``, ``index.merge_wait``), ``kuzu_copy`` (the COPY's own
+        time, in its thread), ``kuzu_wait`` (the COPY still running after the index was
+        done), ``roster``. The wall time of an append is about the sum without
+        ``kuzu_copy`` and the ``index.*`` parts."""
+        out = dict(self.timings)
+        if self._index is not None and hasattr(self._index, "timings"):
+            out.update(self._index.timings)
+        return {k: round(v, 3) for k, v in sorted(out.items())}
 
     def rebuild_index(self) -> int:
         """Rewrite the text index from the stores of record (Parquet messages, Kuzu records);

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import re
+import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+import numpy as np
 import pyarrow as pa
 
 #: Filterable fields (exact match, raw tokenizer).
@@ -39,6 +42,23 @@ def doc_key(doc_id: str) -> int:
     return (
         int.from_bytes(hashlib.blake2b(doc_id.encode(), digest_size=8).digest(), "little") >> 1
     )  # fits an i64
+
+
+def doc_keys(doc_ids: list[str]) -> np.ndarray:
+    """:func:`doc_key` of many ids at once, as an ``int64`` array (the same values: one
+    blake2b digest per id, the 64-bit words read and shifted by numpy)."""
+    b2 = hashlib.blake2b
+    raw = b"".join([b2(d.encode(), digest_size=8).digest() for d in doc_ids])
+    return (np.frombuffer(raw, dtype="<u8") >> np.uint64(1)).astype(np.int64)
+
+
+def index_threads() -> int:
+    """Indexing threads of a Tantivy writer: ``$SPEAKERFLOW_INDEX_THREADS``, else one per
+    two cores (at least 1, at most 4: the Kuzu COPY of the same batch runs beside it)."""
+    env = os.environ.get("SPEAKERFLOW_INDEX_THREADS")
+    if env:
+        return max(1, int(env))
+    return max(1, min(4, (os.cpu_count() or 1) // 2))
 
 
 def query_terms(text: str) -> list[str]:
@@ -83,7 +103,17 @@ class TantivyIndex:
     optional filter fields and ``ts`` (aware datetime).
     """
 
-    def __init__(self, path: str | Path, writable: bool = True, heap_mb: int = 64):
+    #: documents per JSON chunk of :meth:`add_table`
+    CHUNK = 20_000
+
+    def __init__(
+        self,
+        path: str | Path,
+        writable: bool = True,
+        heap_mb: int = 64,
+        threads: int | None = None,
+        keep_writer: bool | None = None,
+    ):
         import tantivy
 
         self._t = tantivy
@@ -100,9 +130,22 @@ class TantivyIndex:
             self.keyed = False
             self.schema = self._schema(keyed=False)
             self.index = tantivy.Index(self.schema, path=str(self.path), reuse=True)
-        self._heap = heap_mb * 1024 * 1024
+        #: indexing threads of the writer (:func:`index_threads` unless given)
+        self.threads = threads or index_threads()
+        self._heap = heap_mb * 1024 * 1024 * self.threads  # ``heap_mb`` per indexing thread
+        #: keep one writer across commits (merges run in the background; waited for on
+        #: :meth:`close`) instead of a writer per commit that waits for its merges
+        #: (default: ``$SPEAKERFLOW_INDEX_KEEP_WRITER=1``, else not)
+        self.keep_writer = (
+            os.environ.get("SPEAKERFLOW_INDEX_KEEP_WRITER") == "1"
+            if keep_writer is None
+            else keep_writer
+        )
         self._writer = None
+        self._stale = False  # a commit since the last reload: reload before the next search
         self.writable = writable
+        #: seconds per write step, summed over this object's life (the ingest profile)
+        self.timings: dict[str, float] = defaultdict(float)
 
     def _schema(self, keyed: bool):
         builder = self._t.SchemaBuilder()
@@ -117,14 +160,43 @@ class TantivyIndex:
     def _with_keys(self, columns: dict[str, list[Any]]) -> dict[str, list[Any]]:
         if not self.keyed or "doc_id" not in columns:
             return columns
-        return {**columns, KEY_FIELD: [doc_key(d) for d in columns["doc_id"]]}
+        return {**columns, KEY_FIELD: doc_keys(columns["doc_id"]).tolist()}
 
     def _writer_or_open(self):
         if not self.writable:
             raise PermissionError(f"text index {self.path} was opened read-only")
         if self._writer is None:
-            self._writer = self.index.writer(self._heap, 1)
+            self._writer = self.index.writer(self._heap, self.threads)
         return self._writer
+
+    def _commit(self, fill) -> None:
+        """Run ``fill(writer)`` and commit: all or nothing (rolled back on any error). Then
+        either wait for the writer's merges and drop it, or (``keep_writer``) keep it for
+        the next commit with its merges running in the background. The searcher is
+        reloaded lazily, at the next read."""
+        writer = self._writer_or_open()
+        t0 = time.perf_counter()
+        try:
+            fill(writer)
+            t1 = time.perf_counter()
+            writer.commit()
+        except BaseException:
+            writer.rollback()
+            raise
+        t2 = time.perf_counter()
+        self._stale = True
+        if not self.keep_writer:
+            self._writer = None
+            writer.wait_merging_threads()
+        self.timings["index.add"] += t1 - t0
+        self.timings["index.commit"] += t2 - t1
+        self.timings["index.merge_wait"] += time.perf_counter() - t2
+
+    def _searcher(self):
+        if self._stale:
+            self.index.reload()
+            self._stale = False
+        return self.index.searcher()
 
     def add(self, docs: list[dict[str, Any]]) -> None:
         """Add documents and commit (all or nothing: on error the batch is rolled back)."""
@@ -142,9 +214,9 @@ class TantivyIndex:
         names = [k for k in (*FILTER_FIELDS, "text", "ts", KEY_FIELD) if k in columns]
         if not names or not columns[names[0]]:
             return
-        writer = self._writer_or_open()
         Document = self._t.Document
-        try:
+
+        def fill(writer) -> None:
             if replace:
                 for doc_id in columns["doc_id"]:
                     writer.delete_documents("doc_id", doc_id)
@@ -152,13 +224,8 @@ class TantivyIndex:
                 fields = {k: v for k, v in zip(names, values, strict=True) if v is not None}
                 fields.setdefault("text", "")
                 writer.add_document(Document(**fields))
-            writer.commit()
-        except BaseException:
-            writer.rollback()
-            raise
-        writer.wait_merging_threads()
-        self._writer = None
-        self.index.reload()
+
+        self._commit(fill)
 
     def add_table(self, table: pa.Table) -> None:
         """:meth:`add_columns` for an Arrow table with one column per field: the documents go
@@ -173,32 +240,33 @@ class TantivyIndex:
             return
         import polars as pl
 
-        frame = cast(pl.DataFrame, pl.from_arrow(table.select(names)))  # a Table gives a DataFrame
-        if "ts" in names:
-            ts = pl.col("ts")
-            zoned = getattr(frame.schema["ts"], "time_zone", None)
-            ts = ts.dt.convert_time_zone("UTC") if zoned else ts.dt.replace_time_zone("UTC")
-            frame = frame.with_columns(ts.dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"))
-        if self.keyed and "doc_id" in names:
-            frame = frame.with_columns(
-                pl.Series(
-                    KEY_FIELD, [doc_key(d) for d in frame["doc_id"].to_list()], dtype=pl.Int64
+        def lines(lo: int, size: int) -> list[str]:
+            t0 = time.perf_counter()
+            part = table.slice(lo, size).select(names)
+            frame = cast(pl.DataFrame, pl.from_arrow(part))  # a Table gives a DataFrame
+            if "ts" in names:
+                ts = pl.col("ts")
+                zoned = getattr(frame.schema["ts"], "time_zone", None)
+                ts = ts.dt.convert_time_zone("UTC") if zoned else ts.dt.replace_time_zone("UTC")
+                frame = frame.with_columns(ts.dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"))
+            if self.keyed and "doc_id" in names:
+                frame = frame.with_columns(
+                    pl.Series(KEY_FIELD, doc_keys(frame["doc_id"].to_list()), dtype=pl.Int64)
                 )
-            )
-        lines = frame.write_ndjson().split("\n")  # JSON escapes newlines inside strings
-        writer = self._writer_or_open()
-        try:
+            out = frame.write_ndjson().split("\n")  # JSON escapes newlines inside strings
+            self.timings["index.docs"] += time.perf_counter() - t0
+            return out
+
+        def fill(writer) -> None:
+            # in chunks: the writer's threads index a chunk while the next one is built,
+            # and a big table never has all its JSON lines in memory at once
             add = writer.add_json
-            for line in lines:
-                if line:
-                    add(line)
-            writer.commit()
-        except BaseException:
-            writer.rollback()
-            raise
-        writer.wait_merging_threads()
-        self._writer = None
-        self.index.reload()
+            for lo in range(0, table.num_rows, self.CHUNK):
+                for line in lines(lo, self.CHUNK):
+                    if line:
+                        add(line)
+
+        self._commit(fill)
 
     def rebuild(self, columns: dict[str, list[Any]]) -> None:
         """Replace every document with ``columns`` in one commit and delete the old segment
@@ -219,7 +287,7 @@ class TantivyIndex:
         writer.garbage_collect_files()
         writer.wait_merging_threads()
         self._writer = None
-        self.index.reload()
+        self._stale = True
 
     def replace_columns(self, columns: dict[str, list[Any]]) -> None:
         """:meth:`add_columns` that first removes documents with the same ids (one commit)."""
@@ -227,7 +295,7 @@ class TantivyIndex:
 
     def doc_ids(self, kind: str | None = None) -> list[str]:
         """Every stored document id (optionally of one ``kind``), with repeats (for audits)."""
-        searcher = self.index.searcher()
+        searcher = self._searcher()
         n = searcher.num_docs
         if n == 0:
             return []
@@ -241,13 +309,12 @@ class TantivyIndex:
 
     def delete(self, doc_ids: list[str]) -> None:
         """Remove documents by id (used to undo a failed multi-store write)."""
-        writer = self._writer_or_open()
-        for doc_id in doc_ids:
-            writer.delete_documents("doc_id", doc_id)
-        writer.commit()
-        writer.wait_merging_threads()
-        self._writer = None
-        self.index.reload()
+
+        def fill(writer) -> None:
+            for doc_id in doc_ids:
+                writer.delete_documents("doc_id", doc_id)
+
+        self._commit(fill)
 
     def search(self, query: str, k: int = 10, flt: SearchFilter | None = None) -> list[Hit]:
         found = self._search(query, k, flt)
@@ -296,17 +363,21 @@ class TantivyIndex:
                     ),
                 )
             )
-        searcher = self.index.searcher()
+        searcher = self._searcher()
         result = searcher.search(Query.boolean_query(clauses), limit=k, count=False)
         return searcher, result.hits
 
     def count(self) -> int:
-        return self.index.searcher().num_docs
+        return self._searcher().num_docs
 
     def close(self) -> None:
+        """Drop the writer (anything not committed is rolled back) after its merges."""
         if self._writer is not None:
-            self._writer.rollback()
-            self._writer = None
+            writer, self._writer = self._writer, None
+            t0 = time.perf_counter()
+            writer.rollback()
+            writer.wait_merging_threads()
+            self.timings["index.merge_wait"] += time.perf_counter() - t0
 
 
 class InMemoryIndex:

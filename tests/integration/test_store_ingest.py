@@ -10,7 +10,7 @@ import pytest
 from speakerflow.graphs import SearchFilter, StoreError
 from speakerflow.graphs.forget import forget
 from speakerflow.graphs.store import GroupStore
-from speakerflow.graphs.text_index import TantivyIndex, doc_key
+from speakerflow.graphs.text_index import TantivyIndex, doc_key, doc_keys
 from speakerflow.ops.loaders import load
 from speakerflow.settings import BUNDLED_SAMPLE
 
@@ -109,3 +109,63 @@ def test_a_forgotten_message_can_be_ingested_again(home):
         back = s.append_messages(table.filter(pc.equal(table["msg_id"], victim)))
         assert (back.added, back.skipped) == (1, 0)
         assert s.stats()["messages"] == table.num_rows
+
+
+def test_the_index_written_in_chunks_is_the_one_written_at_once(tmp_path):
+    _, table = _sample()
+    docs = GroupStore._index_table(table)
+    whole, chunked = TantivyIndex(tmp_path / "whole"), TantivyIndex(tmp_path / "chunked")
+    chunked.CHUNK = 7  # the bundled chat in several JSON chunks, one commit
+    whole.add_table(docs)
+    chunked.add_table(docs)
+    assert chunked.count() == whole.count() == table.num_rows
+    for q in ("where does Dev live", "offsite Lisbon Porto", "hotel"):
+        assert chunked.search(q, 50) == whole.search(q, 50) != []
+        assert chunked.search_keys(q, 50) == whole.search_keys(q, 50)
+
+
+def test_doc_keys_are_doc_key_of_each_id():
+    ids = ["a", "m-000001", "ünïcode id", "x" * 300, ""]
+    assert doc_keys(ids).tolist() == [doc_key(d) for d in ids]
+    assert doc_keys([]).tolist() == []
+
+
+@pytest.mark.parametrize("keep", ["1", "0"])
+def test_appends_with_a_kept_or_a_per_commit_index_writer(home, monkeypatch, keep):
+    """A writable store keeps one index writer across appends by default (merges in the
+    background, waited for on close); either way every append is searchable at once, the
+    three stores agree, and a later open sees every message."""
+    monkeypatch.setenv("SPEAKERFLOW_INDEX_KEEP_WRITER", keep)
+    gid, table = _sample()
+    step = 6
+    with home.open(gid, writable=True) as s:
+        for lo in range(0, table.num_rows, step):
+            s.append_messages(table.slice(lo, step))
+            seen = lo + min(step, table.num_rows - lo)
+            assert s.index.count() == seen == s.graph.count("Message")
+        assert (s.index._writer is not None) == (keep == "1")
+        profile = s.ingest_profile()
+        for key in ("validate", "dedup", "parquet", "manifest", "index", "kuzu_copy"):
+            assert profile[key] > 0, key
+        assert profile["index.commit"] > 0 and profile["index.docs"] > 0
+    assert s.index._writer is None  # closed: merges waited for, lock released
+    with home.open(gid, writable=True) as s:  # a new writer can be taken at once
+        assert s.index.count() == table.num_rows == s.stats()["messages"]
+        assert (s.append_messages(table).added, s.index.count()) == (0, table.num_rows)
+    with home.open(gid) as r:
+        assert r.index.count() == table.num_rows
+        assert r.search("hotel", 50) != []
+
+
+def test_a_copy_with_fewer_threads_restores_the_connections_setting(tmp_path):
+    from speakerflow.graphs.kuzu_graph import KuzuGraph
+
+    _, table = _sample()
+
+    def threads(g: KuzuGraph) -> int:
+        return int(g.rows("CALL current_setting('threads') RETURN *")[0]["threads"])
+
+    with KuzuGraph(tmp_path / "g.kuzu") as g:
+        before = threads(g)
+        assert g.copy_nodes("Message", table, threads=1) == table.num_rows
+        assert threads(g) == before and g.count("Message") == table.num_rows
