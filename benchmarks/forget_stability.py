@@ -314,7 +314,7 @@ def run(
         }
         nev: list[dict] | None = None
         if never:
-            keep = pc.not_equal(table["speaker"], name)  # type: ignore[attr-defined]
+            keep = pc.not_equal(table["speaker"], name)
             with Home(home / "never").open(gid, writable=True) as store:
                 _prepare(store, table.filter(keep), config)
                 nev = ask_all(store, qs, config)
