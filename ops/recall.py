@@ -200,7 +200,7 @@ def session_scores(view: GroupView, base: np.ndarray) -> np.ndarray:
 
 def rank_of(scores: np.ndarray) -> np.ndarray:
     """1-based rank of each entry (ties broken by position); zero scores rank last."""
-    order = np.lexsort((np.arange(len(scores)), -scores))
+    order = np.argsort(-scores, kind="stable")  # ties by position
     ranks = np.empty(len(scores), dtype=np.float64)
     ranks[order] = np.arange(1, len(scores) + 1)
     return ranks

@@ -166,13 +166,22 @@ def merge_rows(
     return [Selected(s.row, sc, s.via, s.anchor) for s, sc in zip(order, scores, strict=True)]
 
 
+def row_terms(view: GroupView, row: int) -> frozenset[str]:
+    """The query terms of one message's text, memoised on the view (a view's texts never
+    change; the coverage check reads the same messages ask after ask)."""
+    memo = view.__dict__.setdefault("_row_terms", {})
+    found = memo.get(row)
+    if found is None:
+        found = memo[row] = frozenset(query_terms(view.texts[row].lower()))
+    return found
+
+
 def coverage(view: GroupView, selected: list[Selected], issue: str) -> tuple[float, list[str]]:
     """Share of issue words that occur in the selected texts, and the words missing."""
     words = list(dict.fromkeys(query_terms(issue)))
     if not words:
         return 1.0, []
-    text = " ".join(view.texts[s.row] for s in selected).lower()
-    present = set(query_terms(text))
+    present = set().union(*(row_terms(view, s.row) for s in selected))
     missing = [
         w
         for w in words

@@ -225,6 +225,27 @@ def _no_answer(config: Any) -> Any:
     return found[1]
 
 
+def message_objects(store: GroupStore | ReadSnapshot, ids: Iterable[str]) -> list[Message]:
+    """The :class:`Message` of each id the group holds, in the order given. Messages are
+    frozen records: each is validated once per store table and shared by later asks."""
+    table = store.messages()
+    memo = getattr(store, "_message_objects", None)
+    if memo is None or memo[0] is not table:
+        memo = (table, {})
+        setattr(store, "_message_objects", memo)  # noqa: B010 - a memo on the store object
+    rows, made = message_rows(store), memo[1]
+    out = []
+    for m in ids:
+        msg = made.get(m)
+        if msg is None:
+            row = rows.get(m)
+            if row is None:
+                continue
+            msg = made[m] = Message(**row)
+        out.append(msg)
+    return out
+
+
 def memory_chains(
     store: GroupStore, owner: str | None = None, layer: str | None = None, history: bool = False
 ) -> list[list[KnowledgeItem]]:
@@ -770,26 +791,24 @@ class Memory:
         if snap is not None:  # no lock: the snapshot is not changed by writes
             waited = (time.perf_counter() - start) * 1000
             result = ask(snap, question, self.config)
-            rows = message_rows(snap)
+            cited = message_objects(snap, result.cited_ids())
         else:
             with self._held(group) as g:
                 waited = (time.perf_counter() - start) * 1000
                 result = ask(g.store, question, self.config)
-                rows = message_rows(g.store)
+                cited = message_objects(g.store, result.cited_ids())
         result.stats["group_wait_ms"] = (
             waited  # time spent waiting for the group (a snapshot, writes)
         )
-        return result, [Message(**rows[m]) for m in result.cited_ids() if m in rows]
+        return result, cited
 
     def cited_messages(self, group: str, result) -> list[Message]:
         """The messages ``result`` cites, in composed order."""
         snap = self.snapshot(group)
         if snap is not None:
-            rows = message_rows(snap)
-        else:
-            with self._held(group) as g:
-                rows = message_rows(g.store)
-        return [Message(**rows[m]) for m in result.cited_ids() if m in rows]
+            return message_objects(snap, result.cited_ids())
+        with self._held(group) as g:
+            return message_objects(g.store, result.cited_ids())
 
     def search(
         self, group: str, q: str, speaker: str | None = None, k: int = 10

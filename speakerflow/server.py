@@ -434,6 +434,10 @@ class IngestOut(BaseModel):
     write: Literal["queued", "running", "skipped"]
 
 
+#: the fields of each cited message an ask returns
+CITED_FIELDS = frozenset({"msg_id", "speaker", "ts", "session_id", "text"})
+
+
 class AskOut(BaseModel):
     question: str
     answer: str
@@ -622,20 +626,18 @@ def create_app(
         the event loop only moves bytes)."""
         slot_wait = time.perf_counter() - start
         result, cited = memory.ask_cited(group, question)
-        out = result.to_dict()
-        body = AskOut(
-            question=out["question"],
-            answer=out["answer"],
+        # every value below is already of its AskOut type (the query path's own records):
+        # built without validating it again, rendered straight to JSON
+        body = AskOut.model_construct(
+            question=result.question,
+            answer=result.answer,
             cited_ids=result.cited_ids(),
-            cited=[
-                m.model_dump(mode="json", include={"msg_id", "speaker", "ts", "session_id", "text"})
-                for m in cited
-            ],
+            cited=[m.model_dump(mode="json", include=CITED_FIELDS) for m in cited],
             evidence=[e.model_dump(mode="json") for e in result.evidence],
             projection=result.projection.model_dump(mode="json"),
-            context_tokens=out["context_tokens"],
-            latency_ms=out["latency_ms"],
-            answer_ms=out["answer_ms"],
+            context_tokens=result.tokens,
+            latency_ms=round(result.latency_ms, 2),
+            answer_ms=round(result.answer_ms, 2),
             server_ms=round((time.perf_counter() - start) * 1000, 2),
             wait_ms=round(slot_wait * 1000 + result.stats.get("group_wait_ms", 0.0), 2),
         )
