@@ -569,6 +569,7 @@ class Memory:
         self.snapshot_reads = snapshot_reads
         self.batch_queries = batch_queries
         self.direct_asks = direct_asks
+        self._warm_config: Any = None  # the rules config of the warming query
 
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
@@ -710,10 +711,14 @@ class Memory:
         from speakerflow.pipelines.query_path import answer_question
 
         # one query fills every per-store cache the query path keeps (message and record
-        # embeddings of the new rows, the group view, the record view); its answer is dropped
-        answer_question(
-            store, "what was said?", self.config.model_copy(update={"backend": "rules"})
-        )
+        # embeddings of the new rows, the group view, the record view); its answer is dropped.
+        # Run the way asks run (answer_direct: the same stage functions, so the same caches)
+        if self._warm_config is None:
+            self._warm_config = self.config.model_copy(update={"backend": "rules"})
+        if self.direct_asks:
+            answer_direct(store, "what was said?", self._warm_config)
+        else:
+            answer_question(store, "what was said?", self._warm_config)
         message_rows(store)
 
     def _publish(self, g: _Group) -> ReadSnapshot | None:

@@ -491,7 +491,9 @@ def create_app(
 
     ``torch_threads``: intra-op threads for the embedder (default 1: a server runs many
     requests side by side; measured on 2 busy cores, 8 messages encode in ~115 ms with one
-    thread against ~1.3 s with two). ``None`` leaves torch's default. ``mcp``: also serve
+    thread against ~1.3 s with two); with MiniLM on onnxruntime it is the intra-op threads
+    of its many-text session (questions and small batches already run on one). ``None``
+    leaves the runtime's default. ``mcp``: also serve
     the MCP tools at ``/mcp`` (streamable HTTP, stateless; each tool call checks the key
     against the group it names); ``host`` is where the server listens (for the MCP
     transport's DNS-rebinding protection on loopback). ``ask_threads``: asks answered at
@@ -514,10 +516,14 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        if torch_threads and memory.config.embedder == "minilm":
-            import torch
+        if torch_threads and memory.embedder is not None:
+            inner = getattr(memory.embedder, "inner", memory.embedder)
+            if hasattr(inner, "threads"):  # MiniLM on onnxruntime: its many-text session
+                inner.threads = torch_threads
+            elif memory.config.embedder.startswith("minilm"):
+                import torch
 
-            torch.set_num_threads(torch_threads)
+                torch.set_num_threads(torch_threads)
         if warm and memory.embedder is not None:
             memory.embedder.encode(["warm up"])  # load the model before the first request
         async with AsyncExitStack() as stack:
