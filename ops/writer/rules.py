@@ -61,8 +61,9 @@ class RulesConfig(BaseModel):
     min_topic_words: int = Field(
         default=2,
         ge=0,
-        description="content words a statement needs to be recorded (one says too little: "
-        "'Booked!', 'Uncle Emmanuel is WRONG')",
+        description="content words a person record needs (its message's statements about one "
+        "person together; one says too little: 'Booked!', 'Uncle Emmanuel is WRONG'); each "
+        "statement needs one",
     )
     min_claim_words: int = Field(
         default=2, ge=0, description="content words an unattributed claim needs (rule 6)"
@@ -240,10 +241,18 @@ class RulesWriter:
                     group_acts[msg["msg_id"]] = (act, topics)
             previous = msg
             for act, fam, topics in candidates:
-                if (
-                    act["owner"] != GROUP_OWNER
-                    and self.config.min_record_words
-                    and len(rt.words(act["content"])) < self.config.min_record_words
+                if act["owner"] != GROUP_OWNER and (
+                    (
+                        self.config.min_record_words
+                        and len(rt.words(act["content"])) < self.config.min_record_words
+                    )
+                    # "Booked!", "Uncle Emmanuel is WRONG": one content word says too little;
+                    # a habit's verb and a view without a topic are exempt
+                    or (
+                        len(topics) < self.config.min_topic_words
+                        and fam not in rt.OPEN_TOPIC
+                        and fam != "habit"
+                    )
                 ):
                     continue
                 if (
@@ -749,13 +758,9 @@ class RulesWriter:
             topics = rt.topic_words(sent, exclude)
             fam = rt.family(sent)
             # "Either works for me" is a stance and "I'll book mine, as usual" a habit, though short
-            needed = (
-                0
-                if fam in rt.OPEN_TOPIC and rt.first_person(sent)
-                else min(self.config.min_topic_words, 1)
-                if fam == "habit"  # the habit's verb is its matter ("I'll book mine, as usual")
-                else self.config.min_topic_words
-            )
+            # a sentence needs a content word; the record a message's statements make needs
+            # min_topic_words (checked in propose, after the statements are merged)
+            needed = 0 if fam in rt.OPEN_TOPIC and rt.first_person(sent) else 1
             if not sent or len(topics) < needed:
                 continue
             replying = (by_id.get(msg.get("reply_to") or "") or previous or {}).get(
@@ -1066,9 +1071,13 @@ def _merge(
         prev = out[-1] if out else None
         if (
             prev is not None
+            and fam not in rt.SINGLE_VALUED  # a single-valued slot keeps updating on its own
+            and prev[1] not in rt.SINGLE_VALUED
+            # a preference is its own slot: a later "I prefer Porto now" updates it alone
+            and (fam == "preference") == (prev[1] == "preference")
             and (
                 (any_matter and act["owner"] == act["source"])
-                or (fam == prev[1] and fam not in rt.SINGLE_VALUED and fam != "habit")
+                or (fam == prev[1] and fam != "habit")
             )
             and (topics or any_matter)
             and (prev[2] or any_matter)
