@@ -22,11 +22,15 @@ A short answer to a question addressed to the speaker is recorded with the quest
 "Every morning, 5k before work." becomes "Asked by Ben 'you still run every morning?', Chloe
 answered: ...".
 
-Content is the sentence with leading fillers removed, the first/second person rewritten
-in the third person (``I live`` -> ``Dev lives``) and the owner dropped as opening
-subject, since the owner field says whom it is about (``lives in Vienna now``).
-Consecutive statements of one message on the same kind of matter become one record
-(joined with "; "). The matter key
+Content is the sentence with leading fillers and an opening vocative removed, the
+first/second person rewritten in the third person (``I live`` -> ``Dev lives``) and the
+owner dropped as opening subject, since the owner field says whom it is about (``lives in
+Vienna now``); a self-report names its owner nowhere (``elide``), a view of another member
+opens with its source (``attribute``: "Ana says Ben always books early"). Consecutive
+statements of one message about its speaker become one record whatever the matter
+(``message_merge``; single-valued matters and preferences stay apart), other consecutive
+statements of one kind of matter too (joined with "; "); a person record needs two content
+words (``min_topic_words``). The matter key
 (:func:`~.rules_text.family`, topic words) is kept in the record's ``event`` so later
 statements find the slot: same owner (for profiles also same source; for GROUP any source
 and either group layer) and same matter -> UPDATE of that head (or of an ADD made earlier
@@ -1173,7 +1177,8 @@ def dated(content: str, ts: Any) -> str:
         if _MONTH_AFTER.match(out, at):
             continue  # "a long weekend in October", "the last Saturday of July": not this week's
         desc = describe_time(span)
-        lead = re.match(r"(?:(?:in|on|of|by|at|during)\s+)?", span.text, re.I).group(0)
+        opening = re.match(r"(?:in|on|of|by|at|during)\s+", span.text, re.I)
+        lead = opening.group(0) if opening else ""
         if set(rt.words(span.text[len(lead) :])) <= set(rt.words(desc)):
             # "in October" -> "in October 2025", not "in October (October 2025)"
             start = span.offset + shift
