@@ -229,7 +229,7 @@ def message_objects(store: GroupStore | ReadSnapshot, ids: Iterable[str]) -> lis
     """The :class:`Message` of each id the group holds, in the order given. Messages are
     frozen records: each is validated once per store table and shared by later asks."""
     table = store.messages()
-    memo = getattr(store, "_message_objects", None)
+    memo: tuple[pa.Table, dict[str, Message]] | None = getattr(store, "_message_objects", None)
     if memo is None or memo[0] is not table:
         memo = (table, {})
         setattr(store, "_message_objects", memo)  # noqa: B010 - a memo on the store object

@@ -435,7 +435,7 @@ class IngestOut(BaseModel):
 
 
 #: the fields of each cited message an ask returns
-CITED_FIELDS = frozenset({"msg_id", "speaker", "ts", "session_id", "text"})
+CITED_FIELDS: set[str] = {"msg_id", "speaker", "ts", "session_id", "text"}
 
 
 class AskOut(BaseModel):
