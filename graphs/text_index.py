@@ -371,11 +371,12 @@ class TantivyIndex:
         return self._searcher().num_docs
 
     def close(self) -> None:
-        """Drop the writer (anything not committed is rolled back) after its merges."""
+        """Drop the writer after its merges (anything not committed is dropped with it; not
+        ``rollback``, which would also abandon the merges in flight and leave the index
+        unmerged)."""
         if self._writer is not None:
             writer, self._writer = self._writer, None
             t0 = time.perf_counter()
-            writer.rollback()
             writer.wait_merging_threads()
             self.timings["index.merge_wait"] += time.perf_counter() - t0
 
