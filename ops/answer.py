@@ -55,7 +55,6 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
@@ -206,27 +205,57 @@ def _split(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
 
 
-# Per-text work of the units, memoised across questions: the same messages come back as
-# evidence ask after ask, and their sentences, stemmed words and time expressions do not
-# change. Pure functions of the text (and of the message time); bounded LRU caches, safe to
-# share between threads. A unit keeps the memoised word set itself: nothing mutates it.
-_TEXT_CACHE = 1 << 16
+# Per-text work of the units, memoised across questions on the group's view: the same
+# messages come back as evidence ask after ask, and their sentences, stemmed words and time
+# expressions do not change. The memo lives and dies with the GroupView (rebuilt when the
+# group's messages change, dropped with the store by forget), so it holds nothing the group
+# no longer has; a unit keeps the memoised word set itself (nothing mutates it).
+_MEMO_LIMIT = 200_000  # entries per view before the memo starts over
 
 
-@lru_cache(maxsize=_TEXT_CACHE)
-def _sentences(text: str) -> tuple[str, ...]:
-    return tuple(_split(text)) or (text,)
+class TextMemo:
+    """Sentences, stemmed words and time-expression checks of texts, memoised (pure
+    functions of the text and the message time). ``TextMemo.of(view)``: the view's own."""
 
+    __slots__ = ("sentences", "terms", "times")
 
-@lru_cache(maxsize=_TEXT_CACHE)
-def _unit_terms(sentence: str) -> set[str]:
-    return terms(sentence)
+    def __init__(self) -> None:
+        self.sentences: dict[str, tuple[str, ...]] = {}
+        self.terms: dict[str, set[str]] = {}
+        self.times: dict[tuple[str, datetime], bool] = {}
 
+    @classmethod
+    def of(cls, view) -> TextMemo:
+        memo = view.__dict__.get("_text_memo")
+        if memo is None:
+            memo = view.__dict__["_text_memo"] = cls()
+        return memo
 
-@lru_cache(maxsize=_TEXT_CACHE)
-def _says_time(text: str, ts: datetime) -> bool:
-    """Whether ``text`` holds a time expression (resolved against ``ts``)."""
-    return bool(resolve(text, ts))
+    def _room(self, table: dict) -> None:
+        if len(table) >= _MEMO_LIMIT:
+            table.clear()
+
+    def split(self, text: str) -> tuple[str, ...]:
+        found = self.sentences.get(text)
+        if found is None:
+            self._room(self.sentences)
+            found = self.sentences[text] = tuple(_split(text)) or (text,)
+        return found
+
+    def words(self, sentence: str) -> set[str]:
+        found = self.terms.get(sentence)
+        if found is None:
+            self._room(self.terms)
+            found = self.terms[sentence] = terms(sentence)
+        return found
+
+    def says_time(self, text: str, ts: datetime) -> bool:
+        """Whether ``text`` holds a time expression (resolved against ``ts``)."""
+        found = self.times.get((text, ts))
+        if found is None:
+            self._room(self.times)
+            found = self.times[(text, ts)] = bool(resolve(text, ts))
+        return found
 
 
 @dataclass
@@ -277,8 +306,11 @@ class Messages:
         return self.view.sessions[row] if row is not None else None
 
 
-def _units(evidence: list[EvidenceItem], messages: Messages | None) -> list[Unit]:
+def _units(
+    evidence: list[EvidenceItem], messages: Messages | None, memo: TextMemo | None = None
+) -> list[Unit]:
     units: dict[tuple, Unit] = {}
+    memo = memo or TextMemo()
 
     def add(
         key_id,
@@ -293,7 +325,7 @@ def _units(evidence: list[EvidenceItem], messages: Messages | None) -> list[Unit
         record_key=None,
         settles=False,
     ):
-        sents = _sentences(text)
+        sents = memo.split(text)
         session = messages.session(key_id) if messages and not is_record else None
         for i, s in enumerate(sents):
             key = (key_id, i)
@@ -313,7 +345,7 @@ def _units(evidence: list[EvidenceItem], messages: Messages | None) -> list[Unit
                     item.rank,
                     index=i,
                     siblings=tuple(sents),
-                    terms=_unit_terms(s),
+                    terms=memo.words(s),
                     session=session,
                     is_record=is_record,
                     cites=tuple(item.msg_ids) if is_record else (),
@@ -436,10 +468,12 @@ def _score(
     dense: dict[str, float],
     config: AnswerConfig,
     names: list[str],
+    memo: TextMemo | None = None,
 ) -> tuple[set[str], set[str], dict]:
     """Score every unit in place; returns the question's stemmed content words, the
     matter's values (recurring capitalised words of the best units) and, per value, the
     values said in the same sentence."""
+    memo = memo or TextMemo()
     words = terms(projection.issue) or terms(projection.question)
     words |= (
         {
@@ -531,7 +565,9 @@ def _score(
             _REASON.search(u.text) or any(_REASON.search(x) for x in u.siblings)
         ):
             s += config.type_bonus
-        if time_q and (_says_time(u.text, u.ts) if u.ts is not None else resolve(u.text, _today())):
+        if time_q and (
+            memo.says_time(u.text, u.ts) if u.ts is not None else resolve(u.text, _today())
+        ):
             s += config.type_bonus
         if qtype == "where" and any(
             m.group(0).split()[-1].lower() not in _CALENDAR for m in _PLACE.finditer(u.text)
@@ -828,14 +864,15 @@ def answer_rules(
         | {e.speaker for e in evidence if e.speaker}
         | {e.row for e in evidence if e.row not in (None, "GROUP", "ALL")}
     )
-    units = _units(evidence, messages)
+    memo = TextMemo.of(view) if view is not None else TextMemo()
+    units = _units(evidence, messages, memo)
     if not units:
         return NO_INFO
     qtype = question_type(projection)
     dense = (
         _dense(units, projection.question, messages, embedder) if config.dense_weight > 0 else {}
     )
-    words = _score(units, projection, qtype, dense, config, names)
+    words = _score(units, projection, qtype, dense, config, names, memo)
     ranked = sorted((u for u in units if u.score > float("-inf")), key=lambda u: (-u.score, u.rank))
     if not ranked:
         return NO_INFO
