@@ -99,9 +99,8 @@ class KuzuGraph:
         )
         self._conn: Any = kuzu.Connection(self._db)  # None once closed
         # the connection's thread cap, restored after a COPY that lowers it
-        self._threads = int(
-            self._conn.execute("CALL current_setting('threads') RETURN *").get_next()[0]
-        )
+        setting: Any = self._conn.execute("CALL current_setting('threads') RETURN *")
+        self._threads = int(setting.get_next()[0])
         self._lock = threading.RLock()
         if not read_only:
             self.ensure_schema()
