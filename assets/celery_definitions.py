@@ -28,8 +28,8 @@ ingest_job = dg.define_asset_job(
     selection=dg.AssetSelection.assets(*INGEST_ASSETS),
     partitions_def=GROUPS,
     executor_def=celery_executor.configured({"broker": BROKER, "backend": BACKEND}),
-    description="One group on Celery workers: read its messages, append the verbatim track, run "
-    "the Writer, check the memory.",
+    description="One group (a backfill: up to 10 groups per run) on Celery workers: read its "
+    "messages, append the verbatim track, run the Writer, check the memory.",
 )
 
 defs = dg.Definitions(
