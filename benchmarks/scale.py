@@ -588,7 +588,7 @@ def _entities_and_injection(
     return out
 
 
-def _dense(store, qs: list[str], embed_cache: str) -> dict[str, Any]:
+def _dense(store, qs: list[str], embed_cache: str, precision: str | None = None) -> dict[str, Any]:
     """Dense channel per question: a fresh MiniLM encode of the question (one thread; the
     precision of ``$SPEAKERFLOW_EMBEDDER_PRECISION``) and the top-k over the group's message
     embeddings (ANN index above its threshold), vs brute force.
@@ -605,7 +605,7 @@ def _dense(store, qs: list[str], embed_cache: str) -> dict[str, Any]:
     from speakerflow.ops.embed import cached_embeddings
     from speakerflow.ops.recall import GroupView
 
-    emb = CachedEmbedder(stream_embedder(), embed_cache)
+    emb = CachedEmbedder(stream_embedder(precision), embed_cache)
     view = GroupView.of(store)
     t0 = time.perf_counter()
     mat = view.dense_matrix(emb)
@@ -633,13 +633,14 @@ def _dense(store, qs: list[str], embed_cache: str) -> dict[str, Any]:
             out["cold_ann_check_s"] = round(time.perf_counter() - t0, 3)
             del cold
     emb.inner.encode(["warm up"])
-    dense, enc, channel, search, exact, hit = [], [], [], [], [], []
+    dense, enc, channel, search, exact, hit, cpu = [], [], [], [], [], [], []
     for q in qs:
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         qvec = emb.inner.encode([q])[0]
         t1 = time.perf_counter()
         scores = dense_scores(view, emb, qvec)
         t2 = time.perf_counter()
+        cpu.append((time.process_time() - c0) * 1000)
         dense.append((t2 - t0) * 1000)
         enc.append((t1 - t0) * 1000)
         channel.append((t2 - t1) * 1000)
@@ -658,6 +659,7 @@ def _dense(store, qs: list[str], embed_cache: str) -> dict[str, Any]:
     out.update(
         dense_query_p50_ms=_pct(dense, 50),
         dense_query_p95_ms=_pct(dense, 95),
+        dense_query_cpu_p50_ms=_pct(cpu, 50),  # CPU time of this process: the work alone
         dense_encode_p50_ms=_pct(enc, 50),
         dense_encode_p95_ms=_pct(enc, 95),
         dense_channel_p50_ms=_pct(channel, 50),
@@ -669,6 +671,41 @@ def _dense(store, qs: list[str], embed_cache: str) -> dict[str, Any]:
         ann_recall_at_50=round(statistics.mean(hit), 4) if hit else None,
         dense_load_avg=[round(x, 2) for x in os.getloadavg()],
     )
+    return out
+
+
+def dense_ab(
+    n: int,
+    caches: dict[str, str],
+    queries: int = 40,
+    seed: int = 7,
+    workdir: str | Path | None = None,
+) -> dict[str, Any]:
+    """The dense query (:func:`_dense`) at ``n`` messages in one group for each precision of
+    ``caches`` (precision -> the stream's vectors from ``scale embed --precision``), one
+    after the other in this process on the same store and questions: ingest only (no
+    Writer), then per precision its vectors, its ANN index (built here, timed) and the
+    questions."""
+    from speakerflow.graphs import Home
+
+    table = synthetic_stream(n, "one", seed)
+    qs = _questions(table, queries, seed)
+    root = Path(workdir or tempfile.mkdtemp(prefix="speakerflow-dense-"))
+    home = Home(root / "home")
+    gid = table["group_id"][0].as_py()
+    with home.open(gid, writable=True) as store:
+        for lo, size in _slices(n, 10_000):
+            store.append_messages(table.slice(lo, size))
+    out: dict[str, Any] = {"messages": n, "queries": len(qs), "load_avg_start": os.getloadavg()}
+    try:
+        with home.open(gid) as store:
+            for precision, cache in caches.items():
+                out[precision] = _dense(store, qs, cache, precision)
+    finally:
+        if workdir is None:  # the temporary home (about 1 GB at 100k with its indexes)
+            import shutil
+
+            shutil.rmtree(root, ignore_errors=True)
     return out
 
 
@@ -1016,6 +1053,20 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("--batch", type=int, default=10_000)
         a = p.parse_args(argv[1:])
         print(json.dumps(ingest_ab(a.messages, a.rev, batch=a.batch, rounds=a.rounds)))
+        return
+    if argv and argv[0] == "dense":
+        p = argparse.ArgumentParser()
+        p.add_argument("--messages", type=int, default=100_000)
+        p.add_argument(
+            "--cache",
+            action="append",
+            required=True,
+            help="PRECISION=PATH (torch, fp32 or int8 = the stream's vectors); repeatable",
+        )
+        p.add_argument("--queries", type=int, default=40)
+        a = p.parse_args(argv[1:])
+        caches = dict(c.split("=", 1) for c in a.cache)
+        print(json.dumps(dense_ab(a.messages, caches, a.queries), indent=2))
         return
     if argv and argv[0] == "ann":
         p = argparse.ArgumentParser()
