@@ -170,7 +170,7 @@ def test_views_open_with_their_source_and_vocatives_are_not_subjects():
     assert view["content"].startswith("Ana says Ben always books things early")
     [own] = [a for a in acts if a["source"] == "Ben"]
     # "Chloe" opens the sentence as a vocative: Ben's own record, without the name; the
-    # message's statements about Ben are one record, and it does not repeat Ben's name
+    # message's two facts about Ben are one record, and it does not repeat Ben's name
     assert own["owner"] == "Ben" and own["layer"] == "per_speaker_core"
     assert "Chloe" not in own["content"] and "Ben" not in own["content"]
     assert "book the hotel in Porto" in own["content"] and "; sister lives there" in own["content"]
