@@ -247,7 +247,13 @@ def _export(source: Path, dst: Path) -> None:
             f"no cached ONNX MiniLM at {dst} and optimum is not installed to export one: pip "
             "install optimum-onnx (once), or SPEAKERFLOW_EMBEDDER_PRECISION=torch"
         ) from exc
-    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise EmbedderModelError(
+            f"cannot create the model cache {dst.parent} ({exc.strerror}): set "
+            "SPEAKERFLOW_MODEL_CACHE to a writable folder"
+        ) from exc
     with tempfile.TemporaryDirectory(dir=dst.parent, prefix=".export-") as tmp:
         quiet = [logging.getLogger(name) for name in ("optimum", "transformers")]
         levels = [q.level for q in quiet]

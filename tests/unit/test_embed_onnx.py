@@ -109,6 +109,13 @@ def test_a_missing_model_folder_is_a_clear_error(tmp_path):
     assert not (tmp_path / "cache").exists()
 
 
+def test_an_unwritable_cache_is_a_clear_error(tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder should go")
+    with pytest.raises(E.EmbedderModelError, match="SPEAKERFLOW_MODEL_CACHE"):
+        E.onnx_model("fp32", cache_dir=blocker / "models")
+
+
 def test_make_embedder_reads_the_precision(monkeypatch):
     monkeypatch.setenv("SPEAKERFLOW_EMBEDDER_PRECISION", "int8")
     assert E.make_embedder("minilm").name == "minilm-l6-v2-int8"
