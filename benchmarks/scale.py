@@ -27,12 +27,14 @@ stream of ``n`` messages is a prefix of the stream of ``m > n`` messages.
 from __future__ import annotations
 
 import argparse
+import atexit
 import hashlib
 import json
 import os
 import random
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -783,8 +785,12 @@ def _store_at(rev: str) -> Any:
 
     from speakerflow import graphs
 
+    pkg_name = f"speakerflow.graphs._at_{re.sub(r'[^A-Za-z0-9_]', '_', rev)}"
+    if f"{pkg_name}.store" in sys.modules:  # loaded before in this process
+        return sys.modules[f"{pkg_name}.store"]
     here = Path(graphs.__file__).resolve().parent
     folder = Path(tempfile.mkdtemp(prefix=f"speakerflow-store-{rev}-"))
+    atexit.register(shutil.rmtree, folder, True)  # removed when this process exits
     for name in INGEST_FILES:
         source = subprocess.run(
             ["git", "show", f"{rev}:graphs/{name}"],
@@ -794,7 +800,6 @@ def _store_at(rev: str) -> Any:
             cwd=here.parent,
         ).stdout
         (folder / name).write_text(source)
-    pkg_name = f"speakerflow.graphs._at_{re.sub(r'[^A-Za-z0-9_]', '_', rev)}"
     pkg = types.ModuleType(pkg_name)
     pkg.__path__ = [str(folder), str(here)]
     pkg.__package__ = pkg_name
