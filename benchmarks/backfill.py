@@ -675,7 +675,7 @@ def summary_table(report: dict[str, Any]) -> str:
                 r["run_s_p50"],
                 r["run_s_p95"],
                 f"{r['groups_complete']}/{report['partitions']}",
-                "-" if mode == "cli" else f"{r.get('speedup_vs_cli', '-')}x",
+                f"{r['speedup_vs_cli']}x" if r.get("speedup_vs_cli") is not None else "-",
             )
         )
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(cols))]
