@@ -62,7 +62,10 @@ def test_all_four_layers_group_decisions_profiles_and_chains(networks):
         "group_interaction",
         "group_insight",
     }
-    assert decisions >= 3 and profiles >= 30 and chained >= 5
+    # chains: 4 since the Writer of 1 Dec (c84beb9..75ff2c1); the fifth one before was Mum's
+    # garbled stance ("is not worried about that; but Mum does think Mum wants ..."), which the
+    # vocative rule no longer writes. The teacher states hold 3 update edges in all ten networks.
+    assert decisions >= 3 and profiles >= 30 and chained >= 4
 
 
 def test_provenance_resolves_within_own_group_in_kuzu(networks):
