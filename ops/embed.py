@@ -499,7 +499,7 @@ def cached_embeddings(
             cached = dict(zip(data["ids"].tolist(), data["vecs"], strict=True))
     missing = [i for i, mid in enumerate(ids) if mid not in cached]
     if missing:
-        vecs = embedder.encode([texts[i] for i in missing])
+        vecs = _encode_with_progress(embedder, [texts[i] for i in missing], kind)
         for i, vec in zip(missing, vecs, strict=True):
             cached[ids[i]] = vec
         if path is not None:
@@ -508,6 +508,26 @@ def cached_embeddings(
     if not ids:
         return np.zeros((0, embedder.dim), dtype=np.float32)
     return np.stack([cached[mid] for mid in ids]).astype(np.float32)
+
+
+#: texts per encode call when a progress bar is shown (below it: one call, no bar)
+PROGRESS_CHUNK = 1024
+
+
+def _encode_with_progress(embedder: Embedder, texts: list[str], kind: str) -> np.ndarray:
+    """``embedder.encode(texts)``; above :data:`PROGRESS_CHUNK` texts in chunks with a
+    progress bar on stderr (shown on a terminal only: ``disable=None``), so an ingest or the
+    first question on a large group says what it is doing."""
+    if len(texts) <= PROGRESS_CHUNK:
+        return embedder.encode(texts)
+    from tqdm import tqdm
+
+    parts = []
+    with tqdm(total=len(texts), desc=f"embedding {kind}", unit="msg", disable=None) as bar:
+        for start in range(0, len(texts), PROGRESS_CHUNK):
+            parts.append(embedder.encode(texts[start : start + PROGRESS_CHUNK]))
+            bar.update(len(parts[-1]))
+    return np.concatenate(parts, axis=0)
 
 
 def _save(path: Path, cached: dict[str, np.ndarray]) -> None:

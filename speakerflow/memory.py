@@ -322,12 +322,15 @@ class BatchingEmbedder:
     """The process embedder with the one-text calls of concurrent threads (the question
     and issue vectors of asks running side by side) encoded together in one model call.
 
-    MiniLM on one thread costs about 12 ms CPU for one short question and about 3 ms per
-    question in a batch of 8 (measured here), most of a single call being per-call
-    overhead. No timer: a call finding the model idle runs at once (alone, as before);
+    MiniLM on torch cost about 12 ms CPU for one short question and about 3 ms per question
+    in a batch of 8, most of a single call being per-call overhead; the int8 ONNX default
+    costs about 2 ms for one question on an idle core (docs/scaling.md), so batching matters
+    less with it. No timer: a call finding the model idle runs at once (alone, as before);
     calls arriving while it runs wait and go together in the next batch, run by the first
-    of them. Calls with several texts (ingest-time embeddings) go straight through. Vectors
-    differ from one-text calls by float rounding only (max 2e-7 measured)."""
+    of them. Calls with several texts (ingest-time embeddings) go straight through. With
+    torch or fp32 ONNX, vectors differ from one-text calls by float rounding only (max 2e-7
+    measured); int8 scales activations per call, so a batched vector differs slightly
+    (cosine about 0.99 to the one-text vector)."""
 
     def __init__(self, inner: Any, max_batch: int = 64):
         self.inner = inner

@@ -8,6 +8,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# `speakerflow ingest` embeds new messages with MiniLM by default; the suite's many CLI ingests
+# (in process and in subprocesses, which inherit this) stay model-free unless a test asks for
+# an embedder with --embedder (tests/integration/test_cli.py::test_ingest_embeds_new_messages)
+os.environ.setdefault("SPEAKERFLOW_INGEST_EMBEDDER", "none")
 SHARED_DATA = Path(os.environ.get("SPEAKERFLOW_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 

@@ -53,6 +53,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--window", type=int, default=25, help="messages per Writer segment (default 25)"
     )
+    p.add_argument(
+        "--embedder",
+        default=os.environ.get("SPEAKERFLOW_INGEST_EMBEDDER", "minilm"),
+        choices=["minilm", "hashing", "none"],
+        help="embed the new messages now, so no question pays for it (default minilm, or "
+        "$SPEAKERFLOW_INGEST_EMBEDDER; none: ingest stays model-free and the first dense "
+        "question embeds the group)",
+    )
     add_json(p, "the ingest summary")
     add_home(p)
     p.set_defaults(func=run)
@@ -87,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
                 )
         total_added += result.added
         total_skipped += result.skipped
+    embedded = _embed([gid for gid, _ in loaded], home, args)
     partitions, partition_note = _register_partitions([gid for gid, _ in loaded])
     if args.json:
         print_json(
@@ -107,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
                     "tokens": sum(r.tokens for r in reports),
                     "seconds": round(sum(r.seconds for r in reports), 2),
                 },
+                "embedded": embedded,
                 "dagster_partitions_added": partitions,
                 "dagster_note": partition_note,
             }
@@ -118,6 +128,10 @@ def run(args: argparse.Namespace) -> int:
     )
     if partition_note:
         print(partition_note)
+    if embedded is not None:
+        print(
+            f"embedder {args.embedder}: {embedded} message(s) have vectors (new ones embedded now)"
+        )
     if backend is not None:
         written = sum(r.accepted for r in reports)
         print(
@@ -131,6 +145,24 @@ def run(args: argparse.Namespace) -> int:
             if r.rejected:
                 print(f"  {r.group_id}: {r.rejected} rejected, e.g. {r.rejects[0]['reason']}")
     return 0
+
+
+def _embed(groups: list[str], home, args: argparse.Namespace) -> int | None:
+    """Embed the messages of ``groups`` that have no cached vector yet (incremental: the
+    group's cache keeps earlier ones), with the dense windows and the ANN index the query
+    path reads. Returns the number of messages with a vector, None when nothing is embedded
+    (``--embedder none``, or an events file: facts, not messages)."""
+    if args.embedder == "none" or args.format == "events" or not groups:
+        return None
+    from speakerflow.ops.embed import make_embedder
+    from speakerflow.ops.recall import warm_message_embeddings
+
+    embedder = make_embedder(args.embedder)
+    embedded = 0
+    for gid in tqdm(groups, desc="embed", unit="group", disable=len(groups) < 2 or args.json):
+        with home.open(gid) as store:
+            embedded += warm_message_embeddings(store, embedder)
+    return embedded
 
 
 def _register_partitions(groups: list[str]) -> tuple[list[str], str | None]:

@@ -51,3 +51,28 @@ def test_search_and_errors(home, capsys):
     assert rows[0]["msg_id"] == "s3-t05"
     assert main(["search", "no-such-group", "x"]) == 2
     assert "no store" in capsys.readouterr().err
+
+
+def test_ingest_embeds_new_messages(home, capsys):
+    """`ingest --embedder` stores the group's message vectors (and windows) at ingest, so no
+    question pays for them; a second ingest of the same file embeds nothing new; `none`
+    leaves ingest model-free."""
+    import numpy as np
+
+    from speakerflow.settings import BUNDLED_SAMPLE
+
+    argv = ["ingest", str(BUNDLED_SAMPLE), "--format", "jsonl", "--writer", "none"]
+    assert main([*argv, "--group", "bare", "--embedder", "none", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["embedded"] is None
+    assert main([*argv, "--group", "team", "--embedder", "hashing", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["embedded"] == 32
+    groups = home.root / "groups"
+    assert not list((groups / "bare").rglob("*.npz"))
+    caches = sorted((groups / "team" / "embeddings").glob("messages-labelled-*.npz"))
+    assert len(caches) == 1
+    first = caches[0].stat().st_mtime_ns
+    with np.load(caches[0]) as data:
+        assert len(data["ids"]) == 32 and data["vecs"].shape[0] == 32
+    assert main([*argv, "--group", "team", "--embedder", "hashing"]) == 0
+    assert "embedder hashing: 32 message(s) have vectors" in capsys.readouterr().out
+    assert caches[0].stat().st_mtime_ns == first  # nothing new to embed: the cache untouched
