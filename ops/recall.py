@@ -294,28 +294,7 @@ def recall(
     if weights.get("session", 0) > 0:
         channels["session"] = session_scores(view, base)
     if embedder is not None and len(view):
-        qvec = (
-            encode_query(embedder, query)
-            if any(weights.get(c, 0) > 0 for c in ("dense", "dense_window"))
-            else None
-        )
-        if (
-            weights.get("dense", 0) > 0 and qvec is not None
-        ):  # qvec is set whenever a dense weight is
-            channels["dense"] = dense_scores(
-                view, embedder, qvec
-            )  # ANN index above a size threshold
-        if weights.get("dense_window", 0) > 0:
-            sims = np.clip(view.window_matrix(embedder, config.dense_window) @ qvec, 1e-6, None)
-            channels["dense_window"] = window_max(
-                view, sims.astype(np.float64), config.dense_window
-            )
-        if weights.get("records", 0) > 0 and config.record_layers:
-            from .resolve import record_channel  # resolve builds on this module
-
-            channels["records"] = record_channel(
-                view, query, embedder, config.record_layers, config.record_top
-            )
+        channels.update(dense_channels(view, query, embedder, weights, config))
     fused = fuse(channels, weights, config.rrf_k) if len(view) else np.zeros(0)
     if (
         kind == "focused"
@@ -400,6 +379,36 @@ def protect_confident(
     out = fused.copy()
     other = ~confident
     out[other] = np.minimum(fused[other], np.nextafter(cap[other], -np.inf))
+    return out
+
+
+def dense_channels(
+    view: GroupView,
+    query: str,
+    embedder: Embedder,
+    weights: Mapping[str, float],
+    config: RecallConfig,
+) -> dict[str, np.ndarray]:
+    """The channels that need the embedder, one score per message of the group, for the
+    weights that are on: ``dense`` (the ANN index above a size threshold), ``dense_window``
+    and ``records``. Shared by :func:`recall` and the bounded path."""
+    out: dict[str, np.ndarray] = {}
+    qvec = (
+        encode_query(embedder, query)
+        if any(weights.get(c, 0) > 0 for c in ("dense", "dense_window"))
+        else None
+    )
+    if qvec is not None and weights.get("dense", 0) > 0:
+        out["dense"] = dense_scores(view, embedder, qvec)  # ANN index above a size threshold
+    if qvec is not None and weights.get("dense_window", 0) > 0:
+        sims = np.clip(view.window_matrix(embedder, config.dense_window) @ qvec, 1e-6, None)
+        out["dense_window"] = window_max(view, sims.astype(np.float64), config.dense_window)
+    if weights.get("records", 0) > 0 and config.record_layers:
+        from .resolve import record_channel  # resolve builds on this module
+
+        out["records"] = record_channel(
+            view, query, embedder, config.record_layers, config.record_top
+        )
     return out
 
 

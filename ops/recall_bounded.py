@@ -252,12 +252,9 @@ def top_rows(fused: np.ndarray, cand: np.ndarray, k: int) -> np.ndarray:
 
 def recall_bounded(view, query: str, config, embedder=None):
     """:func:`~speakerflow.ops.recall.recall` for a large group (see the module doc)."""
-    from .dense_index import dense_scores
-    from .embed import encode_query
-    from .recall import RecallResult, window_max
+    from .recall import RecallResult, dense_channels, protect_confident, query_weights
 
     n = len(view)
-    from .recall import protect_confident, query_weights
 
     rows, scores = bm25_top(view, query, bm25_cap())
     channels: dict[str, tuple] = {"bm25": (rows, scores)}
@@ -266,27 +263,10 @@ def recall_bounded(view, query: str, config, embedder=None):
         channels["window"] = window_sparse(view, rows, scores, config.window_weight)
     if weights.get("session", 0) > 0:
         channels["session"] = session_sparse(view, rows, scores)
-    dense: dict[str, np.ndarray] = {}
+    dense = {}
     if embedder is not None and n:
-        qvec = (
-            encode_query(embedder, query)
-            if any(weights.get(c, 0) > 0 for c in ("dense", "dense_window"))
-            else None
-        )
-        if (
-            weights.get("dense", 0) > 0 and qvec is not None
-        ):  # qvec is set whenever a dense weight is
-            dense["dense"] = dense_scores(view, embedder, qvec)
-        if weights.get("dense_window", 0) > 0:
-            sims = np.clip(view.window_matrix(embedder, config.dense_window) @ qvec, 1e-6, None)
-            dense["dense_window"] = window_max(view, sims.astype(np.float64), config.dense_window)
-        if weights.get("records", 0) > 0 and config.record_layers:
-            from .resolve import record_channel
-
-            dense["records"] = record_channel(
-                view, query, embedder, config.record_layers, config.record_top
-            )
-        channels.update({k: _positive(v) for k, v in dense.items()})
+        dense = dense_channels(view, query, embedder, weights, config)
+    channels.update({k: _positive(v) for k, v in dense.items()})
     fused = fuse_sparse(n, channels, weights, config.rrf_k)
     if (
         kind == "focused"
