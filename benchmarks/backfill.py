@@ -266,7 +266,7 @@ def run_dagster(
     logs.mkdir()
     try:
         if mode == "celery":
-            env.update(_start_celery(work, env, celery_workers, procs, logs))
+            env.update(start_celery(work, env, celery_workers, procs, logs))
         daemon_log = logs / "daemon.log"
         os.environ["DAGSTER_HOME"] = str(dh)
         with dg.DagsterInstance.get() as instance:
@@ -468,10 +468,19 @@ def step_breakdown(instance: Any, run_ids: list[str]) -> dict[str, Any]:
     return {k: round(statistics.median(v), 2) for k, v in parts.items()}
 
 
-def _start_celery(
-    work: Path, env: dict[str, str], workers: int, procs: list[subprocess.Popen], logs: Path
+def start_celery(
+    work: Path,
+    env: dict[str, str],
+    workers: int,
+    procs: list[subprocess.Popen],
+    logs: Path,
+    concurrency: int = 1,
 ) -> dict[str, str]:
-    """redis-server on a free loopback port and ``workers`` Celery workers (one process each)."""
+    """redis-server on a free loopback port and ``workers`` Celery workers on the ``dagster``
+    queue, ``concurrency`` processes each, logging to ``logs/worker<i>.log``; returns the
+    broker/backend variables (``SPEAKERFLOW_CELERY_BROKER``/``_BACKEND``). The processes
+    are appended to ``procs`` as they start, so the caller stops them (:func:`stop_group`)
+    even when a later one fails to start (RuntimeError)."""
     redis = shutil.which("redis-server")
     if not redis:
         raise RuntimeError("no redis-server on PATH (make test-deps installs it)")
@@ -513,7 +522,7 @@ def _start_celery(
                     "-Q",
                     "dagster",
                     "-c",
-                    "1",
+                    str(concurrency),
                     "--loglevel=INFO",
                     "--hostname",
                     f"sf-bf{i}-{port}@%h",

@@ -7,17 +7,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
-import sys
-import time
-from pathlib import Path
 
 import dagster as dg
 import pytest
 from dagster_run_helpers import check_results, dagster_home, fill_inbox, launch_runs, store_state
 
-from speakerflow.benchmarks.backfill import free_port, stop_group
+from speakerflow.benchmarks.backfill import start_celery, stop_group
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
 REDIS = shutil.which("redis-server")
@@ -29,77 +25,14 @@ def celery_worker(tmp_path):
     pytest.importorskip("dagster_celery")
     if not REDIS:
         pytest.skip("no redis-server (apt-get install redis-server; .ci/run does)")
-    port = free_port()
-    url = f"redis://127.0.0.1:{port}"
-    procs = []
+    procs: list[subprocess.Popen] = []
     try:
-        procs.append(
-            subprocess.Popen(
-                [
-                    REDIS,
-                    "--port",
-                    str(port),
-                    "--bind",
-                    "127.0.0.1",
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        )
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail("redis-server did not start")
-                time.sleep(0.2)
-        cfg = tmp_path / "celery_cfg"
-        cfg.mkdir()
-        (cfg / "dagster_celery_config.py").write_text(
-            f"broker_url = '{url}/0'\nresult_backend = '{url}/1'\n"
-        )
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(cfg), os.environ.get("PYTHONPATH", "")]),
+        env = start_celery(tmp_path, dict(os.environ), 1, procs, tmp_path, concurrency=2)
+        yield {
+            "broker": env["SPEAKERFLOW_CELERY_BROKER"],
+            "backend": env["SPEAKERFLOW_CELERY_BACKEND"],
+            "log": tmp_path / "worker0.log",
         }
-        celery = Path(sys.executable).parent / "celery"
-        log = (tmp_path / "worker.log").open("w")
-        procs.append(
-            subprocess.Popen(
-                [
-                    str(celery),
-                    "-A",
-                    "dagster_celery.app",
-                    "worker",
-                    "-Q",
-                    "dagster",
-                    "-c",
-                    "2",
-                    "--loglevel=INFO",
-                    "--hostname",
-                    f"sf-test-{port}@%h",
-                ],
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        )
-        deadline = time.monotonic() + 60
-        while "ready" not in (tmp_path / "worker.log").read_text():
-            if procs[-1].poll() is not None or time.monotonic() > deadline:
-                pytest.fail(
-                    f"celery worker did not start:\n{(tmp_path / 'worker.log').read_text()[-2000:]}"
-                )
-            time.sleep(0.5)
-        yield {"broker": f"{url}/0", "backend": f"{url}/1", "log": tmp_path / "worker.log"}
     finally:
         for proc in reversed(procs):
             stop_group(proc, wait_s=10)
