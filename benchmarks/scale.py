@@ -2,9 +2,10 @@
 
 For each size (1k, 10k, 100k; 1M when asked) and each shape (one big group; many groups of
 1,000 messages) a fresh subprocess (so peak RSS is that size's own) generates a synthetic
-multi-party stream, ingests it into a home (Parquet + Kuzu + Tantivy, in batches like an
-incremental ingest), runs the rules Writer (on a bounded sample of the stream when the size
-is larger than ``writer_sample``: the report says so), times the rules query path
+multi-party stream, ingests it into a home (Parquet + Kuzu + Tantivy; the big group in one
+append as ``speakerflow ingest`` of a file does, or in appends of ``--ingest-batch``), runs
+the rules Writer (on a bounded sample of the stream when the size is larger than
+``writer_sample``: the report says so), times the rules query path
 (``answer_question`` with ``embedder="none"``: BM25, windows, session prior, System 2
 records, rules answerer), the dense channel where embeddings exist (question encode + top-k
 over the group's message embeddings: the ANN index of :mod:`speakerflow.graphs.ann` above
@@ -314,7 +315,17 @@ def _folder_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
+#: messages per append of the big group when none is given (0): the whole stream in one
+#: append, as ``speakerflow ingest`` of a file appends each group's messages at once
+WHOLE = 0
+#: rows of the row-at-a-time vs columnar comparison of :func:`_hot_paths`
+HOT_PATH_BATCH = 10_000
+
+
 def _slices(n: int, size: int):
+    """(start, length) of consecutive appends of ``size`` messages (``size`` <= 0: one
+    append of all ``n``)."""
+    size = size if size > 0 else max(n, 1)
     for lo in range(0, n, size):
         yield lo, min(size, n - lo)
 
@@ -324,7 +335,7 @@ def measure(
     shape: str,
     workdir: str | Path,
     seed: int = 7,
-    batch: int = 10_000,
+    batch: int = WHOLE,
     writer_sample: int = 10_000,
     entity_sample: int = 10_000,
     queries: int = 40,
@@ -353,7 +364,8 @@ def measure(
     home = Home(Path(workdir) / "home")
     gids = table["group_id"].unique().to_pylist()
     row["groups"] = len(gids)
-    # ingest: the big group in batches (an incremental ingest); a small group in one append each
+    # ingest: the big group in one append like ``speakerflow ingest`` of a file (``batch`` > 0:
+    # in appends of ``batch`` messages, an incremental ingest); a small group in one append each
     t0, cpu0 = time.perf_counter(), time.process_time()
     profile: dict[str, float] = {}
     if shape == "one":
@@ -361,7 +373,7 @@ def measure(
             for lo, size in _slices(n, batch):
                 store.append_messages(table.slice(lo, size))
         profile = store.ingest_profile()  # after close: the index merges waited for included
-        row["ingest_batch"] = batch
+        row["ingest_batch"] = batch if batch > 0 else n
     else:
         for lo, size in _slices(n, GROUP_SIZE):
             part = table.slice(lo, size)
@@ -455,7 +467,7 @@ def measure(
             store.close()
     if shape == "one":
         with home.open(gids[0]) as store:
-            row["hot_paths"] = _hot_paths(store, table, batch)
+            row["hot_paths"] = _hot_paths(store, table, HOT_PATH_BATCH)
     row["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return row
 
@@ -819,24 +831,24 @@ def _store_at(rev: str) -> Any:
 def ingest_ab(
     n: int = 100_000,
     rev: str = INGEST_AB_REV,
-    batch: int = 10_000,
+    batch: int = WHOLE,
     rounds: int = 2,
     seed: int = 7,
     workdir: str | Path | None = None,
 ) -> dict[str, Any]:
     """Ingest throughput of the store code at git revision ``rev`` (:data:`INGEST_FILES` of
     that revision) against the current code, in this process, alternating, each into a
-    fresh home, the big group in batches of ``batch`` (the clock stops after the store is
-    closed, so background merges are counted). Also the current code's per-step wall
-    seconds (:meth:`~speakerflow.graphs.GroupStore.ingest_profile`) of its last round, and
-    bytes on disk per message of each."""
+    fresh home, the big group in appends of ``batch`` (0: one append of all; the clock
+    stops after the store is closed, so background merges are counted). Also the current
+    code's per-step wall seconds (:meth:`~speakerflow.graphs.GroupStore.ingest_profile`) of
+    its last round, and bytes on disk per message of each."""
     from speakerflow.graphs import store as new_store
 
     old = _store_at(rev)
     table = synthetic_stream(n, "one", seed)
     out: dict[str, Any] = {
         "messages": n,
-        "batch": batch,
+        "batch": batch if batch > 0 else n,
         "rev": rev,
         "cpu_count": os.cpu_count(),
         "load_avg_1m_at_start": round(os.getloadavg()[0], 2),
@@ -1064,7 +1076,9 @@ def main(argv: list[str] | None = None) -> None:
             help="git revision of the ingest path (graphs/store.py and siblings) to compare with",
         )
         p.add_argument("--rounds", type=int, default=2)
-        p.add_argument("--batch", type=int, default=10_000)
+        p.add_argument(
+            "--batch", type=int, default=WHOLE, help="messages per append (0: all in one)"
+        )
         a = p.parse_args(argv[1:])
         print(json.dumps(ingest_ab(a.messages, a.rev, batch=a.batch, rounds=a.rounds)))
         return
@@ -1139,7 +1153,11 @@ def add_bench(bsub: argparse._SubParsersAction) -> None:
     p.add_argument("--dense-max", type=int, default=100_000, help="largest size with dense queries")
     p.add_argument("--seed", type=int, default=7, help="seed of the synthetic stream (default 7)")
     p.add_argument(
-        "--ingest-batch", type=int, default=10_000, help="messages per append into the big group"
+        "--ingest-batch",
+        type=int,
+        default=WHOLE,
+        help="messages per append into the big group (default 0: the whole stream in one "
+        "append, as speakerflow ingest of a file does; N: appends of N, an incremental ingest)",
     )
     p.add_argument(
         "--exact-queries",

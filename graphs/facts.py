@@ -327,14 +327,19 @@ class FactGraph:
         return sorted(found)
 
     def provenance(self, edge_id: str) -> list[dict]:
-        """The raw Message rows a fact rests on (via FROM_MSG)."""
-        return self.graph.rows(
+        """The raw Message rows a fact rests on (via FROM_MSG); the text is read from the
+        group's Parquet parts (the graph does not keep it)."""
+        from .store import message_texts
+
+        rows = self.graph.rows(
             "MATCH (f:Fact)-[:FROM_MSG]->(m:Message) WHERE f.edge_id = $id RETURN m.msg_id AS "
             "msg_id, "
             "m.source_type AS source_type, m.source_ref AS source_ref, m.ts AS ts, m.speaker AS "
-            "speaker, m.text AS text",
+            "speaker",
             {"id": edge_id},
         )
+        texts = message_texts(Path(self.graph.path).parent, [r["msg_id"] for r in rows])
+        return [{**r, "text": texts.get(r["msg_id"])} for r in rows]
 
     def regime(self, entity_id: str, at: datetime | None = None) -> str | None:
         """The market state M_t of an entity: its newest first-hand (trust tier 1-2) ``regime``

@@ -49,9 +49,17 @@ def node_ddl(table: str, schema: pa.Schema, primary_key: str) -> str:
     return f"CREATE NODE TABLE IF NOT EXISTS {table}({cols}, PRIMARY KEY({primary_key}))"
 
 
+#: Columns of a message that the graph keeps: every column of :data:`MESSAGE_SCHEMA` but
+#: ``text``. The Parquet parts are the record of truth of a message; no graph query reads its
+#: text (search is Tantivy's, provenance reads the text from Parquet), and the text was half
+#: the cost of the ingest's COPY and most of the graph's bytes. A graph made before this keeps
+#: its ``text`` column (still filled by :meth:`KuzuGraph.copy_nodes`, which writes the columns
+#: a table has).
+MESSAGE_GRAPH_SCHEMA = pa.schema([f for f in MESSAGE_SCHEMA if f.name != "text"])
+
 #: Node tables: (name, schema, primary key). Facts that need text search are nodes.
 NODE_TABLES: tuple[tuple[str, pa.Schema, str], ...] = (
-    ("Message", MESSAGE_SCHEMA, "msg_id"),
+    ("Message", MESSAGE_GRAPH_SCHEMA, "msg_id"),
     ("Record", RECORD_SCHEMA, "entry_id"),
     ("Entity", ENTITY_SCHEMA, "entity_id"),
     ("Fact", EDGE_SCHEMA, "edge_id"),
@@ -102,6 +110,8 @@ class KuzuGraph:
         setting: Any = self._conn.execute("CALL current_setting('threads') RETURN *")
         self._threads = int(setting.get_next()[0])
         self._lock = threading.RLock()
+        #: column names per node table, as this database has them (read once per table)
+        self._columns: dict[str, list[str]] = {}
         if not read_only:
             self.ensure_schema()
 
@@ -147,11 +157,24 @@ class KuzuGraph:
         table = result.get_as_arrow()
         return table
 
+    def columns(self, table_name: str) -> list[str]:
+        """The columns of node table ``table_name`` in this database, in order (a store made
+        before :data:`MESSAGE_GRAPH_SCHEMA` has a ``text`` column in ``Message``)."""
+        if table_name not in self._columns:
+            rows = self.rows(f"CALL table_info('{table_name}') RETURN name")
+            self._columns[table_name] = [r["name"] for r in rows]
+        return self._columns[table_name]
+
     def copy_nodes(self, table_name: str, table: pa.Table, threads: int | None = None) -> int:
         """Bulk-load an Arrow table into a node table (all or nothing). Returns rows loaded.
-        ``threads`` caps Kuzu's threads for this COPY (``None``: Kuzu's default, one per core)."""
+        Only the table's columns that the node table has are written (a message's ``text``
+        goes to a graph of the older layout only). ``threads`` caps Kuzu's threads for this
+        COPY (``None``: Kuzu's default, one per core)."""
         if table.num_rows == 0:
             return 0
+        cols = self.columns(table_name)
+        if table.column_names != cols and set(cols) <= set(table.column_names):
+            table = table.select(cols)
         data = naive_utc(table)
         with self._lock:
             if threads:

@@ -722,6 +722,22 @@ class GroupStore:
         }
 
 
+def message_texts(root: str | Path, ids: list[str]) -> dict[str, str]:
+    """The text of each of the messages ``ids`` of the group stored at ``root``, read from
+    its Parquet parts (the record of truth; the graph keeps no text): only the ``msg_id``
+    and ``text`` columns, filtered by id. Ids not stored are left out."""
+    folder = Path(root) / "messages"
+    if not ids or not folder.exists():
+        return {}
+    wanted = pa.array(sorted(set(ids)), pa.string())
+    out: dict[str, str] = {}
+    for part in sorted(folder.glob("part-*.parquet")):
+        t = pq.read_table(part, columns=["msg_id", "text"])
+        t = t.filter(pc.is_in(t["msg_id"], value_set=wanted))
+        out.update(zip(t["msg_id"].to_pylist(), t["text"].to_pylist(), strict=True))
+    return out
+
+
 def _utc_columns(table: pa.Table) -> pa.Table:
     cols = []
     for f, col in zip(table.schema, table.columns, strict=True):

@@ -61,6 +61,7 @@ def test_bench_scale_1k_report(tmp_path, capsys):
     assert row["dense_query_p50_ms"] is None  # no embeddings asked for
     assert row["injection_p50_ms"] > 0 and row["facts"] > 0
     assert row["writer_sample"] == 300
+    assert row["ingest_batch"] == 1000  # one append of the whole stream, as speakerflow ingest
     # the old row-at-a-time paths against the columnar ones, and the exact against the bounded query
     # path (1k messages: below the bounded path's threshold, so the same answers)
     hot = row["hot_paths"]
