@@ -142,6 +142,7 @@ class Server:
         reads: str = "snapshot",
         batch_queries: bool = True,
         ask_threads: int = 32,
+        write_nice: int = 10,
     ):
         self.home = home
         self.port = _free_port()
@@ -170,6 +171,8 @@ class Server:
                 reads,
                 "--ask-threads",
                 str(ask_threads),
+                "--write-nice",
+                str(write_nice),
                 *([] if batch_queries else ["--no-query-batching"]),
             ],
             stdout=self._log_fh,
@@ -401,12 +404,14 @@ def run(
     reads: str = "snapshot",
     batch_queries: bool = True,
     ask_threads: int = 32,
+    write_nice: int = 10,
 ) -> dict[str, Any]:
     """Start a server, load it, stop it; returns the report (see the module docstring).
     ``reads``: the server's read path (``serve --reads``: ``snapshot`` or ``locked``);
     ``batch_queries=False``: ``serve --no-query-batching``; ``ask_threads``: ``serve
-    --ask-threads``. ``reads="locked", batch_queries=False, ask_threads=40`` is the server
-    as it was before the three (the baseline: 40 is the thread pool that ran every ask)."""
+    --ask-threads``; ``write_nice``: ``serve --write-nice``. ``reads="locked",
+    batch_queries=False, ask_threads=40, write_nice=0`` is the server as it was before the
+    four (the baseline: 40 is the thread pool that ran every ask)."""
     if clients < 1 or groups < 1 or seconds <= 0 or not 0 <= ingest_share <= 1:
         raise ValueError("clients and groups >= 1, seconds > 0, 0 <= ingest_share <= 1")
     names = [f"bench-{i}" for i in range(groups)]
@@ -421,6 +426,7 @@ def run(
             reads=reads,
             batch_queries=batch_queries,
             ask_threads=ask_threads,
+            write_nice=write_nice,
         ) as server:
             start_s = time.perf_counter() - t0
             if progress:
@@ -459,6 +465,7 @@ def run(
         "reads": reads,
         "query_batching": batch_queries,
         "ask_threads": ask_threads,
+        "write_nice": write_nice,
         "cpus": os.cpu_count(),
         "server_start_s": round(start_s, 2),
         "load_avg_1m": [round(load_before, 1), round(load_after, 1)],
@@ -499,6 +506,7 @@ def format_report(report: dict[str, Any]) -> str:
         f"{report['elapsed_s']}s, "
         f"embedder {report['embedder']}, reads {report.get('reads', 'locked')}, query batching "
         f"{report.get('query_batching', False)}, ask threads {report.get('ask_threads')}, "
+        f"write nice {report.get('write_nice', 0)}, "
         f"{report['cpus']} CPU(s), "
         f"load average {report.get('load_avg_1m')}",
         f"  requests     {report['requests']} ({report['requests_per_s']}/s), errors "

@@ -70,6 +70,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="asks answered at once; the others wait for a slot (default 32)",
     )
     p.add_argument(
+        "--write-nice",
+        type=int,
+        default=10,
+        help="nice value added to the background write threads (Linux; default 10: asks get the "
+        "cores first; 0 = same priority)",
+    )
+    p.add_argument(
         "--no-query-batching",
         action="store_true",
         help="encode each ask's question alone (by default concurrent asks share one model call)",
@@ -124,6 +131,7 @@ def add_bench(bsub: argparse._SubParsersAction) -> None:
     )
     b.add_argument("--no-query-batching", action="store_true", help="serve --no-query-batching")
     b.add_argument("--ask-threads", type=int, default=32, help="serve --ask-threads (default 32)")
+    b.add_argument("--write-nice", type=int, default=10, help="serve --write-nice (default 10)")
     b.add_argument("--out", default=None, help="write the report JSON here")
     b.add_argument("--json", action="store_true", help="print the report as JSON")
     b.set_defaults(func=run_bench)
@@ -148,6 +156,7 @@ def run_serve(args: argparse.Namespace) -> int:
             reads=args.reads,
             batch_queries=not args.no_query_batching,
             ask_threads=args.ask_threads,
+            write_nice=args.write_nice,
         )
     except ConfigError as exc:
         raise CliError(str(exc)) from None
@@ -174,6 +183,7 @@ def run_bench(args: argparse.Namespace) -> int:
         reads=args.reads,
         batch_queries=not args.no_query_batching,
         ask_threads=args.ask_threads,
+        write_nice=args.write_nice,
     )
     text = json.dumps(report, indent=2)
     if args.out:

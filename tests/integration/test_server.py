@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 import time
 
 import httpx
@@ -334,3 +335,25 @@ def test_write_queue_coalesces_and_serialises_per_group():
     queue.submit("a", 1)
     queue.close()  # a queued write still runs on close
     assert fake.calls.count("a") == 2 and queue.status("a")["writes"] == 2
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux only")
+def test_background_writes_run_at_a_lower_priority_than_asks():
+    import os
+    import threading
+
+    from speakerflow.server import WriteQueue
+
+    seen: list[tuple[int, int]] = []
+
+    class Fake:
+        def write(self, group):
+            seen.append((os.getpriority(os.PRIO_PROCESS, threading.get_native_id()), os.nice(0)))
+
+    base = os.nice(0)
+    queue = WriteQueue(Fake(), workers=1, coalesce=0, nice=5)
+    queue.submit("a", 1)
+    assert queue.wait_idle(30)
+    queue.close()
+    # the write thread runs 5 nicer; the process's other threads (the asks') keep their value
+    assert seen == [(base + 5, base + 5)] and os.nice(0) == base
