@@ -1215,6 +1215,7 @@ def _run_cli(args: argparse.Namespace) -> int:
         "shape",
         "messages",
         "groups",
+        "ingest_batch",
         "ingest_messages_per_s",
         "writer_messages_per_s",
         "bytes_per_message",
