@@ -103,10 +103,14 @@ def plan_forget(
     speaker: str | None = None,
     message_ids: list[str] | None = None,
     everything: bool = False,
+    rewrite_records: bool = False,
 ) -> dict[str, Any]:
     """The forget batch (manifest) for one selector: exactly one of ``speaker``,
     ``message_ids`` or ``everything``. Raises :class:`~speakerflow.graphs.StoreError` for a
-    speaker or message id the group does not have."""
+    speaker or message id the group does not have. ``rewrite_records``: every record is
+    deleted and every remaining message leaves the writer watermark, so the Writer derives
+    the group's records again from what remains (what a group that never had the messages
+    would hold), instead of the cascade."""
     from .store import StoreError
 
     if sum(bool(x) for x in (speaker, message_ids, everything)) != 1:
@@ -178,6 +182,9 @@ def plan_forget(
     rederive = sorted(
         {m for rid in delete for m in (by_id[rid]["from_ids"] or []) if m not in targets}
     )
+    if rewrite_records and not everything:
+        delete, trim = set(by_id), {}
+        rederive = sorted({m["msg_id"] for m in msgs} - targets)
     relink: dict[str, list[Any]] = {}
     for r in recs:
         if r["entry_id"] in delete:
@@ -265,10 +272,11 @@ def forget(
     message_ids: list[str] | None = None,
     everything: bool = False,
     dry_run: bool = False,
+    rewrite_records: bool = False,
 ) -> ForgetReport:
     """Forget a speaker, some messages, or everything in ``store`` (writable); see the module
-    doc."""
-    man = plan_forget(store, speaker, message_ids, everything)
+    doc (``rewrite_records``: see :func:`plan_forget`)."""
+    man = plan_forget(store, speaker, message_ids, everything, rewrite_records)
     report = ForgetReport(
         store.group_id,
         man["mode"],

@@ -27,6 +27,8 @@ from .kuzu_graph import _kuzu_type, naive_utc
 
 #: group.json key of the write-path watermark: ids of messages already given to a Writer.
 WRITTEN_KEY = "writer_written_msg_ids"
+#: group.json key of the names of the Writer backends that have written the group.
+BACKENDS_KEY = "writer_backends"
 
 # explicit casts: Kuzu infers a column that is null in every row as STRING
 _PROPS = ", ".join(f"{f.name}: CAST(row.{f.name} AS {_kuzu_type(f.type)})" for f in RECORD_SCHEMA)

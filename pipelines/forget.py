@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from speakerflow.graphs.forget import ForgetReport, forget
 
@@ -70,26 +70,46 @@ def forget_group(
     dry_run: bool = False,
     wiki_dirs: Sequence[str | Path] = (),
     writer: Any = "rules",
+    rederive: Literal["auto", "all", "affected"] = "auto",
 ) -> ForgetReport:
-    """Forget in ``store`` (writable), re-derive the remaining messages that lost a record
-    (with ``writer``; ``None``/``"none"`` leaves that to the next ingest), then rebuild
-    the wiki folders that exist.
+    """Forget in ``store`` (writable), re-derive records with ``writer`` (``None``/``"none"``
+    leaves that to the next ingest), then rebuild the wiki folders that exist.
+
+    ``rederive``: ``"all"`` deletes every record and writes the group's records again from
+    the remaining messages, so the records are those of a group that never had the forgotten
+    messages (nothing the Writer read from them in context survives either); ``"affected"``
+    cascades (records resting only on, sourced by or quoting forgotten messages deleted,
+    others trimmed) and re-derives only the remaining messages that lost a record;
+    ``"auto"`` (default) is ``"all"`` when ``writer`` is the deterministic ``rules`` Writer
+    and only it has written the group, else ``"affected"`` (a chat Writer's records are not
+    rewritten by another Writer, nor re-bought from a model).
 
     Returns the :class:`~speakerflow.graphs.forget.ForgetReport`; ``records_rederived``
-    counts the records written again, ``wiki_rebuilt`` lists the folders rewritten.
+    counts the records written again, ``rewritten`` says whether every record was,
+    ``wiki_rebuilt`` lists the folders rewritten.
     """
-    from speakerflow.graphs.records import WRITTEN_KEY
+    from speakerflow.graphs.records import BACKENDS_KEY, WRITTEN_KEY
 
     had_writer = bool(store.meta(WRITTEN_KEY, []))
+    if rederive == "auto":
+        rules_only = set(store.meta(BACKENDS_KEY, ["rules"])) <= {"rules"}
+        rederive = "all" if writer == "rules" and rules_only else "affected"
+    rewrite = rederive == "all" and had_writer and writer not in (None, "none")
     report = forget(
-        store, speaker=speaker, message_ids=message_ids, everything=everything, dry_run=dry_run
+        store,
+        speaker=speaker,
+        message_ids=message_ids,
+        everything=everything,
+        dry_run=dry_run,
+        rewrite_records=rewrite,
     )
     report.records_rederived = 0  # type: ignore[attr-defined]
+    report.rewritten = rewrite and not everything  # type: ignore[attr-defined]
     if not dry_run and report.rederive and had_writer and writer not in (None, "none"):
         from speakerflow.pipelines.write_path import write_group
 
         report.records_rederived = write_group(  # type: ignore[attr-defined]
-            store, AsOfWriter(writer), progress=False
+            store, writer if rewrite else AsOfWriter(writer), progress=False
         ).accepted
     dirs = [Path(d) for d in wiki_dirs]
     auto = default_wiki_dir(store)

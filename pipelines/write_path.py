@@ -28,7 +28,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from speakerflow.graphs.records import RecordBuffer, written_ids
+from speakerflow.graphs.records import BACKENDS_KEY, RecordBuffer, written_ids
 from speakerflow.ops.base import Context
 from speakerflow.ops.pipeline import ForEach, Pipeline
 from speakerflow.ops.segment import Segmenter
@@ -118,6 +118,11 @@ def write_group(
     if msgs.num_rows == 0:
         report.seconds = time.perf_counter() - start
         return report
+    inner = getattr(backend, "inner", backend)  # forget's AsOfWriter wraps the real one
+    name = getattr(inner, "name", type(inner).__name__)
+    backends = store.meta(BACKENDS_KEY, [])
+    if name not in backends:  # a forget rewrites the records only if rules wrote them all
+        store.set_meta(BACKENDS_KEY, sorted({*backends, name}))
     segmenter, write, validate, upsert = (
         Segmenter(window=window),
         Writer(backend),

@@ -45,6 +45,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="Writer that re-derives remaining messages which lost a record (default rules; none: "
         "next ingest)",
     )
+    p.add_argument(
+        "--rederive",
+        default="auto",
+        choices=["auto", "all", "affected"],
+        help="all: delete every record and write the group's records again from what remains "
+        "(as if the messages had never been there); affected: only records resting on, "
+        "sourced by or quoting forgotten messages; auto (default): all when --writer rules "
+        "wrote the whole group, else affected",
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     add_home(p)
     p.set_defaults(func=run)
@@ -62,11 +71,13 @@ def run(args: argparse.Namespace) -> int:
             dry_run=args.dry_run,
             wiki_dirs=args.wiki,
             writer=args.writer,
+            rederive=args.rederive,
         )
     out = {
         **report.as_dict(),
         "wiki_rebuilt": getattr(report, "wiki_rebuilt", []),
         "records_rederived": getattr(report, "records_rederived", 0),
+        "rewritten": getattr(report, "rewritten", False),
     }
     if args.json:
         print_json(out)
@@ -85,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
             "cached embedding(s) "
             f"removed, {report.log_lines_removed} log line(s) dropped, {out['records_rederived']} "
             "record(s) "
-            f"re-derived, wiki rebuilt: {out['wiki_rebuilt'] or 'none'}"
+            f"{'written again from the remaining messages' if out['rewritten'] else 're-derived'}"
+            f", wiki rebuilt: {out['wiki_rebuilt'] or 'none'}"
         )
     return 0
