@@ -91,3 +91,33 @@ def test_an_older_store_with_text_in_the_graph_still_works(home):
         assert "text" not in _graph_columns(store)
         assert store.graph.count("Message") == store.messages().num_rows
         assert audit(store)["mismatched"] == 0
+
+
+def test_fact_provenance_reads_the_text_from_parquet(home):
+    from datetime import UTC, datetime
+
+    from speakerflow.graphs.facts import FactGraph
+    from speakerflow.pipelines.entity_path import build_entity_graph
+
+    text = "Exchange API: taker fee for BTCUSDT is 0.10%."
+    row = {
+        "msg_id": "e1",
+        "group_id": "desk",
+        "session_id": "s",
+        "turn": 0,
+        "ts": datetime(2026, 2, 1, tzinfo=UTC),
+        "speaker": "exchange_api",
+        "text": text,
+        "reply_to": None,
+        "source_type": "tool_observation",
+        "source_ref": "tool_observation:e1",
+        "trust_tier": 1,
+    }
+    with home.open("desk", writable=True) as store:
+        store.append_messages(pa.Table.from_pylist([row], schema=MESSAGE_SCHEMA))
+        assert build_entity_graph(store)["added"] >= 1
+        fg = FactGraph(store.graph, "desk").load()
+        fee = next(k for k in fg.items.values() if k.relation == "fee")
+        [prov] = fg.provenance(fee.edge_id)
+        assert prov["msg_id"] == "e1" and prov["text"] == text
+        assert prov["speaker"] == "exchange_api" and prov["source_ref"] == "tool_observation:e1"
