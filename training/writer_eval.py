@@ -120,6 +120,7 @@ def run(
     teacher: str | Path | None = None,
     limit: int | None = None,
     min_teacher_overlap: float = 0.0,
+    only: set[str] | None = None,
     **backend_config: Any,
 ) -> dict[str, Any]:
     """Evaluate a Writer on every network under ``data`` that has a reference state.
@@ -135,6 +136,7 @@ def run(
     limit : evaluate only the first ``limit`` networks (by id).
     min_teacher_overlap : skip networks whose teacher content shares fewer tokens with the
         chat (:func:`speakerflow.training.data.teacher_overlap`; 0 keeps every network).
+    only : evaluate only the networks with these ids.
 
     Returns
     -------
@@ -145,6 +147,8 @@ def run(
     nets, excluded = trusted(
         [n for n in load_networks(data, teacher) if n.has_teacher], min_teacher_overlap
     )
+    if only is not None:
+        nets = [n for n in nets if n.network_id in only]
     if limit is not None:
         nets = nets[:limit]
     if not nets:
