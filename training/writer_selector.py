@@ -93,7 +93,7 @@ def collect(nets: list[Network]) -> tuple[np.ndarray, np.ndarray, list[dict[str,
     for net in nets:
         writer = RulesWriter(select=False)
         rows: list[Any] = []
-        writer._collect = rows
+        writer.__dict__["_collect"] = rows  # the Writer hands every candidate's row here
         state, _ = write_network(net, writer)
         ref = net.reference_states()[-1].heads()
         heads = state.heads()

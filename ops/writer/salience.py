@@ -97,7 +97,7 @@ def features(
     # rare content word with the record's message
     uptake = 0
     pos = 0.0
-    if main in segment_ids:
+    if main is not None and main in segment_ids:
         k = list(segment_ids).index(main)
         pos = k / max(1, len(segment_ids) - 1)
         for other in segment_ids[k + 1 :]:
