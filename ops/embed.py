@@ -45,9 +45,10 @@ _MODELS: dict[str, object] = {}
 _LOCK = threading.RLock()  # the ONNX session load re-enters it to build the cache
 
 #: ``make_embedder("minilm")`` precision when ``$SPEAKERFLOW_EMBEDDER_PRECISION`` is unset:
-#: int8 held LoCoMo recall@10 (0.7642 against 0.7635 for fp32, 1,536 questions, one home;
-#: docs/scaling.md) at half the CPU of a question's encode
-DEFAULT_PRECISION = "int8"
+#: fp32 (the published model). int8 (each text alone) holds LoCoMo recall@10 (0.7705 against
+#: 0.7699) at about half the CPU, but lost a SocialMem-train question (0.693 against 0.706 at
+#: 10) and two answer tests (0.767 against 0.800): docs/scaling.md
+DEFAULT_PRECISION = "fp32"
 #: ``fp32`` / ``int8``: onnxruntime on the cached export; ``torch``: sentence-transformers
 PRECISIONS = ("fp32", "int8", "torch")
 #: files the package's model folder must hold for an export
@@ -303,11 +304,12 @@ class OnnxMiniLMEmbedder:
     Tokenised with the package's fast tokenizer (truncated at the model's 256 tokens, as
     sentence-transformers does), mean-pooled over the attention mask and L2-normalised.
     fp32: many texts are sorted by token length and run in batches of ``batch_size``
-    (little padding); calls of at most ``small_batch`` texts (a question) run on a
-    one-thread session, larger ones on a session with ``threads`` intra-op threads (0:
-    onnxruntime's default, one per core). The fp32 vectors equal the torch model's to float
-    rounding (cosine >= 0.9999999 on LoCoMo messages), so fp32 keeps the torch embedder's
-    ``name`` and its cached vectors.
+    (default 16: 158 messages / 49 three-message windows per CPU-second on one thread against
+    106 / 32 in batches of 128; a row's vector does not depend on its batch); calls of at
+    most ``small_batch`` texts (a question) run on a one-thread session, larger ones on a
+    session with ``threads`` intra-op threads (0: onnxruntime's default, one per core). The
+    fp32 vectors equal the torch model's to float rounding (cosine >= 0.9999999 on LoCoMo
+    messages), so fp32 keeps the torch embedder's ``name`` and its cached vectors.
 
     int8: the model quantises activations with one scale per run, so a text batched with
     others got a vector that depended on its neighbours (cosine down to 0.96 against the
@@ -324,7 +326,7 @@ class OnnxMiniLMEmbedder:
     def __init__(
         self,
         precision: str = "int8",
-        batch_size: int = 128,
+        batch_size: int = 16,
         threads: int | None = None,
         small_batch: int = 4,
         source: Path | None = None,

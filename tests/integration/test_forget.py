@@ -248,8 +248,8 @@ def test_forget_speaker_leaves_no_trace_in_any_output(tmp_path, dataset):
 
 #: Shares of the other speakers' answers that read the same after ``forget --speaker``, over
 #: the answers that did not quote the forgotten person before (an answer quoting them must
-#: change). The forget rewrites the records from what remains and the int8 embedder encodes
-#: each text alone, so every answer after the forget equals the answer of a group that never
+#: change). The forget rewrites the records from what remains and no embedder's vector depends
+#: on its batch, so every answer after the forget equals the answer of a group that never
 #: had the person (measured with ``python -m speakerflow.benchmarks.forget_stability``,
 #: hashing embedder, 1 December 2026: LoCoMo conv-26 73/73, dev half 353/353, SocialMem 58/58;
 #: MiniLM on conv-26 73/73). What still moves against *before* moves because the person's

@@ -116,6 +116,8 @@ def test_an_unwritable_cache_is_a_clear_error(tmp_path):
 
 
 def test_make_embedder_reads_the_precision(monkeypatch):
+    monkeypatch.delenv("SPEAKERFLOW_EMBEDDER_PRECISION", raising=False)
+    assert E.make_embedder("minilm").name == "minilm-l6-v2"  # fp32 ONNX by default
     monkeypatch.setenv("SPEAKERFLOW_EMBEDDER_PRECISION", "int8")
     assert E.make_embedder("minilm").name == "minilm-l6-v2-int8-v2"
     monkeypatch.setenv("SPEAKERFLOW_EMBEDDER_PRECISION", "torch")
