@@ -10,7 +10,7 @@ with the run coordinator (``docs/scaling.md``).
 """
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 import dagster as dg
 
@@ -87,6 +87,14 @@ class ForgetConfig(dg.Config):
     all: bool = False
     dry_run: bool = False
     writer: str = "rules"
+    rederive: str = "auto"  # auto | all | affected (pipelines.forget.forget_group)
+
+
+_REDERIVE: dict[str, Literal["auto", "all", "affected"]] = {
+    "auto": "auto",
+    "all": "all",
+    "affected": "affected",
+}
 
 
 @dg.op(tags={C.STORE_WRITE_TAG: C.STORE_WRITE_VALUE})
@@ -99,6 +107,10 @@ def forget_op(context: dg.OpExecutionContext, config: ForgetConfig, store: Store
         raise dg.Failure("forget_job: give exactly one of speaker, message_ids or all")
     if config.group not in store.groups():
         raise dg.Failure(f"forget_job: no group {config.group!r} in the store")
+    if config.rederive not in _REDERIVE:
+        raise dg.Failure(
+            f"forget_job: rederive is one of {sorted(_REDERIVE)}, not {config.rederive!r}"
+        )
     with store.open(config.group, write=True) as gs:
         report = forget_group(
             gs,
@@ -107,6 +119,7 @@ def forget_op(context: dg.OpExecutionContext, config: ForgetConfig, store: Store
             everything=config.all,
             dry_run=config.dry_run,
             writer=config.writer,
+            rederive=_REDERIVE[config.rederive],
         )
     # counts only: the output (pickled by the IO manager) and its metadata never carry the
     # forgotten names or text
@@ -114,6 +127,7 @@ def forget_op(context: dg.OpExecutionContext, config: ForgetConfig, store: Store
         **report.as_dict(),
         "roster_removed": len(report.roster_removed),
         "records_rederived": getattr(report, "records_rederived", 0),
+        "rewritten": getattr(report, "rewritten", False),
         "wiki_rebuilt": len(getattr(report, "wiki_rebuilt", [])),
     }
     context.add_output_metadata({k: v for k, v in out.items() if isinstance(v, int | bool)})

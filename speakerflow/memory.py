@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 
@@ -866,11 +866,12 @@ class Memory:
         message_ids: list[str] | None = None,
         everything: bool = False,
         dry_run: bool = False,
+        rederive: Literal["auto", "all", "affected"] = "auto",
     ):
         """Remove a speaker's messages, some messages or all of them from every copy of the
-        group, cascading to records and facts (:func:`speakerflow.pipelines.forget.forget_group`);
-        returns its ForgetReport. The group's store is reopened afterwards, so no cache
-        of this Memory still holds what was forgotten."""
+        group, cascading to records and facts (:func:`speakerflow.pipelines.forget.forget_group`,
+        which also explains ``rederive``); returns its ForgetReport. The group's store is
+        reopened afterwards, so no cache of this Memory still holds what was forgotten."""
         from speakerflow.pipelines.forget import forget_group
 
         if sum([speaker is not None, bool(message_ids), everything]) != 1:
@@ -888,6 +889,7 @@ class Memory:
                 message_ids=message_ids,
                 everything=everything,
                 dry_run=dry_run,
+                rederive=rederive,
             )
             if not dry_run and not self.read_only:
                 g.snapshot, g.reader = None, None  # no read may hold what was forgotten

@@ -440,6 +440,11 @@ class ForgetIn(BaseModel):
     )
     all: bool = Field(default=False, description="forget every message of the group")
     dry_run: bool = Field(default=False, description="report what would be removed; change nothing")
+    rederive: Literal["auto", "all", "affected"] = Field(
+        default="auto",
+        description="all: write every record again from what remains; affected: only records "
+        "resting on the forgotten messages; auto: all where the rules Writer wrote the group",
+    )
 
 
 class IngestOut(BaseModel):
@@ -718,6 +723,7 @@ def create_app(
             message_ids=body.message_ids,
             everything=body.all,
             dry_run=body.dry_run,
+            rederive=body.rederive,
         )
         return report.as_dict()
 

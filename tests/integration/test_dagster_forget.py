@@ -73,6 +73,7 @@ def test_forget_job_dry_run_then_forget_a_speaker(home):
         and out["roster_removed"] == 1
         and "Dev" not in str(out)
         and not out["dry_run"]
+        and out["rewritten"]  # auto: the rules Writer wrote the group, so all is rewritten
     )
     msgs1, recs1, roster1 = _state(home)
     assert "Dev" not in roster1 and not [m for m in msgs1 if m["speaker"] == "Dev"]
@@ -100,4 +101,17 @@ def test_forget_job_refuses_bad_config(home):
     assert not bad.success
     (fail,) = bad.get_step_failure_events()
     assert "no group 'nope'" in fail.step_failure_data.error.message
+    odd = _run(home, speaker="Dev", rederive="some")
+    assert not odd.success
+    (fail,) = odd.get_step_failure_events()
+    assert "rederive is one of ['affected', 'all', 'auto']" in fail.step_failure_data.error.message
     assert _state(home) == before
+
+
+def test_forget_job_rederive_modes(home):
+    """``auto`` (rules wrote the group) writes every record again; ``affected`` cascades."""
+    msgs0, recs0, _ = _state(home)
+    out = _run(home, speaker="Dev", rederive="affected").output_for_node("forget_op")
+    assert not out["rewritten"] and out["rederive"] < len(msgs0)  # only what lost a record
+    kept = {r["entry_id"] for r in _state(home)[1]} & {r["entry_id"] for r in recs0}
+    assert kept  # the other records keep their ids
