@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pyarrow as pa
@@ -106,16 +107,22 @@ def test_second_writer_of_a_group_waits_then_fails_clearly_and_nothing_is_lost(t
     assert _disagreements(state["audit"]) == {}, state["audit"]
 
 
+def _in_processes(calls: list[tuple]) -> list:
+    """``_ingest_and_write(*call)`` for each call, each in its own spawned process, all at
+    once. A ProcessPoolExecutor waits for its workers on exit; ``multiprocessing.Pool``'s
+    context manager terminates them instead, and once hung in that (a replacement worker
+    started while the pool was being terminated was joined forever)."""
+    with ProcessPoolExecutor(len(calls), mp_context=mp.get_context("spawn")) as ex:
+        return list(ex.map(_ingest_and_write, *zip(*calls, strict=True)))
+
+
 def test_two_waiting_writers_of_one_group_both_land(tmp_path):
-    ctx = mp.get_context("spawn")
-    with ctx.Pool(2) as pool:
-        results = pool.starmap(
-            _ingest_and_write,
-            [
-                (str(tmp_path), "team", slice(0, 16), 300.0),
-                (str(tmp_path), "team", slice(16, None), 300.0),
-            ],
-        )
+    results = _in_processes(
+        [
+            (str(tmp_path), "team", slice(0, 16), 300.0),
+            (str(tmp_path), "team", slice(16, None), 300.0),
+        ]
+    )
     assert len(results) == 2
     state = _check_group(tmp_path, "team", 32)
     assert state["n"] == state["unique"] == _messages("team").num_rows
@@ -127,11 +134,7 @@ GROUPS = [f"g{i}" for i in range(8)]
 
 
 def test_eight_groups_in_parallel_keep_their_evidence_in_their_own_group(tmp_path):
-    ctx = mp.get_context("spawn")
-    with ctx.Pool(8) as pool:
-        results = pool.starmap(
-            _ingest_and_write, [(str(tmp_path), g, slice(None), 0.0) for g in GROUPS]
-        )
+    results = _in_processes([(str(tmp_path), g, slice(None), 0.0) for g in GROUPS])
     assert all(accepted > 0 for accepted in results), results
     states = {g: _check_group(tmp_path, g, 32) for g in GROUPS}
     all_ids = {g: s["ids"] for g, s in states.items()}
