@@ -42,7 +42,7 @@ warnings.filterwarnings(
 
 
 def backfill_policy() -> dg.BackfillPolicy:
-    """The backfill policy of the per-group ingest assets: ``multi_run`` of
+    """The backfill policy of every per-group asset: ``multi_run`` of
     ``$SPEAKERFLOW_BACKFILL_PARTITIONS_PER_RUN`` (default 10) groups per run. A run over a
     range loops over its groups, one store writer per group at a time; single-partition
     runs (the inbox sensor, the UI's "Materialize" of one group) are unchanged."""

@@ -42,7 +42,6 @@ INGEST_ASSETS = ["raw_messages", "verbatim_track", "writer_actions", "derived_me
 ingest_job = dg.define_asset_job(
     "ingest_job",
     selection=dg.AssetSelection.assets(*INGEST_ASSETS),
-    partitions_def=GROUPS,
     executor_def=group_executor,
     description="One group (a backfill: up to 10 groups per run): read its messages, append the "
     "verbatim track, run the Writer, check the memory.",
@@ -51,7 +50,6 @@ ingest_job = dg.define_asset_job(
 knowledge_job = dg.define_asset_job(
     "knowledge_job",
     selection=dg.AssetSelection.assets("entity_graph", "wiki_pages"),
-    partitions_def=GROUPS,
     executor_def=group_executor,
     description="One group: build the entity graph (InKH) and write its wiki pages.",
 )
@@ -59,7 +57,6 @@ knowledge_job = dg.define_asset_job(
 maintenance_job = dg.define_asset_job(
     "maintenance_job",
     selection=dg.AssetSelection.assets("maintenance_tick"),
-    partitions_def=GROUPS,
     executor_def=group_executor,
     description="One group: decay, invalidation sweep, maintenance probes, review queue.",
 )

@@ -12,7 +12,15 @@ import dagster as dg
 
 from speakerflow.pipelines.resources import StoreResource
 
-from .common import GROUPS, MAINTENANCE, WRITES_STORE, md_table
+from .common import (
+    GROUPS,
+    MAINTENANCE,
+    WRITES_STORE,
+    backfill_policy,
+    group_metadata,
+    md_table,
+    run_groups,
+)
 
 
 class MaintenanceConfig(dg.Config):
@@ -50,17 +58,21 @@ def tick_metadata(report: dict[str, Any]) -> dict[str, Any]:
     deps=["derived_memory", "entity_graph"],
     kinds={"python"},
     op_tags=WRITES_STORE,
+    backfill_policy=backfill_policy(),
 )
 def maintenance_tick(
     context: dg.AssetExecutionContext, config: MaintenanceConfig, store: StoreResource
 ) -> dg.MaterializeResult:
-    """One maintenance pass: decay and maturity, invalidation sweep, probes, review queue."""
+    """One maintenance pass: decay and maturity, invalidation sweep, probes, review queue.
+    A backfill run over several groups runs each group's pass in turn, at the same ``now``."""
     from speakerflow.ops.maintenance import tick
 
     now = datetime.fromisoformat(config.now) if config.now else datetime.now(UTC)
-    start = time.perf_counter()
-    with store.open(context.partition_key, write=True) as s:
-        report = dict(tick(s, now=now, seed=config.seed) or {})
-    meta = tick_metadata(report)
-    meta.setdefault("seconds", round(time.perf_counter() - start, 3))
-    return dg.MaterializeResult(metadata=meta)
+    for group in run_groups(context):
+        start = time.perf_counter()
+        with store.open(group, write=True) as s:
+            report = dict(tick(s, now=now, seed=config.seed) or {})
+        meta = tick_metadata(report)
+        meta.setdefault("seconds", round(time.perf_counter() - start, 3))
+        group_metadata(context, group, meta)
+    return dg.MaterializeResult()

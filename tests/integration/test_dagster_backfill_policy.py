@@ -128,6 +128,43 @@ def test_a_range_run_records_each_group_like_its_own_run(tmp_path, monkeypatch):
         assert len(store_state(ranged, g)["messages"]) == SIZES[g]
 
 
+def test_knowledge_and_maintenance_range_runs_cover_each_group(tmp_path, monkeypatch):
+    """Every per-group asset has the same policy (a job over the whole chain warns about
+    none), and a range run of the knowledge and maintenance jobs does each group's work."""
+    from speakerflow.assets.definitions import defs
+
+    home = tmp_path / "home"
+    _inbox(home)
+    monkeypatch.setenv("SPEAKERFLOW_HOME", str(home))
+    policies = {
+        a.key.to_user_string(): a.backfill_policy
+        for a in defs.resolve_asset_graph().assets_defs
+        if a.partitions_def is not None
+    }
+    assert set(policies.values()) == {backfill_policy()}, policies
+    range_tags = {RANGE_START: "ga", RANGE_END: "gc"}
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("groups", list(SIZES))
+        for name in ("ingest_job", "knowledge_job", "maintenance_job"):
+            run_config = _config(home)
+            if name == "maintenance_job":
+                run_config["ops"] = {
+                    "maintenance_tick": {"config": {"now": "2026-06-01T00:00:00+00:00"}}
+                }
+            result = defs.resolve_job_def(name).execute_in_process(
+                instance=instance, run_config=run_config, tags=range_tags
+            )
+            assert result.success, name
+        mats = _events(result, "ASSET_MATERIALIZATION")
+        assert sorted(e.partition for e in mats) == ["ga", "gb", "gc"]
+        assert all("seconds" in e.event_specific_data.materialization.metadata for e in mats)
+        for key in ("entity_graph", "wiki_pages", "maintenance_tick"):
+            assert instance.get_materialized_partitions(dg.AssetKey(key)) == {"ga", "gb", "gc"}
+    for g in ("ga", "gb", "gc"):
+        assert any((home / "wiki" / g).glob("*.md")), g
+    assert not (home / "wiki" / "gd").exists()
+
+
 def test_a_group_without_messages_fails_its_range_run_by_name(tmp_path, monkeypatch):
     home = tmp_path / "home"
     _inbox(home)
