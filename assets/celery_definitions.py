@@ -17,7 +17,6 @@ from dagster_celery import celery_executor
 from speakerflow.pipelines.resources import default_resources
 
 from . import ingestion, memory
-from .common import GROUPS
 from .jobs import INGEST_ASSETS
 
 BROKER = os.environ.get("SPEAKERFLOW_CELERY_BROKER", "redis://127.0.0.1:6379/0")
@@ -26,7 +25,6 @@ BACKEND = os.environ.get("SPEAKERFLOW_CELERY_BACKEND", "redis://127.0.0.1:6379/1
 ingest_job = dg.define_asset_job(
     "ingest_job",
     selection=dg.AssetSelection.assets(*INGEST_ASSETS),
-    partitions_def=GROUPS,
     executor_def=celery_executor.configured({"broker": BROKER, "backend": BACKEND}),
     description="One group (a backfill: up to 10 groups per run) on Celery workers: read its "
     "messages, append the verbatim track, run the Writer, check the memory.",
