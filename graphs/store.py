@@ -31,6 +31,8 @@ from .batch import failpoint
 from .text_index import Hit, InMemoryIndex, SearchFilter, TantivyIndex, index_threads
 
 GROUP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+#: the order of :meth:`GroupStore.messages`
+MESSAGE_ORDER = [("ts", "ascending"), ("session_id", "ascending"), ("turn", "ascending")]
 
 
 class GroupBusyError(RuntimeError):
@@ -272,9 +274,7 @@ class GroupStore:
             table = pa.concat_tables(tables) if tables else MESSAGE_SCHEMA.empty_table()
             if len(hide):
                 table = table.filter(pc.invert(pc.is_in(table["msg_id"], hide)))
-            self._messages = table.sort_by(
-                [("ts", "ascending"), ("session_id", "ascending"), ("turn", "ascending")]
-            )
+            self._messages = table.sort_by(MESSAGE_ORDER)
         return self._messages
 
     def append_messages(self, table: pa.Table) -> IngestResult:
@@ -426,9 +426,7 @@ class GroupStore:
                     for row in zip(*columns.values(), strict=True)
                 ]
             )
-            self._messages = pa.concat_tables([self._messages, new]).sort_by(
-                [("ts", "ascending"), ("session_id", "ascending"), ("turn", "ascending")]
-            )
+            self._messages = pa.concat_tables([self._messages, new]).sort_by(MESSAGE_ORDER)
             self._add_speakers(speakers)
             return
         timings, clock = self.timings, time.perf_counter
@@ -487,7 +485,12 @@ class GroupStore:
             raise index_error
         failpoint("messages.indexed")
         tmp.replace(final)
-        self._messages = None
+        if self._messages is not None:
+            # the cached table gains the part's rows: what re-reading every part would give
+            # (a stable sort), without reading them all again on each append
+            self._messages = pa.concat_tables(
+                [self._messages, new.cast(self._messages.schema)]
+            ).sort_by(MESSAGE_ORDER)
         failpoint("messages.renamed")
         t6 = clock()
         self._add_speakers(speakers)

@@ -73,6 +73,21 @@ def test_out_of_order_timestamps_are_ordered(home):
     assert ts == sorted(ts)
 
 
+def test_appends_extend_the_cached_table_as_a_reopen_reads_it(home):
+    """Appends update the open store's message table in place (no re-read of every part);
+    it must equal what a fresh open reads from the parts, ties and order included."""
+    gid, table = _sample()
+    order = [5, 0, 17, 3, 31, 9, 22, 1, 14, 28, 7, 11]
+    with home.open(gid, writable=True) as s:
+        s.messages()  # cached before the appends
+        for chunk in (order[:4], order[4:9], order[9:], list(range(32))):
+            s.append_messages(table.take(pa.array(chunk)))
+        cached = s.messages()
+    with home.open(gid) as fresh:
+        assert cached.equals(fresh.messages())
+        assert cached.num_rows == 32
+
+
 def test_store_refuses_other_groups_rows_and_bad_ids(home):
     _, table = _sample("other")
     with home.open("team", writable=True) as s:
