@@ -3,6 +3,7 @@
 Layout (``<home>/inbox`` by default)::
 
     inbox/team-a.jsonl               speakerflow JSONL; lines without group_id -> group "team-a"
+    inbox/social_grp_y.json          at the top: the format told from the first record's keys
     inbox/locomo/locomo10.json       a sub-folder named after a format holds files of that format
     inbox/socialmem/social_grp_x.json
     inbox/events/trader.jsonl
@@ -24,7 +25,7 @@ from typing import Any
 import pyarrow as pa
 
 from speakerflow.graphs.store import GROUP_ID
-from speakerflow.ops.loaders import LoadError, load
+from speakerflow.ops.loaders import LoadError, detect_format, load
 from speakerflow.pipelines import constants as C
 from speakerflow.schemas import MESSAGE_SCHEMA
 
@@ -54,11 +55,20 @@ def inbox_files(inbox: Path) -> list[InboxFile]:
         if not path.is_file() or path.suffix not in C.INBOX_SUFFIXES or path.name.startswith("."):
             continue
         rel = path.relative_to(inbox).parts
-        fmt = rel[0] if len(rel) > 1 and rel[0] in C.INBOX_FORMATS else "jsonl"
+        fmt = rel[0] if len(rel) > 1 and rel[0] in C.INBOX_FORMATS else _detected(path)
         out.append(
             InboxFile(path, fmt, _default_group(path) if fmt in ("jsonl", "events") else None)
         )
     return out
+
+
+def _detected(path: Path) -> str:
+    """The format of a file at the top of the inbox (:func:`detect_format`); JSONL when it
+    cannot be told, so that loading it names the problem with line and field."""
+    try:
+        return detect_format(path)
+    except (LoadError, OSError):
+        return "jsonl"
 
 
 def _default_group(path: Path) -> str | None:

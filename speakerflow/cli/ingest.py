@@ -1,4 +1,4 @@
-"""``speakerflow ingest PATH --format ... [--writer rules|openai|transformers|onnx|none]``.
+"""``speakerflow ingest PATH [--format auto|jsonl|locomo|socialmem|events] [--writer ...]``.
 
 Loads a file (or folder) into per-group stores, then runs the SpeakerMem write path
 (:func:`speakerflow.pipelines.write_path.write_group`) on each ingested group: derived
@@ -13,7 +13,7 @@ import warnings
 
 from tqdm import tqdm
 
-from speakerflow.ops.loaders import FORMATS, load
+from speakerflow.ops.loaders import FORMATS, detect_format, load
 from speakerflow.ops.writer.registry import WRITER_KINDS, make_writer
 from speakerflow.pipelines.write_path import write_group
 
@@ -25,9 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("path", help="a file, or a folder of files")
     p.add_argument(
         "--format",
-        required=True,
-        choices=["jsonl", "locomo", "socialmem", "events"],
-        help="input format (docs/formats.md)",
+        default="auto",
+        choices=["auto", "jsonl", "locomo", "socialmem", "events"],
+        help="input format (docs/formats.md; default auto: told from the first record's keys)",
     )
     p.add_argument("--group", default=None, help="group id (JSONL without group_id; or override)")
     p.add_argument(
@@ -68,12 +68,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     FORMATS  # noqa: B018 - formats register on import of the loaders
+    detected = args.format == "auto"
+    if detected:
+        args.format = detect_format(args.path)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         loaded = load(
             args.path, args.format, group=args.group
         )  # everything validated before any write
-    notes = [str(w.message) for w in caught]
+    notes = [f"format {args.format} (detected)"] if detected else []
+    notes += [str(w.message) for w in caught]
     if not args.json:
         for note in notes:
             print(f"note: {note}")

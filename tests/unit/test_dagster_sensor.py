@@ -62,6 +62,37 @@ def test_inbox_layout_formats_and_groups(inbox_home):
     assert set(table["group_id"].to_pylist()) == {"team"} and used == [str(files[1].path)]
 
 
+def test_files_at_the_top_of_the_inbox_have_their_format_detected(inbox_home):
+    inbox = inbox_home / "inbox"
+    network = {
+        "sessions": [
+            {
+                "session_id": "n_s01",
+                "turns": [
+                    {
+                        "turn": "n_s01_t000",
+                        "speaker": "Ana",
+                        "content": "Drinks on Thursday?",
+                        "ts": "2025-10-06T12:08:00",
+                    }
+                ],
+            }
+        ],
+        "meta": {"network_id": "n1"},
+    }
+    (inbox / "net.json").write_text(json.dumps(network, indent=2))
+    shutil.copy(inbox / "events" / "desk.jsonl", inbox / "feed.jsonl")
+    found = {f.path.name: f.fmt for f in inbox_files(inbox)}
+    assert found == {
+        "desk.jsonl": "events",
+        "feed.jsonl": "events",
+        "net.json": "socialmem",
+        "team.jsonl": "jsonl",
+    }
+    table, _ = messages_for_group("n1", inbox_files(inbox))
+    assert table["text"].to_pylist() == ["Drinks on Thursday?"]
+
+
 def test_sensor_adds_partitions_and_requests_one_run_per_new_file(inbox_home):
     store = HomeStore(home=str(inbox_home))
     with dg.instance_for_test() as instance:
