@@ -44,6 +44,13 @@ def main(argv: list[str] | None = None) -> int:
         # loaders and stores raise these with messages meant for people
         print(f"speakerflow: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # the reader went away (``speakerflow stats | head``): stop quietly, as cat does; point
+        # stdout at /dev/null so the interpreter's final flush does not raise again
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -76,3 +76,18 @@ def test_ingest_embeds_new_messages(home, capsys):
     assert main([*argv, "--group", "team", "--embedder", "hashing"]) == 0
     assert "embedder hashing: 32 message(s) have vectors" in capsys.readouterr().out
     assert caches[0].stat().st_mtime_ns == first  # nothing new to embed: the cache untouched
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path):
+    """``speakerflow operators | head -1``: the reader leaves early; no traceback."""
+    import subprocess
+    import sys
+
+    code = "import sys; from speakerflow.cli import main; sys.exit(main(['operators']))"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path
+    )
+    proc.stdout.close()  # before it writes a line
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141, err
+    assert "Traceback" not in err and "BrokenPipeError" not in err
