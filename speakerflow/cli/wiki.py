@@ -1,8 +1,11 @@
-"""``speakerflow wiki GROUP --out DIR``: write the wiki audit surface of a group."""
+"""``speakerflow wiki GROUP [--out DIR]``: write the wiki audit surface of a group (by default
+under ``<home>/wiki/<group>/``, where the Dagster ``wiki_pages`` asset writes it)."""
 
 from __future__ import annotations
 
 import argparse
+
+from speakerflow.pipelines.constants import WIKI_DIRNAME
 
 from .common import add_home, add_json, home_of, print_json
 
@@ -10,7 +13,9 @@ from .common import add_home, add_json, home_of, print_json
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("wiki", help="write Markdown audit pages (entities, people, group)")
     p.add_argument("group", help="group id")
-    p.add_argument("--out", required=True, help="folder for the pages")
+    p.add_argument(
+        "--out", default=None, help="folder for the pages (default: <home>/wiki/<group>/)"
+    )
     add_json(p, "the written pages")
     add_home(p)
     p.set_defaults(func=run)
@@ -19,10 +24,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from speakerflow.ops.wiki import write_wiki
 
-    with home_of(args).open(args.group, writable=False) as store:
-        paths = write_wiki(store, args.out)
+    home = home_of(args)
+    with home.open(args.group, writable=False) as store:
+        out = args.out or str(home.root / WIKI_DIRNAME / args.group)
+        paths = write_wiki(store, out)
     if args.json:
-        print_json({"group": args.group, "out": args.out, "pages": [str(p) for p in paths]})
+        print_json({"group": args.group, "out": out, "pages": [str(p) for p in paths]})
         return 0
-    print(f"wrote {len(paths)} pages under {args.out}")
+    print(f"wrote {len(paths)} page(s) under {out}")
     return 0

@@ -80,6 +80,17 @@ def test_wiki_json_lists_the_pages(tmp_path, capsys, ingest_sample):
     assert pages and all(str(tmp_path / "wiki") in p for p in pages)
 
 
+def test_wiki_defaults_to_the_homes_wiki_folder(tmp_path, capsys, ingest_sample, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # nothing may land in the working folder
+    home = tmp_path / "home"
+    assert ingest_sample(str(home)) == 0
+    capsys.readouterr()
+    assert main(["wiki", "team", "--home", str(home)]) == 0
+    assert f"under {home / 'wiki' / 'team'}" in capsys.readouterr().out
+    assert (home / "wiki" / "team" / "index.md").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home"]
+
+
 def test_eval_outputs_go_next_to_out(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)  # nothing may land in the working folder
     qa = tmp_path / "data" / "locomo10.json"
