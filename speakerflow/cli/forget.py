@@ -90,6 +90,12 @@ def run(args: argparse.Namespace) -> int:
         f"{report.facts_trimmed} trimmed, "
         f"{report.entities_deleted} entit(y/ies) deleted; roster -{len(report.roster_removed)}"
     )
+    if args.dry_run and out["rewritten"]:
+        print(
+            "  then every record is written again from the remaining messages (--rederive "
+            f"{args.rederive}), so the group's records end as if {report.messages} message(s) "
+            "had never been said"
+        )
     if not args.dry_run:
         print(
             f"  {report.parts_rewritten} Parquet part(s) rewritten, {report.embeddings_removed} "

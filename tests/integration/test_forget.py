@@ -359,6 +359,31 @@ def test_forget_messages_dry_run_and_errors(home):
         assert s.index.count() == 0
 
 
+def test_cli_dry_run_says_what_would_happen_and_changes_nothing(tmp_path, capsys):
+    home = tmp_path / "home"
+    assert (
+        main(
+            [
+                "ingest",
+                str(BUNDLED_SAMPLE),
+                "--group",
+                "team",
+                "--embedder",
+                "none",
+                "--home",
+                str(home),
+            ]
+        )
+        == 0
+    )
+    capsys.readouterr()
+    before = sorted((p.relative_to(home), p.read_bytes()) for p in home.rglob("*") if p.is_file())
+    text = cli(home, "forget", "team", "--speaker", "Dev", "--dry-run")
+    assert text.startswith("would forget ") and "then every record is written again" in text
+    after = sorted((p.relative_to(home), p.read_bytes()) for p in home.rglob("*") if p.is_file())
+    assert after == before
+
+
 def test_killed_forget_is_finished_on_open(tmp_path):
     import os
     import subprocess
