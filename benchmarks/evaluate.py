@@ -14,6 +14,9 @@ work, timed separately), then answers every usable question and measures:
 - ``splits`` (LoCoMo): the dev half (tune here) and the test half (report untouched), each
   with its groups, questions, ``evidence_recall`` and ``by_category``.
 
+With an ablation beside the full system, :func:`ablation_gain` says how sure the ablated
+part's gain is: paired by question, resampled by group (a held-out set is new groups).
+
 ``groups`` (CLI ``--groups``) restricts the run to some conversations/networks (``dev`` and
 ``test`` name the LoCoMo halves); only those groups are ingested.
 
@@ -350,6 +353,70 @@ def summarise(rows: list[dict], ks, splits: dict[str, tuple[str, ...]] | None = 
     }
 
 
+def ablation_gain(
+    full: dict,
+    ablated: dict,
+    k: str = "10",
+    threshold: float = 0.03,
+    resamples: int = 10_000,
+    seed: int = 0,
+) -> dict:
+    """What the part ``ablated`` switches off adds to ``full`` at recall@``k``, and how sure
+    that is for groups not seen: the questions are paired by id, the gain is ``full -
+    ablated`` per question, and a cluster bootstrap draws as many groups as there are, with
+    replacement, ``resamples`` times (seeded: the same reports give the same figures).
+    Returns the gain, its 5th/50th/95th percentiles over the draws, the share of draws with
+    a gain of at least ``threshold`` and above 0, and the gain per group."""
+    import random
+
+    other = {q["qid"]: q for q in ablated.get("per_question", [])}
+    rows: dict[str, list[float]] = {}
+    for q in full.get("per_question", []):
+        if q["qid"] in other:
+            gain = q["recall"][k] - other[q["qid"]]["recall"][k]
+            rows.setdefault(q["group"], []).append(gain)
+    if not rows:
+        raise ValueError("no question is in both reports")
+    groups = sorted(rows)
+
+    def mean(gs: list[str]) -> float:
+        vals = [v for g in gs for v in rows[g]]
+        return sum(vals) / len(vals)
+
+    rng = random.Random(seed)
+    draws = sorted(mean([rng.choice(groups) for _ in groups]) for _ in range(resamples))
+
+    def pct(q: float) -> float:
+        return round(draws[min(len(draws) - 1, int(q * len(draws)))], 4)
+
+    return {
+        "k": int(k),
+        "gain": round(mean(groups), 4),
+        "groups": len(groups),
+        "questions": sum(len(v) for v in rows.values()),
+        "percentiles": {"5": pct(0.05), "50": pct(0.5), "95": pct(0.95)},
+        "threshold": threshold,
+        "share_at_least_threshold": round(sum(d >= threshold for d in draws) / len(draws), 4),
+        "share_above_zero": round(sum(d > 0 for d in draws) / len(draws), 4),
+        "by_group": {g: {"questions": len(rows[g]), "gain": round(mean([g]), 4)} for g in groups},
+        "resamples": resamples,
+    }
+
+
+def ablation_line(report: dict) -> str | None:
+    """One line on an ablated report's ``vs_full`` (``None`` without one)."""
+    g = report.get("vs_full")
+    if not g:
+        return None
+    pc = g["percentiles"]
+    return (
+        f"-{report['ablate']} vs the full system @{g['k']}: the part adds {g['gain']:+.3f} "
+        f"({g['questions']} questions, {g['groups']} groups; over new groups, 90% of draws "
+        f"{pc['5']:+.3f} .. {pc['95']:+.3f}, at least {g['threshold']:+.2f} in "
+        f"{g['share_at_least_threshold']:.0%}, above 0 in {g['share_above_zero']:.0%})"
+    )
+
+
 def label(report: dict) -> str:
     """``system`` or ``system -ablation`` (the name a report is shown under)."""
     return report["system"] + (f" -{report['ablate']}" if report.get("ablate") else "")
@@ -392,6 +459,10 @@ def markdown_summary(reports: list[dict]) -> str:
             )
             + " |"
         )
+    gains = [line for r in reports if (line := ablation_line(r))]
+    if gains:
+        lines += ["", "what each ablated part adds (paired by question, resampled by group):", ""]
+        lines += [f"- {line}" for line in gains]
     splits = [name for name in ("dev", "test") if any(name in r.get("splits", {}) for r in reports)]
     for name in splits:
         part = [r for r in reports if name in r.get("splits", {})]

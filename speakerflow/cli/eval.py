@@ -76,7 +76,12 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--format locomo|socialmem is required")
     if not Path(args.data).exists():
         raise CliError(f"{args.data}: no such file or folder")
-    from speakerflow.benchmarks.evaluate import run_eval, write_outputs
+    from speakerflow.benchmarks.evaluate import (
+        ablation_gain,
+        ablation_line,
+        run_eval,
+        write_outputs,
+    )
 
     plan = [(s.strip(), None) for s in args.system.split(",") if s.strip()]
     for ab in args.ablate.split(",") if args.ablate else []:
@@ -120,6 +125,12 @@ def run(args: argparse.Namespace) -> int:
                 + f"; @10 by category: {cats}",
                 flush=True,
             )
+    full = next((r for r in reports if r["system"] == "speakerflow" and not r.get("ablate")), None)
+    for r in reports:
+        if full is not None and r.get("ablate"):
+            r["vs_full"] = ablation_gain(full, r)
+            if not args.json:
+                print(ablation_line(r), flush=True)
     paths = (
         write_outputs(reports[0] if len(reports) == 1 else reports, args.out) if args.out else {}
     )

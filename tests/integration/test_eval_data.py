@@ -84,6 +84,10 @@ def test_eval_cli_writes_json_markdown_and_plot(one_network, tmp_path, capsys):
     assert reports[2]["ablate"] == "s2" and reports[0]["questions"] == 4
     assert out.with_suffix(".png").stat().st_size > 1000
     assert "| speakerflow -s2 |" in out.with_suffix(".md").read_text()
+    gain = reports[2]["vs_full"]  # what System 2 adds, paired with the full run's questions
+    assert gain["questions"] == 4 and gain["groups"] == 1
+    assert "vs_full" not in reports[1] and "-s2 vs the full system @10" in capsys.readouterr().out
+    assert "what each ablated part adds" in out.with_suffix(".md").read_text()
     assert main(["eval", str(one_network)]) == 2  # --format missing: a clear error
     assert "--format" in capsys.readouterr().err
 
