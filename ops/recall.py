@@ -18,8 +18,10 @@ Channels (each a vector over the group's messages, in :meth:`GroupStore.messages
   (:func:`~speakerflow.ops.resolve.record_channel`); a low weight, so records add candidates
   without displacing System 1's. The ``s2`` ablation switches it off with System 2.
   Its weight depends on the question's kind (:func:`query_weights`): ``aggregate`` questions,
-  whose evidence is spread over sessions, take ``aggregate_weights``; on ``focused``
-  single-fact questions System 1's confident hits are protected (:func:`protect_confident`).
+  whose evidence is spread over sessions, take ``aggregate_weights``, and ``broad`` ones
+  (roll-ups over people, group matters, changes: what the records are written for) take
+  ``broad_weights``; on ``focused`` single-fact questions System 1's confident hits are
+  protected (:func:`protect_confident`).
 
 :func:`fuse` combines the channels by weighted reciprocal-rank fusion, which needs no
 score calibration between channels. :class:`Recall` is the operator (question table ->
@@ -260,6 +262,8 @@ class RecallConfig(OperatorConfig):
     #: System 2 by question kind (:func:`~speakerflow.ops.project.question_kind`): weight
     #: overrides for ``aggregate`` questions (only channels already on; ``-s2`` stays off)
     aggregate_weights: dict[str, float] = {"records": 0.5}
+    #: the same for ``broad`` questions (roll-ups, group matters, changes)
+    broad_weights: dict[str, float] = {"records": 0.5}
     #: ``focused`` questions: a message some System 1 channel ranks in its top ``protect_top``
     #: cannot be passed by a message that only the records channel lifts (0: off)
     protect_top: int = 5
@@ -310,14 +314,14 @@ def recall(
 
 def query_weights(query: str, config: RecallConfig) -> tuple[dict[str, float], str]:
     """The channel weights for ``query`` and its kind
-    (:func:`~speakerflow.ops.project.question_kind`):
-    ``aggregate`` questions take ``config.aggregate_weights`` for channels that are on."""
+    (:func:`~speakerflow.ops.project.question_kind`): ``aggregate`` and ``broad`` questions
+    take ``config.aggregate_weights`` / ``config.broad_weights`` for channels that are on."""
     from .project import question_kind  # project sits beside this module; imported lazily
 
     kind = question_kind(query)
     weights = dict(config.weights)
-    if kind == "aggregate":
-        weights.update({k: w for k, w in config.aggregate_weights.items() if weights.get(k, 0) > 0})
+    override = {"aggregate": config.aggregate_weights, "broad": config.broad_weights}.get(kind, {})
+    weights.update({k: w for k, w in override.items() if weights.get(k, 0) > 0})
     return weights, kind
 
 

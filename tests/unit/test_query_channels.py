@@ -149,6 +149,16 @@ def test_question_kind_drives_the_records_weight(store):  # noqa: F811
         "aggregate",
     )
     assert query_weights("Where does Dev live?", cfg)[0]["records"] == 0.25
+    assert query_weights("What did the group decide about the venue?", cfg) == (
+        {"window": 1.0, "records": 0.5},  # broad: the default broad_weights
+        "broad",
+    )
+    assert (
+        query_weights("Has Ngozi's cooking changed?", cfg.model_copy(update={"broad_weights": {}}))[
+            0
+        ]["records"]
+        == 0.25
+    )
     off = cfg.model_copy(
         update={"weights": {"window": 1.0, "records": 0.0}}
     )  # the s2 ablation stays off
