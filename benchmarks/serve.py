@@ -492,10 +492,22 @@ def run(
             "server_p50_ms": _pct(res["solo"]["server_ms"], 0.5),
             "query_path_p50_ms": _pct(res["solo"]["query_ms"], 0.5),
         },
+        # where the clients' time went (Little's law: the mean number of clients in each kind
+        # of request = its requests/s x its mean latency); clients parked on ingests do not ask
+        "clients_asking_mean": _busy(res["ask_ms"], res["elapsed_s"]),
+        "clients_ingesting_mean": _busy(res["ingest_ms"], res["elapsed_s"]),
+        "server_cpu_ms_per_request": round(1000 * res["cpu"]["server_cpu_s"] / requests, 2)
+        if res["cpu"].get("server_cpu_s") and requests
+        else None,
         "server_rss_mb": rss,
         "server_peak_rss_mb": peak,
         "writes": res["writes"],
     }
+
+
+def _busy(latencies_ms: list[float], elapsed_s: float) -> float | None:
+    """Mean number of clients inside such a request over the run."""
+    return round(sum(latencies_ms) / 1000 / elapsed_s, 1) if elapsed_s else None
 
 
 def format_report(report: dict[str, Any]) -> str:
@@ -521,6 +533,9 @@ def format_report(report: dict[str, Any]) -> str:
         f"(in server p50 {s['server_p50_ms']} ms; query path p50 {s['query_path_p50_ms']} ms)",
         f"  ingest       {i['count']} requests, {i['messages']} messages: p50 {i['p50_ms']} ms, "
         f"p95 {i['p95_ms']} ms",
+        f"  clients      {report.get('clients_asking_mean')} asking and "
+        f"{report.get('clients_ingesting_mean')} ingesting on average; server CPU "
+        f"{report.get('server_cpu_ms_per_request')} ms per request",
         f"  server RSS   {report['server_rss_mb']} MiB (peak {report['server_peak_rss_mb']} MiB); "
         "CPU seconds "
         f"used meanwhile: server {report.get('server_cpu_s')}, "

@@ -221,6 +221,14 @@ def test_bench_serve_tiny_has_no_errors():
     assert report["server_rss_mb"] and report["requests_per_s"]
     assert report["reads"] == "snapshot" and report["query_batching"] is True
     assert report["server_cpu_s"] is not None and report["server_cpu_s"] > 0
+    # Little's law over the run: clients in asks + in ingests <= clients (the rest is the
+    # client's own time between requests)
+    busy = report["clients_asking_mean"] + report["clients_ingesting_mean"]
+    assert 0 < report["clients_asking_mean"] and busy <= 3 + 0.1
+    assert report["server_cpu_ms_per_request"] > 0
+    from speakerflow.benchmarks.serve import format_report
+
+    assert "asking and" in format_report(report)
 
 
 def test_asks_over_http_do_not_wait_for_a_write_of_their_group(tmp_path):
