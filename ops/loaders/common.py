@@ -294,9 +294,12 @@ def _detect_file(path: Path) -> str:
         found = _format_of_record(obj)
     except json.JSONDecodeError:  # a JSON document over several lines: the keys it opens with
         keys = set(re.findall(r'"([A-Za-z_]+)"\s*:', text)) if text[0] in "[{" else set()
-        found = {"[": "locomo" if "conversation" in keys else None}.get(text[0]) or (
-            "socialmem" if text[0] == "{" and "sessions" in keys else None
-        )
+        if text[0] == "[" and "conversation" in keys:
+            found = "locomo"
+        elif text[0] == "{" and "sessions" in keys:
+            found = "socialmem"
+        else:
+            found = None
     if found:
         return found
     if {"transitions", "window_size"} & keys:
