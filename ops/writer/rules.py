@@ -46,7 +46,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from speakerflow.ops.people import PersonResolver
@@ -56,7 +55,6 @@ from speakerflow.schemas import GROUP_OWNER
 
 from . import consolidate as cs
 from . import rules_text as rt
-from . import salience as sal
 from .base import Segment, WriterOutput
 
 
@@ -151,23 +149,6 @@ class RulesConfig(BaseModel):
         description="a person's consecutive statements about themselves in one message are one "
         "record whatever the matter (SpeakerLevenshtein +0.004, but LoCoMo dev recall@10 -0.005 "
         "with attribute on: off by default)",
-    )
-    select: bool = Field(
-        default=False,
-        description="drop candidate records the learned salience model (ops/writer/salience.py, "
-        "weights in salience.json) scores below its threshold",
-    )
-    select_threshold: float | None = Field(
-        default=None, ge=0.0, le=1.0, description="override the weight file's threshold"
-    )
-    select_group: bool = Field(
-        default=False,
-        description="the selector also judges GROUP records (decisions, norms, consensus); "
-        "False (default) keeps every one of them: with them judged SpeakerLevenshtein gains "
-        "+0.004 but the answer tests' decision questions fall from 1.0 to 0.5",
-    )
-    select_weights: str | None = Field(
-        default=None, description="a salience weight file other than the shipped one"
     )
     attribute: bool = Field(
         default=True,
@@ -468,47 +449,7 @@ class RulesWriter:
                 evidence = [texts[i] for i in act["from_ids"] if i in texts]
                 if grounding(content, evidence, names=segment.roster).reason() is None:
                     act["content"] = content
-        actions = self._select(actions, segment, known, stats)
         return WriterOutput(actions=actions[: segment.max_actions])
-
-    def _select(
-        self,
-        actions: list[dict[str, Any]],
-        segment: Segment,
-        known: list[dict[str, Any]],
-        stats: cs.WordStats,
-    ) -> list[dict[str, Any]]:
-        """Drop the candidate ADDs the salience model scores below its threshold
-        (:mod:`.salience`); UPDATEs and NOOPs pass. A collector list set as ``_collect``
-        (the selector's training script) receives every candidate's feature row first."""
-        collect = self.__dict__.get("_collect")
-        if not self.config.select and collect is None:
-            return actions
-        adds = [
-            a
-            for a in actions
-            if a["action"] == "ADD" and (self.config.select_group or a["owner"] != GROUP_OWNER)
-        ]
-        if not adds:
-            return actions
-        texts = {m["msg_id"]: (m["speaker"], m["text"]) for m in known}
-        seg_ids = [m["msg_id"] for m in segment.messages]
-        rows = np.array([sal.features(a, texts, stats, seg_ids) for a in adds])
-        if collect is not None:
-            collect.extend(
-                (segment.group_id, segment.segment_id, dict(a), row)
-                for a, row in zip(adds, rows, strict=True)
-            )
-        if not self.config.select:
-            return actions
-        model = sal.load_selector(self.config.select_weights)
-        cut = (
-            model.threshold
-            if self.config.select_threshold is None
-            else (self.config.select_threshold)
-        )
-        drop = {id(a) for a, p in zip(adds, model.scores(rows), strict=True) if p < cut}
-        return [a for a in actions if id(a) not in drop]
 
     def _words_memo(self, group_id: str) -> dict[str, frozenset[str]]:
         """Content words per message id, kept across the segments of one group."""

@@ -68,20 +68,3 @@ def test_rules_writer_baseline_on_teacher_states():
     assert (a["networks"], b["networks"]) == (ids[0::2], ids[1::2])
     assert a["n_ref"] + b["n_ref"] == report["records"]["ref"]
     assert min(a["f"], b["f"]) <= report["speaker_levenshtein_f"] <= max(a["f"], b["f"])
-
-
-@pytest.mark.data
-def test_selector_script_regenerates_the_shipped_weights(tmp_path):
-    from speakerflow.ops.writer.salience import WEIGHTS_PATH
-    from speakerflow.training.writer_selector import main
-
-    spec = main([str(shared("socialmem", "training")), "--out", str(tmp_path / "w.json")])
-    shipped = json.loads(WEIGHTS_PATH.read_text())
-    assert spec["threshold"] == shipped["threshold"] and spec["fit"]["l2"] == shipped["fit"]["l2"]
-    assert spec["features"] == shipped["features"]
-    assert max(abs(a - b) for a, b in zip(spec["coef"], shipped["coef"], strict=True)) < 1e-4
-    # selection on: fewer heads than the Writer writes without it, every network still scored
-    on = run(shared("socialmem", "training"), "rules", select=True, limit=4)
-    off = run(shared("socialmem", "training"), "rules", limit=4)
-    assert on["networks"] == off["networks"] == 4
-    assert 0 < on["records"]["pred"] < off["records"]["pred"]
