@@ -544,6 +544,20 @@ def cached_embeddings(
     return np.stack([cached[mid] for mid in ids]).astype(np.float32)
 
 
+def cached_ids(store, embedder: Embedder, kind: str = "messages") -> set[str]:
+    """The ids with a cached vector of ``kind`` under ``embedder`` (in memory or on disk),
+    read without loading the vectors."""
+    memo = getattr(store, "_embedding_memo", None) or {}
+    key = f"{kind}-{embedder.name}"
+    if memo.get(key):
+        return set(memo[key])
+    path = None if store.in_memory else Path(store.root) / "embeddings" / f"{key}.npz"
+    if path is None or not path.exists():
+        return set()
+    with np.load(path, allow_pickle=False) as data:
+        return set(data["ids"].tolist())
+
+
 #: texts per encode call when a progress bar is shown (below it: one call, no bar)
 PROGRESS_CHUNK = 1024
 

@@ -433,6 +433,18 @@ def warm_message_embeddings(
     return len(view)
 
 
+def unembedded_messages(store, embedder: Embedder | None) -> int:
+    """How many of the group's messages have no cached vector under ``embedder``: what the
+    first dense question would embed (0 without an embedder)."""
+    if embedder is None:
+        return 0
+    from .embed import cached_ids
+
+    ids = GroupView.of(store).ids
+    have = cached_ids(store, embedder, "messages-labelled")
+    return sum(1 for i in ids if i not in have)
+
+
 @register
 class Recall(Operator):
     """question table (``question``) -> the same rows plus ``pool`` (the recall pool:

@@ -69,12 +69,37 @@ def print_result(result, by_id: dict[str, dict]) -> None:
             print(f"   [{mid}] {m['ts']:%Y-%m-%d %H:%M} {m['speaker']}: {m['text']}")
 
 
+def warm_up(store, config, group: str) -> None:
+    """Embed the group's messages first when they have no vectors yet (an ingest with
+    ``--embedder none``), saying so on stderr: the first dense question pays for it once."""
+    import sys
+    import time
+
+    from speakerflow.ops.recall import unembedded_messages, warm_message_embeddings
+    from speakerflow.pipelines.query_path import embedder_for
+
+    embedder = embedder_for(config)
+    missing = unembedded_messages(store, embedder)
+    if embedder is None or not missing:
+        return
+    print(
+        f"embedding {missing} message(s) of {group!r} and their windows with {embedder.name} "
+        "first (once; `speakerflow ingest` does it at ingest unless --embedder none) ...",
+        file=sys.stderr,
+        flush=True,
+    )
+    start = time.perf_counter()
+    warm_message_embeddings(store, embedder)
+    print(f"embedded in {time.perf_counter() - start:.1f}s", file=sys.stderr, flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
     from speakerflow.memory import message_rows
     from speakerflow.pipelines.query_path import answer_question
 
     config, chat = query_setup(args)
     with home_of(args).open(args.group) as store:
+        warm_up(store, config, args.group)
         result = answer_question(store, args.question, config, chat=chat)
         by_id = message_rows(store)
     if args.json:

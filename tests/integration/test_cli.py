@@ -91,3 +91,17 @@ def test_a_closed_pipe_ends_quietly(tmp_path):
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141, err
     assert "Traceback" not in err and "BrokenPipeError" not in err
+
+
+def test_ask_says_when_it_must_embed_the_group_first(tmp_path, capsys):
+    from speakerflow.settings import BUNDLED_SAMPLE
+
+    home = ["--home", str(tmp_path / "home")]
+    assert main(["ingest", str(BUNDLED_SAMPLE), "--group", "t", "--embedder", "none", *home]) == 0
+    capsys.readouterr()
+    ask = ["ask", "t", "Where does Dev live?", "--embedder", "hashing", *home]
+    assert main(ask) == 0
+    first = capsys.readouterr()
+    assert "embedding 32 message(s) of 't'" in first.err and "Vienna" in first.out
+    assert main(ask) == 0  # the vectors are cached now: nothing to say
+    assert "embedding" not in capsys.readouterr().err
