@@ -521,6 +521,29 @@ def cached_embeddings(
     kind : str
         Cache name inside the group (``messages`` or ``records``).
     """
+    cached, path = _cache(store, embedder, kind)
+    missing = [i for i, mid in enumerate(ids) if mid not in cached]
+    if missing:
+        vecs = _encode_with_progress(embedder, [texts[i] for i in missing], kind)
+        for i, vec in zip(missing, vecs, strict=True):
+            cached[ids[i]] = vec
+        if path is not None:
+            _save(path, cached)
+    if not ids:
+        return np.zeros((0, embedder.dim), dtype=np.float32)
+    return np.stack([cached[mid] for mid in ids]).astype(np.float32)
+
+
+def cached_ids(store, embedder: Embedder, kind: str = "messages") -> set[str]:
+    """The ids with a cached vector of ``kind`` under ``embedder``. The cache is loaded into
+    the store's memo, so the query that follows does not read the file again."""
+    return set(_cache(store, embedder, kind)[0])
+
+
+def _cache(store, embedder: Embedder, kind: str) -> tuple[dict[str, np.ndarray], Path | None]:
+    """The group's vectors of ``kind`` under ``embedder`` by id (the store's memo, filled
+    from ``<group>/embeddings/<kind>-<name>.npz`` when empty) and that file's path (``None``
+    for an in-memory store)."""
     memo = getattr(store, "_embedding_memo", None)
     if memo is None:
         memo = {}
@@ -531,31 +554,8 @@ def cached_embeddings(
     if not cached and path is not None and path.exists():
         with np.load(path, allow_pickle=False) as data:
             cached = dict(zip(data["ids"].tolist(), data["vecs"], strict=True))
-    missing = [i for i, mid in enumerate(ids) if mid not in cached]
-    if missing:
-        vecs = _encode_with_progress(embedder, [texts[i] for i in missing], kind)
-        for i, vec in zip(missing, vecs, strict=True):
-            cached[ids[i]] = vec
-        if path is not None:
-            _save(path, cached)
     memo[key] = cached
-    if not ids:
-        return np.zeros((0, embedder.dim), dtype=np.float32)
-    return np.stack([cached[mid] for mid in ids]).astype(np.float32)
-
-
-def cached_ids(store, embedder: Embedder, kind: str = "messages") -> set[str]:
-    """The ids with a cached vector of ``kind`` under ``embedder`` (in memory or on disk),
-    read without loading the vectors."""
-    memo = getattr(store, "_embedding_memo", None) or {}
-    key = f"{kind}-{embedder.name}"
-    if memo.get(key):
-        return set(memo[key])
-    path = None if store.in_memory else Path(store.root) / "embeddings" / f"{key}.npz"
-    if path is None or not path.exists():
-        return set()
-    with np.load(path, allow_pickle=False) as data:
-        return set(data["ids"].tolist())
+    return cached, path
 
 
 #: texts per encode call when a progress bar is shown (below it: one call, no bar)

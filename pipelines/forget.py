@@ -90,11 +90,12 @@ def forget_group(
     """
     from speakerflow.graphs.records import BACKENDS_KEY, WRITTEN_KEY
 
-    had_writer = bool(store.meta(WRITTEN_KEY, []))
+    # a Writer wrote the group before and one is given to write it again
+    writes = bool(store.meta(WRITTEN_KEY, [])) and writer not in (None, "none")
     if rederive == "auto":
         rules_only = set(store.meta(BACKENDS_KEY, ["rules"])) <= {"rules"}
         rederive = "all" if writer == "rules" and rules_only else "affected"
-    rewrite = rederive == "all" and had_writer and writer not in (None, "none")
+    rewrite = rederive == "all" and writes
     report = forget(
         store,
         speaker=speaker,
@@ -105,7 +106,7 @@ def forget_group(
     )
     report.records_rederived = 0  # type: ignore[attr-defined]
     report.rewritten = rewrite and not everything  # type: ignore[attr-defined]
-    if not dry_run and report.rederive and had_writer and writer not in (None, "none"):
+    if not dry_run and report.rederive and writes:
         from speakerflow.pipelines.write_path import write_group
 
         report.records_rederived = write_group(  # type: ignore[attr-defined]

@@ -120,7 +120,6 @@ def run(
     teacher: str | Path | None = None,
     limit: int | None = None,
     min_teacher_overlap: float = 0.0,
-    only: set[str] | None = None,
     **backend_config: Any,
 ) -> dict[str, Any]:
     """Evaluate a Writer on every network under ``data`` that has a reference state.
@@ -136,7 +135,6 @@ def run(
     limit : evaluate only the first ``limit`` networks (by id).
     min_teacher_overlap : skip networks whose teacher content shares fewer tokens with the
         chat (:func:`speakerflow.training.data.teacher_overlap`; 0 keeps every network).
-    only : evaluate only the networks with these ids.
 
     Returns
     -------
@@ -147,8 +145,6 @@ def run(
     nets, excluded = trusted(
         [n for n in load_networks(data, teacher) if n.has_teacher], min_teacher_overlap
     )
-    if only is not None:
-        nets = [n for n in nets if n.network_id in only]
     if limit is not None:
         nets = nets[:limit]
     if not nets:

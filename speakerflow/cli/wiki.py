@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import argparse
 
-from speakerflow.pipelines.constants import WIKI_DIRNAME
-
 from .common import add_home, add_json, home_of, print_json
 
 
@@ -23,10 +21,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from speakerflow.ops.wiki import write_wiki
+    from speakerflow.pipelines.forget import default_wiki_dir
 
-    home = home_of(args)
-    with home.open(args.group, writable=False) as store:
-        out = args.out or str(home.root / WIKI_DIRNAME / args.group)
+    with home_of(args).open(args.group, writable=False) as store:
+        out = args.out or str(default_wiki_dir(store))
         paths = write_wiki(store, out)
     if args.json:
         print_json({"group": args.group, "out": out, "pages": [str(p) for p in paths]})
