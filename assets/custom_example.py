@@ -17,14 +17,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from speakerflow.ops.canonicalize import Canonicalize
-from speakerflow.ops.detect import Detect
+from speakerflow.ops.core.pipeline import ForEach, Pipeline
+from speakerflow.ops.knowledge.canonicalize import Canonicalize
+from speakerflow.ops.knowledge.detect import Detect
 from speakerflow.ops.loaders import load
-from speakerflow.ops.pipeline import ForEach, Pipeline
-from speakerflow.ops.segment import Segmenter
-from speakerflow.ops.upsert import Upsert
-from speakerflow.ops.validate import Validate
-from speakerflow.ops.writer.operator import Writer
+from speakerflow.ops.write.segment import Segmenter
+from speakerflow.ops.write.upsert import Upsert
+from speakerflow.ops.write.validate import Validate
+from speakerflow.ops.write.writer.operator import Writer
 from speakerflow.settings import home_root
 
 from .factory import pipeline_assets

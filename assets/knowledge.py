@@ -67,7 +67,7 @@ def entity_graph(
 )
 def wiki_pages(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
     """Markdown wiki pages of the group's entities and facts, under ``<home>/wiki/<group>/``."""
-    from speakerflow.ops.wiki import write_wiki
+    from speakerflow.ops.knowledge.wiki import write_wiki
 
     for group in run_groups(context):
         start = time.perf_counter()

@@ -15,14 +15,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from speakerflow.ops.canonicalize import Canonicalize
-from speakerflow.ops.decay import Decay
-from speakerflow.ops.detect import Detect
-from speakerflow.ops.extract_knowledge import ExtractKnowledge
-from speakerflow.ops.governance import Govern
-from speakerflow.ops.invalidate import Invalidate
+from speakerflow.ops.core.pipeline import Pipeline
+from speakerflow.ops.knowledge.canonicalize import Canonicalize
+from speakerflow.ops.knowledge.decay import Decay
+from speakerflow.ops.knowledge.detect import Detect
+from speakerflow.ops.knowledge.extract_knowledge import ExtractKnowledge
+from speakerflow.ops.knowledge.governance import Govern
+from speakerflow.ops.knowledge.invalidate import Invalidate
 from speakerflow.ops.loaders import load
-from speakerflow.ops.pipeline import Pipeline
 from speakerflow.settings import home_root
 
 from .factory import pipeline_assets

@@ -1,6 +1,6 @@
 """Maintenance of a group's memory: decay, invalidation sweep, probes and the review queue.
 
-One ``maintenance_tick`` materialisation runs ``speakerflow.ops.maintenance.tick`` on the
+One ``maintenance_tick`` materialisation runs ``speakerflow.ops.knowledge.maintenance.tick`` on the
 group's store; the maintenance job runs it for every group on a schedule.
 """
 
@@ -65,7 +65,7 @@ def maintenance_tick(
 ) -> dg.MaterializeResult:
     """One maintenance pass: decay and maturity, invalidation sweep, probes, review queue.
     A backfill run over several groups runs each group's pass in turn, at the same ``now``."""
-    from speakerflow.ops.maintenance import tick
+    from speakerflow.ops.knowledge.maintenance import tick
 
     now = datetime.fromisoformat(config.now) if config.now else datetime.now(UTC)
     for group in run_groups(context):

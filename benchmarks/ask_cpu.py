@@ -55,7 +55,7 @@ def build_home(home: Path, locomo: Path, group: str, embedder: str) -> None:
 
 def cpu_per_ask(mem: Any, group: str, questions: list[str], fresh: bool) -> float:
     """Process CPU milliseconds per ask over ``questions``."""
-    from speakerflow.ops.embed import clear_query_memo
+    from speakerflow.ops.text.embed import clear_query_memo
 
     emb = mem.embedder
     if not fresh:

@@ -24,7 +24,7 @@ SAMPLE = Path(__file__).resolve().parents[1] / "speakerflow" / "data" / "sample_
 
 
 def _segment(n_messages: int):
-    from speakerflow.ops.writer.base import Segment
+    from speakerflow.ops.write.writer.base import Segment
 
     rows = [json.loads(line) for line in SAMPLE.read_text().splitlines()[:n_messages]]
     roster = tuple(dict.fromkeys(r["speaker"] for r in rows))
@@ -55,7 +55,7 @@ def run(
 ) -> dict[str, Any]:
     """Time both backends on one Writer prompt; returns the figures (also printed)."""
     from speakerflow.ops.backends import make_backend
-    from speakerflow.ops.writer.prompt import build_writer_messages
+    from speakerflow.ops.write.writer.prompt import build_writer_messages
     from speakerflow.training.onnx_export import export_onnx, onnx_parity
     from speakerflow.training.tiny import build_tiny_model
 

@@ -32,9 +32,9 @@ def run(data: Path, fmt: str, limit: int) -> dict[str, float]:
     """Time the three paths per group; returns total seconds per path."""
     from speakerflow.graphs import Home
     from speakerflow.graphs.records import RecordBuffer
-    from speakerflow.ops.base import Context
+    from speakerflow.ops.core.base import Context
     from speakerflow.ops.loaders import load
-    from speakerflow.ops.writer.operator import Writer
+    from speakerflow.ops.write.writer.operator import Writer
     from speakerflow.pipelines.write_path import write_group, write_pipeline
 
     totals = {"write_group": 0.0, "composed_direct": 0.0, "composed_buffered": 0.0}

@@ -50,7 +50,7 @@ def locomo_texts(path: Path = LOCOMO, groups: tuple[str, ...] = DEV) -> tuple[li
 
 
 def make(kind: str, threads: int, batch_size: int):
-    from speakerflow.ops.embed import MiniLMEmbedder, OnnxMiniLMEmbedder
+    from speakerflow.ops.text.embed import MiniLMEmbedder, OnnxMiniLMEmbedder
 
     if kind == "torch":
         return MiniLMEmbedder(batch_size=batch_size)

@@ -42,13 +42,13 @@ import numpy as np
 from tqdm import tqdm
 
 from speakerflow.graphs import Home, InMemoryIndex
-from speakerflow.ops.answer import answer_rules
-from speakerflow.ops.compose import count_tokens
-from speakerflow.ops.embed import clear_query_memo
-from speakerflow.ops.judge import evidence_recall, token_f1
-from speakerflow.ops.project import project_rules
-from speakerflow.ops.recall import GroupView, RecallConfig, recall, warm_message_embeddings
-from speakerflow.ops.resolve import warm_record_embeddings
+from speakerflow.ops.query.answer import answer_rules
+from speakerflow.ops.query.compose import count_tokens
+from speakerflow.ops.query.judge import evidence_recall, token_f1
+from speakerflow.ops.query.project import project_rules
+from speakerflow.ops.query.recall import GroupView, RecallConfig, recall, warm_message_embeddings
+from speakerflow.ops.query.resolve import warm_record_embeddings
+from speakerflow.ops.text.embed import clear_query_memo
 from speakerflow.pipelines.query_path import ABLATIONS, QueryConfig, answer_question, embedder_for
 from speakerflow.schemas import EvidenceItem
 

@@ -152,7 +152,7 @@ def _time_torch(
     """Torch-only generation figures (when onnxruntime cannot use the GPU)."""
     from speakerflow.benchmarks.chat_backends import _segment, _time_backend
     from speakerflow.ops.backends import make_backend
-    from speakerflow.ops.writer.prompt import build_writer_messages
+    from speakerflow.ops.write.writer.prompt import build_writer_messages
 
     backend = make_backend("transformers", model_dir=folder, device=device)
     return _time_backend(backend, build_writer_messages(_segment(messages)), calls, new_tokens)

@@ -1,4 +1,5 @@
-"""How often the grounding check (ops.contract.grounding) refuses the rules Writer's own records.
+"""How often the grounding check (ops.write.contract.grounding) refuses the rules Writer's
+own records.
 
 Runs the rules Writer through the production write path (Writer >> Validate >> Upsert, in
 memory) on the dev data -- LoCoMo conv-26, conv-30, conv-41, conv-42, conv-43 and the
@@ -22,8 +23,8 @@ from typing import Any
 
 from speakerflow.graphs import GroupStore
 from speakerflow.graphs.records import all_records
-from speakerflow.ops.contract import MIN_SUPPORT, grounding
 from speakerflow.ops.loaders import load
+from speakerflow.ops.write.contract import MIN_SUPPORT, grounding
 from speakerflow.pipelines.write_path import write_group
 
 SHARED_DATA = Path(

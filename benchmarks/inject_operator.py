@@ -17,11 +17,11 @@ from datetime import UTC, datetime, timedelta
 import pyarrow as pa
 
 from speakerflow.graphs import Home
-from speakerflow.ops.base import Context
-from speakerflow.ops.group_state import KNOWLEDGE_RECORDS
+from speakerflow.ops.core.base import Context
 from speakerflow.ops.inject import InjectConfig, PassiveInjector
 from speakerflow.ops.inject.operators import Inject
-from speakerflow.ops.knowledge import load_knowledge
+from speakerflow.ops.knowledge.group_state import KNOWLEDGE_RECORDS
+from speakerflow.ops.knowledge.load import load_knowledge
 from speakerflow.pipelines.entity_path import build_entity_graph
 from speakerflow.schemas import MESSAGE_SCHEMA
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from speakerflow.graphs import Home
-from speakerflow.ops.embed import clear_query_memo
+from speakerflow.ops.text.embed import clear_query_memo
 
 from .evaluate import _prepare
 from .qa_data import load_qa

@@ -2,7 +2,7 @@
 
 Times, in one process, on the same store and questions, the exact recall (every message
 scored per question) and the bounded recall of large groups
-(:mod:`speakerflow.ops.recall_bounded`: BM25 top ``cap``, window and session channels over
+(:mod:`speakerflow.ops.query.recall_bounded`: BM25 top ``cap``, window and session channels over
 the candidates' neighbourhoods, ranks over positive scores only, Resolve's fallback from a
 per-speaker index), alternating (``rounds`` each), and counts how many answers and top-10
 cited ids stay identical. The path is chosen through ``$SPEAKERFLOW_BOUNDED_RECALL_ABOVE``
@@ -31,8 +31,8 @@ from .scale import _slices, questions_with_sources, synthetic_stream
 
 def _build(home, table, n: int, writer_sample: int) -> None:
     from speakerflow.graphs.records import RecordBuffer
-    from speakerflow.ops.base import Context
-    from speakerflow.ops.writer.registry import make_writer
+    from speakerflow.ops.core.base import Context
+    from speakerflow.ops.write.writer.registry import make_writer
     from speakerflow.pipelines.write_path import write_pipeline
 
     with home.open("big", writable=True) as store:
@@ -57,12 +57,12 @@ def run(
     seed: int = 7,
     rounds: int = 2,
 ) -> dict:
-    """Time the exact path and the bounded path (:mod:`speakerflow.ops.recall_bounded`) on
+    """Time the exact path and the bounded path (:mod:`speakerflow.ops.query.recall_bounded`) on
     the same store and questions, ``rounds`` times each, alternating; count agreements."""
     import os
 
     from speakerflow.graphs import Home
-    from speakerflow.ops.recall_bounded import bm25_cap
+    from speakerflow.ops.query.recall_bounded import bm25_cap
     from speakerflow.pipelines.query_path import QueryConfig, answer_question
 
     home = Home(Path(home_dir))

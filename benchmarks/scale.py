@@ -225,7 +225,7 @@ def stream_embedder(precision: str | None = None, threads: int = 1):
     """MiniLM for the dense columns: ``precision`` (``torch``, ``fp32``, ``int8``; default
     ``$SPEAKERFLOW_EMBEDDER_PRECISION`` as the query path reads it), ``threads`` for batches
     (questions run on one thread either way)."""
-    from speakerflow.ops.embed import MiniLMEmbedder, OnnxMiniLMEmbedder, minilm_embedder
+    from speakerflow.ops.text.embed import MiniLMEmbedder, OnnxMiniLMEmbedder, minilm_embedder
 
     emb = minilm_embedder(precision)
     if isinstance(emb, OnnxMiniLMEmbedder):  # no torch in the process (nor in its RSS)
@@ -348,7 +348,7 @@ def measure(
     """Measure one size and shape in this process (see the module doc); returns one report row."""
     from speakerflow.graphs import Home
     from speakerflow.graphs.records import RecordBuffer
-    from speakerflow.ops.base import Context
+    from speakerflow.ops.core.base import Context
     from speakerflow.pipelines.query_path import QueryConfig, answer_question
     from speakerflow.pipelines.write_path import write_group, write_pipeline
 
@@ -476,7 +476,7 @@ def _exact_against_bounded(store, qs: list[str], cfg) -> dict[str, Any]:
     """The rules query path as before (every message scored per question) against the
     bounded path, on the same store and questions in this process: latency and agreement.
     Below the bounded path's size threshold both are the exact path (identical by design)."""
-    from speakerflow.ops.recall_bounded import bm25_cap, bounded_above
+    from speakerflow.ops.query.recall_bounded import bm25_cap, bounded_above
     from speakerflow.pipelines.query_path import answer_question
 
     saved = os.environ.get("SPEAKERFLOW_BOUNDED_RECALL_ABOVE")
@@ -557,7 +557,7 @@ def _hot_paths(store, table: pa.Table, batch: int) -> dict[str, Any]:
 
 
 def _rules_writer():
-    from speakerflow.ops.writer.registry import make_writer
+    from speakerflow.ops.write.writer.registry import make_writer
 
     return make_writer("rules")
 
@@ -568,7 +568,7 @@ def _entities_and_injection(
     """The entity path over ``sample`` messages, then ``events`` injections on that graph."""
     from speakerflow.benchmarks.harness.generator import ASSETS, TRADERS
     from speakerflow.ops.inject import InjectConfig, PassiveInjector
-    from speakerflow.ops.knowledge import load_knowledge
+    from speakerflow.ops.knowledge.load import load_knowledge
     from speakerflow.pipelines.entity_path import build_entity_graph
 
     gid = gids[0] if shape == "one" else gids[-1]
@@ -608,7 +608,7 @@ def _dense(store, qs: list[str], embed_cache: str, precision: str | None = None)
     embeddings (ANN index above its threshold), vs brute force.
 
     Where the time goes: ``dense_encode_*`` (the question's vector), ``dense_channel_*``
-    (:func:`~speakerflow.ops.dense_index.dense_scores`: the warm index's search plus the
+    (:func:`~speakerflow.ops.text.dense_index.dense_scores`: the warm index's search plus the
     score vector), ``ann_search_*`` (the index search alone, timed again after the channel),
     ``dense_channel_after_scan_*`` (the channel right after a brute-force pass over every
     vector, as when other full scans run between questions: the index is out of the caches);
@@ -617,9 +617,9 @@ def _dense(store, qs: list[str], embed_cache: str, precision: str | None = None)
     group's vectors from its ``.npz``, is paid only below the threshold or when the index
     lacks messages)."""
     from speakerflow.graphs import ann
-    from speakerflow.ops.dense_index import ANN_K, dense_scores, group_index
-    from speakerflow.ops.embed import cached_embeddings
-    from speakerflow.ops.recall import GroupView
+    from speakerflow.ops.query.recall import GroupView
+    from speakerflow.ops.text.dense_index import ANN_K, dense_scores, group_index
+    from speakerflow.ops.text.embed import cached_embeddings
 
     emb = CachedEmbedder(stream_embedder(precision), embed_cache)
     view = GroupView.of(store)
@@ -966,7 +966,8 @@ def run(
             "System 2 records, "
             "rules answerer) on read-only stores after one warm-up query per store (query_cold_ms)",
             "dense_query_*: a fresh MiniLM encode of the question (1 thread) + the dense channel "
-            "(ops/dense_index.py: the group's faiss HNSW top-k above its threshold, brute force "
+            "(ops/text/dense_index.py: the group's faiss HNSW top-k above its threshold, brute "
+            "force "
             "below); "
             "dense_encode_* is the encode alone, dense_channel_* the channel alone; null where not "
             "run",

@@ -46,7 +46,7 @@ import pyarrow as pa
 from speakerflow.graphs import Home
 from speakerflow.graphs.records import all_records
 from speakerflow.ops.backends.base import ChatMessage, ScriptedChat
-from speakerflow.ops.writer.chat import ChatWriter
+from speakerflow.ops.write.writer.chat import ChatWriter
 from speakerflow.pipelines.write_path import write_group
 from speakerflow.schemas import MESSAGE_SCHEMA
 

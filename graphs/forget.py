@@ -470,7 +470,7 @@ def _rewrite_parts(folder: Path, targets: set[str]) -> int:
 
 def _names_forgotten(key: str, ids: set[str]) -> bool:
     """Whether a cache key names a forgotten id: the id itself, or a window key (the ids of
-    its messages joined by ``+``, :meth:`~speakerflow.ops.recall.GroupView.window_matrix`)."""
+    its messages joined by ``+``, :meth:`~speakerflow.ops.query.recall.GroupView.window_matrix`)."""
     return key in ids or ("+" in key and not ids.isdisjoint(key.split("+")))
 
 

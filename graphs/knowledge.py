@@ -1,5 +1,5 @@
 """Load a group's fact graph (System 3) from its store: the graphs-level half of
-:func:`speakerflow.ops.knowledge.load_knowledge`."""
+:func:`speakerflow.ops.knowledge.load.load_knowledge`."""
 
 from __future__ import annotations
 

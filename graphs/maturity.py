@@ -1,7 +1,7 @@
 """Maturity transitions of facts (the paper's Psi): candidate -> verified -> proven, or deprecated.
 
 It sits in ``graphs`` because the fact graph itself replays maturity for as-of views
-(:class:`speakerflow.graphs.facts.FactGraph`); :mod:`speakerflow.ops.decay` re-exports it.
+(:class:`speakerflow.graphs.facts.FactGraph`); :mod:`speakerflow.ops.knowledge.decay` re-exports it.
 """
 
 from __future__ import annotations

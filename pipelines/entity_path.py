@@ -23,13 +23,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from speakerflow.ops.base import Context
-from speakerflow.ops.decay import Decay
-from speakerflow.ops.extract_knowledge import ExtractKnowledge
-from speakerflow.ops.group_state import KNOWLEDGE
-from speakerflow.ops.invalidate import Invalidate
-from speakerflow.ops.knowledge import load_knowledge as load_knowledge  # moved to ops; re-exported
-from speakerflow.ops.pipeline import Pipeline
+from speakerflow.ops.core.base import Context
+from speakerflow.ops.core.pipeline import Pipeline
+from speakerflow.ops.knowledge.decay import Decay
+from speakerflow.ops.knowledge.extract_knowledge import ExtractKnowledge
+from speakerflow.ops.knowledge.group_state import KNOWLEDGE
+from speakerflow.ops.knowledge.invalidate import Invalidate
+from speakerflow.ops.knowledge.load import (
+    load_knowledge as load_knowledge,  # moved to ops; re-exported
+)
 
 #: The message columns the entity path reads (``addressee`` is derived from ``reply_to``).
 EVENT_COLUMNS = ["msg_id", "text", "speaker", "ts", "source_type", "trust_tier", "reply_to"]

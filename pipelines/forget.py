@@ -48,7 +48,7 @@ class AsOfWriter:
 
     def __init__(self, inner: Any):
         if isinstance(inner, str):
-            from speakerflow.ops.writer.registry import make_writer
+            from speakerflow.ops.write.writer.registry import make_writer
 
             inner = make_writer(inner)
         self.inner = inner
@@ -118,7 +118,7 @@ def forget_group(
         dirs.append(auto)
     rebuilt = []
     if not dry_run:
-        from speakerflow.ops.wiki import write_wiki
+        from speakerflow.ops.knowledge.wiki import write_wiki
 
         for d in dirs:
             if d.exists():

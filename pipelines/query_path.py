@@ -26,17 +26,17 @@ from typing import Any
 
 import pyarrow as pa
 
-from speakerflow.ops.answer import NO_INFO, Answer, AnswerConfig, answer_rules
-from speakerflow.ops.base import Context, Operator, OperatorConfig, OperatorStats, put_columns
-from speakerflow.ops.compose import Compose, ComposeConfig, Composed, compose
-from speakerflow.ops.embed import Embedder, make_embedder
-from speakerflow.ops.pipeline import Pipeline
-from speakerflow.ops.project import Project, ProjectConfig, project_rules
-from speakerflow.ops.query_tables import evidence_items, projections
-from speakerflow.ops.recall import GroupView, Recall, RecallConfig, recall
-from speakerflow.ops.registry import register
-from speakerflow.ops.resolve import Resolve, ResolveConfig, resolve_rows
-from speakerflow.ops.select import Select, SelectConfig, select_s1
+from speakerflow.ops.core.base import Context, Operator, OperatorConfig, OperatorStats, put_columns
+from speakerflow.ops.core.pipeline import Pipeline
+from speakerflow.ops.core.registry import register
+from speakerflow.ops.query.answer import NO_INFO, Answer, AnswerConfig, answer_rules
+from speakerflow.ops.query.compose import Compose, ComposeConfig, Composed, compose
+from speakerflow.ops.query.project import Project, ProjectConfig, project_rules
+from speakerflow.ops.query.query_tables import evidence_items, projections
+from speakerflow.ops.query.recall import GroupView, Recall, RecallConfig, recall
+from speakerflow.ops.query.resolve import Resolve, ResolveConfig, resolve_rows
+from speakerflow.ops.query.select import Select, SelectConfig, select_s1
+from speakerflow.ops.text.embed import Embedder, make_embedder
 from speakerflow.schemas import EvidenceItem, Projection
 from speakerflow.schemas.records import GROUP_OWNER
 

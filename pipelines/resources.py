@@ -254,7 +254,7 @@ class BackendChatModel(ChatModel):
     def writer(self) -> Any:
         if self.kind in ("rules", "none"):
             return self.kind
-        from speakerflow.ops.writer.registry import make_writer
+        from speakerflow.ops.write.writer.registry import make_writer
 
         return make_writer(self.kind, **self._backend_config())
 
@@ -276,7 +276,7 @@ class ScriptedChatModel(ChatModel):
     def writer(self) -> Any:
         if not self.replies:
             return "rules"
-        from speakerflow.ops.writer.chat import ChatWriter as chat_writer
+        from speakerflow.ops.write.writer.chat import ChatWriter as chat_writer
 
         return chat_writer(self.chat())
 
@@ -307,7 +307,7 @@ class HashingEmbedder(EmbedderResource):
 
 
 def _make_embedder(kind: str) -> Any:
-    from speakerflow.ops.embed import make_embedder as make
+    from speakerflow.ops.text.embed import make_embedder as make
 
     return make(kind)
 

@@ -29,14 +29,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from speakerflow.graphs.records import BACKENDS_KEY, RecordBuffer, written_ids
-from speakerflow.ops.base import Context
-from speakerflow.ops.pipeline import ForEach, Pipeline
-from speakerflow.ops.segment import Segmenter
-from speakerflow.ops.upsert import Upsert
-from speakerflow.ops.validate import Validate
-from speakerflow.ops.writer.base import WriterBackend
-from speakerflow.ops.writer.operator import Writer
-from speakerflow.ops.writer.registry import make_writer
+from speakerflow.ops.core.base import Context
+from speakerflow.ops.core.pipeline import ForEach, Pipeline
+from speakerflow.ops.write.segment import Segmenter
+from speakerflow.ops.write.upsert import Upsert
+from speakerflow.ops.write.validate import Validate
+from speakerflow.ops.write.writer.base import WriterBackend
+from speakerflow.ops.write.writer.operator import Writer
+from speakerflow.ops.write.writer.registry import make_writer
 
 
 @dataclass
@@ -92,7 +92,7 @@ def write_group(
     store
         A writable :class:`~speakerflow.graphs.GroupStore` (disk or in-memory).
     writer
-        A backend name for :func:`~speakerflow.ops.writer.registry.make_writer` (``"none"``
+        A backend name for :func:`~speakerflow.ops.write.writer.registry.make_writer` (``"none"``
         writes nothing and leaves the watermark alone) or a WriterBackend.
     window
         Messages per segment window.

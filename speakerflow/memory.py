@@ -178,8 +178,8 @@ def answer_direct(store: GroupStore | ReadSnapshot, question: str, config: Any):
     (about half the CPU of the query path once the question is encoded, measured in
     docs/serving.md). The operator pipeline stays the path for tables of questions, chat
     backends and custom pipelines. ``stats`` holds no operator counters."""
-    from speakerflow.ops.answer import NO_INFO, answer_rules
-    from speakerflow.ops.recall import GroupView
+    from speakerflow.ops.query.answer import NO_INFO, answer_rules
+    from speakerflow.ops.query.recall import GroupView
     from speakerflow.pipelines.query_path import QueryResult, direct_path, embedder_for
 
     start = time.perf_counter()
@@ -282,7 +282,7 @@ def inject_context(
     knowledge: tuple, event: dict | str, user: str | None = None, budget: int = 600, hops: int = 2
 ):
     """The working context passive injection builds for ``event`` from a group's loaded
-    ``knowledge`` (:func:`speakerflow.ops.knowledge.load_knowledge`); read-only
+    ``knowledge`` (:func:`speakerflow.ops.knowledge.load.load_knowledge`); read-only
     (reuse counts are not recorded)."""
     from speakerflow.ops.inject import InjectConfig, PassiveInjector
 
@@ -296,7 +296,7 @@ def inject_context(
 
 # -- one model call for the questions of concurrent asks ---------------------------------
 class _Memo(dict):
-    """The query-vector memo of :func:`~speakerflow.ops.embed.encode_query`, safe when
+    """The query-vector memo of :func:`~speakerflow.ops.text.embed.encode_query`, safe when
     several threads evict at once (a missing key pops as ``None``; iteration works on a
     copy of the keys)."""
 
@@ -705,7 +705,7 @@ class Memory:
             return self.writer
         with self._lock:
             if self._writer is None:
-                from speakerflow.ops.writer.registry import make_writer
+                from speakerflow.ops.write.writer.registry import make_writer
 
                 self._writer = make_writer(self.writer)
             return self._writer
@@ -851,7 +851,7 @@ class Memory:
     ):
         """The working context (InKH passive injection) for one event: a
         :class:`~speakerflow.ops.inject.pipeline.WorkingContext`."""
-        from speakerflow.ops.knowledge import load_knowledge
+        from speakerflow.ops.knowledge.load import load_knowledge
 
         with self._held(group) as g:
             version = g.store.records().num_rows

@@ -2,7 +2,7 @@
 
 Given the model's raw text, the state before the segment and the segment's size, it
 parses ``{"actions": [...]}``, checks each action with
-:func:`speakerflow.ops.contract.check_action` (the very check the store's ``Validate``
+:func:`speakerflow.ops.write.contract.check_action` (the very check the store's ``Validate``
 operator runs: one contract, see docs/write-path.md), computes the duplicate keys and
 novelty of SpeakerMem-R1 appendix E, and returns an :class:`ActionReport` together with
 the actions the store would write, normalised as it writes them (those, and only those,
@@ -15,7 +15,14 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from speakerflow.ops.contract import MIN_BUDGET, Batch, IdScheme, Verdict, check_action, norm_text
+from speakerflow.ops.write.contract import (
+    MIN_BUDGET,
+    Batch,
+    IdScheme,
+    Verdict,
+    check_action,
+    norm_text,
+)
 
 from .state import WriterState
 
@@ -66,7 +73,7 @@ def parse_actions(text: str) -> tuple[list[Any] | None, str | None, bool]:
 def action_error(action: Any, state: WriterState, roster: set[str] | None = None) -> str | None:
     """Why ``action``, alone in an output written against ``state``, breaks the Writer
     contract (None when the store would accept it). A thin wrapper of
-    :func:`speakerflow.ops.contract.check_action`."""
+    :func:`speakerflow.ops.write.contract.check_action`."""
     batch = Batch(
         roster=tuple(sorted(roster if roster is not None else state.roster)),
         heads=tuple(state.heads()),
@@ -77,7 +84,7 @@ def action_error(action: Any, state: WriterState, roster: set[str] | None = None
 
 def state_ids(position: int, state: WriterState) -> IdScheme:
     """The ids :meth:`WriterState.apply` gives by default (``e<position>_<n>``), as an id
-    scheme for :class:`~speakerflow.ops.contract.Batch`."""
+    scheme for :class:`~speakerflow.ops.write.contract.Batch`."""
     base = len(state.entries)
 
     def new_id(batch: Batch, action: dict[str, Any]) -> str:
@@ -97,7 +104,7 @@ class ActionReport:
     ``stop_ok``: the output ends right after its last novel action (and the generation was
     not cut off). ``too_many``: attempted > the budget max(8, 2 n). ``length_cut``:
     generation hit its token limit. ``errors``: one line per rejected action.
-    ``verdicts``: the :class:`~speakerflow.ops.contract.Verdict` of each action (what the
+    ``verdicts``: the :class:`~speakerflow.ops.write.contract.Verdict` of each action (what the
     store's ``Validate`` decides for it). ``valid_actions``: the writes, normalised as the
     store writes them (Writer fields only); ``created_ids``: the ids they get in the state.
     """
@@ -128,8 +135,8 @@ def report_actions(
 ) -> ActionReport:
     """Build the :class:`ActionReport` of the reply ``text`` written against ``state``.
 
-    Every action goes through :func:`speakerflow.ops.contract.check_action`, the check the
-    store's ``Validate`` runs. ``segment`` (a :class:`~speakerflow.ops.writer.base.Segment`)
+    Every action goes through :func:`speakerflow.ops.write.contract.check_action`, the check the
+    store's ``Validate`` runs. ``segment`` (a :class:`~speakerflow.ops.write.writer.base.Segment`)
     supplies the aliases and the message ids that ``from_ids`` must cite; without it cited
     ids are only shape-checked. ``n_messages`` sets the budget max(8, 2 n) (default: the
     segment's); ``roster`` defaults to the segment's, else ``state.roster``; ``position`` and

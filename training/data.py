@@ -10,10 +10,10 @@ Sources (``../shared/data/socialmem``):
   (:func:`backend_pairs`): its validated, novel actions become the targets.
 
 A writing segment is one teacher transition: the messages of one session. The prompt is
-our Writer prompt (:func:`speakerflow.ops.writer.prompt.build_writer_messages`) over the
+our Writer prompt (:func:`speakerflow.ops.write.writer.prompt.build_writer_messages`) over the
 segment and the heads the teacher had written before it (teacher entry ids, so the
 teacher's UPDATE ``entry_id``s resolve); the target is
-:func:`~speakerflow.ops.writer.prompt.render_actions` of the teacher's actions.
+:func:`~speakerflow.ops.write.writer.prompt.render_actions` of the teacher's actions.
 Pairs use TRL's conversational prompt-completion format. :func:`split_by_network` keeps
 every network wholly on one side.
 """
@@ -28,8 +28,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from speakerflow.ops.writer.base import Segment, WriterBackend
-from speakerflow.ops.writer.prompt import PROMPT_VERSION, build_writer_messages, render_actions
+from speakerflow.ops.write.writer.base import Segment, WriterBackend
+from speakerflow.ops.write.writer.prompt import (
+    PROMPT_VERSION,
+    build_writer_messages,
+    render_actions,
+)
 
 from .action_report import report_actions
 from .speaker_levenshtein import tokens

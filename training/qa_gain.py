@@ -10,7 +10,7 @@ of the network), and the answers are judged against the gold answer.
 
 Judges: ``token_f1`` (default, offline and judge-free: J is the answer's set token-F1, a
 continuous proxy for the paper's binary judge) or ``chat`` (the binary LLM judge of
-:func:`speakerflow.ops.judge.llm_judge` through a ChatBackend, as in the paper).
+:func:`speakerflow.ops.query.judge.llm_judge` through a ChatBackend, as in the paper).
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ class StoreQAGain:
         return cls(networks, questions, config, chat)
 
     def _judge(self, question: dict[str, Any], answer: str) -> float:
-        from speakerflow.ops.judge import llm_judge, token_f1
+        from speakerflow.ops.query.judge import llm_judge, token_f1
 
         if self.config.judge == "chat":
             return llm_judge(

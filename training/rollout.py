@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from speakerflow.ops.writer.prompt import build_writer_messages
+from speakerflow.ops.write.writer.prompt import build_writer_messages
 
 from .action_report import ActionReport
 from .data import Network

@@ -76,7 +76,7 @@ def _resolve_writer(backend: Any, backend_config: dict[str, Any]) -> Any:
     """A WriterBackend from a name, ``transformers:FOLDER`` / ``onnx:FOLDER``, or as given."""
     if not isinstance(backend, str):
         return backend
-    from speakerflow.ops.writer.registry import make_writer
+    from speakerflow.ops.write.writer.registry import make_writer
 
     kind, _, folder = backend.partition(":")
     if folder and kind in LOCAL_KINDS:

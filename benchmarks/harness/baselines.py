@@ -21,7 +21,7 @@ from datetime import timedelta
 from speakerflow.graphs.text_index import SearchFilter
 from speakerflow.ops.inject import ContextLine, InjectConfig, PassiveInjector, count_tokens
 from speakerflow.ops.inject.fuse import fuse, header, state_line
-from speakerflow.ops.wiki import entity_page_lines, fact_line
+from speakerflow.ops.knowledge.wiki import entity_page_lines, fact_line
 
 NAMES = ("InKH", "KH-NoInv", "WikiWalk", "SimpleMemory", "ToolAgent", "ModelOnly")
 BUDGET = {

@@ -67,7 +67,7 @@ SHOCK = {
 }
 #: Held-out phrasings (``holdout`` share of statements; ``--holdout 1.0``: all of them). Written
 #: for issue 11 as a reader-independent check: no template contains any relation phrase of
-#: :data:`speakerflow.ops.lexicon.RELATIONS` (``tests/unit/test_inkh_holdout_phrasings.py``
+#: :data:`ops.knowledge.lexicon.RELATIONS` (``tests/unit/test_inkh_holdout_phrasings.py``
 #: checks this), so a reader that only knows its phrase list cannot read them; the values are
 #: the world's value words.
 HOLDOUT = {

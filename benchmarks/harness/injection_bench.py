@@ -18,8 +18,8 @@ import pyarrow as pa
 
 from speakerflow.graphs.facts import FactGraph, FactItem
 from speakerflow.graphs.kuzu_graph import KuzuGraph
-from speakerflow.ops.canonicalize import Canonicalizer
 from speakerflow.ops.inject import InjectConfig, PassiveInjector
+from speakerflow.ops.knowledge.canonicalize import Canonicalizer
 from speakerflow.schemas import EDGE_SCHEMA, ENTITY_SCHEMA
 
 RELS = ["fee", "regime", "liquidity", "win_rate", "max_drawdown", "status", "exposed_to"]

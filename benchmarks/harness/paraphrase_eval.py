@@ -36,7 +36,7 @@ def _ts(s: str) -> datetime:
 
 
 def _fact(c) -> tuple:
-    from speakerflow.ops.lexicon import RELATION_BY_NAME
+    from speakerflow.ops.knowledge.lexicon import RELATION_BY_NAME
 
     rel = RELATION_BY_NAME.get(c.relation)
     single = rel is not None and rel.value in ("percent", "category")
@@ -45,10 +45,10 @@ def _fact(c) -> tuple:
 
 
 def score_statements(rows: list[dict], classifier="default") -> dict:
-    from speakerflow.ops.canonicalize import Canonicalizer
-    from speakerflow.ops.detect import Detector
-    from speakerflow.ops.extract_knowledge import Event, KnowledgeExtractor
-    from speakerflow.ops.people import PersonResolver
+    from speakerflow.ops.knowledge.canonicalize import Canonicalizer
+    from speakerflow.ops.knowledge.detect import Detector
+    from speakerflow.ops.knowledge.extract_knowledge import Event, KnowledgeExtractor
+    from speakerflow.ops.text.people import PersonResolver
 
     canon = Canonicalizer(group_id="paraphrase")
     det = Detector(canon.lexicon, canon.alias_table, people=PersonResolver(list(ROSTER)))
@@ -115,10 +115,10 @@ def score_statements(rows: list[dict], classifier="default") -> dict:
 
 def score_requests(rows: list[dict], intents="default") -> dict:
     from speakerflow.graphs.facts import FactGraph
-    from speakerflow.ops.canonicalize import Canonicalizer
-    from speakerflow.ops.detect import Detector
     from speakerflow.ops.inject import PassiveInjector
-    from speakerflow.ops.people import PersonResolver
+    from speakerflow.ops.knowledge.canonicalize import Canonicalizer
+    from speakerflow.ops.knowledge.detect import Detector
+    from speakerflow.ops.text.people import PersonResolver
 
     canon = Canonicalizer(group_id="paraphrase")
     det = Detector(canon.lexicon, canon.alias_table, people=PersonResolver(list(ROSTER)))

@@ -18,13 +18,13 @@ import pyarrow as pa
 
 from speakerflow.graphs import Home
 from speakerflow.graphs.facts import FactGraph
-from speakerflow.ops.canonicalize import Canonicalizer
-from speakerflow.ops.detect import Detector
-from speakerflow.ops.extract_knowledge import Event, KnowledgeExtractor
 from speakerflow.ops.inject import count_tokens
-from speakerflow.ops.invalidate import UpsertConfig, upsert_facts
-from speakerflow.ops.lexicon import norm
-from speakerflow.ops.maintenance import recompute
+from speakerflow.ops.knowledge.canonicalize import Canonicalizer
+from speakerflow.ops.knowledge.detect import Detector
+from speakerflow.ops.knowledge.extract_knowledge import Event, KnowledgeExtractor
+from speakerflow.ops.knowledge.invalidate import UpsertConfig, upsert_facts
+from speakerflow.ops.knowledge.lexicon import norm
+from speakerflow.ops.knowledge.maintenance import recompute
 from speakerflow.schemas import MESSAGE_SCHEMA
 
 from .baselines import Injected, ModelOnly, SimpleMemory, ToolAgent, WikiWalk

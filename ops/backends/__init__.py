@@ -4,16 +4,16 @@
 (heavy libraries are imported only for the kind asked for).
 """
 
-from .base import ChatBackend, ChatResult, ScriptedChat
-from .errors import (
+from speakerflow.ops.backends.base import ChatBackend, ChatResult, ScriptedChat
+from speakerflow.ops.backends.errors import (
     BackendConfigError,
     BackendError,
     BackendRequestError,
     BackendResponseError,
     BackendUnavailableError,
 )
-from .factory import BACKENDS, make_backend
-from .json_repair import RepairResult, repair_json
+from speakerflow.ops.backends.factory import BACKENDS, make_backend
+from speakerflow.ops.backends.json_repair import RepairResult, repair_json
 
 __all__ = [
     "BACKENDS",

@@ -23,8 +23,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .base import ChatBackend, ScriptedChat
-from .errors import BackendConfigError
+from speakerflow.ops.backends.base import ChatBackend, ScriptedChat
+from speakerflow.ops.backends.errors import BackendConfigError
 
 #: kind -> (module under speakerflow.ops.backends, class name)
 BACKENDS: dict[str, tuple[str, str]] = {

@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from .base import ChatMessage, ChatResult
-from .errors import BackendConfigError, BackendRequestError
+from speakerflow.ops.backends.base import ChatMessage, ChatResult
+from speakerflow.ops.backends.errors import BackendConfigError, BackendRequestError
 
 
 class LocalModelConfig(BaseModel):

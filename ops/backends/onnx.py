@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .errors import BackendConfigError
-from .local import LocalChatBackend, LocalModelConfig
+from speakerflow.ops.backends.errors import BackendConfigError
+from speakerflow.ops.backends.local import LocalChatBackend, LocalModelConfig
 
 
 def pick_provider(device: str) -> str:

@@ -30,8 +30,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .base import ChatMessage, ChatResult
-from .errors import (
+from speakerflow.ops.backends.base import ChatMessage, ChatResult
+from speakerflow.ops.backends.errors import (
     BackendConfigError,
     BackendRequestError,
     BackendResponseError,

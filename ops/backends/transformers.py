@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from .local import LocalChatBackend, LocalModelConfig
+from speakerflow.ops.backends.local import LocalChatBackend, LocalModelConfig
 
 _DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
 

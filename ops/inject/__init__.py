@@ -1,10 +1,10 @@
 """Passive injection: Detect -> Canonicalize -> h-hop neighbourhood -> remove invalidated ->
 governance -> utility -> TopB under a token budget -> Compress -> Fuse (the paper's Algorithm 1)."""
 
-from .compress import ContextLine, compress, count_tokens
-from .pipeline import InjectConfig, PassiveInjector, WorkingContext
-from .topb import top_b
-from .utility import UtilityConfig, UtilityScorer
+from speakerflow.ops.inject.compress import ContextLine, compress, count_tokens
+from speakerflow.ops.inject.pipeline import InjectConfig, PassiveInjector, WorkingContext
+from speakerflow.ops.inject.topb import top_b
+from speakerflow.ops.inject.utility import UtilityConfig, UtilityScorer
 
 __all__ = [
     "ContextLine",

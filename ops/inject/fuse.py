@@ -8,8 +8,8 @@ budget. State lines that would overflow the budget are dropped newest-last, so
 
 from __future__ import annotations
 
-from .compress import ContextLine, count_tokens
-from .topb import top_b
+from speakerflow.ops.inject.compress import ContextLine, count_tokens
+from speakerflow.ops.inject.topb import top_b
 
 
 def header(

@@ -20,7 +20,7 @@ request of every event, so later steps find the fact objects behind ``edge_id``)
 * ``Fuse``: lines -> one working context per event (header + lines), every event included.
 
 The knowledge read is the group's (``ctx.store``), with SpeakerMem record heads, loaded once
-per run (:func:`~speakerflow.ops.group_state.knowledge_of`).
+per run (:func:`~speakerflow.ops.knowledge.group_state.knowledge_of`).
 """
 
 from __future__ import annotations
@@ -32,15 +32,14 @@ from typing import Any
 import pyarrow as pa
 
 from speakerflow.graphs.facts import FactItem
-
-from ..base import Context, Operator, OperatorConfig, put_columns
-from ..detect import Detection
-from ..group_state import knowledge_of
-from ..registry import register
-from .compress import ContextLine, compress
-from .fuse import fuse, header
-from .pipeline import InjectConfig, PassiveInjector
-from .topb import top_b
+from speakerflow.ops.core.base import Context, Operator, OperatorConfig, put_columns
+from speakerflow.ops.core.registry import register
+from speakerflow.ops.inject.compress import ContextLine, compress
+from speakerflow.ops.inject.fuse import fuse, header
+from speakerflow.ops.inject.pipeline import InjectConfig, PassiveInjector
+from speakerflow.ops.inject.topb import top_b
+from speakerflow.ops.knowledge.detect import Detection
+from speakerflow.ops.knowledge.group_state import knowledge_of
 
 STATE_KEY = "inject"
 TS = pa.timestamp("us", tz="UTC")

@@ -18,16 +18,15 @@ from pydantic import BaseModel, ConfigDict
 
 from speakerflow.graphs.facts import FactGraph
 from speakerflow.graphs.text_index import query_terms
-from speakerflow.ops.canonicalize import Canonicalizer
-from speakerflow.ops.decay import effective_confidence, time_decay
-from speakerflow.ops.detect import BASE_RISK, Detection, Detector
-from speakerflow.ops.governance import Governance
-from speakerflow.ops.lexicon import INTENT_SUBJECTS, RELATIONS
-from speakerflow.ops.reader import INTENT_THRESHOLD, intent_classifier, mask
-
-from .compress import ContextLine, compress
-from .fuse import fuse, header
-from .utility import UtilityScorer
+from speakerflow.ops.inject.compress import ContextLine, compress
+from speakerflow.ops.inject.fuse import fuse, header
+from speakerflow.ops.inject.utility import UtilityScorer
+from speakerflow.ops.knowledge.canonicalize import Canonicalizer
+from speakerflow.ops.knowledge.decay import effective_confidence, time_decay
+from speakerflow.ops.knowledge.detect import BASE_RISK, Detection, Detector
+from speakerflow.ops.knowledge.governance import Governance
+from speakerflow.ops.knowledge.lexicon import INTENT_SUBJECTS, RELATIONS
+from speakerflow.ops.knowledge.reader import INTENT_THRESHOLD, intent_classifier, mask
 
 #: Task families that act on the asker's money: the asker's own constraints (relations of
 #: kind ``owner_constraint``: risk preference, position cap) always apply to them.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .compress import ContextLine
+from speakerflow.ops.inject.compress import ContextLine
 
 
 def top_b(lines: list[ContextLine], budget: int, max_items: int = 16) -> list[ContextLine]:

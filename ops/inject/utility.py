@@ -26,13 +26,13 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict
 
 from speakerflow.graphs.text_index import query_terms
-from speakerflow.ops.decay import DAY, half_life, regime_distance, time_decay
-from speakerflow.ops.lexicon import intent_profile
+from speakerflow.ops.knowledge.decay import DAY, half_life, regime_distance, time_decay
+from speakerflow.ops.knowledge.lexicon import intent_profile
 
 MAT_SCORE = {"deprecated": 0.0, "candidate": 0.4, "verified": 0.7, "proven": 1.0}
 TRUST_SCORE = {1: 1.0, 2: 0.7, 3: 0.4}
 #: Relations a task family usually needs (a prior, weaker than what the event asks). Derived
-#: from what each task is (:data:`speakerflow.ops.lexicon.INTENT_NEEDS`: the relation *kinds*
+#: from what each task is (:data:`ops.knowledge.lexicon.INTENT_NEEDS`: the relation *kinds*
 #: a task needs) and each relation's kind, never from a benchmark's gold requirements.
 INTENT_PROFILE: dict[str, tuple[str, ...]] = intent_profile()
 

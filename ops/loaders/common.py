@@ -340,7 +340,7 @@ def load(path: str | Path, fmt: str, group: str | None = None) -> Loaded:
     ``fmt="auto"`` takes the format :func:`detect_format` tells. ``group`` names the group
     for formats that carry none (JSONL) or overrides it when the file holds a single group.
     """
-    from . import events, jsonl, locomo, socialmem  # noqa: F401 - register formats
+    from speakerflow.ops.loaders import events, jsonl, locomo, socialmem  # noqa: F401 - register formats
 
     if fmt == "auto":
         fmt = detect_format(path)

@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+from speakerflow.ops.loaders.common import Loaded, LoadError, iter_jsonl, loader, to_message_table
 from speakerflow.schemas import SOURCE_TYPES
-
-from .common import Loaded, LoadError, iter_jsonl, loader, to_message_table
 
 
 @loader("events")

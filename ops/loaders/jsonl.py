@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-from .common import Loaded, LoadError, iter_jsonl, loader, to_message_table
+from speakerflow.ops.loaders.common import Loaded, LoadError, iter_jsonl, loader, to_message_table
 
 OPTIONAL = ("reply_to", "source_type", "source_ref", "trust_tier")
 

@@ -13,8 +13,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from speakerflow.graphs.store import StoreError, check_group_id
-
-from .common import Loaded, LoadError, field, loader, read_json, to_message_table
+from speakerflow.ops.loaders.common import (
+    Loaded,
+    LoadError,
+    field,
+    loader,
+    read_json,
+    to_message_table,
+)
 
 _SESSION = re.compile(r"^session_(\d+)$")
 

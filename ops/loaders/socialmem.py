@@ -11,8 +11,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from speakerflow.graphs.store import StoreError, check_group_id
-
-from .common import Loaded, LoadError, WrongFormatError, field, loader, read_json, to_message_table
+from speakerflow.ops.loaders.common import (
+    Loaded,
+    LoadError,
+    WrongFormatError,
+    field,
+    loader,
+    read_json,
+    to_message_table,
+)
 
 
 def network_id(data: dict, path: Path) -> str:

@@ -75,7 +75,7 @@ def warm_up(store, config, group: str) -> None:
     import sys
     import time
 
-    from speakerflow.ops.recall import unembedded_messages, warm_message_embeddings
+    from speakerflow.ops.query.recall import unembedded_messages, warm_message_embeddings
     from speakerflow.pipelines.query_path import embedder_for
 
     embedder = embedder_for(config)

@@ -14,7 +14,7 @@ import warnings
 from tqdm import tqdm
 
 from speakerflow.ops.loaders import FORMATS, detect_format, load
-from speakerflow.ops.writer.registry import WRITER_KINDS, make_writer
+from speakerflow.ops.write.writer.registry import WRITER_KINDS, make_writer
 from speakerflow.pipelines.write_path import write_group
 
 from .common import add_home, add_json, home_of, print_json
@@ -158,8 +158,8 @@ def _embed(groups: list[str], home, args: argparse.Namespace) -> int | None:
     (``--embedder none``, or an events file: facts, not messages)."""
     if args.embedder == "none" or args.format == "events" or not groups:
         return None
-    from speakerflow.ops.embed import make_embedder
-    from speakerflow.ops.recall import warm_message_embeddings
+    from speakerflow.ops.query.recall import warm_message_embeddings
+    from speakerflow.ops.text.embed import make_embedder
 
     embedder = make_embedder(args.embedder)
     embedded = 0

@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from speakerflow.memory import inject_context
-    from speakerflow.ops.knowledge import load_knowledge
+    from speakerflow.ops.knowledge.load import load_knowledge
 
     with home_of(args).open(args.group, writable=False) as store:
         wc = inject_context(

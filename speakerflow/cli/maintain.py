@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from speakerflow.ops.maintenance import apply_review, tick
+    from speakerflow.ops.knowledge.maintenance import apply_review, tick
     from speakerflow.pipelines.entity_path import build_entity_graph
 
     now = datetime.fromisoformat(args.now) if args.now else None

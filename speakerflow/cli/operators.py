@@ -1,6 +1,6 @@
 """``speakerflow operators [NAME ...] [--json]``: the catalogue of registered operators.
 
-Lists every operator a pipeline can be built from (``speakerflow.ops.registry``): what it
+Lists every operator a pipeline can be built from (``speakerflow.ops.core.registry``): what it
 consumes, what it produces, its config fields and optional requirements.
 """
 
@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def collect(names: list[str] | None = None) -> dict:
     """The catalogue as a dict: ``operators`` (one entry per operator) and ``skipped``
     (modules not importable here, with why)."""
-    from speakerflow.ops import registry
+    from speakerflow.ops.core import registry
 
     skipped = registry.discover(("speakerflow.ops", "speakerflow.pipelines"))
     ops = registry.catalogue()

@@ -142,7 +142,7 @@ def _split(args: argparse.Namespace, items: list) -> tuple[list, list]:
 def _writer(name: str | None):
     if name is None:
         return None
-    from speakerflow.ops.writer.registry import make_writer
+    from speakerflow.ops.write.writer.registry import make_writer
 
     writer = make_writer(name)
     if writer is None:

@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from speakerflow.ops.wiki import write_wiki
+    from speakerflow.ops.knowledge.wiki import write_wiki
     from speakerflow.pipelines.forget import default_wiki_dir
 
     with home_of(args).open(args.group, writable=False) as store:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from speakerflow.ops.backends import make_backend
-from speakerflow.ops.writer.base import Segment
-from speakerflow.ops.writer.chat import make_chat_writer
-from speakerflow.ops.writer.prompt import build_writer_messages
+from speakerflow.ops.write.writer.base import Segment
+from speakerflow.ops.write.writer.chat import make_chat_writer
+from speakerflow.ops.write.writer.prompt import build_writer_messages
 from speakerflow.training.onnx_export import export_onnx, onnx_parity
 from speakerflow.training.tiny import IM_END, build_tiny_model
 
@@ -156,7 +156,7 @@ def test_garbage_from_the_tiny_model_never_reaches_the_store(tiny_dir, home):
 
 
 def test_cli_style_settings_reach_the_local_backends(onnx_dir):
-    registry = pytest.importorskip("speakerflow.ops.writer.registry")
+    registry = pytest.importorskip("speakerflow.ops.write.writer.registry")
     # what `speakerflow ingest --writer onnx --model DIR --device cpu` passes
     writer = registry.make_writer("onnx", model=str(onnx_dir), base_url=None, device="cpu")
     assert writer.name == "chat:onnx" and writer.backend.provider == "CPUExecutionProvider"

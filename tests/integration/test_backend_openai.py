@@ -16,8 +16,8 @@ from speakerflow.ops.backends.errors import (
     BackendResponseError,
     BackendUnavailableError,
 )
-from speakerflow.ops.writer.base import Segment
-from speakerflow.ops.writer.chat import make_chat_writer
+from speakerflow.ops.write.writer.base import Segment
+from speakerflow.ops.write.writer.chat import make_chat_writer
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -7,13 +7,13 @@ from conftest import shared
 
 from speakerflow.graphs.records import written_ids
 from speakerflow.graphs.text_index import SearchFilter
-from speakerflow.ops.base import Context
+from speakerflow.ops.core.base import Context
+from speakerflow.ops.core.pipeline import ForEach
 from speakerflow.ops.loaders import load
-from speakerflow.ops.pipeline import ForEach
-from speakerflow.ops.segment import Segmenter
-from speakerflow.ops.upsert import Upsert
-from speakerflow.ops.validate import Validate
-from speakerflow.ops.writer.operator import Writer
+from speakerflow.ops.write.segment import Segmenter
+from speakerflow.ops.write.upsert import Upsert
+from speakerflow.ops.write.validate import Validate
+from speakerflow.ops.write.writer.operator import Writer
 from speakerflow.pipelines.write_path import write_group
 from speakerflow.settings import BUNDLED_SAMPLE
 

@@ -8,7 +8,8 @@ import pytest
 
 from speakerflow.benchmarks.harness.generator import Generator
 from speakerflow.ops import Lambda
-from speakerflow.ops.base import Context
+from speakerflow.ops.core.base import Context
+from speakerflow.ops.core.pipeline import Pipeline
 from speakerflow.ops.inject import InjectConfig, PassiveInjector
 from speakerflow.ops.inject.operators import (
     LINE_SCHEMA,
@@ -19,8 +20,7 @@ from speakerflow.ops.inject.operators import (
     Score,
     TopB,
 )
-from speakerflow.ops.knowledge import load_knowledge
-from speakerflow.ops.pipeline import Pipeline
+from speakerflow.ops.knowledge.load import load_knowledge
 from speakerflow.pipelines.entity_path import build_entity_graph
 from speakerflow.schemas import MESSAGE_SCHEMA
 

@@ -10,8 +10,8 @@ import pytest
 
 from speakerflow.cli import main
 from speakerflow.graphs.facts import FactGraph
-from speakerflow.ops.maintenance import tick
-from speakerflow.ops.wiki import write_wiki
+from speakerflow.ops.knowledge.maintenance import tick
+from speakerflow.ops.knowledge.wiki import write_wiki
 from speakerflow.pipelines.entity_path import build_entity_graph
 from speakerflow.schemas import MESSAGE_SCHEMA
 
@@ -185,7 +185,7 @@ def test_cli_end_to_end_on_the_sample_event_stream(home, tmp_path, capsys):
 
 
 def test_human_review_moves_maturity_and_is_logged(store):
-    from speakerflow.ops.maintenance import apply_review
+    from speakerflow.ops.knowledge.maintenance import apply_review
 
     build_entity_graph(store)
     fg = FactGraph(store.graph, "desk").load()
@@ -197,7 +197,7 @@ def test_human_review_moves_maturity_and_is_logged(store):
 
 
 def test_merge_candidates_are_queued_not_applied(store):
-    from speakerflow.ops.maintenance import sample_probe, tick
+    from speakerflow.ops.knowledge.maintenance import sample_probe, tick
     from speakerflow.schemas import Entity
 
     build_entity_graph(store)

@@ -11,16 +11,16 @@ import pytest
 from speakerflow.benchmarks.harness.generator import Generator
 from speakerflow.graphs import Home
 from speakerflow.graphs.facts import FactGraph
-from speakerflow.ops import registry
-from speakerflow.ops.base import Context
-from speakerflow.ops.canonicalize import Canonicalize
-from speakerflow.ops.decay import Decay
-from speakerflow.ops.detect import Detect
-from speakerflow.ops.extract_knowledge import ExtractKnowledge
-from speakerflow.ops.governance import Govern
-from speakerflow.ops.invalidate import FACT_SCHEMA, Invalidate
-from speakerflow.ops.maintenance import Maintain
-from speakerflow.ops.wiki import Wiki
+from speakerflow.ops.core import registry
+from speakerflow.ops.core.base import Context
+from speakerflow.ops.knowledge.canonicalize import Canonicalize
+from speakerflow.ops.knowledge.decay import Decay
+from speakerflow.ops.knowledge.detect import Detect
+from speakerflow.ops.knowledge.extract_knowledge import ExtractKnowledge
+from speakerflow.ops.knowledge.governance import Govern
+from speakerflow.ops.knowledge.invalidate import FACT_SCHEMA, Invalidate
+from speakerflow.ops.knowledge.maintenance import Maintain
+from speakerflow.ops.knowledge.wiki import Wiki
 from speakerflow.pipelines.entity_path import build_entity_graph
 from speakerflow.schemas import MESSAGE_SCHEMA
 

@@ -11,9 +11,9 @@ from speakerflow.benchmarks.scale import CachedEmbedder, synthetic_stream
 from speakerflow.cli import main
 from speakerflow.graphs import GroupStore
 from speakerflow.graphs.ann import AnnIndex, top_k_exact
-from speakerflow.ops.dense_index import dense_scores, group_index
-from speakerflow.ops.embed import HashingEmbedder
-from speakerflow.ops.recall import GroupView
+from speakerflow.ops.query.recall import GroupView
+from speakerflow.ops.text.dense_index import dense_scores, group_index
+from speakerflow.ops.text.embed import HashingEmbedder
 
 FIELDS = (
     "messages",

@@ -1,6 +1,6 @@
 """A group's ANN index reopened by a fresh process: it knows whether it holds every message
 (graphs/ann.py ``needs_sync``), so the dense channel skips reading the group's vectors
-(ops/dense_index.py); the bench's embedding cache refuses another model's vectors."""
+(ops/text/dense_index.py); the bench's embedding cache refuses another model's vectors."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 from speakerflow.benchmarks.scale import CachedEmbedder, synthetic_stream
 from speakerflow.graphs import GroupStore, ann
 from speakerflow.graphs.ann import AnnIndex
-from speakerflow.ops.dense_index import dense_scores, group_index
-from speakerflow.ops.embed import HashingEmbedder
-from speakerflow.ops.recall import GroupView
+from speakerflow.ops.query.recall import GroupView
+from speakerflow.ops.text.dense_index import dense_scores, group_index
+from speakerflow.ops.text.embed import HashingEmbedder
 
 
 def _vecs(n: int, dim: int = 16) -> np.ndarray:

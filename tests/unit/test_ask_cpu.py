@@ -14,10 +14,10 @@ from speakerflow import Memory
 from speakerflow.graphs import SearchFilter, query_terms
 from speakerflow.graphs.text_index import doc_key
 from speakerflow.memory import answer_direct
-from speakerflow.ops.embed import HashingEmbedder
 from speakerflow.ops.loaders import load
-from speakerflow.ops.recall import GroupView, rank_of, recall
-from speakerflow.ops.resolve import RecordView, ResolveConfig, _dense_sims, _relevance
+from speakerflow.ops.query.recall import GroupView, rank_of, recall
+from speakerflow.ops.query.resolve import RecordView, ResolveConfig, _dense_sims, _relevance
+from speakerflow.ops.text.embed import HashingEmbedder
 from speakerflow.pipelines.query_path import QueryConfig, answer_question
 from speakerflow.settings import BUNDLED_SAMPLE
 
@@ -66,7 +66,7 @@ def _relevance_per_record(view, records, fused, projection, config, embedder, po
 
 
 def test_resolve_scores_every_record_in_one_pass_as_the_per_record_rule(store):  # noqa: F811
-    from speakerflow.ops.project import project_rules
+    from speakerflow.ops.query.project import project_rules
 
     embedder = HashingEmbedder()
     view = GroupView.of(store)

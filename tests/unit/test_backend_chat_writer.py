@@ -9,9 +9,9 @@ import pytest
 from speakerflow.ops.backends import BackendConfigError, ScriptedChat, make_backend
 from speakerflow.ops.backends.base import ChatResult
 from speakerflow.ops.backends.errors import BackendUnavailableError
-from speakerflow.ops.writer.base import Segment, WriterBackend
-from speakerflow.ops.writer.chat import ChatWriter, extract_actions, make_chat_writer
-from speakerflow.ops.writer.prompt import (
+from speakerflow.ops.write.writer.base import Segment, WriterBackend
+from speakerflow.ops.write.writer.chat import ChatWriter, extract_actions, make_chat_writer
+from speakerflow.ops.write.writer.prompt import (
     build_writer_messages,
     render_actions,
 )

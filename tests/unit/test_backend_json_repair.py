@@ -93,7 +93,7 @@ def test_unrepairable_output_returns_an_error_not_an_exception(text, fragment):
 
 
 def test_garbage_bytes_from_a_random_model_give_a_parse_error():
-    from speakerflow.ops.writer.chat import parse_writer_text
+    from speakerflow.ops.write.writer.chat import parse_writer_text
 
     garbage = 'or}ft\ufffdiv willOUPv 202um00U\x08 (|ENactions year4567{"00 jA {}\x00 202ift'
     actions, error, _ = parse_writer_text(garbage)

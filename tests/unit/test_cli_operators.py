@@ -7,7 +7,7 @@ import json
 import pytest
 
 from speakerflow.cli import main
-from speakerflow.ops import registry
+from speakerflow.ops.core import registry
 from speakerflow.schemas import ACTION_SCHEMA
 
 pytestmark = pytest.mark.timeout(120)
@@ -56,8 +56,8 @@ def test_operators_json_lists_every_registered_operator(capsys):
 def test_operators_text_and_filter(capsys):
     assert main(["operators", "upsert", "Validate"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("upsert  speakerflow.ops.upsert.Upsert")
+    assert out.startswith("upsert  speakerflow.ops.write.upsert.Upsert")
     assert "consumes: action, segment_id" in out and "config confidence: float (default 0.7)" in out
-    assert "validate  speakerflow.ops.validate.Validate" in out and "recall" not in out
+    assert "validate  speakerflow.ops.write.validate.Validate" in out and "recall" not in out
     assert main(["operators", "no-such-op"]) == 2
     assert "no operator named no-such-op" in capsys.readouterr().err

@@ -10,15 +10,15 @@ import pytest
 from speakerflow.graphs import GroupStore
 from speakerflow.graphs.records import RecordBuffer, written_ids
 from speakerflow.ops import Lambda
-from speakerflow.ops.base import Context, SchemaMismatchError
-from speakerflow.ops.canonicalize import Canonicalize
-from speakerflow.ops.detect import Detect
+from speakerflow.ops.core.base import Context, SchemaMismatchError
+from speakerflow.ops.core.pipeline import ForEach, Pipeline
+from speakerflow.ops.knowledge.canonicalize import Canonicalize
+from speakerflow.ops.knowledge.detect import Detect
 from speakerflow.ops.loaders import load
-from speakerflow.ops.pipeline import ForEach, Pipeline
-from speakerflow.ops.segment import Segmenter
-from speakerflow.ops.upsert import Upsert
-from speakerflow.ops.validate import Validate
-from speakerflow.ops.writer.operator import Writer
+from speakerflow.ops.write.segment import Segmenter
+from speakerflow.ops.write.upsert import Upsert
+from speakerflow.ops.write.validate import Validate
+from speakerflow.ops.write.writer.operator import Writer
 from speakerflow.pipelines.write_path import write_group, write_pipeline
 from speakerflow.settings import BUNDLED_SAMPLE
 
@@ -161,7 +161,8 @@ def test_record_buffer_stages_the_watermark_and_flushes_every_n_batches():
 def test_docstring_examples_of_the_composed_modules_run():
     import doctest
 
-    from speakerflow.ops import canonicalize, detect, segment
+    from speakerflow.ops.knowledge import canonicalize, detect
+    from speakerflow.ops.write import segment
     from speakerflow.pipelines import write_path
 
     for module in (segment, detect, canonicalize, write_path):
@@ -169,7 +170,7 @@ def test_docstring_examples_of_the_composed_modules_run():
 
 
 def test_a_run_that_fails_half_way_resumes_where_it_stopped():
-    from speakerflow.ops.writer.rules import RulesWriter
+    from speakerflow.ops.write.writer.rules import RulesWriter
 
     class FailsOnSecond(RulesWriter):
         def propose(self, segment):

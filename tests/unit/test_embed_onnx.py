@@ -1,4 +1,4 @@
-"""The ONNX MiniLM embedder (ops/embed.py): int8 vectors close to the torch fp32 model, the
+"""The ONNX MiniLM embedder (ops/text/embed.py): int8 vectors close to the torch fp32 model, the
 export/quantisation cache built once, and clear errors for a missing or broken model.
 
 One export (optimum, from the installed package; offline) and one quantisation into a
@@ -12,7 +12,7 @@ import shutil
 import numpy as np
 import pytest
 
-from speakerflow.ops import embed as E
+from speakerflow.ops.text import embed as E
 
 pytestmark = pytest.mark.slow
 

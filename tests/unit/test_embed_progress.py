@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from speakerflow.ops.embed import PROGRESS_CHUNK, HashingEmbedder, _encode_with_progress
+from speakerflow.ops.text.embed import PROGRESS_CHUNK, HashingEmbedder, _encode_with_progress
 
 
 def test_chunked_encode_equals_one_call():

@@ -6,7 +6,7 @@ import pytest
 from speakerflow.benchmarks.evaluate import markdown_summary, summarise
 from speakerflow.benchmarks.qa_data import normalise_locomo_evidence
 from speakerflow.ops.backends.base import ScriptedChat
-from speakerflow.ops.judge import evidence_recall, llm_judge, rubric_score, token_f1
+from speakerflow.ops.query.judge import evidence_recall, llm_judge, rubric_score, token_f1
 
 
 def test_token_f1_matches_the_paper_definition():
@@ -98,8 +98,8 @@ def test_summary_by_category_and_markdown():
 def test_judge_operator_emits_one_row_per_metric():
     import pyarrow as pa
 
-    from speakerflow.ops.base import Context
-    from speakerflow.ops.judge import Judge
+    from speakerflow.ops.core.base import Context
+    from speakerflow.ops.query.judge import Judge
 
     table = pa.table(
         {

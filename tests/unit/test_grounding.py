@@ -1,5 +1,5 @@
 """Validate refuses records whose content is not grounded in the messages they cite
-(ops.contract.grounding, through check_action, so the training reward agrees)."""
+(ops.write.contract.grounding, through check_action, so the training reward agrees)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from speakerflow.ops.contract import Batch, check_action, grounding, instructs_memory
-from speakerflow.ops.writer.base import Segment
+from speakerflow.ops.write.contract import Batch, check_action, grounding, instructs_memory
+from speakerflow.ops.write.writer.base import Segment
 from speakerflow.training.action_report import report_actions
 from speakerflow.training.state import WriterState
 

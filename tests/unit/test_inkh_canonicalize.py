@@ -1,7 +1,7 @@
 """Alias canonicalisation: one entity per asset/trader, merges recorded, never silent."""
 
-from speakerflow.ops.canonicalize import Canonicalizer
-from speakerflow.ops.detect import Detector
+from speakerflow.ops.knowledge.canonicalize import Canonicalizer
+from speakerflow.ops.knowledge.detect import Detector
 
 
 def test_bitcoin_aliases_collapse_to_one_asset():
@@ -57,8 +57,8 @@ def test_model_fallback_is_asked_and_logged():
 def test_roster_aliases_resolve_people():
     from datetime import UTC, datetime
 
-    from speakerflow.ops.extract_knowledge import Event, KnowledgeExtractor
-    from speakerflow.ops.people import PersonResolver
+    from speakerflow.ops.knowledge.extract_knowledge import Event, KnowledgeExtractor
+    from speakerflow.ops.text.people import PersonResolver
 
     c = Canonicalizer()
     d = Detector(

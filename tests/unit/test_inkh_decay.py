@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from speakerflow.ops.decay import decay, effective_confidence, next_maturity
+from speakerflow.ops.knowledge.decay import decay, effective_confidence, next_maturity
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

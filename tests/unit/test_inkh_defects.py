@@ -6,12 +6,12 @@ an in-memory graph."""
 from datetime import UTC, datetime, timedelta
 
 from speakerflow.graphs.facts import FactGraph
-from speakerflow.ops.canonicalize import Canonicalizer
-from speakerflow.ops.detect import Detector
-from speakerflow.ops.extract_knowledge import Event, KnowledgeExtractor
 from speakerflow.ops.inject import InjectConfig, PassiveInjector
-from speakerflow.ops.invalidate import upsert_facts
-from speakerflow.ops.people import PersonResolver
+from speakerflow.ops.knowledge.canonicalize import Canonicalizer
+from speakerflow.ops.knowledge.detect import Detector
+from speakerflow.ops.knowledge.extract_knowledge import Event, KnowledgeExtractor
+from speakerflow.ops.knowledge.invalidate import upsert_facts
+from speakerflow.ops.text.people import PersonResolver
 
 T0 = datetime(2026, 4, 6, 8, 0, tzinfo=UTC)
 ROSTER = [

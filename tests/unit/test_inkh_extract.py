@@ -4,9 +4,9 @@ import json
 from datetime import UTC, datetime
 
 from speakerflow.ops.backends.base import ScriptedChat
-from speakerflow.ops.canonicalize import Canonicalizer
-from speakerflow.ops.detect import Detector
-from speakerflow.ops.extract_knowledge import Event, KnowledgeExtractor
+from speakerflow.ops.knowledge.canonicalize import Canonicalizer
+from speakerflow.ops.knowledge.detect import Detector
+from speakerflow.ops.knowledge.extract_knowledge import Event, KnowledgeExtractor
 
 T = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -105,10 +105,10 @@ def test_rules_generalise_to_unseen_phrasings():
 def test_operators_compose_detect_canonicalize_and_extract():
     import pyarrow as pa
 
-    from speakerflow.ops.base import Context
-    from speakerflow.ops.canonicalize import Canonicalize
-    from speakerflow.ops.detect import Detect
-    from speakerflow.ops.extract_knowledge import ExtractKnowledge
+    from speakerflow.ops.core.base import Context
+    from speakerflow.ops.knowledge.canonicalize import Canonicalize
+    from speakerflow.ops.knowledge.detect import Detect
+    from speakerflow.ops.knowledge.extract_knowledge import ExtractKnowledge
 
     msgs = pa.table(
         {

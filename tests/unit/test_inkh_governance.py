@@ -5,11 +5,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from speakerflow.graphs.facts import FactGraph
-from speakerflow.ops.canonicalize import Canonicalizer
-from speakerflow.ops.extract_knowledge import Candidate
-from speakerflow.ops.governance import Governance, GovernanceConfig
 from speakerflow.ops.inject import InjectConfig, PassiveInjector
-from speakerflow.ops.invalidate import upsert_facts
+from speakerflow.ops.knowledge.canonicalize import Canonicalizer
+from speakerflow.ops.knowledge.extract_knowledge import Candidate
+from speakerflow.ops.knowledge.governance import Governance, GovernanceConfig
+from speakerflow.ops.knowledge.invalidate import upsert_facts
 
 T = datetime(2026, 3, 1, tzinfo=UTC)
 

@@ -3,7 +3,7 @@
 import re
 
 from speakerflow.benchmarks.harness.generator import HOLDOUT, STATE
-from speakerflow.ops.lexicon import RELATIONS
+from speakerflow.ops.knowledge.lexicon import RELATIONS
 
 
 def test_no_held_out_template_uses_a_relation_phrase():

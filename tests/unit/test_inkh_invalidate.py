@@ -3,8 +3,8 @@
 from datetime import UTC, datetime, timedelta
 
 from speakerflow.graphs.facts import FactGraph
-from speakerflow.ops.extract_knowledge import Candidate
-from speakerflow.ops.invalidate import UpsertConfig, upsert_facts
+from speakerflow.ops.knowledge.extract_knowledge import Candidate
+from speakerflow.ops.knowledge.invalidate import UpsertConfig, upsert_facts
 
 T = datetime(2026, 3, 1, tzinfo=UTC)
 

@@ -5,7 +5,7 @@ from collections import Counter
 from datetime import UTC, datetime
 
 from speakerflow.graphs.facts import FactGraph, FactItem
-from speakerflow.ops.maintenance import PROBES, recompute, sample_probe
+from speakerflow.ops.knowledge.maintenance import PROBES, recompute, sample_probe
 
 T = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -43,7 +43,7 @@ def test_recompute_applies_psi_to_every_fact():
 
 
 def test_link_discovery_suggests_co_mentioned_unlinked_entities():
-    from speakerflow.ops.maintenance import discover_links
+    from speakerflow.ops.knowledge.maintenance import discover_links
     from speakerflow.schemas import Entity
 
     fg = FactGraph(None, "g")

@@ -1,7 +1,6 @@
-"""The general reader's pieces (ops/reader.py) on sentences written for this test."""
+"""The general reader's pieces (ops/knowledge/reader.py) on sentences written for this test."""
 
-from speakerflow.ops.embed import HashingEmbedder
-from speakerflow.ops.reader import (
+from speakerflow.ops.knowledge.reader import (
     PrototypeClassifier,
     categories,
     clauses,
@@ -10,6 +9,7 @@ from speakerflow.ops.reader import (
     percents,
     pick,
 )
+from speakerflow.ops.text.embed import HashingEmbedder
 
 
 def test_clauses_split_at_ends_semicolons_and_contrasts():

@@ -8,13 +8,13 @@ from datetime import UTC, datetime
 import numpy as np
 
 from speakerflow.graphs.facts import FactGraph
-from speakerflow.ops.canonicalize import Canonicalizer
-from speakerflow.ops.detect import Detector, is_word
-from speakerflow.ops.embed import HashingEmbedder
-from speakerflow.ops.extract_knowledge import Event, KnowledgeExtractor
 from speakerflow.ops.inject import PassiveInjector
-from speakerflow.ops.people import PersonResolver
-from speakerflow.ops.reader import ExemplarClassifier, intent_classifier
+from speakerflow.ops.knowledge.canonicalize import Canonicalizer
+from speakerflow.ops.knowledge.detect import Detector, is_word
+from speakerflow.ops.knowledge.extract_knowledge import Event, KnowledgeExtractor
+from speakerflow.ops.knowledge.reader import ExemplarClassifier, intent_classifier
+from speakerflow.ops.text.embed import HashingEmbedder
+from speakerflow.ops.text.people import PersonResolver
 
 T0 = datetime(2026, 5, 4, 9, 0, tzinfo=UTC)
 ROSTER = ["ana", "bo", "cy"]

@@ -21,7 +21,7 @@ from speakerflow.graphs import GroupStore
 from speakerflow.graphs.records import all_records
 from speakerflow.ops.backends.base import ScriptedChat
 from speakerflow.ops.loaders import LoadError, load
-from speakerflow.ops.writer.chat import ChatWriter
+from speakerflow.ops.write.writer.chat import ChatWriter
 from speakerflow.pipelines.write_path import write_group
 from speakerflow.schemas import GROUP_LAYERS, LAYERS, MESSAGE_SCHEMA, PERSON_LAYERS
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from speakerflow.memory import BatchingEmbedder
-from speakerflow.ops.embed import HashingEmbedder, encode_query
+from speakerflow.ops.text.embed import HashingEmbedder, encode_query
 
 pytestmark = pytest.mark.timeout(60)
 

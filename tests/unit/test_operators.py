@@ -10,8 +10,8 @@ from speakerflow.ops import (
     OperatorConfig,
     Pipeline,
     SchemaMismatchError,
-    registry,
 )
+from speakerflow.ops.core import registry
 
 
 class Words(Operator):
@@ -148,7 +148,7 @@ def test_for_each_runs_the_inner_pipeline_per_key_in_order():
 def test_docstring_examples_run():
     import doctest
 
-    from speakerflow.ops import base, pipeline
+    from speakerflow.ops.core import base, pipeline
 
     for module in (base, pipeline):
         assert doctest.testmod(module).failed == 0

@@ -5,9 +5,9 @@ change from a record that spans two messages (no embedder: lexical scoring only)
 from datetime import UTC, datetime, timedelta
 
 from speakerflow.graphs import GroupStore
-from speakerflow.ops.answer import NO_INFO, annotate, answer_rules, question_type, stem
-from speakerflow.ops.project import project_rules
-from speakerflow.ops.recall import GroupView
+from speakerflow.ops.query.answer import NO_INFO, annotate, answer_rules, question_type, stem
+from speakerflow.ops.query.project import project_rules
+from speakerflow.ops.query.recall import GroupView
 from speakerflow.schemas import EvidenceItem, Message, to_table
 
 ROSTER = ["Maya", "Tom", "Ana", "Chloe", "Dev"]

@@ -6,17 +6,18 @@ import pytest
 from test_query_path import store  # noqa: F401 - the shared fixture (messages + hand-made records)
 
 from speakerflow.graphs import GroupStore
-from speakerflow.ops import SchemaMismatchError, registry
-from speakerflow.ops.answer import Answer
+from speakerflow.ops import SchemaMismatchError
 from speakerflow.ops.backends.base import ScriptedChat
-from speakerflow.ops.base import Context
-from speakerflow.ops.compose import Compose
+from speakerflow.ops.core import registry
+from speakerflow.ops.core.base import Context
 from speakerflow.ops.loaders import load
-from speakerflow.ops.project import Project
-from speakerflow.ops.query_tables import PROJECTION_COLUMNS, candidates_table, evidence_table
-from speakerflow.ops.recall import Recall
-from speakerflow.ops.resolve import Resolve
-from speakerflow.ops.select import Select
+from speakerflow.ops.query.answer import Answer
+from speakerflow.ops.query.compose import Compose
+from speakerflow.ops.query.project import Project
+from speakerflow.ops.query.query_tables import PROJECTION_COLUMNS, candidates_table, evidence_table
+from speakerflow.ops.query.recall import Recall
+from speakerflow.ops.query.resolve import Resolve
+from speakerflow.ops.query.select import Select
 from speakerflow.pipelines.query_path import (
     ABLATIONS,
     QueryConfig,

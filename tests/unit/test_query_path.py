@@ -8,9 +8,16 @@ import pytest
 
 from speakerflow.graphs import GroupStore
 from speakerflow.ops.backends.base import ScriptedChat
-from speakerflow.ops.compose import count_tokens
-from speakerflow.ops.embed import HashingEmbedder, cached_embeddings
-from speakerflow.ops.recall import GroupView, Recall, RecallConfig, fuse, recall, window_scores
+from speakerflow.ops.query.compose import count_tokens
+from speakerflow.ops.query.recall import (
+    GroupView,
+    Recall,
+    RecallConfig,
+    fuse,
+    recall,
+    window_scores,
+)
+from speakerflow.ops.text.embed import HashingEmbedder, cached_embeddings
 from speakerflow.pipelines.query_path import QueryConfig, answer_question
 from speakerflow.schemas import KnowledgeItem, Message, to_table
 
@@ -122,8 +129,8 @@ def test_window_and_fusion_are_vectorised_over_sessions(store):
 
 
 def test_recall_operator_returns_a_ranked_pool(store):
-    from speakerflow.ops.base import Context
-    from speakerflow.ops.query_tables import candidates_table
+    from speakerflow.ops.core.base import Context
+    from speakerflow.ops.query.query_tables import candidates_table
 
     out = candidates_table(
         Recall(pool=3)(
@@ -263,7 +270,7 @@ def test_recall_without_dense_channel(store):
 
 
 def test_answer_questions_operator_meters_and_returns_cited_ids(store):
-    from speakerflow.ops.base import Context
+    from speakerflow.ops.core.base import Context
     from speakerflow.pipelines.query_path import AnswerQuestions
 
     op = AnswerQuestions(embedder="hashing")
@@ -279,7 +286,7 @@ def test_answer_questions_operator_meters_and_returns_cited_ids(store):
 
 
 def test_own_words_option_adds_verbatim_beside_records(store):
-    from speakerflow.ops.resolve import ResolveConfig
+    from speakerflow.ops.query.resolve import ResolveConfig
 
     q = "What does Ben prefer for the offsite city?"
     plain = answer_question(store, q, CFG)

@@ -4,7 +4,7 @@ the roster."""
 from datetime import UTC, datetime
 
 from speakerflow.ops.backends.base import ScriptedChat
-from speakerflow.ops.project import Project, as_of_date, is_rollup, project_rules
+from speakerflow.ops.query.project import Project, as_of_date, is_rollup, project_rules
 
 ROSTER = ["Ana", "Ben", "Chloe", "Dev"]
 

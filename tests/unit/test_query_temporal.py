@@ -5,7 +5,7 @@ Reference days used below: Friday 10 April 2026, Monday 8 May 2023, Friday 6 Mar
 
 from datetime import UTC, date, datetime
 
-from speakerflow.ops.temporal import TimeSpan, describe, resolve, resolve_first
+from speakerflow.ops.text.temporal import TimeSpan, describe, resolve, resolve_first
 
 FRI = datetime(2026, 4, 10, 10, 33, tzinfo=UTC)  # Friday
 MON = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)  # Monday

@@ -14,17 +14,17 @@ import pytest
 from test_query_path import store  # noqa: F401  (fixture)
 
 from speakerflow.graphs import Home
-from speakerflow.ops.answer import Messages
-from speakerflow.ops.embed import HashingEmbedder
-from speakerflow.ops.recall import GroupView, RecallConfig, recall, warm_message_embeddings
-from speakerflow.ops.recall_bounded import (
+from speakerflow.ops.query.answer import Messages
+from speakerflow.ops.query.recall import GroupView, RecallConfig, recall, warm_message_embeddings
+from speakerflow.ops.query.recall_bounded import (
     bm25_top,
     fallback_rows,
     is_large,
     session_rows,
     speaker_index,
 )
-from speakerflow.ops.resolve import _fallback
+from speakerflow.ops.query.resolve import _fallback
+from speakerflow.ops.text.embed import HashingEmbedder
 from speakerflow.pipelines.query_path import QueryConfig, answer_question
 
 N = 3_000

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 import pyarrow as pa
 import pytest
 
-from speakerflow.ops.base import Context
-from speakerflow.ops.segment import Segmenter, segment_ids
+from speakerflow.ops.core.base import Context
+from speakerflow.ops.write.segment import Segmenter, segment_ids
 
 
 def _ids_rows(table, window):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from speakerflow.ops.writer.base import WriterOutput
+from speakerflow.ops.write.writer.base import WriterOutput
 from speakerflow.training.data import (
     build_sft_dataset,
     load_networks,

@@ -13,10 +13,10 @@ import pytest
 
 from speakerflow.graphs import GroupStore
 from speakerflow.graphs.records import all_records, heads
-from speakerflow.ops.base import Context
+from speakerflow.ops.core.base import Context
 from speakerflow.ops.loaders.common import to_message_table
-from speakerflow.ops.validate import Validate
-from speakerflow.ops.writer.base import Segment
+from speakerflow.ops.write.validate import Validate
+from speakerflow.ops.write.writer.base import Segment
 from speakerflow.pipelines.write_path import write_group
 
 pytestmark = pytest.mark.timeout(60)
@@ -216,7 +216,7 @@ def test_validate_accepts_history_only_beside_a_segment_message():
 def test_relative_dates_are_resolved_against_the_message_time():
     from datetime import UTC, datetime
 
-    from speakerflow.ops.writer.rules import RulesWriter
+    from speakerflow.ops.write.writer.rules import RulesWriter
 
     msgs = (
         {

@@ -16,11 +16,11 @@ from datetime import UTC, datetime, timedelta
 import pyarrow as pa
 import pytest
 
-from speakerflow.ops.base import Context
-from speakerflow.ops.contract import Batch, check_action, store_ids
-from speakerflow.ops.validate import Validate
-from speakerflow.ops.writer.base import Segment
-from speakerflow.ops.writer.operator import PROPOSAL_SCHEMA
+from speakerflow.ops.core.base import Context
+from speakerflow.ops.write.contract import Batch, check_action, store_ids
+from speakerflow.ops.write.validate import Validate
+from speakerflow.ops.write.writer.base import Segment
+from speakerflow.ops.write.writer.operator import PROPOSAL_SCHEMA
 from speakerflow.training.action_report import action_error, report_actions
 from speakerflow.training.reward import step_reward
 from speakerflow.training.state import WriterState

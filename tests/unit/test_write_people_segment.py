@@ -5,8 +5,8 @@ from datetime import UTC, datetime, timedelta
 import pyarrow as pa
 import pytest
 
-from speakerflow.ops.people import PersonResolver
-from speakerflow.ops.segment import Segmenter, build_segments
+from speakerflow.ops.text.people import PersonResolver
+from speakerflow.ops.write.segment import Segmenter, build_segments
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -9,7 +9,7 @@ import pytest
 from speakerflow.graphs import GroupStore
 from speakerflow.graphs.records import all_records, heads
 from speakerflow.ops.backends.base import ScriptedChat
-from speakerflow.ops.writer.chat import ChatWriter
+from speakerflow.ops.write.writer.chat import ChatWriter
 from speakerflow.pipelines.write_path import write_group
 from speakerflow.schemas import MESSAGE_SCHEMA
 
@@ -167,10 +167,10 @@ def test_update_chains_noop_update_and_layer_owner_rules():
 
 
 def test_validate_operator_alone_keeps_a_reject_table():
-    from speakerflow.ops.base import Context
-    from speakerflow.ops.validate import REJECT_SCHEMA, Validate
-    from speakerflow.ops.writer.base import Segment
-    from speakerflow.ops.writer.operator import PROPOSAL_SCHEMA
+    from speakerflow.ops.core.base import Context
+    from speakerflow.ops.write.validate import REJECT_SCHEMA, Validate
+    from speakerflow.ops.write.writer.base import Segment
+    from speakerflow.ops.write.writer.operator import PROPOSAL_SCHEMA
 
     seg = Segment(
         "s#0",

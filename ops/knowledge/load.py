@@ -1,0 +1,34 @@
+"""What the InKH operators and tools read of a group: its fact graph, alias table and detector.
+
+:func:`load_knowledge` lives in ``ops`` (not ``pipelines``) so that operators such as the
+wiki writer and maintenance can use it without importing a higher layer; the fact graph
+itself is loaded by :func:`speakerflow.graphs.knowledge.load_fact_graph`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from speakerflow.graphs.facts import FactGraph
+from speakerflow.graphs.knowledge import load_fact_graph
+from speakerflow.ops.knowledge.canonicalize import Canonicalizer
+from speakerflow.ops.knowledge.detect import Detector
+from speakerflow.ops.text.people import PersonResolver
+
+__all__ = ["load_knowledge", "people_of"]
+
+
+def people_of(store: Any) -> PersonResolver | None:
+    """The group's roster resolver (None for a group without speakers yet)."""
+    roster = store.roster()
+    return PersonResolver(roster, aliases=store.aliases()) if roster else None
+
+
+def load_knowledge(
+    store: Any, with_records: bool = True
+) -> tuple[FactGraph, Canonicalizer, Detector]:
+    """The group's fact cache (loaded from Kuzu once), alias table and detector."""
+    fg = load_fact_graph(store, with_records=with_records)
+    canon = Canonicalizer(group_id=store.group_id)
+    canon.load([e.model_dump() for e in fg.entities.values()])
+    return fg, canon, Detector(canon.lexicon, canon.alias_table, people=people_of(store))

@@ -1,0 +1,480 @@
+"""System 2 row-wise retrieval and Resolve: the memory slice by person / GROUP.
+
+For each row of the projection (``ALL`` expands to the roster; ``GROUP`` is the group row):
+
+1. candidates: records whose ``owner`` is the row, valid at the as-of time when the
+   question pins one (``valid_at <= as_of`` and not invalid by then), else current heads;
+2. match: a record matches the issue when it covers at least ``min_lexical`` of the issue
+   words (weighted by their rarity among the group's records), or its embedding is at least
+   ``min_dense`` similar to the question's, or it rests on a message in the System 1 pool;
+3. the ``k`` best matches (default 2), plus ``source_k`` (default 1) records the row's
+   person *said* about someone else (source = row, owner != row), which do not use the
+   row's budget;
+   A record cites all its ``from_ids``, best-recalled first (:func:`cite_order`).
+4. tense ``full``: each chosen head brings its older versions (the update chain), oldest
+   last, marked as history;
+5. an empty row falls back to the person's own best-matching messages (``fallback_k``);
+   when there is nothing at all, an explicit ``empty_row`` item is kept: the answerer
+   needs it for "who never ..." questions.
+
+Items are plain dicts with the :class:`~speakerflow.schemas.EvidenceItem` fields (plus
+``history``), scored on the System 1 fused scale so Compose can merge both tracks.
+:class:`Resolve` is the operator (projection + Recall's ``pool``/``fused`` -> ``memory``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from speakerflow.graphs import query_terms
+from speakerflow.ops.core.base import Context, Operator, OperatorConfig, put_columns
+from speakerflow.ops.core.registry import register
+from speakerflow.ops.query.query_tables import (
+    MEMORY_ITEM,
+    PROJECTION_COLUMNS,
+    fused_scores,
+    projections,
+    schema_of,
+)
+from speakerflow.ops.query.recall import GroupView
+from speakerflow.ops.text.embed import Embedder, cached_embeddings, encode_query
+from speakerflow.schemas import Projection
+from speakerflow.schemas.records import GROUP_OWNER
+
+
+class ResolveConfig(OperatorConfig):
+    """System 2 budgets (paper: k = 2 per row, source-k = 1) and matching thresholds."""
+
+    k: int = 2
+    source_k: int = 1
+    fallback_k: int = 2
+    min_dense: float = 0.35
+    min_lexical: float = 0.3
+    own_words_k: int = 0
+    layers: tuple[str, ...] = (
+        "per_speaker_core",
+        "per_speaker_profile",
+        "group_interaction",
+        "group_insight",
+    )
+    #: ``False`` switches System 2 off (the ``s2`` ablation): ``memory`` stays empty
+    enabled: bool = True
+
+
+@dataclass
+class RecordView:
+    """A group's records as Python rows, indexed by owner and by entry id (cached per store)."""
+
+    rows: list[dict]
+    by_id: dict[str, dict]
+    by_owner: dict[str, list[int]] = field(default_factory=dict)
+    by_source: dict[str, list[int]] = field(default_factory=dict)
+    terms: list[set[str]] = field(default_factory=list)
+    idf: dict[str, float] = field(default_factory=dict)
+    #: per (embedder, layers, heads only, message count): record matrix and record -> message rows
+    channel_cache: dict = field(default_factory=dict)
+    #: term -> the records (ascending) whose ``terms`` hold it: which records an issue word hits
+    postings: dict[str, np.ndarray] = field(default_factory=dict)
+    #: True for a current head (not superseded, not invalidated)
+    heads: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    #: per message count: (message rows each record rests on, flat, and each record's start)
+    _rests_on: dict = field(default_factory=dict)
+
+    def rests_on(self, view: GroupView) -> tuple[np.ndarray, np.ndarray]:
+        """The message rows of each record's ``from_ids`` that ``view`` holds, as one flat
+        array and the start of each record's slice in it (``starts[i]:starts[i + 1]``);
+        once per message count."""
+        key = len(view)
+        found = self._rests_on.get(key)
+        if found is None:
+            flat: list[int] = []
+            starts = np.zeros(len(self.rows) + 1, dtype=np.int64)
+            pos = view.pos
+            for i, r in enumerate(self.rows):
+                flat.extend(pos[m] for m in r["from_ids"] if m in pos)
+                starts[i + 1] = len(flat)
+            found = self._rests_on[key] = (np.asarray(flat, dtype=np.int64), starts)
+        return found
+
+    def in_layers(self, layers) -> np.ndarray:
+        """True for the records of ``layers`` (cached per layer tuple)."""
+        key = ("layers", tuple(layers))
+        found = self.channel_cache.get(key)
+        if found is None:
+            wanted = set(layers)
+            found = self.channel_cache[key] = np.array(
+                [r["layer"] in wanted for r in self.rows], dtype=bool
+            )
+        return found
+
+    @classmethod
+    def of(cls, store) -> RecordView:
+        table = store.records()
+        cached = getattr(store, "_record_view", None)
+        if cached is not None and cached[0] is table:
+            return cached[1]
+        rows = table.to_pylist()
+        view = cls(rows, {r["entry_id"]: r for r in rows})
+        df: dict[str, int] = {}
+        for i, r in enumerate(rows):
+            view.by_owner.setdefault(r["owner"], []).append(i)
+            view.by_source.setdefault(r["source"], []).append(i)
+            terms = set(query_terms(r["content"] + " " + (r.get("event") or "")))
+            view.terms.append(terms)
+            for t in terms:
+                df[t] = df.get(t, 0) + 1
+        view.idf = {t: math.log(1 + (len(rows) + 1) / (n + 0.5)) for t, n in df.items()}
+        postings: dict[str, list[int]] = {}
+        for i, terms in enumerate(view.terms):
+            for t in terms:
+                postings.setdefault(t, []).append(i)
+        view.postings = {t: np.asarray(ix, dtype=np.int64) for t, ix in postings.items()}
+        view.heads = np.array(
+            [r.get("superseded_by") is None and r.get("invalid_at") is None for r in rows],
+            dtype=bool,
+        )
+        store._record_view = (table, view)
+        return view
+
+
+def valid_at(record: dict, as_of) -> bool:
+    """True when ``record`` is the state to read: the head now, or valid at ``as_of``."""
+    if as_of is None:
+        return record.get("superseded_by") is None and record.get("invalid_at") is None
+    if record["valid_at"] > as_of:
+        return False
+    return record.get("invalid_at") is None or record["invalid_at"] > as_of
+
+
+def chain(records: RecordView, head: dict, limit: int = 10) -> list[dict]:
+    """Older versions of ``head`` (newest first), following ``supersedes``."""
+    out: list[dict] = []
+    seen = {head["entry_id"]}
+    prev = head.get("supersedes")
+    while prev and prev in records.by_id and prev not in seen and len(out) < limit:
+        seen.add(prev)
+        out.append(records.by_id[prev])
+        prev = records.by_id[prev].get("supersedes")
+    return out
+
+
+def expand_rows(rows: list[str], roster: list[str]) -> list[str]:
+    """``ALL`` -> every roster member (in roster order); names and ``GROUP`` kept; no repeats."""
+    out: list[str] = []
+    for row in rows:
+        for name in roster if row == "ALL" else [row]:
+            if name not in out:
+                out.append(name)
+    return out
+
+
+def _item(kind: str, row: str, text: str, msg_ids: list[str], score: float, **extra) -> dict:
+    return {
+        "kind": kind,
+        "row": row,
+        "text": text,
+        "msg_ids": msg_ids,
+        "score": score,
+        "speaker": extra.get("speaker"),
+        "ts": extra.get("ts"),
+        "entry_id": extra.get("entry_id"),
+        "history": extra.get("history", False),
+        "source": extra.get("source"),
+        "owner": extra.get("owner"),
+    }
+
+
+def resolve_rows(
+    view: GroupView,
+    fused: np.ndarray,
+    projection: Projection,
+    roster: list[str],
+    config: ResolveConfig,
+    embedder: Embedder | None = None,
+    pool=None,
+) -> list[dict]:
+    """The memory slice for ``projection`` (see the module doc): items in row order.
+
+    ``fused`` are System 1 scores over all messages and ``pool`` the recalled rows: a record
+    resting on a recalled message matches the issue.
+    """
+    records = RecordView.of(view.store)
+    issue_words = set(query_terms(projection.issue))
+    top = float(fused.max()) if len(fused) else 0.0
+    usable = records.in_layers(config.layers)
+    # the question's own vector (already computed by recall): no extra encoding per query
+    dense = _dense_sims(view.store, records, config.layers, projection.question, embedder)
+
+    # a word no record uses weighs like the rarest word; coverage is rarity-weighted
+    default_idf = max(records.idf.values(), default=1.0)
+    issue_weight = sum(records.idf.get(w, default_idf) for w in issue_words) or 1.0
+    score = _relevance(
+        view, records, fused, issue_words, issue_weight, dense, top, config, pool or ()
+    )
+    heads = records.heads & usable
+
+    def current(candidates: list[int]) -> np.ndarray:
+        """The usable ``candidates`` valid at the projection's time, in their order."""
+        ix = np.asarray(candidates, dtype=np.int64)
+        if projection.as_of is None:
+            return ix[heads[ix]]
+        return np.asarray(
+            [i for i in ix[usable[ix]] if valid_at(records.rows[i], projection.as_of)],
+            dtype=np.int64,
+        )
+
+    def best(candidates: np.ndarray, k: int) -> list[tuple[float, int]]:
+        """The ``k`` best-scoring candidates with a score above 0 (ties keep their order)."""
+        found = score[candidates]
+        order = np.argsort(-found, kind="stable")
+        return [(float(found[j]), int(candidates[j])) for j in order[:k] if found[j] > 0]
+
+    def record_item(r: dict, score: float, row: str, history: bool = False) -> dict:
+        return _item(
+            "record",
+            row,
+            r["content"],
+            cite_order(view, fused, r["from_ids"]),
+            score,
+            speaker=r["source"],
+            ts=r["valid_at"],
+            entry_id=r["entry_id"],
+            history=history,
+            source=r["source"],
+            owner=r["owner"],
+        )
+
+    items: list[dict] = []
+    for row in expand_rows(projection.rows, roster):
+        picked = best(current(records.by_owner.get(row, [])), config.k)
+        row_items: list[dict] = []
+        for s, i in picked:
+            head = records.rows[i]
+            row_items.append(record_item(head, s, row))
+            if projection.tense == "full":
+                row_items.extend(
+                    record_item(old, s * 0.9, row, history=True) for old in chain(records, head)
+                )
+        said = current(
+            [i for i in records.by_source.get(row, []) if records.rows[i]["owner"] != row]
+        )
+        row_items.extend(
+            record_item(records.rows[i], s, row) for s, i in best(said, config.source_k)
+        )
+        if not picked:
+            row_items.extend(_fallback(view, fused, row, config.fallback_k))
+        elif config.own_words_k:
+            # the person's own best-recalled words beside their records (a derived record may
+            # paraphrase; the verbatim message is what a roll-up has to cite)
+            row_items.extend(_fallback(view, fused, row, config.own_words_k))
+        if not row_items:
+            row_items.append(_item("empty_row", row, "(none)", [], 0.0))
+        items.extend(row_items)
+    return items
+
+
+def _relevance(
+    view: GroupView,
+    records: RecordView,
+    fused: np.ndarray,
+    issue_words: set[str],
+    issue_weight: float,
+    dense: np.ndarray,
+    top: float,
+    config: ResolveConfig,
+    pool,
+) -> np.ndarray:
+    """How well each record matches the question, on the System 1 scale (0: no match).
+
+    A record matches when it covers at least ``min_lexical`` of the issue words (weighted by
+    rarity), its embedding is at least ``min_dense`` similar to the question, or it rests on
+    a recalled message (in ``pool``). A match scores the best fused score of the messages it
+    rests on, lifted by the issue matches: ``s1 + top * (0.5 * lexical + 0.5 * max(dense -
+    min_dense, 0))``. One pass over all records in numpy; the lexical coverage is summed per
+    record that holds an issue word, as the per-record rule always did."""
+    n = len(records.rows)
+    lexical = np.zeros(n, dtype=np.float64)
+    hit = [records.postings[w] for w in issue_words if w in records.postings]
+    if hit:
+        for i in np.unique(np.concatenate(hit)).tolist():
+            lexical[i] = sum(records.idf[w] for w in issue_words & records.terms[i]) / issue_weight
+    flat, starts = records.rests_on(view)
+    counts = np.diff(starts)
+    has = counts > 0
+    s1 = np.zeros(n, dtype=np.float64)
+    recalled = np.zeros(n, dtype=bool)
+    if len(flat):
+        at = starts[:-1][has]  # reduceat over the records that rest on a message of the view
+        s1[has] = np.maximum.reduceat(fused[flat], at) if len(fused) else 0.0
+        in_pool = np.zeros(len(view), dtype=bool)
+        in_pool[np.asarray(list(pool), dtype=np.int64)] = True
+        recalled[has] = np.logical_or.reduceat(in_pool[flat], at)
+    score = s1 + top * (0.5 * lexical + 0.5 * np.maximum(dense - config.min_dense, 0.0))
+    # no match: the row may stay empty and fall back to verbatim messages
+    score[(lexical < config.min_lexical) & (dense < config.min_dense) & ~recalled] = 0.0
+    return score
+
+
+def cite_order(view: GroupView, fused: np.ndarray, from_ids) -> list[str]:
+    """A record's ``from_ids`` in the order it cites them: best System 1 fused score first
+    (ties and unknown ids keep the record's order), so a record spanning many messages
+    leads with the one the question is most about."""
+    ids = list(dict.fromkeys(from_ids))
+    rank = {m: -float(fused[view.pos[m]]) if m in view.pos and len(fused) else 0.0 for m in ids}
+    return sorted(ids, key=lambda m: rank[m])
+
+
+@register
+class Resolve(Operator):
+    """Projection + Recall's ``pool`` and ``fused`` -> ``memory``: the System 2 items of every
+    row of the projection (records, verbatim fallbacks, explicit empty rows), in row order.
+
+    Needs ``ctx.store`` (records and roster); ``ctx.backends["embedder"]`` (optional) adds the
+    dense record match. ``stats.extra["items"]`` counts the items handed on.
+    """
+
+    name = "resolve"
+    consumes = ("question_id", *PROJECTION_COLUMNS, "pool", "fused")
+    produces = schema_of(("memory", pa.list_(MEMORY_ITEM)))
+    passthrough = True
+    Config = ResolveConfig
+    config: ResolveConfig
+
+    def run(self, table: pa.Table, ctx: Context) -> pa.Table:
+        view = GroupView.of(ctx.store)
+        roster = ctx.store.roster()
+        out = []
+        for projection, pool, fused in zip(
+            projections(table), table["pool"].to_pylist(), fused_scores(table), strict=True
+        ):
+            items = (
+                resolve_rows(
+                    view,
+                    fused,
+                    projection,
+                    roster,
+                    self.config,
+                    ctx.backends.get("embedder"),
+                    [view.pos[c["msg_id"]] for c in pool],
+                )
+                if self.config.enabled
+                else []
+            )
+            self.stats.bump("items", len(items))
+            out.append(items)
+        return put_columns(table, {"memory": out}, self.produces)
+
+
+def _fallback(view: GroupView, fused: np.ndarray, row: str, k: int) -> list[dict]:
+    """The person's own best-recalled messages (verbatim fallback for an empty row)."""
+    if row == GROUP_OWNER or k <= 0 or not len(fused):
+        return []
+    from speakerflow.ops.query.recall_bounded import fallback_rows, is_large
+
+    if is_large(view):  # the same rows, without a pass over every message per person
+        scores, rows = fused, list(fallback_rows(view, fused, row, k))
+    else:
+        scores = np.where(np.array([s == row for s in view.speakers]), fused, 0.0)
+        rows = [r for r in np.argsort(-scores, kind="stable")[:k] if scores[r] > 0]
+    return [
+        _item(
+            "excerpt",
+            row,
+            view.texts[r],
+            [view.ids[r]],
+            float(scores[r]),
+            speaker=row,
+            ts=view.ts[r],
+        )
+        for r in rows
+    ]
+
+
+def record_channel(
+    view: GroupView,
+    question: str,
+    embedder: Embedder | None,
+    layers,
+    top: int = 20,
+    heads_only: bool = True,
+) -> np.ndarray:
+    """System 2 as one more System 1 recall channel: the ``top`` records most similar to the
+    question (MiniLM over ``"owner: content"``) rank the messages they rest on; a message
+    scores the similarity of its best such record (0 when no chosen record cites it).
+
+    Fused as a low-weight reciprocal-rank list, a record that spans messages (across
+    sessions, too) lifts all of them without displacing what the other channels found.
+    """
+    out = np.zeros(len(view), dtype=np.float64)
+    if embedder is None or not len(view):
+        return out
+    records = RecordView.of(view.store)
+    key = (embedder.name, tuple(layers), heads_only, len(view))
+    if key not in records.channel_cache:
+        usable = [
+            i
+            for i, r in enumerate(records.rows)
+            if r["layer"] in layers
+            and (not heads_only or (r.get("superseded_by") is None and r.get("invalid_at") is None))
+        ]
+        ids = [records.rows[i]["entry_id"] for i in usable]
+        texts = [f"{records.rows[i]['owner']}: {records.rows[i]['content']}" for i in usable]
+        mat = cached_embeddings(view.store, embedder, ids, texts, kind="records")
+        rec, rows = [], []  # (usable position, message row) pairs: what each record rests on
+        for j, i in enumerate(usable):
+            for mid in records.rows[i]["from_ids"]:
+                if mid in view.pos:
+                    rec.append(j)
+                    rows.append(view.pos[mid])
+        records.channel_cache[key] = (
+            mat,
+            np.asarray(rec, dtype=np.int64),
+            np.asarray(rows, dtype=np.int64),
+        )
+    mat, rec, rows = records.channel_cache[key]
+    if not len(mat):
+        return out
+    sims = mat @ encode_query(embedder, question)
+    chosen = np.zeros(len(sims), dtype=bool)
+    best = np.argsort(-sims, kind="stable")[:top]
+    chosen[best[sims[best] > 0]] = True
+    keep = chosen[rec]
+    np.maximum.at(out, rows[keep], sims[rec[keep]].astype(np.float64))
+    return out
+
+
+def warm_record_embeddings(store, embedder: Embedder | None) -> int:
+    """Embed every record of the group now (ingest-time work), so no query pays for it."""
+    if embedder is None:
+        return 0
+    records = RecordView.of(store)
+    layers = tuple(dict.fromkeys(r["layer"] for r in records.rows))
+    _dense_sims(store, records, layers, "", embedder)
+    return len(records.rows)
+
+
+def _dense_sims(
+    store, records: RecordView, layers, question: str, embedder: Embedder | None
+) -> np.ndarray:
+    """Cosine of each record of ``layers`` to ``question`` (0.0 for the other records and
+    without an embedder). The record matrix is read from the group's cache once per record
+    view; the question vector is the one recall memoised."""
+    out = np.zeros(len(records.rows), dtype=np.float64)
+    if embedder is None:
+        return out
+    key = ("dense", embedder.name, tuple(layers))
+    found = records.channel_cache.get(key)
+    if found is None:
+        usable = np.flatnonzero(records.in_layers(layers))
+        ids = [records.rows[i]["entry_id"] for i in usable]
+        texts = [f"{records.rows[i]['owner']}: {records.rows[i]['content']}" for i in usable]
+        mat = cached_embeddings(store, embedder, ids, texts, kind="records") if ids else None
+        found = records.channel_cache[key] = (usable, mat)
+    usable, mat = found
+    if mat is not None and len(usable):
+        out[usable] = (mat @ encode_query(embedder, question)).astype(np.float64)
+    return out

@@ -1,0 +1,45 @@
+"""Writer backends by name: ``rules`` (offline default), ``openai``, ``transformers``, ``onnx``,
+``none``.
+
+The model-based kinds are built by :func:`speakerflow.ops.write.writer.chat.make_chat_writer`,
+imported only when asked for, so ``rules`` needs no model library.
+
+>>> make_writer("rules").name
+'rules'
+>>> make_writer("none") is None
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from speakerflow.ops.write.writer.base import WriterBackend
+
+#: Names accepted by :func:`make_writer` (and by ``speakerflow ingest --writer``).
+WRITER_KINDS: tuple[str, ...] = ("rules", "openai", "transformers", "onnx", "none")
+CHAT_KINDS: tuple[str, ...] = ("openai", "transformers", "onnx")
+
+
+def make_writer(kind: str = "rules", **config: Any) -> WriterBackend | None:
+    """Build the WriterBackend named ``kind``; ``"none"`` means "do not write derived records".
+
+    ``config`` is passed to the backend (``model``, ``base_url``, ``device`` ... for chat
+    kinds); ``None`` values are dropped so backend defaults apply.
+    """
+    config = {k: v for k, v in config.items() if v is not None}
+    if kind == "none":
+        return None
+    if kind == "rules":
+        from speakerflow.ops.write.writer.rules import RulesWriter
+
+        return RulesWriter(**config)
+    if kind in CHAT_KINDS:
+        try:
+            from speakerflow.ops.write.writer.chat import make_chat_writer
+        except ImportError as exc:
+            raise ValueError(
+                f"writer {kind!r} is not available in this build ({exc}); use --writer rules"
+            ) from None
+        return make_chat_writer(kind, **config)
+    raise ValueError(f"unknown writer {kind!r}; choose one of {list(WRITER_KINDS)}")
