@@ -1,0 +1,79 @@
+"""The frozen answer dev set v2 (issue 23): any edit to its files fails; errata go in its README."""
+
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1] / "data" / "answers_v2"
+TYPES = set("current original change per-person decision cross-person date why fact".split())
+SHA256 = {
+    "changes.json": "c5484776231489ef1a54505644acebce36cf90d7e22104c753999c2c6a3002fc",
+    "book_club.jsonl": "a3d75a713b3734bcf847ba799d354916840e6a53296b3f944844211c338d3fa5",
+    "family_move.jsonl": "ee90d3ea6bc8b5fd55b0936dd29f3b8ce96e54bee84827f57f51ae8d84124e9d",
+    "flatshare.jsonl": "5b2c1bf571ca56cf8069fa2f5a2d996e7263ce0f8e7124727b975dfd3982db79",
+    "football_committee.jsonl": "57d500739e3a7b5baf4474c8136696615fbc38acf3511b5ad8783000c3ae4c4a",
+    "game_studio.jsonl": "81b37fbc72ce492814223661870d42329cf027dfc33d47b4c6c955852890b62e",
+    "research_lab.jsonl": "af30a95c2e2331e565629d40021cd3df6a8e75bcf75fc8785add6014970ca18a",
+    "ward_handover.jsonl": "53254b1e20e1e8973450bc175b5b5c39768c0e7869328d02baa1266ee34be4f1",
+    "wedding_planning.jsonl": "1f0fafb86916643139e4870a42a80a38328926fce33f622378d6e307b5f296c0",
+    "questions.json": "739e217084d27ebdfb16266894bfbc947326f1217d7470ffc4373daa57f09c39",
+}
+
+
+def _conversations():
+    return {
+        p.stem: [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines()]
+        for p in sorted((ROOT / "conversations").glob("*.jsonl"))
+    }
+
+
+def _load(name):
+    return json.loads((ROOT / name).read_text(encoding="utf-8"))
+
+
+def test_files_unchanged():
+    paths = [p for p in ROOT.rglob("*") if p.is_file() and p.name != "README.md"]
+    files = {p.name: p for p in paths}
+    assert len(files) == len(paths) and sorted(files) == sorted(SHA256)
+    for name, path in files.items():
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == SHA256[name], name
+
+
+def test_conversations():
+    convs = _conversations()
+    assert len(convs) >= 7
+    for name, msgs in convs.items():
+        assert 25 <= len(msgs) <= 45, name
+        assert 3 <= len({m["speaker"] for m in msgs}) <= 6, name
+        assert 2 <= len({m["session_id"] for m in msgs}) <= 3, name
+        assert len({m["msg_id"] for m in msgs}) == len(msgs), name
+        for m in msgs:
+            assert {"msg_id", "session_id", "ts", "speaker", "text"} <= m.keys(), m
+            assert m["ts"].startswith("2026-") and m["ts"].endswith("Z"), m
+
+
+def test_questions():
+    convs = _conversations()
+    questions = _load("questions.json")["questions"]
+    assert len({q["id"] for q in questions}) == len(questions)
+    for q in questions:
+        assert {"id", "data", "type", "question", "expect", "gold"} <= q.keys(), q["id"]
+        assert q["type"] in TYPES and q["data"] in convs, q["id"]
+        msgs = convs[q["data"]]
+        assert q["gold"] and set(q["gold"]) <= {m["msg_id"] for m in msgs}, q["id"]
+        groups = q["expect"] + list(q.get("per_person", {}).values())
+        assert groups and all(g and all(isinstance(a, str) and a for a in g) for g in groups)
+        assert set(q.get("per_person", {})) <= {m["speaker"] for m in msgs}, q["id"]
+        assert q["type"] != "current" or q.get("forbid"), q["id"]
+    types = Counter(q["type"] for q in questions)
+    assert len(questions) >= 70 and types["current"] >= 15 and types["original"] >= 8
+    assert min(Counter(q["data"] for q in questions)[c] for c in convs) >= 8
+
+
+def test_changes():
+    convs = _conversations()
+    for c in _load("changes.json"):
+        by_id = {m["msg_id"]: m for m in convs[c["data"]]}
+        before, after = by_id[c["before_msg"]], by_id[c["after_msg"]]
+        assert before["ts"] < after["ts"] and after["speaker"] == c["speaker"], c
