@@ -94,7 +94,6 @@ INTENT_CUES: dict[str, tuple[str, ...]] = {
         "add to",
         "afford",
         "stop loss",
-        "set a stop",
     ),
 }
 _INTENT_RX = {

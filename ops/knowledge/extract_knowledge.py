@@ -348,7 +348,7 @@ class KnowledgeExtractor:
                     and m.start > seg[0] + end_cue.end()
                     and any(o_m.start < m.start and seg[0] <= o_m.start for o_m, _o in objs)
                 ):
-                    # "ditched funding arb for market making": the second one is the new value
+                    # "ditched funding arb for market making": the second one replaces the first
                     end_cue = None
                 if end_cue or neg:
                     out.append(self._candidate(ev, subject, rel, obj, clause, op="end"))

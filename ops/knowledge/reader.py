@@ -135,7 +135,6 @@ REGIME_PROTOTYPES: dict[str, tuple[str, ...]] = {
         "the coin is in a downtrend",
     ),
     "ranging": (
-        "the coin is stuck in a range",
         "the coin moves sideways",
         "the coin is going nowhere",
         "the coin chops between two levels",
