@@ -19,7 +19,7 @@ What it reads (case-insensitive unless noted):
   previous or the coming one from the sentence's tense (future cues: will, 'll, going to,
   let's, by, until ...; otherwise the past, as most chat narrates);
 - months and dates: ``in May``, ``last December``, ``12 May``, ``May 12``, ``12 to 14 May``,
-  ``3 June 2022``, ``2023-05-07``, ``the end of March``; a date without a year takes the
+  ``3 June 2022``, ``2023-05-07``, ``the end of October``; a date without a year takes the
   nearest such date to the message (the tense decides a near tie). Bare month names must be
   capitalised, and ``May``
   needs a preposition or a day number beside it ("May I ask" is not a date).

@@ -59,16 +59,15 @@ PRESENCE = re.compile(
     r"i'?ll come|i can make it|i'?ll join)\b",
     re.I,
 )
-#: a member called out for a repeated absence or lapse ("this is like the third time")
+#: a member called out for a repeated absence or lapse ("late again", "every single time")
 CALLOUT = re.compile(
     r"\b((?:second|third|fourth|fifth|\d+(?:st|nd|rd|th)) time|again|as usual|every (?:single "
     r")?time"
     r"|always (?:late|cancel\w*|bail\w*)|never (?:comes|shows|turns up))\b",
     re.I,
 )
-#: a conclusion drawn in a reply: a short phrase closed by "then" ("one-on-one coffee then, no
-#: agenda",
-#: "Millbrook it is then", "Saturday then!") settles what was being discussed
+#: a conclusion drawn in a reply: a short phrase closed by "then" ("the park it is then",
+#: "Saturday then!") settles what was being discussed
 CONCLUSION = re.compile(
     r"^\W*(?:(?:ok(?:ay)?|right|fine|so|alright|good)\W+)?(?!(?:see|talk|catch|speak|bye|until|"
     r"till|since|and|but|"
@@ -87,12 +86,12 @@ ACCEPT = re.compile(
 
 
 def accepts(text: str) -> bool:
-    """Does a reply accept what it answers ("yes", "agreed", "that I'd actually like")?"""
+    """Does a reply accept what it answers ("yes", "agreed", "that would work")?"""
     return bool(rt.AGREEMENT.match(text) or ACCEPT.search(text))
 
 
 def concludes(sentence: str) -> bool:
-    """Is ``sentence`` a conclusion ("one-on-one coffee then, no agenda")? Questions never are."""
+    """Is ``sentence`` a conclusion ("lunch at noon then, nothing formal")? Questions never are."""
     return (
         not sentence.rstrip().endswith("?")
         and len(sentence.split()) <= 12
