@@ -1,0 +1,99 @@
+"""Writing an answer line: dates beside relative time words, the speaker, the clause or the
+reason kept with the sentence that matches."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from speakerflow.ops.query.answer_intent import REASON, RELATIVE
+from speakerflow.ops.query.answer_units import Unit, terms
+from speakerflow.ops.text.temporal import describe, resolve
+
+if TYPE_CHECKING:
+    from speakerflow.ops.query.answer import AnswerConfig
+
+NO_INFO = "There is no information available in the conversation to answer this question."
+
+
+def date_of(ts) -> str:
+    return f"{ts.day} {ts:%B %Y}" if ts is not None else "?"
+
+
+def annotate(text: str, ts) -> str:
+    """``text`` with the date each relative time expression means in brackets."""
+    if ts is None:
+        return text
+    out, last = [], 0
+    for span in resolve(text, ts):
+        if not RELATIVE.search(span.text):
+            continue
+        end = span.offset + len(span.text)
+        out.append(text[last:end] + f" ({describe(span)})")
+        last = end
+    return "".join(out) + text[last:]
+
+
+def who_of(u: Unit) -> str | None:
+    rows = [r for r in u.rows if r not in (None, "GROUP")]
+    if u.speaker:
+        return u.speaker
+    return rows[0] if rows else ("GROUP" if "GROUP" in u.rows else None)
+
+
+def write_line(u: Unit, config: AnswerConfig, text: str | None = None) -> str:
+    body = text if text is not None else full_sentence(u)
+    if config.annotate_dates:
+        body = annotate(body, u.ts)
+    who = who_of(u)
+    return f"{who}: {body}" if who else body
+
+
+def with_reason(u: Unit) -> str:
+    """The unit's sentence with the reason: kept as is when it states one (because, since,
+    due to ...); else with the sentence of its message that does, or with its neighbours
+    (a reason is often said just before or after: "Saturdays are marking days. I cannot come.")."""
+    if REASON.search(u.text) or len(u.siblings) < 2:
+        return u.text
+    reason = [i for i, x in enumerate(u.siblings) if REASON.search(x) and i != u.index]
+    if reason:
+        pick = min(reason, key=lambda i: abs(i - u.index))
+        parts = sorted({u.index, pick})
+    else:
+        parts = [i for i in (u.index - 1, u.index, u.index + 1) if 0 <= i < len(u.siblings)]
+    return " ".join(u.siblings[i] for i in parts)
+
+
+_CLAUSE = re.compile(r"\s*(?:[,;:()]|\s[-\u2013\u2014]\s|\u2014)\s*")
+
+
+def clause_of(u: Unit, words: set[str], max_words: int) -> str:
+    """For a long sentence, the clause holding the most question words (with the clause after
+    it when it is too short to stand alone); short sentences are kept whole."""
+    text = full_sentence(u)
+    if len(text.split()) <= max_words:
+        return text
+    parts = [p for p in _CLAUSE.split(text) if p.strip()]
+    if len(parts) < 2:
+        return text
+    hits = [len(words & terms(p)) for p in parts]
+    i = max(range(len(parts)), key=lambda k: (hits[k], -k))
+    if hits[i] == 0:
+        return text
+    pick = parts[i]
+    if len(pick.split()) < 4 and i + 1 < len(parts):
+        pick = f"{pick}, {parts[i + 1]}"
+    return pick
+
+
+def statement_of(u: Unit, config: AnswerConfig) -> str:
+    """A person's statement: their whole message when it is short enough, else the sentence."""
+    whole = " ".join(u.siblings)
+    return whole if len(whole.split()) <= config.max_statement_words else full_sentence(u)
+
+
+def full_sentence(u: Unit, min_words: int = 5) -> str:
+    """The unit's sentence, or its whole message when the sentence alone is too short to read."""
+    if len(u.text.split()) >= min_words or len(u.siblings) < 2:
+        return u.text
+    return " ".join(u.siblings)

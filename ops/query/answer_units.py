@@ -1,0 +1,263 @@
+"""The units of the rules answerer: the sentences of the messages the evidence rests on.
+
+A System 1 excerpt gives its message's sentences; a System 2 record gives the sentences of
+every message in its ``from_ids`` (the person's own words, not the Writer's restatement),
+tagged with the record's row (a person or ``GROUP``) and its place in the record (the
+earlier messages of a record that spans several are its history, the last its current
+state), and its own text (the Writer's statement). Without a message view a record's own
+text is the unit. :class:`TextMemo` memoises the per-text work on the group's view.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from speakerflow.graphs import query_terms
+from speakerflow.ops.query.answer_intent import SETTLE
+from speakerflow.ops.text.temporal import resolve
+from speakerflow.schemas import EvidenceItem
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def stem(word: str) -> str:
+    """A light suffix stemmer (plural, -ing, -ed, -ly) so "park" meets "parking"."""
+    w = word.lower().removesuffix("'s").removesuffix("\u2019s")
+    for suffix, keep in (
+        ("ies", "y"),
+        ("ing", ""),
+        ("edly", ""),
+        ("ed", ""),
+        ("ly", ""),
+        ("es", ""),
+        ("s", ""),
+    ):
+        if (
+            w.endswith(suffix)
+            and len(w) - len(suffix) >= 3
+            and not (suffix == "s" and w.endswith("ss"))
+        ):
+            w = w[: len(w) - len(suffix)] + keep
+            if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiouls":
+                w = w[:-1]  # running -> runn -> run
+            break
+    if len(w) > 3 and w.endswith("e") and not w.endswith("ee"):
+        w = w[:-1]  # move, moved, moving -> mov
+    return w
+
+
+def terms(text: str) -> set[str]:
+    """Stemmed content words of ``text``."""
+    return {stem(w) for w in query_terms(text)}
+
+
+def _split(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
+
+
+# Per-text work of the units, memoised across questions on the group's view: the same
+# messages come back as evidence ask after ask, and their sentences, stemmed words and time
+# expressions do not change. The memo lives and dies with the GroupView (rebuilt when the
+# group's messages change, dropped with the store by forget), so it holds nothing the group
+# no longer has; a unit keeps the memoised word set itself (nothing mutates it).
+_MEMO_LIMIT = 200_000  # entries per view before the memo starts over
+
+
+class TextMemo:
+    """Sentences, stemmed words and time-expression checks of texts, memoised (pure
+    functions of the text and the message time). ``TextMemo.of(view)``: the view's own."""
+
+    __slots__ = ("sentences", "terms", "times")
+
+    def __init__(self) -> None:
+        self.sentences: dict[str, tuple[str, ...]] = {}
+        self.terms: dict[str, set[str]] = {}
+        self.times: dict[tuple[str, datetime], bool] = {}
+
+    @classmethod
+    def of(cls, view) -> TextMemo:
+        memo = view.__dict__.get("_text_memo")
+        if memo is None:
+            memo = view.__dict__["_text_memo"] = cls()
+        return memo
+
+    def _room(self, table: dict) -> None:
+        if len(table) >= _MEMO_LIMIT:
+            table.clear()
+
+    def split(self, text: str) -> tuple[str, ...]:
+        found = self.sentences.get(text)
+        if found is None:
+            self._room(self.sentences)
+            found = self.sentences[text] = tuple(_split(text)) or (text,)
+        return found
+
+    def words(self, sentence: str) -> set[str]:
+        found = self.terms.get(sentence)
+        if found is None:
+            self._room(self.terms)
+            found = self.terms[sentence] = terms(sentence)
+        return found
+
+    def says_time(self, text: str, ts: datetime) -> bool:
+        """Whether ``text`` holds a time expression (resolved against ``ts``)."""
+        found = self.times.get((text, ts))
+        if found is None:
+            self._room(self.times)
+            found = self.times[(text, ts)] = bool(resolve(text, ts))
+        return found
+
+
+@dataclass
+class Unit:
+    """One sentence of a message (or of a record without a message view)."""
+
+    text: str
+    msg_id: str | None
+    speaker: str | None
+    ts: datetime | None
+    rank: int
+    rows: set = field(default_factory=set)
+    via_record: bool = False
+    history: bool = False  # an earlier message of a record that spans several
+    record_span: tuple = ()  # (msg ids of the record, oldest first) when it spans several
+    index: int = 0  # sentence number in its message
+    siblings: tuple = ()  # all sentences of the message
+    terms: set = field(default_factory=set)
+    score: float = 0.0
+    raw: float = 0.0  # the score before units without any match are set aside
+    is_record: bool = False  # a record's own text (the Writer's statement), not a message
+    cites: tuple = ()  # a record's from_ids
+    session: str | None = None
+    records: set = field(default_factory=set)  # keys of the records citing this message
+    settles: bool = (
+        False  # the message that settled a GROUP record (its source's latest cited message)
+    )
+    context: float = 0.0  # the best question match among the records citing it (set by _score)
+
+
+class Messages:
+    """Message lookup for the answerer: from a :class:`~speakerflow.ops.query.recall.GroupView`."""
+
+    def __init__(self, view):
+        self.view = view
+        from speakerflow.ops.query.recall_bounded import speaker_index
+
+        self.roster = list(speaker_index(view).names)  # sorted(set(view.speakers)), cached per view
+
+    def get(self, msg_id: str):
+        row = self.view.pos.get(msg_id)
+        if row is None:
+            return None
+        return self.view.speakers[row], self.view.ts[row], self.view.texts[row]
+
+    def session(self, msg_id: str | None) -> str | None:
+        row = self.view.pos.get(msg_id) if msg_id else None
+        return self.view.sessions[row] if row is not None else None
+
+
+def build_units(
+    evidence: list[EvidenceItem], messages: Messages | None, memo: TextMemo | None = None
+) -> list[Unit]:
+    units: dict[tuple, Unit] = {}
+    memo = memo or TextMemo()
+
+    def add(
+        key_id,
+        text,
+        speaker,
+        ts,
+        item: EvidenceItem,
+        via_record,
+        history,
+        span,
+        is_record=False,
+        record_key=None,
+        settles=False,
+    ):
+        sents = memo.split(text)
+        session = messages.session(key_id) if messages and not is_record else None
+        for i, s in enumerate(sents):
+            key = (key_id, i)
+            u = units.get(key)
+            if u is None:
+                u = units[key] = Unit(
+                    s,
+                    None
+                    if is_record
+                    else key_id
+                    if messages
+                    else item.msg_ids[0]
+                    if item.msg_ids
+                    else None,
+                    speaker,
+                    ts,
+                    item.rank,
+                    index=i,
+                    siblings=tuple(sents),
+                    terms=memo.words(s),
+                    session=session,
+                    is_record=is_record,
+                    cites=tuple(item.msg_ids) if is_record else (),
+                )
+            u.rank = min(u.rank, item.rank)
+            if item.row:
+                u.rows.add(item.row)
+            u.via_record |= via_record
+            u.history |= history
+            if span and len(span) > len(u.record_span):
+                u.record_span = span
+            if record_key is not None:
+                u.records.add(record_key)
+            u.settles |= settles
+
+    for item in evidence:
+        if item.kind == "empty_row" or not item.text:
+            continue
+        if item.kind == "record" and messages is not None and item.msg_ids:
+            found = [(mid, messages.get(mid)) for mid in item.msg_ids]
+            found = [(mid, m) for mid, m in found if m is not None]
+            found.sort(key=lambda f: (f[1][1] is None, f[1][1]))
+            span = tuple(mid for mid, _ in found) if len({m[2] for _, m in found}) > 1 else ()
+            # a GROUP record was settled by its source's latest message among those it cites
+            # (a one-message GROUP record settles nothing unless it says so: "we need to pick a
+            # venue" is the proposal, not the outcome)
+            settling = (
+                next((mid for mid, m in reversed(found) if m[0] == item.speaker), None)
+                if item.row == "GROUP"
+                and (len(found) > 1 or any(SETTLE.search(m[2]) for _, m in found))
+                else None
+            )
+            for j, (mid, (speaker, ts, text)) in enumerate(found):
+                add(
+                    mid,
+                    text,
+                    speaker,
+                    ts,
+                    item,
+                    True,
+                    bool(span) and j < len(found) - 1,
+                    span,
+                    record_key=item.entry_id or item.text,
+                    settles=mid == settling,
+                )
+        if item.kind == "record":
+            # the record's own statement of the state: what an UPDATE chain changes
+            add(
+                item.entry_id or item.text,
+                item.text,
+                item.row if item.row not in (None, "GROUP") else item.speaker,
+                item.ts,
+                item,
+                True,
+                False,
+                (),
+                is_record=True,
+                record_key=item.entry_id or item.text,
+            )
+        else:
+            mid = item.msg_ids[0] if item.msg_ids else item.text
+            add(mid, item.text, item.speaker, item.ts, item, False, False, ())
+    return list(units.values())
