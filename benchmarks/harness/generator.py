@@ -14,10 +14,12 @@ read by :mod:`.metrics` alone.
 
 from __future__ import annotations
 
+import json
 import random
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 FAMILIES = ("market_analysis", "portfolio_review", "copy_trading_evaluation", "trade_preparation")
 ASSETS = {
@@ -65,33 +67,19 @@ SHOCK = {
     "max_drawdown": "Risk alert: {t} max drawdown now {v}",
     "risk_preference": "Actually my risk tolerance changed, I'm {w} now",
 }
-#: Held-out phrasings (``holdout`` share of statements; ``--holdout 1.0``: all of them). Written
-#: for issue 11 as a reader-independent check: no template contains any relation phrase of
-#: :data:`ops.knowledge.lexicon.RELATIONS` (``tests/unit/test_inkh_holdout_phrasings.py``
-#: checks this), so a reader that only knows its phrase list cannot read them; the values are
-#: the world's value words.
-HOLDOUT = {
-    "fee": "{a} now costs {v} per fill after the exchange update|Each {a} fill costs {v} at the "
-    "moment"
-    "|Exchange charges {v} on every {a} execution|Trading {a} will set you back {v} a side"
-    "|Venue pricing for {a}: {v} per execution",
-    "regime": "{a} has turned {w}|Desk view on {a}: {w}|{a} looks {w} on every timeframe|Charts on "
-    "{a}: {w}"
-    "|The tape on {a} reads {w}",
-    "liquidity": "{a} books turned {w} overnight|Depth check: {a} is {w}|Market makers left {a} {w}"
-    "|Resting bids on {a} look {w}",
-    "win_rate": "{t} closes {v} of trades in profit|{t} is right on {v} of positions|{v} of {t}'s "
-    "trades end green",
-    "max_drawdown": "{t} is {v} underwater at worst|{t} sat {v} below peak|{t} gave back {v} from "
-    "the high at worst"
-    "|Deepest hole for {t} so far: {v} from peak",
-    "status": "{t} is {w} for copiers|{t} signals are {w} right now|Platform flags {t} as {w}",
-    "risk_preference": "Going forward treat me as {w}|Put me down as {w}|Mark my appetite as {w}"
-    "|I'd call myself {w} with money",
-    "max_position": "Nothing bigger than {v} per position for me|Never let a single trade of mine "
-    "exceed {v} of the account"
-    "|One bet of mine tops out at {v} of capital",
-}
+#: Held-out phrasings (``holdout`` share of statements; ``--holdout 1.0``: all of them): six
+#: templates per relation written by a helper session that never read ``ops/`` or this
+#: generator, frozen in ``tests/data/inkh_heldout/harness_phrasings.json``. The copy beside this
+#: module is what an installed tree reads; ``tests/unit/test_inkh_holdout_phrasings.py`` checks
+#: both files against the sha256 of that folder's README.
+HOLDOUT_FILE = Path(__file__).with_name("heldout_phrasings.json")
+
+
+def load_holdout(path: Path = HOLDOUT_FILE) -> dict[str, list[str]]:
+    """The held-out templates per relation (placeholders ``{a}``, ``{t}``, ``{v}``, ``{w}``)."""
+    return json.loads(path.read_text(encoding="utf-8"))["templates"]
+
+
 ASK = {
     "fee": ["fees", "trading cost", "commission"],
     "liquidity": ["liquidity", "order book depth"],
@@ -135,13 +123,16 @@ class Episode:
 
 @dataclass
 class Truth:
-    """Generator-private ground truth: gold slots per episode, event statements, value history."""
+    """Generator-private ground truth: gold slots per episode, event statements, value history
+    and which events are rumours."""
 
     gold: dict[str, list[tuple]] = field(default_factory=dict)
     statements: dict[str, list[tuple]] = field(default_factory=dict)
     history: dict[tuple, list[tuple[datetime, str]]] = field(
         default_factory=lambda: defaultdict(list)
     )
+    #: ids of the tier-3 rumour events (what they state never held)
+    rumours: set[str] = field(default_factory=set)
 
     def value(self, slot: tuple, at: datetime) -> str | None:
         cur = None
@@ -169,6 +160,7 @@ class Generator:
     ):
         self.rng = random.Random(seed)
         self.holdout = holdout
+        self.held_out = load_holdout() if holdout else {}
         self.rounds, self.episodes, self.group = rounds, episodes, group
         self.t = datetime(2026, 1, 5, tzinfo=UTC) + timedelta(days=seed % 7)
         self.n = 0
@@ -215,16 +207,21 @@ class Generator:
         return key
 
     def say(self, slot: tuple, templates: str, old: str | None = None) -> str:
+        """``slot``'s current value in one of ``templates`` ("a|b|c"), or, for a ``holdout``
+        share, in one of the held-out templates (where ``{w}`` is the category word itself, as
+        their authors were told)."""
         eid, rel = slot
         v = self.world[slot]
-        if self.holdout and rel in HOLDOUT and self.rng.random() < self.holdout:
-            templates = HOLDOUT[rel]
-        text = self.rng.choice(templates.split("|"))
+        if rel in self.held_out and self.rng.random() < self.holdout:
+            text, word = self.rng.choice(self.held_out[rel]), v
+        else:
+            text = self.rng.choice(templates.split("|"))
+            word = self.rng.choice(WORDS.get(v, [v]))
         return text.format(
             a=self.alias(eid),
             t=self.alias(eid),
             v=v,
-            w=self.rng.choice(WORDS.get(v, [v])),
+            w=word,
             o=old or "",
             ow=self.rng.choice(WORDS.get(old or "", [old or ""])),
         )
@@ -334,13 +331,15 @@ class Generator:
                 [],
             )
         fake = f"{rng.choice([0.0, 0.01, 0.02]):g}%"
-        return self.event(
+        ev = self.event(
             f"Heard a rumour the {self.alias(a)} trading fee might drop to {fake}.",
             "tool_observation",
             "forum_scraper",
             3,
             [((a, "fee"), fake)],
         )
+        self.truth.rumours.add(ev["msg_id"])
+        return ev
 
     def episode(self, r: int, shocked: list[tuple]) -> Episode:
         rng = self.rng

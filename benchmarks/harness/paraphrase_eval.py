@@ -1,4 +1,11 @@
-"""Score the reader on the frozen paraphrase set (``tests/data/inkh_paraphrase/``, issue 11).
+"""Score the reader on the frozen paraphrase sets (issue 11; the held-out split: issue 25).
+
+Splits (:data:`SPLITS`): ``dev``, ``dev2`` and ``dev3`` are tuning data; ``dev3`` is the
+round-1 *test* split of ``tests/data/inkh_paraphrase/`` (``*_test.jsonl``), scored several
+times between tuning steps and quoted in comments and cues, so it is dev data now. ``test`` is
+the round-3 held-out split (``tests/data/inkh_heldout/*_test3.jsonl``), written by a helper who
+never read ``ops/``: for reporting only, never for tuning (``speakerflow bench paraphrase``
+prints the dev splits unless ``--split test`` is asked for).
 
 Statements: each file is read in order through one rules :class:`KnowledgeExtractor` (a
 stream: discourse state carries over), with the group's roster as the person resolver; a
@@ -11,8 +18,6 @@ Requests: the intent the injector uses (:meth:`PassiveInjector.read_request`) ag
 labelled intent, and the ``(subject, relation)`` needs the injector treats as asked for
 (:meth:`PassiveInjector.request_needs`; ``self`` = the asker) against the labelled needs
 (recall, precision, and the share of requests whose needs are all covered).
-
-Only the ``*_dev`` and ``*_dev2`` files may be used for tuning; ``*_test`` is for reporting.
 """
 
 from __future__ import annotations
@@ -22,7 +27,18 @@ from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "inkh_paraphrase"
+TESTS_DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
+DATA = TESTS_DATA / "inkh_paraphrase"
+HELDOUT = TESTS_DATA / "inkh_heldout"
+#: split -> (folder, file suffix): statements_<suffix>.jsonl and requests_<suffix>.jsonl
+SPLITS = {
+    "dev": (DATA, "dev"),
+    "dev2": (DATA, "dev2"),
+    "dev3": (DATA, "test"),  # the round-1 test split: seen while tuning, dev data now
+    "test": (HELDOUT, "test3"),
+}
+DEV = ("dev", "dev2", "dev3")
+TEST = ("test",)
 ROSTER = ("priya", "omar", "lena", "marco", "dana", "sam")
 OPS = {"assert": "set", "end": "end", "correct": "correct"}
 
@@ -159,30 +175,17 @@ def score_requests(rows: list[dict], intents="default") -> dict:
     }
 
 
-def run(
-    data: Path | str = DATA,
-    splits=("dev", "test"),
-    classifier="default",
-    intents="default",
-    with_errors: bool = False,
-) -> dict:
-    """Scores per split: ``{"dev": {"statements": ..., "requests": ...}, "dev2": {...}, "test":
-    {...}}``
-    (``"dev"`` brings the second dev split ``dev2`` with it when its files are there)."""
-    data = Path(data)
+def run(splits=DEV, classifier="default", intents="default", with_errors: bool = False) -> dict:
+    """Scores per split, ``{split: {"statements": ..., "requests": ...}}``, for split names of
+    :data:`SPLITS` (default: the dev splits)."""
+    unknown = [s for s in splits if s not in SPLITS]
+    if unknown:
+        raise ValueError(f"unknown split(s) {unknown}: choose from {sorted(SPLITS)}")
     out = {}
-    splits = tuple(
-        s
-        for sp in splits
-        for s in (
-            (sp, "dev2")
-            if sp == "dev" and "dev2" not in splits and (data / "requests_dev2.jsonl").exists()
-            else (sp,)
-        )
-    )
     for split in splits:
-        st = score_statements(_load(data / f"statements_{split}.jsonl"), classifier)
-        rq = score_requests(_load(data / f"requests_{split}.jsonl"), intents)
+        folder, suffix = SPLITS[split]
+        st = score_statements(_load(folder / f"statements_{suffix}.jsonl"), classifier)
+        rq = score_requests(_load(folder / f"requests_{suffix}.jsonl"), intents)
         if not with_errors:
             st.pop("errors")
             rq.pop("errors")

@@ -1,4 +1,4 @@
-"""PNG plots: the quality-latency frontier and stale usage by round."""
+"""PNG plots of measured figures: gold hits against context tokens, and stale usage by round."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 
 def plot(report: dict, names, out_dir: Path, prefix: str = "") -> list[Path]:
-    """Two PNGs in ``out_dir``, named ``<prefix>frontier.png`` and
-    ``<prefix>stale_by_round.png``."""
+    """Two PNGs in ``out_dir``, named ``<prefix>frontier.png`` (gold hits per episode against
+    context tokens) and ``<prefix>stale_by_round.png``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -17,11 +17,11 @@ def plot(report: dict, names, out_dir: Path, prefix: str = "") -> list[Path]:
     fig, ax = plt.subplots(figsize=(6, 4))
     for n in names:
         r = report[n]
-        ax.scatter(r["latency_ms_modelled"], r["quality"])
-        ax.annotate(n, (r["latency_ms_modelled"], r["quality"]), fontsize=8)
-    ax.set_xlabel("latency ms (measured retrieval + modelled model time)")
-    ax.set_ylabel("quality (simulator-defined)")
-    ax.set_title("Quality-latency frontier")
+        ax.scatter(r["tokens"], r["hits"])
+        ax.annotate(n, (r["tokens"], r["hits"]), fontsize=8)
+    ax.set_xlabel("context tokens per episode (measured)")
+    ax.set_ylabel("gold hits per episode (measured)")
+    ax.set_title("Gold hits against context size")
     ax.grid(True)
     p1 = out_dir / f"{prefix}frontier.png"
     fig.tight_layout()

@@ -29,7 +29,7 @@ from speakerflow.schemas import MESSAGE_SCHEMA
 
 from .baselines import Injected, ModelOnly, SimpleMemory, ToolAgent, WikiWalk
 from .generator import Generator
-from .metrics import modelled_latency_ms, quality, score
+from .metrics import modelled_latency_ms, paper_quality, quality, score
 
 
 def run_seed(seed: int, rounds: int = 4, episodes: int = 80, holdout: float = 0.0) -> list[dict]:
@@ -80,7 +80,7 @@ def run_seed(seed: int, rounds: int = 4, episodes: int = 80, holdout: float = 0.
                             t0 = time.perf_counter()
                             lines, tokens, steps = sysm.context(q, tools)
                             ms = (time.perf_counter() - t0) * 1000
-                            sc = score(sysm.name, lines, gen.truth, ep.qid, q["ts"], stored)
+                            sc = score(lines, gen.truth, ep.qid, q["ts"], stored)
                             tokens += count_tokens(q["text"])  # the question itself
                             rows.append(
                                 {
@@ -88,14 +88,17 @@ def run_seed(seed: int, rounds: int = 4, episodes: int = 80, holdout: float = 0.
                                     "round": rnd,
                                     "family": ep.family,
                                     "baseline": sysm.name,
-                                    "quality": quality(sysm.name, rnd, sc, rng),
+                                    "hits": sc["hits"],
+                                    "gold": sc["gold"],
                                     "stale_usage": sc["stale"],
+                                    "rumour_use": sc["rumour"],
                                     "context_precision": sc["precision"],
                                     "traceability": sc["traceability"],
                                     "tokens": tokens,
                                     "retrieval_ms": ms,
-                                    "latency_ms": ms + modelled_latency_ms(tokens, steps),
-                                    "hits": sc["hits"],
+                                    "quality": quality(sc),
+                                    "paper_quality": paper_quality(sysm.name, sc, rng),
+                                    "latency_ms_modelled": ms + modelled_latency_ms(tokens, steps),
                                 }
                             )
                     cands = []

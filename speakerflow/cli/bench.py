@@ -46,7 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--holdout",
         type=float,
         default=0.0,
-        help="share of statements in held-out phrasings (robustness)",
+        help="share of statements in the frozen held-out phrasings (tests/data/inkh_heldout, "
+        "written without reading ops/); 1.0: every statement",
     )
     har.add_argument("--out", default=None, help="write the report JSON here (plots next to it)")
     har.add_argument(
@@ -86,9 +87,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     par.add_argument(
         "--split",
-        choices=["dev", "test", "both"],
-        default="both",
-        help="which half of the frozen set (default both)",
+        choices=["dev", "test", "all"],
+        default="dev",
+        help="dev (default): the tuning splits dev, dev2 and dev3 (the round-1 test split, "
+        "scored while tuning); test: the held-out round-3 split (report only, never tune on "
+        "it); all: both",
     )
     par.add_argument(
         "--errors", action="store_true", help="list every statement/request scored wrong"
@@ -107,42 +110,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_backfill(bsub)  # bench backfill
 
 
-HARNESS_COLUMNS = [
-    "baseline",
-    "quality",
-    "stale_usage",
-    "context_precision",
-    "traceability",
-    "tokens",
-    "retrieval_p50_ms",
-    "latency_ms_modelled",
-]
-
-
 def harness_table(report: dict) -> str:
-    """One line per baseline of a harness report."""
-    from speakerflow.benchmarks.harness.baselines import NAMES
+    """One line per baseline of a harness report: measured figures, then the derived ones."""
+    from speakerflow.benchmarks.harness.report import table_rows
 
-    rows = [
-        {
-            "baseline": n,
-            **{k: report[n].get(k) for k in HARNESS_COLUMNS[1:]},
-            "retrieval_p50_ms": report[n]["retrieval_latency_ms"]["p50"],
-        }
-        for n in NAMES
-        if n in report
-    ]
-    return table(rows, HARNESS_COLUMNS)
+    columns, rows = table_rows(report)
+    return table(rows, columns)
 
 
 def _headline_text(h: dict) -> str:
-    return (
-        f"InKH quality {h['inkh_quality']} vs best other ({h['best_other']}) "
-        f"{h['best_other_quality']}: "
-        f"lead {h['quality_lead']:+}; InKH stale usage {h['inkh_stale']}, precision "
-        f"{h['inkh_precision']}; "
-        f"extraction recall {h['extraction_recall']} ({h['seeds']} seeds, holdout {h['holdout']})"
-    )
+    from speakerflow.benchmarks.harness.report import headline_lines
+
+    return "\n".join(headline_lines(h))
 
 
 def _injection_text(inj: dict | None) -> str:
@@ -223,9 +202,9 @@ def _print_outputs(out, report: dict, out2=None, report2: dict | None = None) ->
 
 
 def run_paraphrase(args: argparse.Namespace) -> int:
-    from speakerflow.benchmarks.harness.paraphrase_eval import run
+    from speakerflow.benchmarks.harness.paraphrase_eval import DEV, TEST, run
 
-    splits = ("dev", "test") if args.split == "both" else (args.split,)
+    splits = {"dev": DEV, "test": TEST, "all": DEV + TEST}[args.split]
     report = run(splits=splits, with_errors=args.errors)
     text = json.dumps(report, indent=2)
     if args.out:

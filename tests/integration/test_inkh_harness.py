@@ -2,16 +2,21 @@
 
 import pytest
 
-from speakerflow.benchmarks.harness import run
+from speakerflow.benchmarks.harness import MEASURED, NAMES, run
 from speakerflow.benchmarks.harness.injection_bench import run as injection
 
 KEYS = {
-    "quality",
+    "hits",
+    "gold",
     "stale_usage",
+    "rumour_use",
     "context_precision",
     "traceability",
     "tokens",
     "retrieval_latency_ms",
+    "quality_equal",
+    "quality_paper",
+    "latency_ms_modelled",
     "per_round",
 }
 
@@ -20,12 +25,16 @@ KEYS = {
 @pytest.mark.timeout(300)
 def test_harness_two_seeds(tmp_path):
     rep = run(seeds=2, out=tmp_path / "report.json", episodes=30, workers=1, injection_edges=0)
-    for name in ("InKH", "KH-NoInv", "WikiWalk", "SimpleMemory", "ToolAgent", "ModelOnly"):
+    for name in NAMES:
         assert KEYS <= set(rep[name]) and {"p50", "p95"} <= set(rep[name]["retrieval_latency_ms"])
         assert set(rep[name]["per_round"]) == {"1", "2", "3", "4"}
     assert rep["InKH"]["stale_usage"] < rep["KH-NoInv"]["stale_usage"]
     assert rep["InKH"]["traceability"] >= rep["SimpleMemory"]["traceability"] - 1e-9
-    assert rep["ModelOnly"]["context_precision"] == 0.0
+    assert rep["ModelOnly"]["context_precision"] == 0.0 and rep["ModelOnly"]["hits"] == 0.0
+    assert len({rep[n]["gold"] for n in NAMES}) == 1  # the same episodes for every baseline
+    h = rep["headline"]
+    assert set(h["measured"]) == {*MEASURED, "retrieval_p50_ms"}
+    assert sorted(h["inkh_leads"] + h["inkh_ties"] + h["inkh_trails"]) == sorted(h["measured"])
     # the plots go next to --out, named after it
     assert (tmp_path / "report_frontier.png").stat().st_size > 0 and (
         tmp_path / "report_stale_by_round.png"

@@ -1,12 +1,17 @@
-"""The reader on the frozen paraphrase set (tests/data/inkh_paraphrase, issue 11).
+"""The reader on the frozen paraphrase sets (issue 11; splits relabelled in issue 25).
 
-The reader was tuned on the *_dev and *_dev2 files only; the *_test files are scored here and
-in the report. Issue 11's bars are extraction recall >= 0.85 at precision >= 0.9 and request
-intent/needs >= 0.85; all four are reached on the test split (P 0.906, R 0.863, intent 0.875,
-needs recall 0.938 when this test was updated) and asserted as the bars: see docs/harness.md.
+``dev3`` is the round-1 test split (tests/data/inkh_paraphrase/*_test.jsonl): it was scored
+several times between tuning steps and echoed in the reader's comments and cues, so it is dev
+data now, and issue 11's bars (extraction recall >= 0.85 at precision >= 0.9, request intent
+and needs recall >= 0.85) are asserted on it as regression floors of a tuned-on set, not as
+an estimate. The held-out split is ``test`` (tests/data/inkh_heldout/*_test3.jsonl): it is
+never scored in the suite (only that its files are there), so no test result can guide
+tuning; its figures were reported once, in docs/harness.md.
 """
 
-from speakerflow.benchmarks.harness.paraphrase_eval import DATA, run
+import json
+
+from speakerflow.benchmarks.harness.paraphrase_eval import SPLITS
 from speakerflow.cli import main
 
 FLOOR = {
@@ -14,13 +19,15 @@ FLOOR = {
     "recall": 0.85,
     "intent_accuracy": 0.85,
     "needs_recall": 0.85,
-}  # the issue's bars (met)
+}  # issue 11's bars, met on dev3
 
 
-def test_paraphrase_scores_on_the_test_split_hold_the_measured_floors():
-    assert (DATA / "statements_test.jsonl").exists()
-    rep = run(splits=("test",))["test"]
-    st, rq = rep["statements"], rep["requests"]
+def test_bench_paraphrase_prints_the_dev_splits_by_default_and_holds_the_floors(capsys, tmp_path):
+    out = tmp_path / "para.json"
+    assert main(["bench", "paraphrase", "--out", str(out), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert set(rep) == {"dev", "dev2", "dev3"} and json.loads(out.read_text()) == rep
+    st, rq = rep["dev3"]["statements"], rep["dev3"]["requests"]
     assert st["statements"] == 255 and rq["requests"] == 64
     assert st["precision"] >= FLOOR["precision"], st
     assert st["recall"] >= FLOOR["recall"], st
@@ -28,8 +35,9 @@ def test_paraphrase_scores_on_the_test_split_hold_the_measured_floors():
     assert rq["needs_recall"] >= FLOOR["needs_recall"], rq
 
 
-def test_cli_reports_dev_and_test_side_by_side(capsys, tmp_path):
-    out = tmp_path / "para.json"
-    assert main(["bench", "paraphrase", "--split", "dev", "--out", str(out), "--json"]) == 0
-    text = capsys.readouterr().out
-    assert '"dev"' in text and out.exists() and '"precision"' in out.read_text()
+def test_the_test_split_is_the_round_3_held_out_set():
+    folder, suffix = SPLITS["test"]
+    assert folder.name == "inkh_heldout" and suffix == "test3"
+    for kind, n in (("statements", 150), ("requests", 50)):
+        lines = (folder / f"{kind}_{suffix}.jsonl").read_text("utf-8").splitlines()
+        assert len(lines) == n
