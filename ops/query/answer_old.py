@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from speakerflow.graphs import query_terms
+from speakerflow.ops.query.answer_config import AnswerConfig
 from speakerflow.ops.query.answer_intent import (
     CALENDAR,
     CHANGE_Q,
@@ -43,9 +43,6 @@ from speakerflow.ops.query.answer_units import Messages, TextMemo, Unit, stem, t
 from speakerflow.ops.query.project import is_rollup
 from speakerflow.ops.text.temporal import describe, resolve
 from speakerflow.schemas import EvidenceItem, Projection
-
-if TYPE_CHECKING:
-    from speakerflow.ops.query.answer import AnswerConfig
 
 
 def _dense(
@@ -188,7 +185,7 @@ def _score(
         if qtype == "who" and named_in(u, projection, names):
             s += 0.5
         if named and (u.speaker in named or named & u.rows):
-            s += config.type_bonus  # "why did Dev ...": Dev's own words and records first
+            s += config.type_bonus  # a named person's own words and records first
         if projection.source and u.speaker == projection.source:
             s += 1.0  # "what does A think of B": A's own words about B first
         if (

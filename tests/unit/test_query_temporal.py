@@ -119,3 +119,40 @@ def test_describe():
         describe(resolve_first("this weekend", FRI), anchored=True)
         == "the weekend after 10 April 2026 (11-12 April 2026)"
     )
+
+
+THU = datetime(2026, 3, 26, 20, 0, tzinfo=UTC)  # Thursday
+
+
+def test_an_explicit_date_beats_its_weekday_and_is_marked_explicit():
+    [s] = resolve("the vet appointment is Monday 4 May at ten", THU)
+    assert (s.start, s.explicit) == (date(2026, 5, 4), True)
+    [s] = resolve("Sunday the 3rd suits me", THU)  # 3 May 2026 is the next Sunday the 3rd
+    assert (s.start, s.explicit) == (date(2026, 5, 3), True)
+    [s] = resolve("the quiz is on Friday", THU)
+    assert (s.start, s.explicit) == (date(2026, 3, 27), False)
+
+
+def test_weekdays_read_the_tense_of_their_own_sentence():
+    spans = resolve("I was ill on Monday. The plumber comes on Friday.", THU)
+    assert [s.start for s in spans] == [date(2026, 3, 23), date(2026, 3, 27)]
+    # a plan in the present tense is the coming one; a bare capitalised weekday is a date too
+    assert span("the vet is on Thursday", THU) == (date(2026, 4, 2),) * 2
+    assert span("I can't come to Wednesday's call", THU) == (date(2026, 4, 1),) * 2
+    assert resolve("we swim on Sundays", THU) == []  # a habit, not a date
+
+
+def test_a_date_without_year_in_a_plan_is_the_coming_one():
+    # 193 days ahead against 172 days back: a plan, not last summer
+    assert (
+        span("the reunion is 5 October in Leeds", datetime(2026, 3, 26, tzinfo=UTC))
+        == (date(2026, 10, 5),) * 2
+    )
+    assert span("I visited my parents in December.", MON) == (date(2022, 12, 1), date(2022, 12, 31))
+
+
+def test_that_weekend_is_the_weekend_of_the_date_said_before():
+    spans = resolve("The fair is 15-16 August. Trains are full that weekend.", THU)
+    assert [(s.start, s.end) for s in spans] == [(date(2026, 8, 15), date(2026, 8, 16))] * 2
+    assert resolve("Trains are full that weekend.", THU) == []  # nothing to anchor to
+    assert resolve("The reading weekend was great.", THU) == []  # a kind of weekend, not a date
