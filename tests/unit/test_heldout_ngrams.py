@@ -4,7 +4,8 @@ Every description, cue and comment under ``ops/`` (the string literals and comme
 Python files) and every domain-pack data file shipped with the package (``*.json``, ``*.yaml``,
 ``*.yml`` under ``ops/`` or ``speakerflow/``) must share no 3-word sequence with any frozen
 evaluation text in the repository: the harness's held-out phrasings, the paraphrase test split
-(round 3), and the answer questions (``tests/data/answers``, ``tests/data/answers_v2`` with its
+(round 3), the test streams and probes of held-out domains (``tests/data/domains/*/test_*``),
+and the answer questions (``tests/data/answers``, ``tests/data/answers_v2`` with its
 conversations). A shared 3-gram is how a held-out wording leaks into the reader: a cue or
 exemplar copied from a test line, or a comment handling a test sentence.
 
@@ -72,6 +73,8 @@ GENERIC = frozenset(
         ("is", "the", "reason"),
         ("half", "of", "what"),
         ("proposal", "for", "the"),
+        ("going", "on", "with"),
+        ("can", "i", "still"),
         # the project's own subject: the messages of a group, in the chat
         ("of", "a", "group"),
         ("in", "the", "chat"),
@@ -129,6 +132,15 @@ def frozen_texts() -> Iterator[tuple[str, str]]:
             yield row["id"], row["content"]
             for c in row.get("context", []):
                 yield f"{row['id']} context", c["content"]
+    for domain in sorted((ROOT / "tests" / "data" / "domains").glob("*")):
+        # a held-out domain's test stream and probes (its spec and dev stream are for authors)
+        for name, key, ident in (
+            ("test_events.jsonl", "content", "event_id"),
+            ("test_probes.jsonl", "request", "probe_id"),
+        ):
+            if (domain / name).exists():
+                for row in _jsonl(domain / name):
+                    yield row[ident], row[key]
     for folder in ("answers", "answers_v2"):
         qfile = ROOT / "tests" / "data" / folder / "questions.json"
         if not qfile.exists():
