@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,6 +85,7 @@ def write_group(
     window: int = 25,
     progress: bool = True,
     flush_every: int = 64,
+    on_segment: Callable[[int, int, int, int], None] | None = None,
 ) -> WriteReport:
     """Run the write path over the group's unwritten messages; returns a :class:`WriteReport`.
 
@@ -102,6 +104,9 @@ def write_group(
         Segments staged in memory (:class:`~speakerflow.graphs.records.RecordBuffer`) before
         their records are written in one all-or-nothing batch and their messages added to
         the watermark; 1 writes every segment on its own.
+    on_segment
+        Called as ``on_segment(segments_done, segments, messages_done, messages)`` after
+        each segment's Writer >> Validate >> Upsert (a server's write status).
     """
     start = time.perf_counter()
     backend = make_writer(writer) if isinstance(writer, str) else writer
@@ -130,7 +135,14 @@ def write_group(
         Upsert(),
     )
     pipeline = write_pipeline(
-        segmenter, write, validate, upsert, progress=f"write {store.group_id}" if progress else None
+        segmenter,
+        write,
+        validate,
+        upsert,
+        progress=f"write {store.group_id}" if progress else None,
+        on_step=None
+        if on_segment is None
+        else lambda done, total, rows: on_segment(done, total, rows, report.messages),
     )
     buffer = RecordBuffer(store, flush_every=flush_every)
     ctx = Context(store=buffer)
@@ -158,16 +170,19 @@ def write_pipeline(
     validate: Validate | None = None,
     upsert: Upsert | None = None,
     progress: str | None = None,
+    on_step: Callable[[int, int, int], None] | None = None,
 ) -> Pipeline:
     """``Segmenter >> ForEach("segment_id", Writer >> Validate >> Upsert)``: the write path as
     one pipeline (defaults: window 25, the Writer's backend from ``ctx.backends["writer"]``).
 
     Call it with a message table and a :class:`~speakerflow.ops.Context` whose ``store`` is a
     writable GroupStore (or a :class:`~speakerflow.graphs.records.RecordBuffer` around one);
-    it returns the records it wrote.
+    it returns the records it wrote. ``on_step``: the :class:`ForEach` callback after each
+    segment.
     """
     return (segmenter or Segmenter()) >> ForEach(
         "segment_id",
         (writer or Writer()) >> (validate or Validate()) >> (upsert or Upsert()),
         progress=progress,
+        on_step=on_step,
     )

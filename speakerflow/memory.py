@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,9 +34,8 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
-from speakerflow.graphs import GroupStore, Home, SearchFilter
+from speakerflow.graphs import GroupStore, Home, SearchFilter, check_group_id
 from speakerflow.graphs.records import chains
-from speakerflow.graphs.store import check_group_id
 from speakerflow.schemas import KnowledgeItem, Message
 
 __all__ = [
@@ -225,6 +224,10 @@ def _no_answer(config: Any) -> Any:
     return found[1]
 
 
+def _quiet(**_: Any) -> None:
+    """A progress callback that reports nowhere."""
+
+
 def message_objects(store: GroupStore | ReadSnapshot, ids: Iterable[str]) -> list[Message]:
     """The :class:`Message` of each id the group holds, in the order given. Messages are
     frozen records: each is validated once per store table and shared by later asks."""
@@ -247,7 +250,10 @@ def message_objects(store: GroupStore | ReadSnapshot, ids: Iterable[str]) -> lis
 
 
 def memory_chains(
-    store: GroupStore, owner: str | None = None, layer: str | None = None, history: bool = False
+    store: GroupStore | ReadSnapshot,
+    owner: str | None = None,
+    layer: str | None = None,
+    history: bool = False,
 ) -> list[list[KnowledgeItem]]:
     """Derived records as update chains (oldest state first, head last); without
     ``history`` each chain is just its head."""
@@ -419,13 +425,19 @@ class ReadSnapshot:
     index: documents added after the snapshot are dropped from the hits (the search asks
     for as many more hits as the index has gained, so the top ``k`` are those of the
     snapshot). The query path (:func:`~speakerflow.pipelines.query_path.answer_question`)
-    and :func:`search_messages` run on it as on a store.
+    and :func:`search_messages` run on it as on a store. ``reader`` is ``None`` for a group
+    with no index yet (before its first append: every search finds nothing); ``docs`` is
+    the index's document count as of the snapshot (default: the reader's now). ``knowledge``
+    is what :meth:`Memory.inject` reads (the fact graph, alias table and detector as of the
+    snapshot), or ``None`` until loaded.
     """
 
     in_memory = True  # caches stay on this object; nothing is written to the group folder
     writable = False
 
-    def __init__(self, store: GroupStore, version: int, reader: Any):
+    def __init__(
+        self, store: Any, version: int, reader: Any, docs: int | None = None
+    ):
         self.group_id = store.group_id
         self.root = store.root
         self.version = version
@@ -439,8 +451,12 @@ class ReadSnapshot:
             k: dict(v) for k, v in memo.items()
         }  # the Writer keeps adding to the store's
         self._reader = reader
-        reader.index.reload()
-        self._docs = reader.count()
+        if reader is not None:
+            reader.index.reload()
+        if docs is None:
+            docs = reader.count() if reader is not None else 0
+        self._docs = docs
+        self.knowledge: tuple | None = None
         self._ids = set(self._messages["msg_id"].to_pylist()) | set(
             self._records["entry_id"].to_pylist()
         )
@@ -462,6 +478,8 @@ class ReadSnapshot:
         return self._meta.get(key, default)
 
     def search(self, query: str, k: int = 10, flt: SearchFilter | None = None) -> list:
+        if self._reader is None:
+            return []
         gained = max(0, self._reader.count() - self._docs)
         hits = self._reader.search(query, k + gained, flt)
         return [h for h in hits if h.doc_id in self._ids][:k]
@@ -471,6 +489,8 @@ class ReadSnapshot:
     ) -> tuple[list[int], list[float]] | None:
         """:meth:`search` as (document keys, scores), read from the index's key field instead
         of each hit's stored id (what recall uses); ``None`` for an index without keys."""
+        if self._reader is None:
+            return [], []
         gained = max(0, self._reader.count() - self._docs)
         found = self._reader.search_keys(query, k + gained, flt)
         if found is None:
@@ -573,6 +593,12 @@ class Memory:
         self.batch_queries = batch_queries
         self.direct_asks = direct_asks
         self._warm_config: Any = None  # the rules config of the warming query
+        #: load each group's knowledge onto its read snapshots, so ``inject`` needs no lock
+        #: (the server does; off by default: it costs a Kuzu read per write)
+        self.snapshot_knowledge = False
+        #: called as ``on_publish(store, snapshot)`` after each new read snapshot (the group's
+        #: lock held): the server's writer process publishes it to its reader processes
+        self.on_publish: Callable[[GroupStore, ReadSnapshot], None] | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
@@ -671,29 +697,48 @@ class Memory:
 
         ``pending_write=True`` says a :meth:`write` of the group is queued (the server's
         background queue): until it has run, reads keep using the group's last complete
-        snapshot instead of taking a new one that waits for the group."""
+        snapshot instead of taking a new one that waits for the group (a group without one
+        yet, new or opened cold, gets it first: as it was before this append)."""
         table = messages_table(group, messages)  # validated before the group is opened
         with self._held(group, create=True) as g:
+            if pending_write and g.snapshot is None:
+                self._publish(g)
             res = g.store.append_messages(table)
             if res.added:
                 g.version += 1
                 g.write_pending = g.write_pending or pending_write
         return AddResult(group, res.added, res.skipped, list(res.new_speakers))
 
-    def write(self, group: str, warm: bool = True):
+    def write(self, group: str, warm: bool = True, progress: Callable[..., None] | None = None):
         """Run the write path on the group's unwritten messages (a WriteReport), then compute
-        the embeddings of new messages and records so the next :meth:`ask` is warm."""
+        the embeddings of new messages and records so the next :meth:`ask` is warm, and take
+        the group's new read snapshot.
+
+        ``progress`` is called with keyword fields as the write goes: ``phase`` (``writer``,
+        then ``embedding``, ``snapshot``), and in the writer phase ``messages_done`` /
+        ``messages_total`` and ``windows_done`` / ``windows_total`` (the Writer's segments)."""
         from speakerflow.pipelines.write_path import write_group
 
+        tell = progress or _quiet
         with self._held(group) as g:
             try:
+                tell(phase="writer")
                 report = write_group(
-                    g.store, self._writer_backend(), window=self.window, progress=False
+                    g.store,
+                    self._writer_backend(),
+                    window=self.window,
+                    progress=False,
+                    on_segment=lambda done, total, msgs, msgs_total: tell(
+                        windows_done=done,
+                        windows_total=total,
+                        messages_done=msgs,
+                        messages_total=msgs_total,
+                    ),
                 )
                 g.knowledge = None
                 g.version += 1
                 if warm:
-                    self._publish(g)
+                    self._publish(g, tell)
             finally:
                 g.write_pending = False
         return report
@@ -724,17 +769,23 @@ class Memory:
             answer_question(store, "what was said?", self._warm_config)
         message_rows(store)
 
-    def _publish(self, g: _Group) -> ReadSnapshot | None:
+    def _publish(self, g: _Group, tell: Callable[..., None] | None = None) -> ReadSnapshot | None:
         """Take the group's read snapshot now (group lock held): the store's caches are
-        warmed first (embeddings of new rows computed and saved), then the snapshot's own.
+        warmed first (embeddings of new rows computed and saved), then the snapshot's own,
+        and with :attr:`snapshot_knowledge` the group's knowledge (what ``inject`` reads) is
+        loaded onto it; :attr:`on_publish` is then called with the store and the snapshot.
         ``None`` (reads take the group's lock instead) for a read-only Memory, which cannot
         know when another process writes, and for a group past the ANN threshold, whose
-        shared index is extended in place by writes."""
+        shared index is extended in place by writes. ``tell``: progress, as in :meth:`write`."""
         from speakerflow.graphs import ann
         from speakerflow.graphs.text_index import TantivyIndex
 
+        tell = tell or _quiet
         store = g.store
-        self._warm(store)
+        empty = store.messages().num_rows == 0  # a new group: nothing to warm, no index yet
+        if not empty:
+            tell(phase="embedding")
+            self._warm(store)
         if (
             not self.snapshot_reads
             or self.read_only
@@ -743,12 +794,26 @@ class Memory:
         ):
             g.snapshot = None
             return None
-        if g.reader is None:
+        tell(phase="snapshot")
+        if g.reader is None and not empty:
             g.reader = TantivyIndex(store.root / "index", writable=False)
         snap = ReadSnapshot(store, g.version, g.reader)
-        self._warm(snap)
+        if not empty:
+            self._warm(snap)
+        if self.snapshot_knowledge:
+            from speakerflow.ops.knowledge.load import load_knowledge
+
+            snap.knowledge = load_knowledge(store)
+        if self.on_publish is not None:
+            self.on_publish(store, snap)
         g.snapshot = snap
         return snap
+
+    def current_snapshot(self, group: str) -> ReadSnapshot | None:
+        """The group's last read snapshot as it is, current or not (``None`` when the group
+        is not open or has none): never opens the group, never waits (``/status``)."""
+        g = self._groups.get(group)
+        return g.snapshot if g is not None else None
 
     def snapshot(self, group: str) -> ReadSnapshot | None:
         """The snapshot reads of ``group`` use now: the last one taken, while it is current
@@ -837,7 +902,10 @@ class Memory:
     def history(
         self, group: str, owner: str | None = None, layer: str | None = None, full: bool = True
     ) -> list[list[KnowledgeItem]]:
-        """Update chains of derived records, oldest state first."""
+        """Update chains of derived records, oldest state first (of the read snapshot)."""
+        snap = self.snapshot(group)
+        if snap is not None:
+            return memory_chains(snap, owner, layer, history=full)
         with self._held(group) as g:
             return memory_chains(g.store, owner, layer, history=full)
 
@@ -850,9 +918,14 @@ class Memory:
         hops: int = 2,
     ):
         """The working context (InKH passive injection) for one event: a
-        :class:`~speakerflow.ops.inject.pipeline.WorkingContext`."""
+        :class:`~speakerflow.ops.inject.pipeline.WorkingContext`. From the read snapshot's
+        knowledge where it carries one (:attr:`snapshot_knowledge`), else from the store
+        under the group's lock."""
         from speakerflow.ops.knowledge.load import load_knowledge
 
+        snap = self.snapshot(group)
+        if snap is not None and snap.knowledge is not None:
+            return inject_context(snap.knowledge, event, user, budget, hops)
         with self._held(group) as g:
             version = g.store.records().num_rows
             if g.knowledge is None or g.knowledge_at != version:
@@ -900,5 +973,9 @@ class Memory:
         return report
 
     def stats(self, group: str) -> dict[str, int]:
+        """Counts of messages, speakers, sessions and records (of the read snapshot)."""
+        snap = self.snapshot(group)
+        if snap is not None:
+            return snap.stats()
         with self._held(group) as g:
             return g.store.stats()

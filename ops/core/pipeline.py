@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -110,7 +112,9 @@ class ForEach(Operator):
     Writer, which reads the memory heads that earlier segments just wrote:
     ``Segmenter() >> ForEach("segment_id", Writer(...) >> Validate() >> Upsert())``.
     The outputs are concatenated; every inner operator keeps its own stats. ``progress``,
-    when set, is the label of a tqdm bar over the key values.
+    when set, is the label of a tqdm bar over the key values; ``on_step``, when set, is
+    called as ``on_step(done, total, rows)`` after each key value (``rows``: the input rows
+    done so far).
     """
 
     name = "for_each"
@@ -121,9 +125,11 @@ class ForEach(Operator):
         inner: Operator | Pipeline,
         name: str | None = None,
         progress: str | None = None,
+        on_step: Callable[[int, int, int], None] | None = None,
     ):
         self.key = key
         self.progress = progress
+        self.on_step = on_step
         self.inner = inner if isinstance(inner, Pipeline) else Pipeline(inner)
         self._name = name or f"for_each_{key}"
         self.consumes = tuple(dict.fromkeys((key, *self.inner.consumes)))  # type: ignore[misc]
@@ -140,7 +146,13 @@ class ForEach(Operator):
             from tqdm import tqdm
 
             keys = tqdm(keys, desc=self.progress, unit=self.key)
-        outs = [self.inner(table.filter(pc.equal(table[self.key], k)), ctx) for k in keys]
+        outs, rows = [], 0
+        for done, k in enumerate(keys, start=1):
+            part = table.filter(pc.equal(table[self.key], k))
+            outs.append(self.inner(part, ctx))
+            rows += part.num_rows
+            if self.on_step is not None:
+                self.on_step(done, len(keys), rows)
         outs = [o for o in outs if o.num_rows]
         if not outs:
             return self.produces.empty_table()

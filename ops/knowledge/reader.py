@@ -349,9 +349,12 @@ class PrototypeClassifier:
     @property
     def embedder(self):
         if self._embedder is None:
-            from speakerflow.ops.text.embed import MiniLMEmbedder
+            # the process's MiniLM (fp32 ONNX by default: the torch model's vectors to float
+            # rounding, without importing torch and sentence-transformers, ~10 s of a cold
+            # process's first `maintain` or `inject`; the session is shared with the query path)
+            from speakerflow.ops.text.embed import minilm_embedder
 
-            self._embedder = MiniLMEmbedder()
+            self._embedder = minilm_embedder()
         return self._embedder
 
     def _protos(self) -> np.ndarray:

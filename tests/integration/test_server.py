@@ -323,7 +323,7 @@ def test_write_queue_coalesces_and_serialises_per_group():
         def __init__(self):
             self.calls, self.running, self.overlap = [], set(), False
 
-        def write(self, group):
+        def write(self, group, progress=None):
             if group in self.running:
                 self.overlap = True
             self.running.add(group)
@@ -355,7 +355,7 @@ def test_background_writes_run_at_a_lower_priority_than_asks():
     seen: list[tuple[int, int]] = []
 
     class Fake:
-        def write(self, group):
+        def write(self, group, progress=None):
             seen.append((os.getpriority(os.PRIO_PROCESS, threading.get_native_id()), os.nice(0)))
 
     base = os.nice(0)
