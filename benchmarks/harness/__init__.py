@@ -87,10 +87,14 @@ def aggregate(rows: list[dict], seeds: list[int]) -> dict:
     return report
 
 
-def _compare(report: dict, metric: str, better: str, value=lambda r, m: r[m]) -> dict:
-    """InKH against the best other baseline on one figure: leads, ties or trails."""
+#: the baselines that remember (the others see this workflow's tools at most)
+MEMORY = ("KH-NoInv", "WikiWalk", "SimpleMemory")
+
+
+def _compare(report: dict, metric: str, better: str, among, value=lambda r, m: r[m]) -> dict:
+    """InKH against the best of ``among`` on one figure: leads, ties or trails."""
     sign = 1 if better == "higher" else -1
-    others = {n: value(report[n], metric) for n in NAMES if n != "InKH"}
+    others = {n: value(report[n], metric) for n in among}
     best = max(others, key=lambda n: sign * others[n])
     mine = value(report["InKH"], metric)
     diff = round(mine - others[best], 4)
@@ -106,26 +110,36 @@ def _compare(report: dict, metric: str, better: str, value=lambda r, m: r[m]) ->
     }
 
 
-def headline(report: dict) -> dict:
-    """The run in one object: for every measured figure, InKH against the best other baseline
-    (``leads`` / ``ties`` / ``trails``); the two quality scores beside, labelled."""
-    measured = {m: _compare(report, m, better) for m, better in MEASURED.items()}
+def _block(report: dict, among) -> dict:
+    measured = {m: _compare(report, m, better, among) for m, better in MEASURED.items()}
     measured["retrieval_p50_ms"] = _compare(
-        report, "p50", "lower", lambda r, m: r["retrieval_latency_ms"][m]
+        report, "p50", "lower", among, lambda r, m: r["retrieval_latency_ms"][m]
     )
     measured["retrieval_p50_ms"]["wilcoxon_p"] = None  # percentiles over episodes: no pairing
+    return {
+        "baselines": list(among),
+        "measured": measured,
+        **{
+            v: [m for m, c in measured.items() if c["inkh"] == v]
+            for v in ("leads", "ties", "trails")
+        },
+    }
+
+
+def headline(report: dict) -> dict:
+    """The run in one object: for every measured figure, InKH against the best other baseline
+    (``vs_all``) and against the best baseline with memory (``vs_memory``), each ``leads`` /
+    ``ties`` / ``trails``; the two quality scores beside, labelled."""
+    others = [n for n in NAMES if n != "InKH"]
     return {
         "holdout": report["meta"]["holdout"],
         "seeds": report["meta"]["seeds"],
         "extraction_recall": report["inventory"]["extraction_recall"],
         "gold_per_episode": report["InKH"]["gold"],
-        "measured": measured,
-        **{
-            f"inkh_{v}": [m for m, c in measured.items() if c["inkh"] == v]
-            for v in ("leads", "ties", "trails")
-        },
-        "quality_equal": _compare(report, "quality_equal", "higher"),
-        "quality_paper": _compare(report, "quality_paper", "higher"),
+        "vs_all": _block(report, others),
+        "vs_memory": _block(report, MEMORY),
+        "quality_equal": _compare(report, "quality_equal", "higher", others),
+        "quality_paper": _compare(report, "quality_paper", "higher", others),
     }
 
 

@@ -2,7 +2,7 @@
 
 The table's headline columns are measured; the two quality scores and the modelled latency
 follow, labelled as derived. :func:`headline_lines` says in words where InKH leads, ties and
-trails the best other baseline on each measured figure.
+trails the best other baseline, and the best baseline with memory, on each measured figure.
 """
 
 from __future__ import annotations
@@ -52,23 +52,25 @@ def table_rows(report: dict) -> tuple[list[str], list[dict]]:
 def _one(metric: str, c: dict) -> str:
     p = f", Wilcoxon p {c['wilcoxon_p']:.2g}" if c.get("wilcoxon_p") is not None else ""
     return (
-        f"{LABEL.get(metric, metric)} {c['InKH']} vs {c['best_other']} {c['best_other_value']} "
-        f"({c['difference']:+g}{p})"
+        f"{LABEL.get(metric, metric)} {c['InKH']:.4g} vs {c['best_other']} "
+        f"{c['best_other_value']:.4g} ({c['difference']:+.4g}{p})"
     )
 
 
 def headline_lines(h: dict) -> list[str]:
-    """Where InKH leads, ties and trails (measured), then the two quality scores, labelled."""
+    """Where InKH leads, ties and trails (measured) against every other baseline and against
+    those with memory, then the two quality scores, labelled."""
     out = [
         f"{h['seeds']} seeds, holdout {h['holdout']}: {h['gold_per_episode']} gold slots per "
         f"episode (the same episodes for every baseline); extraction recall "
         f"{h['extraction_recall']}"
     ]
-    for verdict in ("leads", "ties", "trails"):
-        names = h[f"inkh_{verdict}"]
-        if names:
-            parts = "; ".join(_one(m, h["measured"][m]) for m in names)
-            out.append(f"InKH {verdict} the best other baseline on: {parts}")
+    for key, whom in (("vs_all", "the best other baseline"), ("vs_memory", "the best with memory")):
+        block = h[key]
+        for verdict in ("leads", "ties", "trails"):
+            if block[verdict]:
+                parts = "; ".join(_one(m, block["measured"][m]) for m in block[verdict])
+                out.append(f"InKH {verdict} {whom} on: {parts}")
     for key, what in (
         ("quality_equal", "quality, equal coefficients (derived from hits, misses and stale use)"),
         ("quality_paper", "quality, the paper's formula (per-baseline coefficients favour InKH)"),
