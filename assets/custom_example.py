@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from speakerflow.ops.core.pipeline import ForEach, Pipeline
+from speakerflow.ops.core import ForEach, Pipeline
 from speakerflow.ops.knowledge.canonicalize import Canonicalize
 from speakerflow.ops.knowledge.detect import Detect
 from speakerflow.ops.loaders import load

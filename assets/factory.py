@@ -30,8 +30,8 @@ import dagster as dg
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from speakerflow.ops.core import ForEach, Pipeline
 from speakerflow.ops.core.base import Context, OperatorStats
-from speakerflow.ops.core.pipeline import ForEach, Pipeline
 from speakerflow.pipelines.resources import ChatModel, StoreResource
 
 from .common import GROUPS, WRITES_STORE, md_table

@@ -24,7 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from speakerflow.graphs.store import GROUP_ID
+from speakerflow.graphs.tables import GROUP_ID
 from speakerflow.ops.loaders import LoadError, detect_format, load
 from speakerflow.pipelines import constants as C
 from speakerflow.schemas import MESSAGE_SCHEMA

@@ -235,21 +235,3 @@ jobs: list[Any] = [
 ]
 schedules = [maintenance_schedule]
 sensors = [inbox_sensor]
-
-
-def ingest_job_def() -> dg.JobDefinition:
-    """``ingest_job`` with its resources bound, for ``dg.reconstructable`` (child processes
-    of the multiprocess executor rebuild the job by importing this function)."""
-    from .definitions import defs
-
-    return defs.resolve_job_def("ingest_job")
-
-
-def ingest_job_celery_def() -> dg.JobDefinition:
-    """``ingest_job`` on the Celery executor (needs ``dagster-celery``; see docs/scaling.md).
-
-    Broker and backend come from run config ``execution.config.broker/backend``; workers
-    started with ``celery -A dagster_celery.app worker -Q dagster`` run its steps."""
-    from dagster_celery import celery_executor
-
-    return ingest_job_def().with_executor_def(celery_executor)

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from speakerflow.ops.core.pipeline import Pipeline
+from speakerflow.ops.core import Pipeline
 from speakerflow.ops.knowledge.canonicalize import Canonicalize
 from speakerflow.ops.knowledge.decay import Decay
 from speakerflow.ops.knowledge.detect import Detect

@@ -24,7 +24,7 @@ SAMPLE = Path(__file__).resolve().parents[1] / "speakerflow" / "data" / "sample_
 
 
 def _segment(n_messages: int):
-    from speakerflow.ops.write.writer.base import Segment
+    from speakerflow.ops.write.interfaces import Segment
 
     rows = [json.loads(line) for line in SAMPLE.read_text().splitlines()[:n_messages]]
     roster = tuple(dict.fromkeys(r["speaker"] for r in rows))

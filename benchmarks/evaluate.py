@@ -43,11 +43,13 @@ from tqdm import tqdm
 
 from speakerflow.graphs import Home, InMemoryIndex
 from speakerflow.ops.query.answer import answer_rules
+from speakerflow.ops.query.channels import RecallConfig
 from speakerflow.ops.query.compose import count_tokens
+from speakerflow.ops.query.group_view import GroupView
 from speakerflow.ops.query.judge import evidence_recall, token_f1
 from speakerflow.ops.query.project import project_rules
-from speakerflow.ops.query.recall import GroupView, RecallConfig, recall, warm_message_embeddings
-from speakerflow.ops.query.resolve import warm_record_embeddings
+from speakerflow.ops.query.recall import recall, warm_message_embeddings
+from speakerflow.ops.query.record_view import warm_record_embeddings
 from speakerflow.ops.text.embed import clear_query_memo
 from speakerflow.pipelines.query_path import ABLATIONS, QueryConfig, answer_question, embedder_for
 from speakerflow.schemas import EvidenceItem

@@ -134,7 +134,8 @@ def ask_all(store, questions: Sequence[QAItem], config: QueryConfig) -> list[dic
 
 def channel_tops(store, questions: Sequence[QAItem], config: QueryConfig) -> list[dict]:
     """Per question, each recall channel's top message ids (best first, score > 0)."""
-    from speakerflow.ops.query.recall import GroupView, recall
+    from speakerflow.ops.query.group_view import GroupView
+    from speakerflow.ops.query.recall import recall
 
     view = GroupView.of(store)
     embedder = embedder_for(config)
@@ -253,7 +254,7 @@ def pooled(parts: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
 
 def _prepare(store, table, config: QueryConfig) -> None:
     from speakerflow.ops.query.recall import warm_message_embeddings
-    from speakerflow.ops.query.resolve import warm_record_embeddings
+    from speakerflow.ops.query.record_view import warm_record_embeddings
 
     store.append_messages(table)
     write_group(store, "rules", progress=False)

@@ -157,7 +157,7 @@ def locomo_index_check(
     import tempfile
 
     from speakerflow.graphs import Home, SearchFilter
-    from speakerflow.graphs.store import GroupStore
+    from speakerflow.graphs.append import index_columns
     from speakerflow.graphs.text_index import TantivyIndex
     from speakerflow.ops.loaders import load
 
@@ -178,7 +178,7 @@ def locomo_index_check(
             with home.open(gid, writable=True) as store:
                 store.append_messages(table)
                 rows = TantivyIndex(Path(tmp) / f"rows-{gid}")
-                rows.add_columns(GroupStore._index_columns(store.messages()))
+                rows.add_columns(index_columns(store.messages()))
                 n = store.messages().num_rows
                 filters = [SearchFilter(kind="message")] + [
                     SearchFilter(kind="message", speaker=p) for p in store.roster()

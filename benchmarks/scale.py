@@ -518,7 +518,7 @@ def _hot_paths(store, table: pa.Table, batch: int) -> dict[str, Any]:
     id, and the text index written for one batch. Milliseconds; nothing is written to the store."""
     import pyarrow.compute as pc
 
-    from speakerflow.graphs.store import GroupStore
+    from speakerflow.graphs.append import index_columns, index_table, new_rows
     from speakerflow.graphs.text_index import TantivyIndex
 
     n = min(batch, table.num_rows)
@@ -543,15 +543,15 @@ def _hot_paths(store, table: pa.Table, batch: int) -> dict[str, Any]:
     store._messages = None
     store._msg_ids()  # what an open writer keeps from its previous append
     t0 = time.perf_counter()
-    fresh, _ = store._new_rows(ids)
+    fresh, _ = new_rows(store, ids)
     out["dedup_columns_ms"] = round((time.perf_counter() - t0) * 1000, 1)
     assert list(fresh) == keep, "dedup paths disagree"
     with tempfile.TemporaryDirectory(prefix="speakerflow-hot-") as tmp:
         t0 = time.perf_counter()
-        TantivyIndex(Path(tmp) / "rows").add_columns(GroupStore._index_columns(probe))
+        TantivyIndex(Path(tmp) / "rows").add_columns(index_columns(probe))
         out["index_rows_ms"] = round((time.perf_counter() - t0) * 1000, 1)
         t0 = time.perf_counter()
-        TantivyIndex(Path(tmp) / "arrow").add_table(GroupStore._index_table(probe))
+        TantivyIndex(Path(tmp) / "arrow").add_table(index_table(probe))
         out["index_arrow_ms"] = round((time.perf_counter() - t0) * 1000, 1)
     return out
 
@@ -617,7 +617,7 @@ def _dense(store, qs: list[str], embed_cache: str, precision: str | None = None)
     group's vectors from its ``.npz``, is paid only below the threshold or when the index
     lacks messages)."""
     from speakerflow.graphs import ann
-    from speakerflow.ops.query.recall import GroupView
+    from speakerflow.ops.query.group_view import GroupView
     from speakerflow.ops.text.dense_index import ANN_K, dense_scores, group_index
     from speakerflow.ops.text.embed import cached_embeddings
 

@@ -29,6 +29,7 @@ from speakerflow.schemas import EDGE_SCHEMA, Entity, RelationEdge
 
 from . import batch
 from .batch import failpoint
+from .tables import message_texts
 
 VALUE_PREFIX = "value:"
 _FACT_COLS = EDGE_SCHEMA.names
@@ -329,7 +330,6 @@ class FactGraph:
     def provenance(self, edge_id: str) -> list[dict]:
         """The raw Message rows a fact rests on (via FROM_MSG); the text is read from the
         group's Parquet parts (the graph does not keep it)."""
-        from .store import message_texts
 
         rows = self.graph.rows(
             "MATCH (f:Fact)-[:FROM_MSG]->(m:Message) WHERE f.edge_id = $id RETURN m.msg_id AS "

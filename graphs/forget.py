@@ -42,6 +42,7 @@ import pyarrow.parquet as pq
 from . import batch
 from .batch import failpoint, write_json_atomic
 from .records import WRITTEN_KEY
+from .tables import StoreError
 
 _WORD = re.compile(r"[a-z0-9]+")
 SHINGLE = 5
@@ -111,7 +112,6 @@ def plan_forget(
     deleted and every remaining message leaves the writer watermark, so the Writer derives
     the group's records again from what remains (what a group that never had the messages
     would hold), instead of the cascade."""
-    from .store import StoreError
 
     if sum(bool(x) for x in (speaker, message_ids, everything)) != 1:
         raise StoreError("forget needs exactly one of: a speaker, message ids, or everything")

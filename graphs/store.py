@@ -4,6 +4,7 @@
 ``messages/part-*.parquet`` (the append-only verbatim track) and ``group.json`` (roster).
 A group is the unit of isolation, of write serialisation (one writer process, enforced by
 a lock file and by Kuzu itself) and of parallelism (groups run in parallel processes).
+Appending is in :mod:`.append`, crash recovery and repairs in :mod:`.recovery`.
 """
 
 from __future__ import annotations
@@ -11,79 +12,28 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
 import time
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from speakerflow.schemas import MESSAGE_SCHEMA, RECORD_SCHEMA
 
-from . import batch
-from .batch import failpoint
-from .text_index import Hit, InMemoryIndex, SearchFilter, TantivyIndex, index_threads
-
-GROUP_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-#: the order of :meth:`GroupStore.messages`
-MESSAGE_ORDER = [("ts", "ascending"), ("session_id", "ascending"), ("turn", "ascending")]
-
-
-class GroupBusyError(RuntimeError):
-    """Another process is writing this group's store."""
-
-
-class StoreError(ValueError):
-    """Input that would corrupt the store (wrong group, bad columns); nothing was written."""
-
-
-def check_group_id(group_id: str) -> str:
-    """Return ``group_id`` if it is a safe folder name, else raise :class:`StoreError`."""
-    if not isinstance(group_id, str) or not GROUP_ID.match(group_id):
-        raise StoreError(
-            f"invalid group id {group_id!r}: use letters, digits, '.', '_' or '-' (max 128), "
-            "starting with a letter or digit"
-        )
-    return group_id
-
-
-@dataclass
-class IngestResult:
-    """What one append did: rows ``added``, rows ``skipped`` as already stored."""
-
-    group_id: str
-    added: int = 0
-    skipped: int = 0
-    new_speakers: list[str] = field(default_factory=list)
-
-
-def conform(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
-    """Select and cast ``table`` to ``schema``; missing nullable columns become nulls."""
-    cols = []
-    for f in schema:
-        if f.name in table.column_names:
-            try:
-                cols.append(table[f.name].cast(f.type))
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                raise StoreError(
-                    f"{what}: column '{f.name}' cannot be read as {f.type}: {exc}"
-                ) from None
-        elif f.nullable:
-            cols.append(pa.nulls(table.num_rows, f.type))
-        else:
-            raise StoreError(f"{what}: required column '{f.name}' is missing")
-    out = pa.Table.from_arrays(cols, schema=schema)
-    for f in schema:
-        if not f.nullable and out[f.name].null_count:
-            row = pc.index(pc.is_null(out[f.name]), True).as_py()
-            raise StoreError(f"{what}: row {row}: field '{f.name}' is empty but required")
-    return out
+from . import append, batch, recovery
+from .tables import (
+    MESSAGE_ORDER,
+    GroupBusyError,
+    IngestResult,
+    StoreError,
+    check_group_id,
+    conform,
+    utc_columns,
+)
+from .text_index import Hit, InMemoryIndex, SearchFilter, TantivyIndex
 
 
 class GroupStore:
@@ -244,16 +194,6 @@ class GroupStore:
         """Aliases per roster name (configured, never guessed here)."""
         return {p["name"]: list(p.get("aliases", [])) for p in self._meta["roster"]}
 
-    def set_aliases(self, name: str, aliases: list[str]) -> None:
-        """Record aliases for a roster member (``Mum`` -> ``Mother``)."""
-        self._require_writable()
-        for p in self._meta["roster"]:
-            if p["name"] == name:
-                p["aliases"] = sorted(set(aliases))
-                self._save_meta()
-                return
-        raise StoreError(f"{name!r} is not in the roster of group {self.group_id!r}")
-
     def _save_meta(self) -> None:
         if self.in_memory:
             return
@@ -278,93 +218,9 @@ class GroupStore:
         return self._messages
 
     def append_messages(self, table: pa.Table) -> IngestResult:
-        """Append messages; rows whose ``msg_id`` is already stored are skipped (idempotent).
-
-        All or nothing, also across a crash: the batch is checked first, staged as a Parquet
-        temp part, recorded in a batch manifest (``batch.json``), then written to Kuzu (one
-        COPY), Tantivy (one commit), the part renamed into place and the roster saved; the
-        manifest is removed last. A failure in a step undoes the earlier ones; a process
-        killed in between is completed on the next writable open (:meth:`recover`).
-        """
-        self._require_writable()
-        t0 = time.perf_counter()
-        where = f"group {self.group_id!r}"
-        table = conform(table, MESSAGE_SCHEMA, where)
-        bad = pc.not_equal(table["group_id"], self.group_id)
-        if pc.any(bad).as_py():
-            row = pc.index(bad, True).as_py()
-            raise StoreError(
-                f"{where}: row {row}: field 'group_id' is {table['group_id'][row].as_py()!r}; "
-                "a group's store only takes its own messages"
-            )
-        t1 = time.perf_counter()
-        self.timings["validate"] += t1 - t0
-        keep, repeats = self._new_rows(table["msg_id"])
-        if len(
-            repeats
-        ):  # a repeat is skipped only if it is the same message, never silently replaced
-            self._check_repeats(table, keep, repeats, where)
-        result = IngestResult(self.group_id, added=len(keep), skipped=table.num_rows - len(keep))
-        if not len(keep):
-            self.timings["dedup"] += time.perf_counter() - t1
-            return result
-        new = table.take(pa.array(keep)) if len(keep) < table.num_rows else table
-        known = set(self.roster())
-        result.new_speakers = [s for s in pc.unique(new["speaker"]).to_pylist() if s not in known]
-        before = self._msg_ids()
-        self.timings["dedup"] += time.perf_counter() - t1
-        self._write_messages(new)
-        if not self.in_memory:  # the id column grows by the batch; nothing is re-read
-            self.__dict__["_stored_ids"] = pa.chunked_array(
-                [*before.chunks, *new["msg_id"].chunks], pa.string()
-            )
-        return result
-
-    def _new_rows(self, ids: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-        """Rows of a batch to write (first time an id is seen: neither stored nor earlier in
-        the batch) and rows to skip, found column-wise: the stored ids are probed against a
-        hash of the batch's (``pc.is_in``), not loaded into a Python set."""
-        stored = self._msg_ids()
-        batch_ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
-        hits = stored.filter(pc.is_in(stored, value_set=batch_ids)) if len(stored) else stored
-        old = (
-            pc.is_in(batch_ids, value_set=hits.combine_chunks()).to_numpy(zero_copy_only=False)
-            if len(hits)
-            else np.zeros(len(batch_ids), dtype=bool)
-        )
-        first = np.ones(len(batch_ids), dtype=bool)
-        distinct = pc.unique(batch_ids)
-        if len(distinct) < len(
-            batch_ids
-        ):  # repeats inside the batch: only the first occurrence counts
-            code = pc.index_in(batch_ids, value_set=distinct).to_numpy()
-            at = np.full(len(distinct), len(batch_ids))
-            np.minimum.at(at, code, np.arange(len(batch_ids)))
-            first[:] = False
-            first[at] = True
-        fresh = first & ~old
-        return np.flatnonzero(fresh), np.flatnonzero(~fresh)
-
-    def _check_repeats(
-        self, table: pa.Table, keep: np.ndarray, repeats: np.ndarray, where: str
-    ) -> None:
-        """Raise :class:`StoreError` when a repeated id comes with another text than the
-        stored one (or than its first occurrence in the batch)."""
-        ids, texts = table["msg_id"].to_pylist(), table["text"].to_pylist()
-        wanted = pa.array(sorted({ids[i] for i in repeats}), pa.string())
-        stored = self.messages()
-        have = stored.filter(pc.is_in(stored["msg_id"], value_set=wanted))
-        known = dict(zip(have["msg_id"].to_pylist(), have["text"].to_pylist(), strict=True))
-        first: dict[str, str] = {}
-        for i in keep:
-            first.setdefault(ids[i], texts[i])
-        for i in repeats:
-            old = known.get(ids[i], first.get(ids[i]))
-            if old != texts[i]:
-                raise StoreError(
-                    f"{where}: row {i}: field 'msg_id' {ids[i]!r} is already stored with "
-                    "different text; messages are immutable (nothing was written)"
-                )
+        """Append messages; rows whose ``msg_id`` is already stored are skipped (idempotent),
+        all or nothing, also across a crash (:func:`.append.append_messages`)."""
+        return append.append_messages(self, table)
 
     def _add_speakers(self, names: list[str]) -> None:
         known = set(self.roster())
@@ -378,128 +234,6 @@ class GroupStore:
             added or not (self.root / "group.json").exists()
         ):  # group.json (and its watermark) only rewritten on change
             self._save_meta()
-
-    @staticmethod
-    def _index_columns(new: pa.Table) -> dict[str, list]:
-        n = new.num_rows
-        return {
-            "doc_id": new["msg_id"].to_pylist(),
-            "kind": ["message"] * n,
-            "group_id": new["group_id"].to_pylist(),
-            "speaker": new["speaker"].to_pylist(),
-            "session_id": new["session_id"].to_pylist(),
-            "text": new["text"].to_pylist(),
-            "ts": new["ts"].to_pylist(),
-        }
-
-    def _next_part(self) -> str:
-        folder = self.root / "messages"
-        nums = [
-            int(p.stem.split("-")[1])
-            for p in folder.glob("part-*.parquet")
-            if p.stem.split("-")[1].isdigit()
-        ]
-        return f"part-{(max(nums) + 1) if nums else 0:06d}.parquet"
-
-    @staticmethod
-    def _index_table(new: pa.Table) -> pa.Table:
-        """The text index's fields of messages as Arrow columns (see :meth:`_index_columns`)."""
-        return pa.table(
-            {
-                "doc_id": new["msg_id"],
-                "kind": pa.repeat("message", new.num_rows).cast(pa.string()),
-                "group_id": new["group_id"],
-                "speaker": new["speaker"],
-                "session_id": new["session_id"],
-                "text": new["text"],
-                "ts": new["ts"],
-            }
-        )
-
-    def _write_messages(self, new: pa.Table) -> None:
-        speakers = pc.unique(new["speaker"]).to_pylist()  # in order of first appearance
-        if self.in_memory:
-            columns = self._index_columns(new)
-            self.index.add(
-                [
-                    dict(zip(columns, row, strict=True))
-                    for row in zip(*columns.values(), strict=True)
-                ]
-            )
-            self._messages = pa.concat_tables([self._messages, new]).sort_by(MESSAGE_ORDER)
-            self._add_speakers(speakers)
-            return
-        timings, clock = self.timings, time.perf_counter
-        t0 = clock()
-        folder = self.root / "messages"
-        folder.mkdir(exist_ok=True)
-        part = self._next_part()
-        final = folder / part
-        tmp = folder / f".{part}.tmp"
-        pq.write_table(new, tmp, compression="zstd")  # ~2x smaller than snappy on chat text
-        failpoint("messages.staged")
-        t1 = clock()
-        batch.begin(self.root, {"kind": "messages", "part": part, "rows": new.num_rows})
-        failpoint("messages.manifest")
-        t2 = clock()
-        timings["parquet"] += t1 - t0
-        timings["manifest"] += t2 - t1
-        graph = self.graph  # open in this thread; the COPY runs beside the Tantivy indexing
-        index = self.index
-        # Kuzu's COPY and Tantivy's indexing both release the GIL: the cores not taken by
-        # the index writer's threads go to the COPY
-        kuzu_threads = max(1, (os.cpu_count() or 1) - index_threads())
-
-        def copy() -> None:
-            c0 = clock()
-            graph.copy_nodes("Message", new, threads=kuzu_threads)
-            timings["kuzu_copy"] += clock() - c0
-
-        t3 = clock()
-        timings["open_stores"] += t3 - t2
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            copied = pool.submit(copy)
-            try:
-                index.add_table(self._index_table(new))  # rolls itself back on error
-                index_error = None
-            except BaseException as exc:  # noqa: BLE001 - re-raised below after undoing the graph
-                index_error = exc
-            t4 = clock()
-            graph_error = copied.exception()
-        t5 = clock()
-        timings["index"] += t4 - t3
-        timings["kuzu_wait"] += t5 - t4  # the COPY still running when the index was done
-        if graph_error is not None or index_error is not None:
-            ids = new["msg_id"].to_pylist()
-            if graph_error is None:
-                graph.execute(
-                    "MATCH (m:Message) WHERE m.msg_id IN $ids DETACH DELETE m", {"ids": ids}
-                )
-            if index_error is None:
-                self.index.delete(ids)
-            tmp.unlink(missing_ok=True)
-            batch.end(self.root)
-            if graph_error is not None:
-                raise graph_error
-            assert index_error is not None  # one of the two failed
-            raise index_error
-        failpoint("messages.indexed")
-        tmp.replace(final)
-        if self._messages is not None:
-            # the cached table gains the part's rows: what re-reading every part would give
-            # (a stable sort), without reading them all again on each append
-            self._messages = pa.concat_tables(
-                [self._messages, new.cast(self._messages.schema)]
-            ).sort_by(MESSAGE_ORDER)
-        failpoint("messages.renamed")
-        t6 = clock()
-        self._add_speakers(speakers)
-        failpoint("messages.roster")
-        t7 = clock()
-        batch.end(self.root)
-        failpoint("messages.done")
-        timings["roster"] += t7 - t6
-        timings["manifest"] += clock() - t7 + t6 - t5  # the rename and the manifest's removal
 
     def ingest_profile(self) -> dict[str, float]:
         """Wall seconds per step of the appends so far (this store object): ``validate``
@@ -516,54 +250,14 @@ class GroupStore:
         return {k: round(v, 3) for k, v in sorted(out.items())}
 
     def rebuild_index(self) -> int:
-        """Rewrite the text index from the stores of record (Parquet messages, Kuzu records);
-        returns the documents written. Old segment files are deleted."""
-        from .records import _columns, record_row_docs
-
-        msgs = self._index_columns(self.messages())
-        recs = _columns(record_row_docs(self.records().to_pylist()))
-        columns = {
-            k: msgs.get(k, [None] * len(msgs["doc_id"])) + recs.get(k, [])
-            for k in (
-                "doc_id",
-                "kind",
-                "group_id",
-                "speaker",
-                "owner",
-                "layer",
-                "session_id",
-                "text",
-                "ts",
-            )
-        }
-        self.index.rebuild(columns)
-        return len(columns["doc_id"])
+        """Rewrite the text index from the stores of record; returns the documents written
+        (:func:`.recovery.rebuild_index`)."""
+        return recovery.rebuild_index(self)
 
     def compact_graph(self) -> dict[str, int] | None:
-        """Rewrite ``graph.kuzu`` as a fresh copy of what it holds (so deleted rows leave no
-        bytes behind), swapped in with one rename; ``None`` if there is no graph or its
-        write-ahead log was not empty on close (then the old file is kept)."""
-        path = self.root / "graph.kuzu"
-        if self.in_memory or not path.exists():
-            return None
-        tmp = self.root / "graph.kuzu.compact"
-        for stale in self.root.glob("graph.kuzu.compact*"):
-            stale.unlink()
-        counts = self.graph.copy_into(tmp)
-        failpoint("compact.copied")
-        self._graph.close()
-        self._graph = None
-        if any(p.stat().st_size for p in self.root.glob("graph.kuzu.wal*")) or any(
-            self.root.glob("graph.kuzu.compact.wal*")
-        ):
-            for stale in self.root.glob("graph.kuzu.compact*"):
-                stale.unlink()
-            return None
-        tmp.replace(path)
-        for wal in self.root.glob("graph.kuzu.wal*"):
-            wal.unlink()
-        self._records = None
-        return counts
+        """Rewrite ``graph.kuzu`` as a fresh copy of what it holds
+        (:func:`.recovery.compact_graph`)."""
+        return recovery.compact_graph(self)
 
     # -- crash recovery -----------------------------------------------------------------
     def pending_batch(self) -> dict[str, Any] | None:
@@ -571,74 +265,9 @@ class GroupStore:
         return None if self.in_memory else batch.pending(self.root)
 
     def recover(self) -> dict[str, Any] | None:
-        """Complete or roll back an interrupted batch (run by every writable open).
-
-        Messages roll forward: the staged Parquet part is the record of truth; the graph gets
-        the rows it lacks, the index is rewritten for those ids, the part renamed, the
-        roster saved. Records roll forward if the Kuzu transaction committed (the index and
-        watermark are completed), else back (index documents removed). Forget batches are
-        re-run (every step is idempotent). Returns what was done, or ``None``.
-        """
-        if self.in_memory:
-            return None
-        for stray in (
-            (self.root / "messages").glob(".part-*.tmp")
-            if (self.root / "messages").exists()
-            else ()
-        ):
-            man = batch.pending(self.root)
-            if not man or man.get("kind") != "messages" or stray.name != f".{man.get('part')}.tmp":
-                stray.unlink()  # staged before its manifest was written: never part of a batch
-        man = batch.pending(self.root)
-        if man is None:
-            return None
-        kind = man.get("kind")
-        if kind == "messages":
-            done = self._recover_messages(man)
-        elif kind == "records":
-            from .records import recover_records
-
-            done = recover_records(self, man)
-        elif kind == "forget":
-            from .forget import recover_forget
-
-            done = recover_forget(self, man)
-        elif kind == "facts":
-            from .facts import recover_facts
-
-            done = recover_facts(self, man)
-        else:
-            raise StoreError(
-                f"group {self.group_id!r}: unknown batch kind {kind!r} in {batch.MANIFEST}"
-            )
-        batch.end(self.root)
-        self._messages = None
-        self._records = None
-        return {"kind": kind, **done}
-
-    def _recover_messages(self, man: dict[str, Any]) -> dict[str, Any]:
-        folder = self.root / "messages"
-        final, tmp = folder / man["part"], folder / f".{man['part']}.tmp"
-        path = tmp if tmp.exists() else final
-        if not path.exists():  # nothing staged survived: nothing of the batch can be anywhere
-            return {"action": "none"}
-        new = pq.read_table(path)
-        ids = new["msg_id"].to_pylist()
-        graph = self.graph
-        have = {
-            r["id"]
-            for r in graph.rows(
-                "MATCH (m:Message) WHERE m.msg_id IN $ids RETURN m.msg_id AS id", {"ids": ids}
-            )
-        }
-        missing = [i for i, mid in enumerate(ids) if mid not in have]
-        if missing:
-            graph.copy_nodes("Message", new.take(pa.array(missing)))
-        self.index.replace_columns(self._index_columns(new))
-        if tmp.exists():
-            tmp.replace(final)
-        self._add_speakers(pc.unique(new["speaker"]).to_pylist())
-        return {"action": "rolled forward", "rows": len(ids), "graph_rows_added": len(missing)}
+        """Complete or roll back an interrupted batch (run by every writable open; see
+        :func:`.recovery.recover`). Returns what was done, or ``None``."""
+        return recovery.recover(self)
 
     def _hidden_ids(self) -> set[str]:
         """Ids a reader must not see: those of a batch that has not finished."""
@@ -667,7 +296,7 @@ class GroupStore:
                 return RECORD_SCHEMA.empty_table()
             cols = ", ".join(f"r.{n} AS {n}" for n in RECORD_SCHEMA.names)
             raw = self.graph.arrow(f"MATCH (r:Record) RETURN {cols} ORDER BY r.write_order")
-            table = conform(_utc_columns(raw), RECORD_SCHEMA, f"group {self.group_id!r} records")
+            table = conform(utc_columns(raw), RECORD_SCHEMA, f"group {self.group_id!r} records")
             hidden = set() if self.writable else self._hidden_ids()
             if hidden:  # a reader does not see the records of an unfinished batch
                 table = table.filter(
@@ -723,65 +352,3 @@ class GroupStore:
             "sessions": pc.count_distinct(msgs["session_id"]).as_py(),
             "records": self.records().num_rows,
         }
-
-
-def message_texts(root: str | Path, ids: list[str]) -> dict[str, str]:
-    """The text of each of the messages ``ids`` of the group stored at ``root``, read from
-    its Parquet parts (the record of truth; the graph keeps no text): only the ``msg_id``
-    and ``text`` columns, filtered by id. Ids not stored are left out."""
-    folder = Path(root) / "messages"
-    if not ids or not folder.exists():
-        return {}
-    wanted = pa.array(sorted(set(ids)), pa.string())
-    out: dict[str, str] = {}
-    for part in sorted(folder.glob("part-*.parquet")):
-        t = pq.read_table(part, columns=["msg_id", "text"])
-        t = t.filter(pc.is_in(t["msg_id"], value_set=wanted))
-        out.update(zip(t["msg_id"].to_pylist(), t["text"].to_pylist(), strict=True))
-    return out
-
-
-def _utc_columns(table: pa.Table) -> pa.Table:
-    cols = []
-    for f, col in zip(table.schema, table.columns, strict=True):
-        if pa.types.is_timestamp(f.type) and f.type.tz is None:
-            col = col.cast(pa.timestamp("us")).cast(pa.timestamp("us", tz="UTC"))
-        cols.append(col)
-    return pa.Table.from_arrays(cols, names=table.column_names)
-
-
-#: Subfolder of the store home watched by the Dagster inbox sensor (``<home>/inbox``).
-INBOX_DIRNAME = "inbox"
-
-
-class Home:
-    """The folder that holds every group's store.
-
-    Resolved from the explicit ``root``, else ``$SPEAKERFLOW_HOME``, else ``./.speakerflow``.
-    """
-
-    def __init__(self, root: str | Path | None = None):
-        self.root = Path(root or os.environ.get("SPEAKERFLOW_HOME") or ".speakerflow").resolve()
-
-    def groups(self) -> list[str]:
-        """Ids of the groups that have a store, sorted."""
-        base = self.root / "groups"
-        return (
-            sorted(p.name for p in base.iterdir() if p.is_dir() and GROUP_ID.match(p.name))
-            if base.exists()
-            else []
-        )
-
-    def group_path(self, group_id: str) -> Path:
-        return self.root / "groups" / check_group_id(group_id)
-
-    def open(
-        self, group_id: str, writable: bool = False, wait_s: float | None = None
-    ) -> GroupStore:
-        """Open a group's store; ``writable=True`` takes the group's single-writer lock,
-        waiting up to ``wait_s`` seconds for another writer (default ``$SPEAKERFLOW_LOCK_WAIT``
-        or 0) before :class:`GroupBusyError`. A writable open also creates ``<home>/inbox``,
-        the folder the Dagster inbox sensor watches."""
-        if writable:
-            (self.root / INBOX_DIRNAME).mkdir(parents=True, exist_ok=True)
-        return GroupStore(self.group_path(group_id), group_id, writable=writable, wait_s=wait_s)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from speakerflow.graphs.store import INBOX_DIRNAME  # noqa: F401 - one name for <home>/inbox
+from speakerflow.graphs.home import INBOX_DIRNAME  # noqa: F401 - one name for <home>/inbox
 
 #: Name of the dynamic partitions definition: one partition per group id.
 GROUPS_PARTITION = "groups"

@@ -23,8 +23,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from speakerflow.ops.core import Pipeline
 from speakerflow.ops.core.base import Context
-from speakerflow.ops.core.pipeline import Pipeline
 from speakerflow.ops.knowledge.decay import Decay
 from speakerflow.ops.knowledge.extract_knowledge import ExtractKnowledge
 from speakerflow.ops.knowledge.group_state import KNOWLEDGE

@@ -26,8 +26,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from speakerflow.ops.core import Pipeline
 from speakerflow.ops.core.base import Context, Operator, OperatorConfig, OperatorStats, put_columns
-from speakerflow.ops.core.pipeline import Pipeline
 from speakerflow.ops.core.registry import register
 from speakerflow.ops.query.answer import NO_INFO, Answer, AnswerConfig, answer_rules
 from speakerflow.ops.query.compose import Compose, ComposeConfig, Composed, compose

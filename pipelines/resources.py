@@ -31,7 +31,7 @@ from typing import Any, ClassVar, Literal
 import dagster as dg
 from pydantic import Field, PrivateAttr
 
-from speakerflow.graphs.store import GroupBusyError, GroupStore, Home, check_group_id
+from speakerflow.graphs import GroupBusyError, GroupStore, Home, check_group_id
 from speakerflow.settings import home_root
 
 from . import constants as C

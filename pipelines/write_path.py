@@ -30,12 +30,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from speakerflow.graphs.records import BACKENDS_KEY, RecordBuffer, written_ids
+from speakerflow.ops.core import ForEach, Pipeline
 from speakerflow.ops.core.base import Context
-from speakerflow.ops.core.pipeline import ForEach, Pipeline
+from speakerflow.ops.write.interfaces import WriterBackend
 from speakerflow.ops.write.segment import Segmenter
 from speakerflow.ops.write.upsert import Upsert
 from speakerflow.ops.write.validate import Validate
-from speakerflow.ops.write.writer.base import WriterBackend
 from speakerflow.ops.write.writer.operator import Writer
 from speakerflow.ops.write.writer.registry import make_writer
 

@@ -6,11 +6,11 @@ __all__ = ["Memory", "__version__"]
 
 
 def __getattr__(name: str):
-    # ``from speakerflow import Memory`` loads speakerflow.memory on first use only: a plain
-    # ``import speakerflow`` (the CLI's --version, benchmarks reading __file__) pulls in no
-    # store stack and no import from the top layer (the layers contract in pyproject.toml)
+    # ``from speakerflow import Memory`` loads speakerflow.memory on first use only, so a plain
+    # ``import speakerflow`` (the CLI's --version and --help) pulls in no store stack; the
+    # import is a plain statement, which the layer contract (pyproject.toml) sees
     if name == "Memory":
-        import importlib
+        from speakerflow.memory import Memory
 
-        return importlib.import_module("speakerflow.memory").Memory
+        return Memory
     raise AttributeError(f"module 'speakerflow' has no attribute {name!r}")

@@ -24,7 +24,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from speakerflow import __version__
-from speakerflow.graphs.store import GroupBusyError, check_group_id
+from speakerflow.graphs import GroupBusyError, check_group_id
 from speakerflow.memory import Memory
 
 TOOLS = ("remember", "ask", "search", "memory", "inject")

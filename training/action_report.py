@@ -136,7 +136,7 @@ def report_actions(
     """Build the :class:`ActionReport` of the reply ``text`` written against ``state``.
 
     Every action goes through :func:`speakerflow.ops.write.contract.check_action`, the check the
-    store's ``Validate`` runs. ``segment`` (a :class:`~speakerflow.ops.write.writer.base.Segment`)
+    store's ``Validate`` runs. ``segment`` (a :class:`~speakerflow.ops.write.interfaces.Segment`)
     supplies the aliases and the message ids that ``from_ids`` must cite; without it cited
     ids are only shape-checked. ``n_messages`` sets the budget max(8, 2 n) (default: the
     segment's); ``roster`` defaults to the segment's, else ``state.roster``; ``position`` and

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from speakerflow.ops.write.writer.base import Segment, WriterBackend
+from speakerflow.ops.write.interfaces import Segment, WriterBackend
 from speakerflow.ops.write.writer.prompt import (
     PROMPT_VERSION,
     build_writer_messages,

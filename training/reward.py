@@ -140,7 +140,7 @@ def step_reward(
     """Score one Writer reply and apply the writes the store would make to ``state`` in place.
 
     ``ref_after`` is the reference state after this position (M*_t); ``segment`` (the
-    writing position's :class:`~speakerflow.ops.write.writer.base.Segment`) lets the contract
+    writing position's :class:`~speakerflow.ops.write.interfaces.Segment`) lets the contract
     check cited ``from_ids`` and resolve aliases, as the store does.
     """
     rep = report_actions(

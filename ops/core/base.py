@@ -1,8 +1,12 @@
-"""The Operator base: a typed, metered step from one Arrow table to another.
+"""The Operator base and the Pipeline: typed, metered steps from one table to the next,
+and their composition (``a >> b``), checked when it is built.
 
 An operator declares the columns it ``consumes`` and the schema it ``produces``, carries
 a frozen pydantic ``Config``, declares optional dependencies (checked when it is built,
-with an install hint) and meters every call in :class:`OperatorStats`.
+with an install hint) and meters every call in :class:`OperatorStats`. It implements
+``run`` (an Arrow table in, one out) or ``run_batch`` (a :class:`~.batch.Batch` in, one
+out: typed columns passed as Python values, see :mod:`.batch`); either way it can be
+called on a table and composed with any other operator.
 
 >>> import pyarrow as pa
 >>> class Upper(Operator):
@@ -17,16 +21,29 @@ with an install hint) and meters every call in :class:`OperatorStats`.
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
-if TYPE_CHECKING:
-    from speakerflow.ops.core.pipeline import Pipeline
+from speakerflow.ops.core.batch import Batch, Column, put_columns
+
+__all__ = [
+    "Batch",
+    "Column",
+    "Context",
+    "MissingDependencyError",
+    "Operator",
+    "OperatorConfig",
+    "OperatorStats",
+    "Pipeline",
+    "SchemaMismatchError",
+    "put_columns",
+]
 
 
 class OperatorConfig(BaseModel):
@@ -100,25 +117,9 @@ class Context:
     state: dict[str, Any] = field(default_factory=dict)
 
 
-def put_columns(table: pa.Table, columns: dict[str, Any], schema: pa.Schema) -> pa.Table:
-    """``table`` with ``columns`` (name -> values) replaced in place or appended at the end,
-    typed by the fields of ``schema``: how a passthrough operator adds what it produces."""
-    for name, values in columns.items():
-        spec = schema.field(name)
-        array = (
-            values
-            if isinstance(values, (pa.Array, pa.ChunkedArray))
-            else pa.array(values, spec.type)
-        )
-        if name in table.column_names:
-            table = table.set_column(table.column_names.index(name), spec, array)
-        else:
-            table = table.append_column(spec, array)
-    return table
-
-
 class Operator:
-    """Base class: subclasses set ``name``, ``consumes``, ``produces`` and implement ``run``."""
+    """Base class: subclasses set ``name``, ``consumes``, ``produces`` and implement ``run``
+    (Arrow) or ``run_batch`` (typed columns)."""
 
     name: ClassVar[str] = ""
     consumes: ClassVar[tuple[str, ...]] = ()
@@ -149,35 +150,161 @@ class Operator:
     def output_columns(self) -> tuple[str, ...]:
         return tuple(self.produces.names)
 
-    def run(self, table: pa.Table, ctx: Context) -> pa.Table:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def run(self, table: pa.Table, ctx: Context) -> pa.Table:
+        """One Arrow table in, one out (an operator with ``run_batch`` has it for free)."""
+        if type(self).run_batch is not Operator.run_batch:
+            return self.run_batch(Batch(table), ctx).table()
+        raise NotImplementedError(f"{type(self).__name__} implements neither run nor run_batch")
+
+    def run_batch(self, batch: Batch, ctx: Context) -> Batch:
+        """One batch in, one out: typed columns in and out without Arrow in between."""
+        return Batch(self.run(batch.table(), ctx))
 
     def __call__(self, table: pa.Table, ctx: Context | None = None) -> pa.Table:
-        missing = [c for c in self.consumes if c not in table.column_names]
+        return self.call_batch(Batch(table), ctx).table()
+
+    def call_batch(self, batch: Batch, ctx: Context | None = None) -> Batch:
+        """:meth:`run_batch` with the column checks and the meters of a call."""
+        names = batch.column_names
+        missing = [c for c in self.consumes if c not in names]
         if missing:
             raise SchemaMismatchError(
-                f"operator {self.op_name!r} needs column(s) {missing}; the table has "
-                f"{table.column_names}"
+                f"operator {self.op_name!r} needs column(s) {missing}; the table has {names}"
             )
         start = time.perf_counter()
-        out = self.run(table, ctx or Context())
-        lost = [c for c in self.output_columns if c not in out.column_names]
+        out = self.run_batch(batch, ctx or Context())
+        have = set(out.column_names)
+        lost = [c for c in self.output_columns if c not in have]
         if self.passthrough:
-            lost += [c for c in table.column_names if c not in out.column_names]
+            lost += [c for c in names if c not in have]
         if lost:
             raise SchemaMismatchError(
                 f"operator {self.op_name!r} did not return column(s) {lost} it declares"
             )
         self.stats.calls += 1
-        self.stats.rows_in += table.num_rows
+        self.stats.rows_in += batch.num_rows
         self.stats.rows_out += out.num_rows
         self.stats.seconds += time.perf_counter() - start
         return out
 
-    def __rshift__(self, other: Operator) -> Pipeline:
-        from speakerflow.ops.core.pipeline import Pipeline
+    def fresh(self) -> Operator:
+        """A copy with its own, zeroed stats (the same config): one per concurrent call."""
+        op = copy.copy(self)
+        op.stats = OperatorStats()
+        return op
 
+    def nested_stats(self) -> dict[str, dict[str, float | int]]:
+        """Stats of the operators inside this one, by name (none; see ``ForEach``)."""
+        return {}
+
+    def __rshift__(self, other: Operator | Pipeline) -> Pipeline:
         return Pipeline(self, other)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.config!r})"
+
+
+class Pipeline:
+    """Operators run in order; each must find its columns in what the one before produces.
+
+    A passthrough step hands its input columns on, so a later step may consume columns
+    from further upstream; when every step before it is passthrough, the columns it needs
+    that nobody produces become requirements of the pipeline's input (:attr:`consumes`),
+    checked when the pipeline is called. ``Segmenter() >> ForEach("segment_id", Writer(...))``
+    thus asks its input for the message columns (``speaker``, ``text`` ...) the Writer reads.
+    Between steps the rows travel as a :class:`~.batch.Batch`: typed steps hand Python values
+    on, and Arrow is built where a step (or the caller) reads a table.
+    """
+
+    steps: list[Operator]
+
+    def __init__(self, *steps: Operator | Pipeline):
+        flat: list[Operator] = []
+        for step in steps:
+            flat.extend(step.steps if isinstance(step, Pipeline) else [step])
+        if not flat:
+            raise ValueError("a Pipeline needs at least one operator")
+        needs = list(flat[0].consumes)  # what the pipeline's input must have
+        available = set(needs)
+        open_input = True  # every step so far hands its input columns on
+        for before, after in zip(flat, flat[1:], strict=False):
+            open_input = open_input and before.passthrough
+            available = (
+                available | set(before.output_columns)
+                if before.passthrough
+                else set(before.output_columns)
+            )
+            missing = [c for c in after.consumes if c not in available]
+            if missing and open_input:  # the input itself reaches `after`: it must carry them
+                needs.extend(missing)
+                available.update(missing)
+                missing = []
+            if missing:
+                raise SchemaMismatchError(
+                    f"{after.op_name!r} needs {missing}, which nothing upstream of it produces "
+                    f"({before.op_name!r} hands on {sorted(available)})"
+                )
+        names = [s.op_name for s in flat]
+        if len(set(names)) != len(names):
+            raise ValueError(
+                f"operator names repeat in pipeline: {names}; give each a distinct name"
+            )
+        last = flat[-1]
+        self.steps = flat
+        self._needs = tuple(needs)
+        self._outputs = frozenset(
+            available | set(last.output_columns) if last.passthrough else last.output_columns
+        )
+
+    @property
+    def consumes(self) -> tuple[str, ...]:
+        """Columns the input must have: the first step's, plus those a later step needs that
+        only the input can supply because every step before it is passthrough."""
+        return self._needs
+
+    @property
+    def produces(self) -> pa.Schema:
+        return self.steps[-1].produces
+
+    @property
+    def output_columns(self) -> frozenset[str]:
+        """Columns the output is sure to have (those a passthrough tail hands on included)."""
+        return self._outputs
+
+    def __rshift__(self, other: Operator | Pipeline) -> Pipeline:
+        return Pipeline(self, other)
+
+    def __call__(self, table: pa.Table, ctx: Context | None = None) -> pa.Table:
+        return self.call_batch(Batch(table), ctx).table()
+
+    def call_batch(self, batch: Batch, ctx: Context | None = None) -> Batch:
+        """Run every step on ``batch``; the result's typed columns are read without Arrow."""
+        ctx = ctx or Context()
+        names = batch.column_names
+        missing = [c for c in self._needs if c not in names]
+        if missing:
+            raise SchemaMismatchError(
+                f"pipeline {self!r} needs input column(s) {missing}; the table has {names}"
+            )
+        for step in self.steps:
+            batch = step.call_batch(batch, ctx)
+        return batch
+
+    def fresh(self) -> Pipeline:
+        """The same pipeline with fresh operator stats (see :meth:`Operator.fresh`): what a
+        server runs per request, so concurrent calls meter their own work."""
+        out = copy.copy(self)
+        out.steps = [s.fresh() for s in self.steps]
+        return out
+
+    def stats(self) -> dict[str, dict[str, float | int]]:
+        """Per-operator stats, keyed by operator name (``each/inner`` for operators with
+        inner ones, such as ``ForEach``)."""
+        out: dict[str, dict[str, float | int]] = {}
+        for step in self.steps:
+            out[step.op_name] = step.stats.as_metadata()
+            out.update({f"{step.op_name}/{k}": v for k, v in step.nested_stats().items()})
+        return out
+
+    def __repr__(self) -> str:
+        return " >> ".join(s.op_name for s in self.steps)

@@ -5,6 +5,7 @@ so a malformed file raises :class:`LoadError` (file, line or record, field) and 
 store exactly as it was.
 """
 
-from speakerflow.ops.loaders.common import FORMATS, LoadError, WrongFormatError, detect_format, load
+from speakerflow.ops.loaders.common import FORMATS, LoadError, WrongFormatError
+from speakerflow.ops.loaders.load import detect_format, load
 
 __all__ = ["FORMATS", "LoadError", "detect_format", "load", "WrongFormatError"]

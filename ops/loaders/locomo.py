@@ -12,7 +12,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from speakerflow.graphs.store import StoreError, check_group_id
+from speakerflow.graphs import StoreError, check_group_id
 from speakerflow.ops.loaders.common import (
     Loaded,
     LoadError,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from speakerflow.graphs.store import StoreError, check_group_id
+from speakerflow.graphs import StoreError, check_group_id
 from speakerflow.ops.loaders.common import (
     Loaded,
     LoadError,

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from speakerflow.ops.core.base import Context, Operator, OperatorConfig, put_columns
+from speakerflow.ops.core.base import Context, Operator, put_columns
 from speakerflow.ops.core.registry import register
+from speakerflow.ops.query.answer_config import AnswerConfig
 from speakerflow.ops.query.answer_intent import question_type
 from speakerflow.ops.query.answer_old import answer_old
 from speakerflow.ops.query.answer_text import NO_INFO, annotate
@@ -61,37 +62,6 @@ never replace a person's own view with the group's outcome; use history only for
 change; for "who never ..." the answer is the people marked (none); if the material does not
 contain the answer, reply exactly: {no_info}
 Be concise."""  # noqa: E501
-
-
-class AnswerConfig(OperatorConfig):
-    """``backend``: ``rules`` or ``chat`` (uses the given ChatBackend); ``max_tokens`` for chat.
-    ``picker``: how the rules answerer picks its answer (``old``: :mod:`.answer_old`).
-
-    Rules weights: ``dense_weight`` scales the question-message cosine (0 turns it off);
-    ``question_penalty`` is subtracted for sentences that are questions; ``type_bonus`` is
-    added for the cue of the question type (reason, time, place, settling words);
-    ``record_bonus`` for a unit that a matching System 2 record rests on (GROUP for
-    decisions, the person's own row for per-person lines, a multi-message record for change).
-    ``context_weight``: a message cited by a record takes this share of the gap to the best
-    question match among the record's messages and statement (records tie messages to one
-    matter); ``settle_floor``: a decision question answers with the settling message of a GROUP
-    record (its source's latest cited message) when it scores at least this share of the best.
-    """
-
-    backend: str = "rules"
-    picker: str = "old"
-    max_tokens: int = 200
-    max_sentences_per_row: int = 1
-    dense_weight: float = 4.0
-    question_penalty: float = 2.0
-    type_bonus: float = 1.5
-    record_bonus: float = 1.0
-    annotate_dates: bool = True
-    max_statement_words: int = 40
-    when_quote: bool = False
-    clause_words: int = 12
-    context_weight: float = 0.5
-    settle_floor: float = 0.8
 
 
 def answer_rules(

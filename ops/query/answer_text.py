@@ -4,14 +4,11 @@ reason kept with the sentence that matches."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
+from speakerflow.ops.query.answer_config import AnswerConfig
 from speakerflow.ops.query.answer_intent import REASON, RELATIVE
 from speakerflow.ops.query.answer_units import Unit, terms
 from speakerflow.ops.text.temporal import describe, resolve
-
-if TYPE_CHECKING:
-    from speakerflow.ops.query.answer import AnswerConfig
 
 NO_INFO = "There is no information available in the conversation to answer this question."
 

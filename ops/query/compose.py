@@ -39,6 +39,7 @@ import pyarrow as pa
 
 from speakerflow.ops.core.base import Context, Operator, OperatorConfig, put_columns
 from speakerflow.ops.core.registry import register
+from speakerflow.ops.query.group_view import GroupView
 from speakerflow.ops.query.project import is_rollup
 from speakerflow.ops.query.query_tables import (
     EVIDENCE_ITEM,
@@ -46,7 +47,6 @@ from speakerflow.ops.query.query_tables import (
     projections,
     schema_of,
 )
-from speakerflow.ops.query.recall import GroupView
 from speakerflow.ops.query.select import Selected, selections
 from speakerflow.schemas import EvidenceItem, Projection
 

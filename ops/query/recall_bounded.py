@@ -40,6 +40,12 @@ import numpy as np
 
 from speakerflow.graphs import SearchFilter
 from speakerflow.graphs.text_index import doc_key
+from speakerflow.ops.query.channels import (
+    RecallResult,
+    dense_channels,
+    protect_confident,
+    query_weights,
+)
 
 #: BM25 candidates per question in a large group (measured, docs/scaling.md)
 BM25_CAP = 2_000
@@ -252,13 +258,6 @@ def top_rows(fused: np.ndarray, cand: np.ndarray, k: int) -> np.ndarray:
 
 def recall_bounded(view, query: str, config, embedder=None):
     """:func:`~speakerflow.ops.query.recall.recall` for a large group (see the module doc)."""
-    from speakerflow.ops.query.recall import (
-        RecallResult,
-        dense_channels,
-        protect_confident,
-        query_weights,
-    )
-
     n = len(view)
 
     rows, scores = bm25_top(view, query, bm25_cap())

@@ -36,6 +36,8 @@ import pyarrow as pa
 from speakerflow.graphs import query_terms
 from speakerflow.ops.core.base import Context, Operator, OperatorConfig, put_columns
 from speakerflow.ops.core.registry import register
+from speakerflow.ops.query.channels import RecallConfig, RecallResult
+from speakerflow.ops.query.group_view import GroupView
 from speakerflow.ops.query.query_tables import (
     CANDIDATE,
     PROJECTION_COLUMNS,
@@ -43,7 +45,7 @@ from speakerflow.ops.query.query_tables import (
     projections,
     schema_of,
 )
-from speakerflow.ops.query.recall import GroupView, RecallConfig, RecallResult, recall
+from speakerflow.ops.query.recall import recall
 from speakerflow.schemas import Projection
 
 _EXACT = re.compile(

@@ -381,7 +381,7 @@ class Batch:
         heads: Iterable[dict[str, Any]] | None = None,
         new_id: IdScheme = store_ids,
     ) -> Batch:
-        """The batch of a :class:`~speakerflow.ops.write.writer.base.Segment` (its heads unless
+        """The batch of a :class:`~speakerflow.ops.write.interfaces.Segment` (its heads unless
         ``heads`` is given)."""
         return cls(
             roster=tuple(segment.roster),

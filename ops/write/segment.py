@@ -25,7 +25,7 @@ from pydantic import Field
 
 from speakerflow.ops.core.base import Context, Operator, OperatorConfig, put_columns
 from speakerflow.ops.core.registry import register
-from speakerflow.ops.write.writer.base import Segment
+from speakerflow.ops.write.interfaces import Segment
 
 #: Columns a Writer needs from each message.
 MESSAGE_COLUMNS = ("msg_id", "session_id", "turn", "ts", "speaker", "text", "reply_to")

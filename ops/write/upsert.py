@@ -25,7 +25,7 @@ from pydantic import Field
 from speakerflow.graphs.records import all_records, mark_written, next_write_order, write_records
 from speakerflow.ops.core.base import Context, Operator, OperatorConfig
 from speakerflow.ops.core.registry import register
-from speakerflow.ops.write.writer.base import PENDING_KEY, Segment
+from speakerflow.ops.write.interfaces import PENDING_KEY, Segment
 from speakerflow.schemas import GROUP_OWNER, RECORD_SCHEMA, KnowledgeItem, to_table, utc
 
 

@@ -42,7 +42,7 @@ import pyarrow as pa
 from speakerflow.ops.core.base import Context, Operator, OperatorConfig
 from speakerflow.ops.core.registry import register
 from speakerflow.ops.write.contract import Batch, Verdict, check_action, fill_provenance, norm_text
-from speakerflow.ops.write.writer.base import Segment
+from speakerflow.ops.write.interfaces import Segment
 from speakerflow.schemas import ACTION_SCHEMA
 
 __all__ = ["REJECT_SCHEMA", "Rejected", "Validate", "fill_provenance", "norm_text"]

@@ -43,10 +43,10 @@ def fill_inbox(home: Path) -> list[str]:
 RUN_SCRIPT = """
 import json, sys
 import dagster as dg
-from speakerflow.assets import jobs
+from speakerflow.assets import definitions
 home, group, job_fn, extra = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 with dg.DagsterInstance.get() as instance:
-    result = dg.execute_job(dg.reconstructable(getattr(jobs, job_fn)), instance=instance,
+    result = dg.execute_job(dg.reconstructable(getattr(definitions, job_fn)), instance=instance,
                             run_config={"resources": {"store": {"config": {"home": home}}}, **extra},
                             tags={"dagster/partition": group})
     failures = [e.message for e in result.all_events if e.is_failure]
@@ -69,7 +69,7 @@ def _launch(home: Path, group: str, job_fn: str, extra: dict) -> subprocess.Pope
 def launch_runs(
     home: Path, groups: list[str], job_fn: str = "ingest_job_def", extra: dict | None = None
 ) -> list[dict]:
-    """Start one run of ``jobs.<job_fn>()`` per group at once, each in its own process;
+    """Start one run of ``definitions.<job_fn>()`` per group at once, each in its own process;
     wait for all (bounded); return their summaries (group, run_id, success, failures)."""
     procs = [_launch(home, g, job_fn, extra or {}) for g in groups]
     out = []

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from speakerflow.ops.backends import make_backend
-from speakerflow.ops.write.writer.base import Segment
+from speakerflow.ops.write.interfaces import Segment
 from speakerflow.ops.write.writer.chat import make_chat_writer
 from speakerflow.ops.write.writer.prompt import build_writer_messages
 from speakerflow.training.onnx_export import export_onnx, onnx_parity
@@ -141,7 +141,7 @@ def test_chat_writer_on_garbage_reports_instead_of_raising(kind, tiny_dir, onnx_
 
 def test_garbage_from_the_tiny_model_never_reaches_the_store(tiny_dir, home):
     write_path = pytest.importorskip("speakerflow.pipelines.write_path")
-    from speakerflow.ops.loaders.common import load
+    from speakerflow.ops.loaders import load
 
     [(gid, table)] = load(SAMPLE, "jsonl", group="tiny-team")
     writer = make_chat_writer("transformers", model_dir=tiny_dir, max_tokens=48, max_tokens_cap=48)

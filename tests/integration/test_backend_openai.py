@@ -16,7 +16,7 @@ from speakerflow.ops.backends.errors import (
     BackendResponseError,
     BackendUnavailableError,
 )
-from speakerflow.ops.write.writer.base import Segment
+from speakerflow.ops.write.interfaces import Segment
 from speakerflow.ops.write.writer.chat import make_chat_writer
 
 pytestmark = pytest.mark.timeout(60)

@@ -7,8 +7,8 @@ from conftest import shared
 
 from speakerflow.graphs.records import written_ids
 from speakerflow.graphs.text_index import SearchFilter
+from speakerflow.ops.core import ForEach
 from speakerflow.ops.core.base import Context
-from speakerflow.ops.core.pipeline import ForEach
 from speakerflow.ops.loaders import load
 from speakerflow.ops.write.segment import Segmenter
 from speakerflow.ops.write.upsert import Upsert

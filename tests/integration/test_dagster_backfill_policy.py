@@ -13,7 +13,7 @@ import pytest
 from dagster_run_helpers import store_state
 
 from speakerflow.assets.common import BACKFILL_PARTITIONS_ENV, backfill_policy
-from speakerflow.assets.jobs import ingest_job_def
+from speakerflow.assets.definitions import ingest_job_def
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"

@@ -17,7 +17,7 @@ from dagster_run_helpers import (
     store_state,
 )
 
-from speakerflow.assets.jobs import ingest_job_def
+from speakerflow.assets.definitions import ingest_job_def
 from speakerflow.settings import BUNDLED_SAMPLE
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]

@@ -448,12 +448,9 @@ def test_forget_drops_window_vectors_and_ann_index_of_the_forgotten(tmp_path, mo
     import numpy as np
 
     from speakerflow.graphs import ann
-    from speakerflow.ops.query.recall import (
-        GroupView,
-        RecallConfig,
-        recall,
-        warm_message_embeddings,
-    )
+    from speakerflow.ops.query.channels import RecallConfig
+    from speakerflow.ops.query.group_view import GroupView
+    from speakerflow.ops.query.recall import recall, warm_message_embeddings
     from speakerflow.ops.text.embed import make_embedder
 
     monkeypatch.setattr(ann, "THRESHOLD", 1)  # the sample is small: index it anyway

@@ -8,8 +8,8 @@ import pytest
 
 from speakerflow.benchmarks.harness.generator import Generator
 from speakerflow.ops import Lambda
+from speakerflow.ops.core import Pipeline
 from speakerflow.ops.core.base import Context
-from speakerflow.ops.core.pipeline import Pipeline
 from speakerflow.ops.inject import InjectConfig, PassiveInjector
 from speakerflow.ops.inject.operators import (
     LINE_SCHEMA,

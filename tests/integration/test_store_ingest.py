@@ -8,8 +8,8 @@ import pyarrow.compute as pc
 import pytest
 
 from speakerflow.graphs import SearchFilter, StoreError
+from speakerflow.graphs.append import index_columns, index_table
 from speakerflow.graphs.forget import forget
-from speakerflow.graphs.store import GroupStore
 from speakerflow.graphs.text_index import TantivyIndex, doc_key, doc_keys
 from speakerflow.ops.loaders import load
 from speakerflow.settings import BUNDLED_SAMPLE
@@ -22,9 +22,9 @@ def _sample(group="team"):
 
 def test_arrow_ingest_builds_the_same_index_as_the_row_path(tmp_path):
     _, table = _sample()
-    docs = GroupStore._index_table(table)
+    docs = index_table(table)
     a, b = TantivyIndex(tmp_path / "rows"), TantivyIndex(tmp_path / "arrow")
-    a.add_columns(GroupStore._index_columns(table))
+    a.add_columns(index_columns(table))
     b.add_table(docs)
     assert a.count() == b.count() == table.num_rows
     queries = ["where does Dev live", "offsite Lisbon Porto", "hotel", "budget flights cheap"]
@@ -113,7 +113,7 @@ def test_a_forgotten_message_can_be_ingested_again(home):
 
 def test_the_index_written_in_chunks_is_the_one_written_at_once(tmp_path):
     _, table = _sample()
-    docs = GroupStore._index_table(table)
+    docs = index_table(table)
     whole, chunked = TantivyIndex(tmp_path / "whole"), TantivyIndex(tmp_path / "chunked")
     chunked.CHUNK = 7  # the bundled chat in several JSON chunks, one commit
     whole.add_table(docs)

@@ -6,10 +6,11 @@ import kuzu
 import pyarrow as pa
 
 from speakerflow.graphs import batch
+from speakerflow.graphs.append import next_part
 from speakerflow.graphs.audit import audit
 from speakerflow.graphs.forget import forget
 from speakerflow.graphs.kuzu_graph import MESSAGE_GRAPH_SCHEMA, node_ddl
-from speakerflow.graphs.store import message_texts
+from speakerflow.graphs.tables import message_texts
 from speakerflow.ops.loaders import load
 from speakerflow.schemas import MESSAGE_SCHEMA
 from speakerflow.settings import BUNDLED_SAMPLE
@@ -65,7 +66,7 @@ def test_an_older_store_with_text_in_the_graph_still_works(home):
         assert store.search("hotel", 3)
     # a batch interrupted after its part was staged rolls forward into the older layout too
     with home.open(gid, writable=True) as store:
-        part = store._next_part()
+        part = next_part(store.root / "messages")
         extra = table.slice(0, 2).to_pylist()
         for i, r in enumerate(extra):
             r["msg_id"] = f"late-{i}"

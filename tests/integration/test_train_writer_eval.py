@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from speakerflow.ops.write.writer.base import WriterOutput
+from speakerflow.ops.write.interfaces import WriterOutput
 from speakerflow.training.writer_eval import run
 from tests.conftest import shared
 from tests.integration.test_train_cli import _network

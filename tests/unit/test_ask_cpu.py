@@ -15,8 +15,11 @@ from speakerflow.graphs import SearchFilter, query_terms
 from speakerflow.graphs.text_index import doc_key
 from speakerflow.memory import answer_direct
 from speakerflow.ops.loaders import load
-from speakerflow.ops.query.recall import GroupView, rank_of, recall
-from speakerflow.ops.query.resolve import RecordView, ResolveConfig, _dense_sims, _relevance
+from speakerflow.ops.query.channels import rank_of
+from speakerflow.ops.query.group_view import GroupView
+from speakerflow.ops.query.recall import recall
+from speakerflow.ops.query.record_view import RecordView, _dense_sims
+from speakerflow.ops.query.resolve import ResolveConfig, _relevance
 from speakerflow.ops.text.embed import HashingEmbedder
 from speakerflow.pipelines.query_path import QueryConfig, answer_question
 from speakerflow.settings import BUNDLED_SAMPLE

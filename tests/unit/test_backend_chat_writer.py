@@ -9,7 +9,7 @@ import pytest
 from speakerflow.ops.backends import BackendConfigError, ScriptedChat, make_backend
 from speakerflow.ops.backends.base import ChatResult
 from speakerflow.ops.backends.errors import BackendUnavailableError
-from speakerflow.ops.write.writer.base import Segment, WriterBackend
+from speakerflow.ops.write.interfaces import Segment, WriterBackend
 from speakerflow.ops.write.writer.chat import ChatWriter, extract_actions, make_chat_writer
 from speakerflow.ops.write.writer.prompt import (
     build_writer_messages,

@@ -10,8 +10,8 @@ import pytest
 from speakerflow.graphs import GroupStore
 from speakerflow.graphs.records import RecordBuffer, written_ids
 from speakerflow.ops import Lambda
+from speakerflow.ops.core import ForEach, Pipeline
 from speakerflow.ops.core.base import Context, SchemaMismatchError
-from speakerflow.ops.core.pipeline import ForEach, Pipeline
 from speakerflow.ops.knowledge.canonicalize import Canonicalize
 from speakerflow.ops.knowledge.detect import Detect
 from speakerflow.ops.loaders import load

@@ -148,7 +148,7 @@ def test_for_each_runs_the_inner_pipeline_per_key_in_order():
 def test_docstring_examples_run():
     import doctest
 
-    from speakerflow.ops.core import base, pipeline
+    from speakerflow.ops.core import base, batch, for_each
 
-    for module in (base, pipeline):
+    for module in (base, batch, for_each):
         assert doctest.testmod(module).failed == 0

@@ -3,8 +3,10 @@
 import numpy as np
 from test_query_path import CFG, store  # noqa: F401  (fixture)
 
-from speakerflow.ops.query.recall import GroupView, RecallConfig, recall, warm_message_embeddings
-from speakerflow.ops.query.resolve import record_channel
+from speakerflow.ops.query.channels import RecallConfig
+from speakerflow.ops.query.group_view import GroupView
+from speakerflow.ops.query.recall import recall, warm_message_embeddings
+from speakerflow.ops.query.record_view import record_channel
 from speakerflow.ops.query.select import Selected, merge_rows, person_rows
 from speakerflow.ops.text.embed import HashingEmbedder
 from speakerflow.pipelines.query_path import QueryConfig, _recall_config, answer_question
@@ -101,7 +103,7 @@ def test_id_fusion_keeps_system1_hits_ahead_of_a_wide_record(store):  # noqa: F8
 
 
 def test_protect_confident_keeps_system1_hits_ahead_of_record_lifts():
-    from speakerflow.ops.query.recall import fuse, protect_confident, rank_of
+    from speakerflow.ops.query.channels import fuse, protect_confident, rank_of
 
     # six messages; System 1 ranks 0 > 1 > 2 > 3 > 4 > 5 on every channel; message 1 is also
     # the dense channel's single best, message 4 nobody's top 1; records lift 4 and 5 hard
@@ -130,8 +132,8 @@ def test_protect_confident_keeps_system1_hits_ahead_of_record_lifts():
 
 
 def test_question_kind_drives_the_records_weight(store):  # noqa: F811
+    from speakerflow.ops.query.channels import query_weights
     from speakerflow.ops.query.project import question_kind
-    from speakerflow.ops.query.recall import query_weights
 
     assert question_kind("What books has John read?") == "aggregate"
     assert question_kind("How many games has John won?") == "aggregate"
@@ -172,7 +174,7 @@ def test_question_kind_drives_the_records_weight(store):  # noqa: F811
 
 
 def test_top_mask_is_rank_of_top_k_in_linear_time():
-    from speakerflow.ops.query.recall import rank_of, top_mask
+    from speakerflow.ops.query.channels import rank_of, top_mask
 
     rng = np.random.default_rng(0)
     for _ in range(50):

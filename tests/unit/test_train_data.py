@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from speakerflow.ops.write.writer.base import WriterOutput
+from speakerflow.ops.write.interfaces import WriterOutput
 from speakerflow.training.data import (
     build_sft_dataset,
     load_networks,

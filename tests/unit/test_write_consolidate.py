@@ -15,8 +15,8 @@ from speakerflow.graphs import GroupStore
 from speakerflow.graphs.records import all_records, heads
 from speakerflow.ops.core.base import Context
 from speakerflow.ops.loaders.common import to_message_table
+from speakerflow.ops.write.interfaces import Segment
 from speakerflow.ops.write.validate import Validate
-from speakerflow.ops.write.writer.base import Segment
 from speakerflow.pipelines.write_path import write_group
 
 pytestmark = pytest.mark.timeout(60)

@@ -18,8 +18,8 @@ import pytest
 
 from speakerflow.ops.core.base import Context
 from speakerflow.ops.write.contract import Batch, check_action, store_ids
+from speakerflow.ops.write.interfaces import Segment
 from speakerflow.ops.write.validate import Validate
-from speakerflow.ops.write.writer.base import Segment
 from speakerflow.ops.write.writer.operator import PROPOSAL_SCHEMA
 from speakerflow.training.action_report import action_error, report_actions
 from speakerflow.training.reward import step_reward

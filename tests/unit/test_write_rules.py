@@ -5,8 +5,8 @@ import pytest
 from speakerflow.graphs import GroupStore
 from speakerflow.graphs.records import all_records, chains, heads
 from speakerflow.ops.loaders import load
+from speakerflow.ops.write.interfaces import Segment
 from speakerflow.ops.write.writer import rules_text as rt
-from speakerflow.ops.write.writer.base import Segment
 from speakerflow.ops.write.writer.rules import RulesWriter
 from speakerflow.pipelines.write_path import write_group
 from speakerflow.settings import BUNDLED_SAMPLE

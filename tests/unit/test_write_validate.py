@@ -168,8 +168,8 @@ def test_update_chains_noop_update_and_layer_owner_rules():
 
 def test_validate_operator_alone_keeps_a_reject_table():
     from speakerflow.ops.core.base import Context
+    from speakerflow.ops.write.interfaces import Segment
     from speakerflow.ops.write.validate import REJECT_SCHEMA, Validate
-    from speakerflow.ops.write.writer.base import Segment
     from speakerflow.ops.write.writer.operator import PROPOSAL_SCHEMA
 
     seg = Segment(

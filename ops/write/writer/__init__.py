@@ -1,5 +1,6 @@
-"""The SpeakerMem Writer: segments -> ADD / UPDATE / NOOP actions (see :mod:`.base`)."""
+"""The SpeakerMem Writer: segments -> ADD / UPDATE / NOOP actions (its interfaces are in
+:mod:`speakerflow.ops.write.interfaces`)."""
 
-from speakerflow.ops.write.writer.base import Segment, WriterBackend, WriterOutput
+from speakerflow.ops.write.interfaces import Segment, WriterBackend, WriterOutput
 
 __all__ = ["Segment", "WriterBackend", "WriterOutput"]

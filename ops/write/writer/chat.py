@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from speakerflow.ops.backends.base import ChatBackend
 from speakerflow.ops.backends.errors import BackendConfigError, BackendError
 from speakerflow.ops.backends.json_repair import repair_json
-from speakerflow.ops.write.writer.base import Segment, WriterOutput
+from speakerflow.ops.write.interfaces import Segment, WriterOutput
 from speakerflow.ops.write.writer.prompt import build_writer_messages
 
 

@@ -1,6 +1,6 @@
 """The Writer operator: messages (with ``segment_id``) -> raw proposals, one row per action.
 
-For each segment it builds a :class:`~speakerflow.ops.write.writer.base.Segment` (roster and
+For each segment it builds a :class:`~speakerflow.ops.write.interfaces.Segment` (roster and
 aliases from the store, the current heads of the four derived layers), asks the
 WriterBackend for actions and emits them *unvalidated*: ``payload`` is the action as JSON
 text, ``position`` its index in the backend's output. A backend whose text was not usable
@@ -30,8 +30,8 @@ from pydantic import Field
 from speakerflow.graphs.records import written_ids
 from speakerflow.ops.core.base import Context, Operator, OperatorConfig
 from speakerflow.ops.core.registry import register
+from speakerflow.ops.write.interfaces import PENDING_KEY, WriterBackend
 from speakerflow.ops.write.segment import build_segments
-from speakerflow.ops.write.writer.base import PENDING_KEY, WriterBackend
 from speakerflow.ops.write.writer.registry import make_writer
 
 #: One raw proposal per row.

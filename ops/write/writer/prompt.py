@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from speakerflow.ops.backends.base import ChatMessage
-from speakerflow.ops.write.writer.base import Segment
+from speakerflow.ops.write.interfaces import Segment
 from speakerflow.schemas.records import GROUP_OWNER, LAYERS
 
 #: Bumped whenever the prompt text changes, so that SFT data and runs can record it.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from speakerflow.ops.write.writer.base import WriterBackend
+from speakerflow.ops.write.interfaces import WriterBackend
 
 #: Names accepted by :func:`make_writer` (and by ``speakerflow ingest --writer``).
 WRITER_KINDS: tuple[str, ...] = ("rules", "openai", "transformers", "onnx", "none")

@@ -51,9 +51,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from speakerflow.ops.text.people import PersonResolver
 from speakerflow.ops.text.temporal import describe as describe_time
 from speakerflow.ops.text.temporal import resolve as resolve_time
+from speakerflow.ops.write.interfaces import Segment, WriterOutput
 from speakerflow.ops.write.writer import consolidate as cs
 from speakerflow.ops.write.writer import rules_text as rt
-from speakerflow.ops.write.writer.base import Segment, WriterOutput
 from speakerflow.schemas import GROUP_OWNER
 
 

@@ -1,0 +1,37 @@
+"""The rules and chat answerer's settings: what :class:`~speakerflow.ops.query.answer.Answer`
+and the pickers beside it (:mod:`.answer_old`, :mod:`.answer_text`) read."""
+
+from __future__ import annotations
+
+from speakerflow.ops.core.base import OperatorConfig
+
+
+class AnswerConfig(OperatorConfig):
+    """``backend``: ``rules`` or ``chat`` (uses the given ChatBackend); ``max_tokens`` for chat.
+    ``picker``: how the rules answerer picks its answer (``old``: :mod:`.answer_old`).
+
+    Rules weights: ``dense_weight`` scales the question-message cosine (0 turns it off);
+    ``question_penalty`` is subtracted for sentences that are questions; ``type_bonus`` is
+    added for the cue of the question type (reason, time, place, settling words);
+    ``record_bonus`` for a unit that a matching System 2 record rests on (GROUP for
+    decisions, the person's own row for per-person lines, a multi-message record for change).
+    ``context_weight``: a message cited by a record takes this share of the gap to the best
+    question match among the record's messages and statement (records tie messages to one
+    matter); ``settle_floor``: a decision question answers with the settling message of a GROUP
+    record (its source's latest cited message) when it scores at least this share of the best.
+    """
+
+    backend: str = "rules"
+    picker: str = "old"
+    max_tokens: int = 200
+    max_sentences_per_row: int = 1
+    dense_weight: float = 4.0
+    question_penalty: float = 2.0
+    type_bonus: float = 1.5
+    record_bonus: float = 1.0
+    annotate_dates: bool = True
+    max_statement_words: int = 40
+    when_quote: bool = False
+    clause_words: int = 12
+    context_weight: float = 0.5
+    settle_floor: float = 0.8
