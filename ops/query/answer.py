@@ -20,6 +20,7 @@ from speakerflow.ops.core.registry import register
 from speakerflow.ops.query.answer_config import AnswerConfig
 from speakerflow.ops.query.answer_intent import question_type
 from speakerflow.ops.query.answer_old import answer_old
+from speakerflow.ops.query.answer_pick import answer_scored
 from speakerflow.ops.query.answer_text import NO_INFO, annotate
 from speakerflow.ops.query.answer_units import Messages, TextMemo, build_units, stem
 from speakerflow.ops.query.query_tables import (
@@ -41,17 +42,6 @@ __all__ = [
     "question_type",
     "stem",
 ]
-
-ANSWER_PROMPT = """Answer a question about a multi-party group conversation using ONLY the material below.
-[RAW EXCERPTS] are verbatim messages tagged with speaker and time: use them for exact values.
-[MEMORY SLICE] is memory by person: "* current" is the latest state, "- history" older states,
-"(none)" means the person has no record on this matter.
-Rules: attribute every fact to the right person; when several people are listed, answer for each;
-never replace a person's own view with the group's outcome; use history only for questions about
-change; for "who never ..." the answer is the people marked (none); if the material does not
-contain the answer, reply exactly: {no_info}
-Be concise."""  # noqa: E501
-
 
 ANSWER_PROMPT = """Answer a question about a multi-party group conversation using ONLY the material below.
 [RAW EXCERPTS] are verbatim messages tagged with speaker and time: use them for exact values.
@@ -94,7 +84,7 @@ def answer_rules(
 
 
 #: the rules answer pickers by name (``AnswerConfig.picker``)
-PICKERS = {"old": answer_old}
+PICKERS = {"old": answer_old, "scored": answer_scored}
 
 
 def answer_chat(

@@ -35,3 +35,14 @@ class AnswerConfig(OperatorConfig):
     clause_words: int = 12
     context_weight: float = 0.5
     settle_floor: float = 0.8
+    # the scoring picker (picker="scored", ops/query/answer_pick.py)
+    sentence_weight: float = 1.0
+    message_weight: float = 0.5
+    lexical_weight: float = 1.0
+    type_weight: float = 0.4
+    person_weight: float = 0.5
+    min_similarity: float = 0.35
+    margin: float = 0.2
+    present_margin: float = 0.1
+    own_messages: int = 3
+    said_date: bool = True

@@ -9,6 +9,7 @@ reason, a settling word, a place phrase).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 from speakerflow.ops.text.temporal import MONTHS, WEEKDAYS
 from speakerflow.schemas import Projection
@@ -58,7 +59,7 @@ PLACE = re.compile(
     r"\b(in|at|to|from|near|into|around|outside|inside) "
     r"(?:(?:the|a|an|my|our|his|her|their|this|that) )?"
     r"(?:[A-Z][\w'-]+|(?:place|city|town|country|venue|home|house|lane|street|road|park|restaurant|"
-    r"cafe|caf\u00e9|hotel|office|beach|lake|village|layby|station|studio|shop|school|church|"
+    r"cafe|caf\u00e9|hotel|office|beach|lake|village|station|studio|shop|school|church|"
     r"gym)\b)"
 )
 RELATIVE = re.compile(
@@ -93,3 +94,104 @@ def question_type(projection: Projection) -> str:
     if DECISION_Q.search(q) or "GROUP" in projection.rows:
         return "decision"
     return "what"
+
+
+# --- what the question asks of time and people (the scoring picker) ---------------------------
+
+#: the state now: "now", "currently", "these days", "still", "any more", "after all"
+CURRENT_Q = re.compile(
+    r"\b(now|currently|current|these days|nowadays|at the moment|at present|still|any ?more|"
+    r"latest|after all|in the end|ended up|finally)\b",
+    re.I,
+)
+#: the earliest state: "at first", "originally", "used to", "first wanted", "early on",
+#: "when it first came up", "at the first meeting", "before ..."; "first" as an adjective of a
+#: noun ("her first visit") is no time focus
+ORIGINAL_Q = re.compile(
+    r"\b(at first|originally|original|initially|to begin with|early on|in the beginning|"
+    r"at the (?:start|beginning)|used to|previously|earlier|before)\b"
+    r"|(?<!\bthe )(?<!\ba )(?<!'s )(?<!\bher )(?<!\bhis )(?<!\btheir )(?<!\bour )(?<!\bits )"
+    r"(?<!\bmy )\bfirst\b(?! (?:time|thing)s?\b)"
+    r"|\bfirst (?:reaction|response|view|opinion|idea|choice|pick|plan|take|thought|instinct|"
+    r"preference|position|stance|suggestion|proposal|answer)s?\b"
+    r"|\b(?:at|in|during) the first \w+",
+    re.I,
+)
+#: a number, an amount, a score, a time of day, a size asked for
+QUANTITY_Q = re.compile(
+    r"\bhow (much|many|long|big|old|far|often)\b|\bwhat (price|score|time|temperature|size|"
+    r"number|percentage|rate|amount|cost|fee|budget)\b|\bwhich (time|number)\b|"
+    r"\buntil what time\b",
+    re.I,
+)
+#: a leading time clause ("When the plan first came up, what did each ...?", "Before the
+#: vote, ..."): it pins the moment, the question after the comma says what is asked
+TIME_CLAUSE = re.compile(
+    r"^\s*(?:when|before|after|at|during|back when)\b[^,?]{3,80},\s*(?=\w)", re.I
+)
+#: a pinned moment that is the latest, not the earliest
+LATEST_CLAUSE = re.compile(r"\b(last|latest|final|most recent|end)\b", re.I)
+#: the present or future tense of a question about a state ("which room is she having",
+#: "how much will it cost"): what holds now, the latest statement when several are close
+PRESENT_Q = re.compile(
+    r"^\s*(?:\w+\s+){0,4}?(?:is|are|am|will|does|do|has|have|'s|'re)\b|\w+'s\b(?! \w+'s)", re.I
+)
+#: a question that asks more than a date ("when and where ...")
+TWO_ASKS = re.compile(
+    r"\b(when|where|who|what|which|how)\b.*\band (when|where|who|what|which|how)\b", re.I
+)
+
+
+@dataclass
+class Intent:
+    """What the scoring picker reads from a question: its type, its time focus (``current``,
+    ``original``, ``change`` or ``None``), the people it names, for a cross-person question
+    who spoke (``source``) about whom (``about``), whether it wants one line per person, a
+    quantity, or more than a date."""
+
+    qtype: str
+    focus: str | None
+    people: list[str] = field(default_factory=list)
+    source: str | None = None
+    about: str | None = None
+    per_person: bool = False
+    quantity: bool = False
+    two_asks: bool = False
+    #: a present- or future-tense question about a state: the latest of the closest answers
+    present: bool = False
+
+
+def read_intent(projection: Projection, rollup: bool) -> Intent:
+    """The :class:`Intent` of ``projection``'s question; ``rollup``: it asks about several
+    people at once (:func:`~speakerflow.ops.query.project.is_rollup`)."""
+    q = projection.question
+    clause = TIME_CLAUSE.match(q)
+    if clause:  # the type is the main question's; the clause pins a moment of the discussion
+        projection = projection.model_copy(update={"question": q[clause.end() :]})
+    qtype = question_type(projection)
+    people = [r for r in projection.rows if r not in ("ALL", "GROUP")]
+    if qtype == "change" or (
+        projection.tense == "full"
+        and CHANGE_Q.search(q)
+        and qtype not in ("why", "when", "who", "where")
+    ):
+        focus: str | None = "change"
+    elif CURRENT_Q.search(q):
+        focus = "current"
+    elif ORIGINAL_Q.search(q):
+        focus = "original"
+    elif clause:
+        focus = "current" if LATEST_CLAUSE.search(clause.group(0)) else "original"
+    else:
+        focus = None
+    return Intent(
+        qtype="change" if focus == "change" else qtype,
+        focus=focus,
+        people=people,
+        source=projection.source,
+        about=projection.owner if projection.source else None,
+        per_person=qtype == "per-person" and (rollup or bool(EACH.search(q))),
+        quantity=bool(QUANTITY_Q.search(q)),
+        two_asks=bool(TWO_ASKS.search(q)),
+        present=focus is None and bool(PRESENT_Q.search(projection.question)),
+    )

@@ -4,6 +4,7 @@ reason kept with the sentence that matches."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from speakerflow.ops.query.answer_config import AnswerConfig
 from speakerflow.ops.query.answer_intent import REASON, RELATIVE
@@ -49,7 +50,8 @@ def write_line(u: Unit, config: AnswerConfig, text: str | None = None) -> str:
 def with_reason(u: Unit) -> str:
     """The unit's sentence with the reason: kept as is when it states one (because, since,
     due to ...); else with the sentence of its message that does, or with its neighbours
-    (a reason is often said just before or after: "Saturdays are marking days. I cannot come.")."""
+    (a reason is often said just before or after: "The lift is broken. I will take the
+    stairs.")."""
     if REASON.search(u.text) or len(u.siblings) < 2:
         return u.text
     reason = [i for i, x in enumerate(u.siblings) if REASON.search(x) and i != u.index]
@@ -61,19 +63,23 @@ def with_reason(u: Unit) -> str:
     return " ".join(u.siblings[i] for i in parts)
 
 
-_CLAUSE = re.compile(r"\s*(?:[,;:()]|\s[-\u2013\u2014]\s|\u2014)\s*")
+#: clause breaks: punctuation (a comma between digits is a thousands separator, not a break)
+_CLAUSE = re.compile(r"\s*(?:(?<!\d),|,(?!\d)|[;:()]|\s[-\u2013\u2014]\s|\u2014)\s*")
 
 
-def clause_of(u: Unit, words: set[str], max_words: int) -> str:
+def clause_of(
+    u: Unit, words: set[str], max_words: int, wanted: Callable[[str], bool] | None = None
+) -> str:
     """For a long sentence, the clause holding the most question words (with the clause after
-    it when it is too short to stand alone); short sentences are kept whole."""
+    it when it is too short to stand alone); short sentences are kept whole. ``wanted``: a
+    clause holding what the question type asks for (a number, a date) counts one word more."""
     text = full_sentence(u)
     if len(text.split()) <= max_words:
         return text
     parts = [p for p in _CLAUSE.split(text) if p.strip()]
     if len(parts) < 2:
         return text
-    hits = [len(words & terms(p)) for p in parts]
+    hits = [len(words & terms(p)) + (1 if wanted and wanted(p) else 0) for p in parts]
     i = max(range(len(parts)), key=lambda k: (hits[k], -k))
     if hits[i] == 0:
         return text

@@ -14,9 +14,11 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import numpy as np
+
 from speakerflow.graphs import query_terms
 from speakerflow.ops.query.answer_intent import SETTLE
-from speakerflow.ops.text.temporal import resolve
+from speakerflow.ops.text.temporal import TimeSpan, resolve
 from speakerflow.schemas import EvidenceItem
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -69,12 +71,13 @@ class TextMemo:
     """Sentences, stemmed words and time-expression checks of texts, memoised (pure
     functions of the text and the message time). ``TextMemo.of(view)``: the view's own."""
 
-    __slots__ = ("sentences", "terms", "times")
+    __slots__ = ("sentences", "terms", "times", "vectors")
 
     def __init__(self) -> None:
         self.sentences: dict[str, tuple[str, ...]] = {}
         self.terms: dict[str, set[str]] = {}
-        self.times: dict[tuple[str, datetime], bool] = {}
+        self.times: dict[tuple[str, datetime], tuple[TimeSpan, ...]] = {}
+        self.vectors: dict[tuple[str, str], np.ndarray] = {}
 
     @classmethod
     def of(cls, view) -> TextMemo:
@@ -101,13 +104,29 @@ class TextMemo:
             found = self.terms[sentence] = terms(sentence)
         return found
 
-    def says_time(self, text: str, ts: datetime) -> bool:
-        """Whether ``text`` holds a time expression (resolved against ``ts``)."""
+    def encode(self, embedder, texts: list[str]) -> np.ndarray:
+        """The embedder's vectors of ``texts`` (one row each), the new ones encoded in one batch."""
+        name = getattr(embedder, "name", type(embedder).__name__)
+        todo = list(dict.fromkeys(t for t in texts if (name, t) not in self.vectors))
+        if todo:
+            self._room(self.vectors)
+            for t, vec in zip(todo, embedder.encode(todo), strict=True):
+                self.vectors[(name, t)] = np.asarray(vec, dtype=np.float32)
+        if not texts:
+            return np.zeros((0, getattr(embedder, "dim", 0)), dtype=np.float32)
+        return np.stack([self.vectors[(name, t)] for t in texts])
+
+    def spans(self, text: str, ts: datetime) -> tuple[TimeSpan, ...]:
+        """The time expressions of ``text`` resolved against ``ts``."""
         found = self.times.get((text, ts))
         if found is None:
             self._room(self.times)
-            found = self.times[(text, ts)] = bool(resolve(text, ts))
+            found = self.times[(text, ts)] = tuple(resolve(text, ts))
         return found
+
+    def says_time(self, text: str, ts: datetime) -> bool:
+        """Whether ``text`` holds a time expression (resolved against ``ts``)."""
+        return bool(self.spans(text, ts))
 
 
 @dataclass
