@@ -11,11 +11,14 @@ work, timed separately), then answers every usable question and measures:
   question embedding included; message embeddings are cached beforehand);
 - ``context_tokens``: mean tokens of the composed context;
 - ``by_group``: questions and ``evidence_recall`` per conversation / network;
-- ``splits`` (LoCoMo): the dev half (tune here) and the test half (report untouched), each
-  with its groups, questions, ``evidence_recall`` and ``by_category``.
+- ``splits`` (LoCoMo): the halves named ``dev`` (conv-26..43) and ``test`` (conv-44..50),
+  each with its groups, questions, ``evidence_recall`` and ``by_category``. Both halves are
+  dev data (the query path was tuned looking at both); the split is a diagnostic of how much
+  recall moves between conversations, not a held-out estimate.
 
-With an ablation beside the full system, :func:`ablation_gain` says how sure the ablated
-part's gain is: paired by question, resampled by group (a held-out set is new groups).
+With an ablation beside the full system, :func:`~.eval_report.ablation_gain` says how sure
+the ablated part's gain is: paired by question, resampled by group (a held-out set is new
+groups). The Markdown summary, plot and files are written by :mod:`.eval_report`.
 
 ``groups`` (CLI ``--groups``) restricts the run to some conversations/networks (``dev`` and
 ``test`` name the LoCoMo halves); only those groups are ingested.
@@ -31,12 +34,10 @@ For recall@20 to be measurable the System 1 top-k is raised to ``max(k)`` (the f
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
@@ -54,7 +55,19 @@ from speakerflow.ops.text.embed import clear_query_memo
 from speakerflow.pipelines.query_path import ABLATIONS, QueryConfig, answer_question, embedder_for
 from speakerflow.schemas import EvidenceItem
 
+from .eval_report import ablation_gain, ablation_line, markdown_summary, write_outputs
 from .qa_data import LOCOMO_SPLITS, QAData, load_qa
+
+#: the report helpers live in :mod:`.eval_report`; these names stay importable from here
+__all__ = [
+    "SYSTEMS",
+    "ablation_gain",
+    "ablation_line",
+    "markdown_summary",
+    "run_eval",
+    "summarise",
+    "write_outputs",
+]
 
 SYSTEMS = ("speakerflow", "bm25", "bm25-plain", "dense", "hybrid")
 LEXICAL = ("bm25", "bm25-plain")  # systems that need no embedder
@@ -319,7 +332,7 @@ def _by_category(rows: list[dict], ks) -> dict[str, dict]:
 
 def summarise(rows: list[dict], ks, splits: dict[str, tuple[str, ...]] | None = None) -> dict:
     """Means over questions: overall, ``by_category``, ``by_group`` and (when ``splits`` name
-    groups present in ``rows``) per split, e.g. the LoCoMo dev and test halves."""
+    groups present in ``rows``) per split, e.g. the two LoCoMo halves."""
     lat = [r["latency_ms"] for r in rows] or [0.0]
     groups = [g for g in dict.fromkeys(r.get("group") for r in rows) if g is not None]
     by_split = {}
@@ -353,183 +366,3 @@ def summarise(rows: list[dict], ks, splits: dict[str, tuple[str, ...]] | None = 
             "mean": round(float(np.mean([r["context_tokens"] for r in rows])), 1) if rows else 0.0
         },
     }
-
-
-def ablation_gain(
-    full: dict,
-    ablated: dict,
-    k: str = "10",
-    threshold: float = 0.03,
-    resamples: int = 10_000,
-    seed: int = 0,
-) -> dict:
-    """What the part ``ablated`` switches off adds to ``full`` at recall@``k``, and how sure
-    that is for groups not seen: the questions are paired by id, the gain is ``full -
-    ablated`` per question, and a cluster bootstrap draws as many groups as there are, with
-    replacement, ``resamples`` times (seeded: the same reports give the same figures).
-    Returns the gain, its 5th/50th/95th percentiles over the draws, the share of draws with
-    a gain of at least ``threshold`` and above 0, and the gain per group."""
-    import random
-
-    other = {q["qid"]: q for q in ablated.get("per_question", [])}
-    rows: dict[str, list[float]] = {}
-    for q in full.get("per_question", []):
-        if q["qid"] in other:
-            gain = q["recall"][k] - other[q["qid"]]["recall"][k]
-            rows.setdefault(q["group"], []).append(gain)
-    if not rows:
-        raise ValueError("no question is in both reports")
-    groups = sorted(rows)
-
-    def mean(gs: list[str]) -> float:
-        vals = [v for g in gs for v in rows[g]]
-        return sum(vals) / len(vals)
-
-    rng = random.Random(seed)
-    draws = sorted(mean([rng.choice(groups) for _ in groups]) for _ in range(resamples))
-
-    def pct(q: float) -> float:
-        return round(draws[min(len(draws) - 1, int(q * len(draws)))], 4)
-
-    return {
-        "k": int(k),
-        "gain": round(mean(groups), 4),
-        "groups": len(groups),
-        "questions": sum(len(v) for v in rows.values()),
-        "percentiles": {"5": pct(0.05), "50": pct(0.5), "95": pct(0.95)},
-        "threshold": threshold,
-        "share_at_least_threshold": round(sum(d >= threshold for d in draws) / len(draws), 4),
-        "share_above_zero": round(sum(d > 0 for d in draws) / len(draws), 4),
-        "by_group": {g: {"questions": len(rows[g]), "gain": round(mean([g]), 4)} for g in groups},
-        "resamples": resamples,
-    }
-
-
-def ablation_line(report: dict) -> str | None:
-    """One line on an ablated report's ``vs_full`` (``None`` without one)."""
-    g = report.get("vs_full")
-    if not g:
-        return None
-    pc = g["percentiles"]
-    return (
-        f"-{report['ablate']} vs the full system @{g['k']}: the part adds {g['gain']:+.3f} "
-        f"({g['questions']} questions, {g['groups']} groups; over new groups, 90% of draws "
-        f"{pc['5']:+.3f} .. {pc['95']:+.3f}, at least {g['threshold']:+.2f} in "
-        f"{g['share_at_least_threshold']:.0%}, above 0 in {g['share_above_zero']:.0%})"
-    )
-
-
-def label(report: dict) -> str:
-    """``system`` or ``system -ablation`` (the name a report is shown under)."""
-    return report["system"] + (f" -{report['ablate']}" if report.get("ablate") else "")
-
-
-def markdown_summary(reports: list[dict]) -> str:
-    """A Markdown table of several reports side by side, with per-category recall@10."""
-    ks = sorted({int(b) for r in reports for b in r["evidence_recall"]})
-    head = (
-        "| system | questions | "
-        + " | ".join(f"recall@{b}" for b in ks)
-        + " | token-F1 | p50 ms | p95 ms | ctx tokens |"
-    )
-    lines = [head, "|" + "---|" * (len(ks) + 6)]
-    for r in reports:
-        rec = " | ".join(f"{r['evidence_recall'].get(str(b), 0):.3f}" for b in ks)
-        lines.append(
-            f"| {label(r)} | {r['questions']} | {rec} | {r['token_f1']:.3f} | "
-            f"{r['latency_ms']['p50']:.1f} | "
-            f"{r['latency_ms']['p95']:.1f} | {r['context_tokens']['mean']:.0f} |"
-        )
-    cats = sorted({c for r in reports for c in r["by_category"]})
-    lines += [
-        "",
-        "recall@10 by category:",
-        "",
-        "| system | "
-        + " | ".join(
-            f"{c} ({reports[0]['by_category'].get(c, {}).get('questions', 0)})" for c in cats
-        )
-        + " |",
-        "|" + "---|" * (len(cats) + 1),
-    ]
-    for r in reports:
-        lines.append(
-            f"| {label(r)} | "
-            + " | ".join(
-                f"{r['by_category'].get(c, {}).get('evidence_recall', {}).get('10', 0):.3f}"
-                for c in cats
-            )
-            + " |"
-        )
-    gains = [line for r in reports if (line := ablation_line(r))]
-    if gains:
-        lines += ["", "what each ablated part adds (paired by question, resampled by group):", ""]
-        lines += [f"- {line}" for line in gains]
-    splits = [name for name in ("dev", "test") if any(name in r.get("splits", {}) for r in reports)]
-    for name in splits:
-        part = [r for r in reports if name in r.get("splits", {})]
-        sp0 = part[0]["splits"][name]
-        scats = sorted({c for r in part for c in r["splits"][name]["by_category"]})
-        lines += [
-            "",
-            f"{name} half ({', '.join(sp0['groups'])}; {sp0['questions']} questions):",
-            "",
-            "| system | "
-            + " | ".join(f"recall@{b}" for b in ks)
-            + " | "
-            + " | ".join(
-                f"{c} @10 ({sp0['by_category'].get(c, {}).get('questions', 0)})" for c in scats
-            )
-            + " |",
-            "|" + "---|" * (len(ks) + len(scats) + 1),
-        ]
-        for r in part:
-            sp = r["splits"][name]
-            lines.append(
-                f"| {label(r)} | "
-                + " | ".join(f"{sp['evidence_recall'].get(str(b), 0):.3f}" for b in ks)
-                + " | "
-                + " | ".join(
-                    f"{sp['by_category'].get(c, {}).get('evidence_recall', {}).get('10', 0):.3f}"
-                    for c in scats
-                )
-                + " |"
-            )
-    return "\n".join(lines) + "\n"
-
-
-def plot_recall(reports: list[dict], path) -> Path:
-    """One PNG: recall@k curves, one line per report."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for r in reports:
-        ks = sorted(int(b) for b in r["evidence_recall"])
-        ax.plot(ks, [r["evidence_recall"][str(b)] for b in ks], marker="o", label=label(r))
-    ax.set_xlabel("budget B (distinct cited messages)")
-    ax.set_ylabel("evidence recall@B")
-    ax.set_ylim(0, 1)
-    ax.grid(alpha=0.3)
-    ax.set_title(f"{reports[0].get('format', '')}: evidence recall")
-    ax.legend(fontsize=8, loc="best")
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
-
-
-def write_outputs(reports: dict | list[dict], out) -> dict[str, Path]:
-    """Write the report JSON (one report, or a list), ``.md`` summary and ``.png`` plot beside
-    it."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    many = reports if isinstance(reports, list) else [reports]
-    out.write_text(json.dumps(reports, indent=1, default=str) + "\n")
-    md = out.with_suffix(".md")
-    md.write_text(markdown_summary(many))
-    png = plot_recall(many, out.with_suffix(".png"))
-    return {"json": out, "md": md, "png": png}

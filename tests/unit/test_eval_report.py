@@ -37,6 +37,8 @@ def test_by_group_and_splits():
     assert summarise(rows, (5, 10))["splits"] == {}
     md = markdown_summary([{**rep, "system": "x", "ablate": None}])
     assert "dev half (conv-26; 2 questions)" in md and "test half" in md
+    assert "| system | conv-26 (2) | conv-44 (1) |" in md and "| x | 0.500 | 0.500 |" in md
+    assert "both dev data" in md
 
 
 def test_groups_filter():
