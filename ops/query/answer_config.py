@@ -45,4 +45,6 @@ class AnswerConfig(OperatorConfig):
     margin: float = 0.2
     present_margin: float = 0.1
     own_messages: int = 3
+    session_weight: float = 0.3
+    discussion_turns: int = 12
     said_date: bool = True

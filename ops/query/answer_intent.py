@@ -101,15 +101,15 @@ def question_type(projection: Projection) -> str:
 #: the state now: "now", "currently", "these days", "still", "any more", "after all"
 CURRENT_Q = re.compile(
     r"\b(now|currently|current|these days|nowadays|at the moment|at present|still|any ?more|"
-    r"latest|after all|in the end|ended up|finally)\b",
+    r"latest|after all|ended up|finally)\b",
     re.I,
 )
-#: the earliest state: "at first", "originally", "used to", "first wanted", "early on",
-#: "when it first came up", "at the first meeting", "before ..."; "first" as an adjective of a
-#: noun ("her first visit") is no time focus
+#: the earliest state: "at first", "originally", "used to", "first wanted", "early on", "when
+#: the idea was first floated", "in the first week", "before ..."; "first" as an adjective of a
+#: noun ("his first job") is no time focus, but a first view or choice is
 ORIGINAL_Q = re.compile(
     r"\b(at first|originally|original|initially|to begin with|early on|in the beginning|"
-    r"at the (?:start|beginning)|used to|previously|earlier|before)\b"
+    r"at the beginning|used to|previously|earlier|before)\b"
     r"|(?<!\bthe )(?<!\ba )(?<!'s )(?<!\bher )(?<!\bhis )(?<!\btheir )(?<!\bour )(?<!\bits )"
     r"(?<!\bmy )\bfirst\b(?! (?:time|thing)s?\b)"
     r"|\bfirst (?:reaction|response|view|opinion|idea|choice|pick|plan|take|thought|instinct|"
@@ -120,19 +120,18 @@ ORIGINAL_Q = re.compile(
 #: a number, an amount, a score, a time of day, a size asked for
 QUANTITY_Q = re.compile(
     r"\bhow (much|many|long|big|old|far|often)\b|\bwhat (price|score|time|temperature|size|"
-    r"number|percentage|rate|amount|cost|fee|budget)\b|\bwhich (time|number)\b|"
-    r"\buntil what time\b",
+    r"number|percentage|rate|amount|cost|fee|budget)\b|\bwhich (time|number)\b",
     re.I,
 )
-#: a leading time clause ("When the plan first came up, what did each ...?", "Before the
+#: a leading time clause ("When the idea was floated, what did each ...?", "Before the
 #: vote, ..."): it pins the moment, the question after the comma says what is asked
 TIME_CLAUSE = re.compile(
     r"^\s*(?:when|before|after|at|during|back when)\b[^,?]{3,80},\s*(?=\w)", re.I
 )
 #: a pinned moment that is the latest, not the earliest
 LATEST_CLAUSE = re.compile(r"\b(last|latest|final|most recent|end)\b", re.I)
-#: the present or future tense of a question about a state ("which room is she having",
-#: "how much will it cost"): what holds now, the latest statement when several are close
+#: the present or future tense of a question about a state ("which car is he driving", "what
+#: will the rent be"): what holds now, the latest statement when several are close
 PRESENT_Q = re.compile(
     r"^\s*(?:\w+\s+){0,4}?(?:is|are|am|will|does|do|has|have|'s|'re)\b|\w+'s\b(?! \w+'s)", re.I
 )

@@ -329,17 +329,31 @@ def _change(ranked: list[tuple[float, Unit]], config: AnswerConfig) -> str:
     )
 
 
-def own_units(person: str, messages: Messages, question: str, embedder, memo: TextMemo, k: int):
+def own_units(
+    person: str,
+    messages: Messages,
+    question: str,
+    embedder,
+    memo: TextMemo,
+    k: int,
+    window: range | None = None,
+):
     """Units of the ``k`` messages of ``person`` closest to the question (the group's
-    cached message vectors): a person's own words when the evidence holds few of theirs."""
+    cached message vectors), and of all their messages in ``window`` (view rows: the
+    stretch where the matter is discussed): a person's own words when the evidence holds few
+    of theirs."""
     from speakerflow.ops.text.embed import encode_query
 
     view = messages.view
     rows = [r for r, s in enumerate(view.speakers) if s == person]
-    if not rows or embedder is None or k <= 0:
+    if not rows:
         return []
-    sims = view.dense_matrix(embedder)[rows] @ encode_query(embedder, question)
-    best = [rows[j] for j in np.argsort(-sims, kind="stable")[:k]]
+    best: list[int] = []
+    if embedder is not None and k > 0:
+        sims = view.dense_matrix(embedder)[rows] @ encode_query(embedder, question)
+        best = [rows[j] for j in np.argsort(-sims, kind="stable")[:k]]
+    if window is not None:
+        best += [r for r in rows if r in window and r not in best]
     out = []
     for r in best:
         sents = memo.split(view.texts[r])
@@ -368,14 +382,23 @@ def _with_own(
     embedder,
     memo: TextMemo,
     k: int,
+    window: range | None = None,
 ) -> list[Unit]:
-    """``units`` and the person's own closest messages the evidence does not hold."""
+    """``units`` and the person's own closest messages (and those in ``window``) the
+    evidence does not hold."""
     if messages is None:
         return units
     seen = {u.msg_id for u in units}
-    return units + [
-        u for u in own_units(person, messages, question, embedder, memo, k) if u.msg_id not in seen
-    ]
+    found = own_units(person, messages, question, embedder, memo, k, window)
+    return units + [u for u in found if u.msg_id not in seen]
+
+
+def _near(u: Unit, anchor: Unit, window: range | None, messages: Messages) -> float:
+    """1 for a message in the discussion window, 0.5 elsewhere in its session, else 0."""
+    row = messages.view.pos.get(u.msg_id) if u.msg_id else None
+    if window is not None and row is not None and row in window:
+        return 1.0
+    return 0.5 if u.session is not None and u.session == anchor.session else 0.0
 
 
 def _person_lines(
@@ -398,17 +421,40 @@ def _person_lines(
         if p in names
     ]
     empty = {e.row for e in evidence if e.kind == "empty_row"}
+    # the matter is discussed in one place: each person's view is what they said there (the
+    # session of the best answers; the earliest of them for "at first", the latest for "now")
+    overall = score_units(units, projection, intent, names, messages, embedder, config, memo)
+    window = anchor = None
+    if overall:
+        top = [u for _, u in overall[:3]]
+        anchor = (
+            _by_time(top, latest=intent.focus == "current")
+            if intent.focus in ("original", "current")
+            else top[0]
+        )
+        row = messages.view.pos.get(anchor.msg_id) if messages and anchor.msg_id else None
+        if row is not None:
+            # the discussion: from a few turns before the anchor to the turns after it
+            window = range(max(0, row - 2), row + config.discussion_turns + 1)
     lines = []
     for person in people:
         mine = [u for u in units if u.speaker == person and not u.is_record]
         mine = _with_own(
-            person, mine, messages, projection.question, embedder, memo, config.own_messages
+            person, mine, messages, projection.question, embedder, memo, config.own_messages, window
         )
         ranked = score_units(
             mine, projection, intent, names, messages, embedder, config, memo, gate=False
         )
+        if anchor is not None and messages is not None:
+            ranked = sorted(
+                (
+                    (s + config.session_weight * _near(u, anchor, window, messages), u)
+                    for s, u in ranked
+                ),
+                key=lambda su: (-su[0], su[1].rank),
+            )
         if ranked:
-            best = pick(ranked, intent, config)
+            best = ranked[0][1] if intent.focus == "original" else pick(ranked, intent, config)
             lines.append(write_line(best, config, statement_of(best, config)))
         elif person in empty:
             lines.append(f"{person}: no record on this matter")
