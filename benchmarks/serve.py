@@ -18,9 +18,7 @@ import asyncio
 import json
 import os
 import random
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,6 +28,8 @@ from typing import Any
 import httpx
 
 from speakerflow.settings import BUNDLED_SAMPLE
+
+from .serve_server import Server
 
 QUESTIONS = [
     "Where will the offsite be?",
@@ -94,24 +94,6 @@ VERBS = [
     "I am worried about",
 ]
 
-_SERVE = "import sys; from speakerflow.cli import main; sys.exit(main())"
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _proc_kib(pid: int, field: str) -> int | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
 
 def _pct(values: list[float], q: float) -> float | None:
     if not values:
@@ -128,99 +110,6 @@ def _summary(values: list[float]) -> dict[str, Any]:
         "p99_ms": _pct(values, 0.99),
         "mean_ms": round(statistics.fmean(values), 2) if values else None,
     }
-
-
-class Server:
-    """``speakerflow serve`` in a subprocess on 127.0.0.1 (stopped on exit)."""
-
-    def __init__(
-        self,
-        home: Path,
-        keys: dict[str, list[str]],
-        embedder: str,
-        start_timeout: float = 300.0,
-        reads: str = "snapshot",
-        batch_queries: bool = True,
-        ask_threads: int = 32,
-        write_nice: int = 10,
-    ):
-        self.home = home
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = home / "server.log"
-        env = {**os.environ, "SPEAKERFLOW_API_KEYS": json.dumps(keys)}
-        env.pop("SPEAKERFLOW_HOME", None)
-        self._log_fh = self.log.open("w")
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                _SERVE,
-                "serve",
-                "--home",
-                str(home / "store"),
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--embedder",
-                embedder,
-                "--log-level",
-                "warning",
-                "--reads",
-                reads,
-                "--ask-threads",
-                str(ask_threads),
-                "--write-nice",
-                str(write_nice),
-                *([] if batch_queries else ["--no-query-batching"]),
-            ],
-            stdout=self._log_fh,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-        deadline = time.monotonic() + start_timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"server exited with {self.proc.returncode}: {self.log.read_text()[-2000:]}"
-                )
-            try:
-                if httpx.get(self.url + "/healthz", timeout=2.0).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(f"server did not answer /healthz within {start_timeout:.0f}s")
-
-    def cpu_s(self) -> float | None:
-        """CPU seconds (user + system) the server process has used so far."""
-        try:
-            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            return None
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def rss_mb(self) -> tuple[float | None, float | None]:
-        now, peak = _proc_kib(self.proc.pid, "VmRSS"), _proc_kib(self.proc.pid, "VmHWM")
-        return (round(now / 1024, 1) if now else None, round(peak / 1024, 1) if peak else None)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        self._log_fh.close()
-
-    def __enter__(self) -> Server:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def _sample_rows() -> list[dict]:
@@ -405,8 +294,10 @@ def run(
     batch_queries: bool = True,
     ask_threads: int = 32,
     write_nice: int = 10,
+    workers: int = 1,
 ) -> dict[str, Any]:
     """Start a server, load it, stop it; returns the report (see the module docstring).
+    ``workers``: ``serve --workers`` (reader processes; above 1 with a writer process).
     ``reads``: the server's read path (``serve --reads``: ``snapshot`` or ``locked``);
     ``batch_queries=False``: ``serve --no-query-batching``; ``ask_threads``: ``serve
     --ask-threads``; ``write_nice``: ``serve --write-nice``. ``reads="locked",
@@ -427,6 +318,7 @@ def run(
             batch_queries=batch_queries,
             ask_threads=ask_threads,
             write_nice=write_nice,
+            workers=workers,
         ) as server:
             start_s = time.perf_counter() - t0
             if progress:
@@ -466,6 +358,7 @@ def run(
         "query_batching": batch_queries,
         "ask_threads": ask_threads,
         "write_nice": write_nice,
+        "workers": workers,
         "cpus": os.cpu_count(),
         "server_start_s": round(start_s, 2),
         "load_avg_1m": [round(load_before, 1), round(load_after, 1)],
@@ -516,7 +409,8 @@ def format_report(report: dict[str, Any]) -> str:
     lines = [
         f"bench serve: {report['clients']} clients, {report['groups']} groups, "
         f"{report['elapsed_s']}s, "
-        f"embedder {report['embedder']}, reads {report.get('reads', 'locked')}, query batching "
+        f"embedder {report['embedder']}, workers {report.get('workers', 1)}, "
+        f"reads {report.get('reads', 'locked')}, query batching "
         f"{report.get('query_batching', False)}, ask threads {report.get('ask_threads')}, "
         f"write nice {report.get('write_nice', 0)}, "
         f"{report['cpus']} CPU(s), "
@@ -543,3 +437,32 @@ def format_report(report: dict[str, Any]) -> str:
     ]
     lines += [f"  error: {e}" for e in report["error_samples"]]
     return "\n".join(lines)
+
+
+def run_many(workers: list[int], **kw: Any) -> dict[str, Any]:
+    """:func:`run` once per ``workers`` value, one after the other (same load, same seed):
+    ``{"benchmark": "serve", "runs": [report, ...]}``; ``errors`` is their sum."""
+    runs = []
+    for n in workers:
+        if kw.get("progress", True):
+            print(f"-- workers {n}", file=sys.stderr, flush=True)
+        runs.append(run(workers=n, **kw))
+    return {"benchmark": "serve", "runs": runs, "errors": sum(r["errors"] for r in runs)}
+
+
+def format_comparison(result: dict[str, Any]) -> str:
+    """Each run's report, then one line per run side by side."""
+    runs = result["runs"]
+    out = [format_report(r) for r in runs]
+    out.append(
+        "workers  load avg      req/s  ask p50 / p95 ms   ask alone p50  ingest p50  "
+        "CPU ms/req  errors"
+    )
+    for r in runs:
+        a, s, i = r["ask"], r["ask_one_client"], r["ingest"]
+        out.append(
+            f"{r['workers']:>7}  {str(r['load_avg_1m']):<12}  {r['requests_per_s']:>5}  "
+            f"{a['p50_ms']} / {a['p95_ms']}  {s['p50_ms']:>13}  {i['p50_ms']:>10}  "
+            f"{r.get('server_cpu_ms_per_request')!s:>10}  {r['errors']}"
+        )
+    return "\n".join(out)

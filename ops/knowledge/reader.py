@@ -25,6 +25,8 @@ MiniLM (loaded lazily, offline), tests may pass :class:`~.embed.HashingEmbedder`
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 import threading
 from dataclasses import dataclass
@@ -329,6 +331,37 @@ def mask(clause: str, spans: list[tuple[int, int, str]]) -> str:
     return _NUM.sub("N", "".join(out)).strip().lower()
 
 
+def constant_vectors(embedder, texts: list[str]) -> np.ndarray:
+    """``embedder.encode(texts)`` for a classifier's own constant texts (prototypes,
+    exemplars), cached under the model cache (``prototypes/``, keyed by the embedder's name
+    and the texts): a cold process (a first ``inject`` or ``maintain``, a server's warm-up)
+    neither encodes them again nor loads the model's many-text session for it. A row's
+    vector does not depend on its batch (fp32) or is encoded alone (int8), so the cached
+    rows are the ones a fresh encode gives."""
+    from speakerflow.ops.text.embed import model_cache_dir
+
+    name = getattr(embedder, "name", None)
+    if name is None:
+        return embedder.encode(texts).astype(np.float32)
+    digest = hashlib.sha256("\n".join([name, *texts]).encode()).hexdigest()[:24]
+    path = model_cache_dir() / "prototypes" / f"{name}-{digest}.npy"
+    try:
+        vecs = np.load(path, allow_pickle=False)
+        if vecs.shape == (len(texts), embedder.dim):
+            return vecs
+    except (OSError, ValueError):
+        pass
+    vecs = embedder.encode(texts).astype(np.float32)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.stem}.{os.getpid()}.npy")
+        np.save(tmp, vecs)
+        tmp.replace(path)
+    except OSError:  # a read-only cache: encode each time, as before
+        pass
+    return vecs
+
+
 class PrototypeClassifier:
     """Cosine similarity of a text to label prototypes (mean of each label's description vectors).
 
@@ -359,9 +392,12 @@ class PrototypeClassifier:
 
     def _protos(self) -> np.ndarray:
         if self._matrix is None:
-            rows = []
+            texts = [t for label in self._labels for t in self.prototypes[label]]
+            vecs, rows, at = constant_vectors(self.embedder, texts), [], 0
             for label in self._labels:
-                v = self.embedder.encode(list(self.prototypes[label])).mean(axis=0)
+                n = len(self.prototypes[label])
+                v = vecs[at : at + n].mean(axis=0)
+                at += n
                 rows.append(v / (np.linalg.norm(v) or 1.0))
             self._matrix = np.stack(rows).astype(np.float32)
         return self._matrix
@@ -414,7 +450,7 @@ class ExemplarClassifier(PrototypeClassifier):
             for label in self._labels:
                 texts += list(self.prototypes[label])
                 owner += [label] * len(self.prototypes[label])
-            vecs = self.embedder.encode(texts).astype(np.float32)
+            vecs = constant_vectors(self.embedder, texts)
             self._mean = vecs.mean(axis=0)
             vecs = vecs - self._mean
             self._matrix = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9)

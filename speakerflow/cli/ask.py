@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_home, home_of, print_json
+from .common import add_home, home_of, loading, print_json
 
 
 def add_query_options(p: argparse.ArgumentParser) -> None:
@@ -70,8 +70,9 @@ def print_result(result, by_id: dict[str, dict]) -> None:
 
 
 def warm_up(store, config, group: str) -> None:
-    """Embed the group's messages first when they have no vectors yet (an ingest with
-    ``--embedder none``), saying so on stderr: the first dense question pays for it once."""
+    """Load the embedder, saying so on stderr with the time it took, and embed the group's
+    messages first when they have no vectors yet (an ingest with ``--embedder none``),
+    saying so too: the first dense question pays for it once."""
     import sys
     import time
 
@@ -79,8 +80,12 @@ def warm_up(store, config, group: str) -> None:
     from speakerflow.pipelines.query_path import embedder_for
 
     embedder = embedder_for(config)
+    if embedder is None:
+        return
+    with loading(f"the embedder {embedder.name}"):
+        embedder.encode(["warm up"])
     missing = unembedded_messages(store, embedder)
-    if embedder is None or not missing:
+    if not missing:
         return
     print(
         f"embedding {missing} message(s) of {group!r} and their windows with {embedder.name} "

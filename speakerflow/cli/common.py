@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from speakerflow.graphs import Home
@@ -24,6 +27,16 @@ def home_of(args: argparse.Namespace) -> Home:
 def print_json(obj: Any) -> None:
     json.dump(obj, sys.stdout, indent=2, default=str, ensure_ascii=False)
     sys.stdout.write("\n")
+
+
+@contextmanager
+def loading(what: str) -> Iterator[None]:
+    """Say on stderr that ``what`` is loading, then how long it took (a cold command's
+    model loads are seconds: the user sees what the wait is)."""
+    print(f"loading {what} ...", file=sys.stderr, flush=True)
+    start = time.perf_counter()
+    yield
+    print(f"loaded {what} in {time.perf_counter() - start:.1f}s", file=sys.stderr, flush=True)
 
 
 def add_json(parser: argparse.ArgumentParser, what: str = "the report") -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_home, home_of, print_json
+from .common import add_home, home_of, loading, print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,7 +28,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from speakerflow.memory import inject_context
     from speakerflow.ops.knowledge.load import load_knowledge
+    from speakerflow.ops.knowledge.reader import intent_classifier
 
+    with loading("the injector's intent classifier (MiniLM)"):
+        intent_classifier().best("warm up")
     with home_of(args).open(args.group, writable=False) as store:
         wc = inject_context(
             load_knowledge(store), args.event, args.user, budget=args.budget, hops=args.hops

@@ -37,6 +37,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--max-body-mb", type=float, default=8.0, help="largest request body in MiB (default 8)"
     )
     p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="processes serving the port: 1 (default) does reads and writes; N > 1 runs N "
+        "reader processes and one writer process behind them (docs/serving.md)",
+    )
+    p.add_argument(
         "--writers",
         type=int,
         default=2,
@@ -132,9 +139,35 @@ def add_bench(bsub: argparse._SubParsersAction) -> None:
     b.add_argument("--no-query-batching", action="store_true", help="serve --no-query-batching")
     b.add_argument("--ask-threads", type=int, default=32, help="serve --ask-threads (default 32)")
     b.add_argument("--write-nice", type=int, default=10, help="serve --write-nice (default 10)")
+    b.add_argument(
+        "--workers",
+        type=int,
+        nargs="+",
+        default=[1],
+        help="serve --workers; several values (e.g. 1 2) run one after the other, reported side "
+        "by side",
+    )
     b.add_argument("--out", default=None, help="write the report JSON here")
     b.add_argument("--json", action="store_true", help="print the report as JSON")
     b.set_defaults(func=run_bench)
+    f = bsub.add_parser(
+        "first-ask",
+        help="the first ask and inject after a fresh server reports ready, over several starts",
+    )
+    f.add_argument(
+        "--home",
+        required=True,
+        help="store home to serve (one LoCoMo conversation is ingested first if it is empty)",
+    )
+    f.add_argument("--starts", type=int, default=10, help="fresh server starts (default 10)")
+    f.add_argument("--workers", type=int, default=1, help="serve --workers (default 1)")
+    f.add_argument(
+        "--embedder", default="minilm", choices=["minilm", "hashing"], help="server embedder"
+    )
+    f.add_argument("--data", default=None, help="LoCoMo file (default ../shared/data/locomo)")
+    f.add_argument("--out", default=None, help="write the report JSON here")
+    f.add_argument("--json", action="store_true", help="print the report as JSON")
+    f.set_defaults(func=run_first_ask)
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -157,9 +190,31 @@ def run_serve(args: argparse.Namespace) -> int:
             batch_queries=not args.no_query_batching,
             ask_threads=args.ask_threads,
             write_nice=args.write_nice,
+            workers=args.workers,
         )
     except ConfigError as exc:
         raise CliError(str(exc)) from None
+    return 0
+
+
+def run_first_ask(args: argparse.Namespace) -> int:
+    from speakerflow.benchmarks.first_ask import LOCOMO, format_report, run
+
+    data = Path(args.data) if args.data else LOCOMO
+    if not data.is_file() and not any(Path(args.home).glob("groups/*")):
+        raise CliError(f"{data} not found: pass --data locomo10.json (or a home with a group)")
+    report = run(
+        Path(args.home),
+        starts=args.starts,
+        workers=args.workers,
+        embedder=args.embedder,
+        data=data,
+        progress=not args.json,
+    )
+    text = json.dumps(report, indent=2)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    print(text if args.json else format_report(report))
     return 0
 
 
@@ -171,9 +226,31 @@ def run_mcp(args: argparse.Namespace) -> int:
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    from speakerflow.benchmarks.serve import format_report, run
+    from speakerflow.benchmarks.serve import format_comparison, format_report, run, run_many
 
+    if any(n < 1 for n in args.workers):
+        raise CliError("--workers values must be at least 1")
+    if len(args.workers) > 1:
+        report = run_many(
+            args.workers,
+            clients=args.clients,
+            seconds=args.seconds,
+            groups=args.groups,
+            ingest_share=args.ingest_share,
+            embedder=args.embedder,
+            progress=not args.json,
+            reads=args.reads,
+            batch_queries=not args.no_query_batching,
+            ask_threads=args.ask_threads,
+            write_nice=args.write_nice,
+        )
+        text = json.dumps(report, indent=2)
+        if args.out:
+            Path(args.out).write_text(text + "\n")
+        print(text if args.json else format_comparison(report))
+        return 0 if report["errors"] == 0 else 1
     report = run(
+        workers=args.workers[0],
         clients=args.clients,
         seconds=args.seconds,
         groups=args.groups,

@@ -70,9 +70,11 @@ def warm_up(
     warmth: Warmth | None = None,
     say: Callable[[str], None] | None = None,
     max_groups: int | None = None,
+    groups: list[str] | None = None,
 ) -> Warmth:
     """Load, in order: the embedder (one question encoded), the read snapshot of each
-    existing group (at most ``max_groups``, default the memory's ``max_open``; the query
+    existing group (or of ``groups``; at most ``max_groups``, default the memory's
+    ``max_open``; the query
     path's caches are built on it), and the injector (the InKH intent classifier every
     ``inject`` runs: its MiniLM and exemplar vectors).
     A group that cannot be opened (another process writes it) is listed in ``errors`` and
@@ -87,7 +89,9 @@ def warm_up(
         t0 = time.perf_counter()
         emb.encode(["warm up"])
         warmth.embedder_s = round(time.perf_counter() - t0, 2)
-    names = memory.groups()[: max_groups if max_groups is not None else memory.max_open]
+    names = (memory.groups() if groups is None else groups)[
+        : max_groups if max_groups is not None else memory.max_open
+    ]
     if names:
         say(f"speakerflow {warmth.role}: warming {len(names)} group(s) ...")
     t0 = time.perf_counter()

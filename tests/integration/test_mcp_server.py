@@ -103,7 +103,7 @@ async def _http_run(url: str, key: str) -> dict:
 def test_mcp_over_http_with_per_group_keys(tmp_path):
     import httpx
 
-    from speakerflow.benchmarks.serve import Server
+    from speakerflow.benchmarks.serve_server import Server
 
     with Server(tmp_path, {"key-team-000001": ["team"]}, embedder="hashing") as server:
         out = anyio.run(_http_run, server.url + "/mcp", "key-team-000001")

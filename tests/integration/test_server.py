@@ -12,7 +12,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from speakerflow.benchmarks.serve import Server
+from speakerflow.benchmarks.serve_server import Server
 from speakerflow.cli import main
 from speakerflow.memory import Memory
 from speakerflow.server import Access, ConfigError, create_app
