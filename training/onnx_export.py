@@ -44,7 +44,9 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, use_cache: bool =
 
     Parameters
     ----------
-    model_dir : source folder (config, weights, tokenizer).
+    model_dir : source folder (config, weights, tokenizer), or any spec of
+        :func:`speakerflow.ops.backends.models.resolve_model` (``smollm2-135m``, a LoRA
+        adapter folder: merged into its base before the export).
     out_dir : destination; receives ``model.onnx`` (plus external data for large models),
         ``config.json``, ``generation_config.json`` and the tokenizer files.
     use_cache : export with past key/value inputs and outputs (KV cache), so that
@@ -55,18 +57,30 @@ def export_onnx(model_dir: str | Path, out_dir: str | Path, *, use_cache: bool =
     Path
         ``out_dir``, loadable by ``make_backend("onnx", model_dir=out_dir)``.
     """
+    import tempfile
+
     from optimum.onnxruntime import ORTModelForCausalLM
 
-    src, dst = Path(model_dir), Path(out_dir)
-    _check_model_dir(src)
+    from speakerflow.ops.backends.models import load_causal_lm, resolve_model
+
+    dst = Path(out_dir)
+    base, chain = resolve_model(model_dir)
+    _check_model_dir(base)
     dst.mkdir(parents=True, exist_ok=True)
-    with warnings.catch_warnings():  # the tracer's TracerWarnings say nothing actionable
-        warnings.simplefilter("ignore")
-        model = ORTModelForCausalLM.from_pretrained(src, export=True, use_cache=use_cache)
-    model.save_pretrained(dst)
-    for name in TOKENIZER_FILES:
-        if (src / name).is_file():
-            shutil.copy2(src / name, dst / name)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = base
+        if chain:  # LoRA adapters: merged into the base first, the export is one plain model
+            model, tokenizer = load_causal_lm(model_dir)
+            src = Path(tmp) / "merged"
+            model.save_pretrained(src)
+            tokenizer.save_pretrained(src)
+        with warnings.catch_warnings():  # the tracer's TracerWarnings say nothing actionable
+            warnings.simplefilter("ignore")
+            ort = ORTModelForCausalLM.from_pretrained(src, export=True, use_cache=use_cache)
+        ort.save_pretrained(dst)
+        for name in TOKENIZER_FILES:
+            if (src / name).is_file():
+                shutil.copy2(src / name, dst / name)
     return dst
 
 
@@ -95,16 +109,17 @@ def onnx_parity(
     """
     import torch
     from optimum.onnxruntime import ORTModelForCausalLM
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    from speakerflow.ops.backends.models import load_causal_lm
+
+    ref, tokenizer = load_causal_lm(model_dir, dtype=torch.float32)
+    ref = ref.eval()
     text = prompt
     if tokenizer.chat_template:
         text = tokenizer.apply_chat_template(
             [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
         )
     enc = tokenizer(text, return_tensors="pt", add_special_tokens=False)
-    ref = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
     ort = ORTModelForCausalLM.from_pretrained(onnx_dir, use_cache=True)
     gen = {
         "max_new_tokens": max_new_tokens,

@@ -11,6 +11,7 @@ supports it; on CPU in fp32.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,6 +36,56 @@ class SFTSettings(BaseModel):
     seed: int = 0
     bf16: bool | None = Field(default=None, description="None = bf16 when CUDA supports it")
     gradient_checkpointing: bool = False
+    lora_r: int = Field(default=0, ge=0, description="LoRA rank; 0 = train every weight")
+    lora_alpha: int = Field(default=32, ge=1)
+    lora_dropout: float = Field(default=0.0, ge=0, lt=1)
+    lora_layers: int | None = Field(
+        default=None,
+        ge=1,
+        description="adapt only the top N transformer layers (None: all); backward then stops "
+        "there, which is what makes CPU training affordable",
+    )
+    save_steps: int = Field(default=0, ge=0, description="checkpoint every N steps (0: none)")
+    resume: bool = Field(default=False, description="continue from the newest checkpoint")
+
+
+#: The linear layers a LoRA adapter wraps (Llama / Qwen2 names).
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def lora_config(
+    r: int, alpha: int, dropout: float = 0.0, layers: int | None = None, n_layers: int = 0
+) -> Any:
+    """A peft ``LoraConfig`` over :data:`LORA_TARGETS` for a causal LM (the top ``layers`` of
+    its ``n_layers`` only, when given)."""
+    from peft import LoraConfig
+
+    top = list(range(max(0, n_layers - layers), n_layers)) if layers and n_layers else None
+    return LoraConfig(
+        r=r,
+        lora_alpha=alpha,
+        lora_dropout=dropout,
+        target_modules=list(LORA_TARGETS),
+        layers_to_transform=top,
+        task_type="CAUSAL_LM",
+    )
+
+
+def newest_checkpoint(folder: Path) -> str | None:
+    """The ``checkpoint-N`` folder with the largest N under ``folder`` (None if none)."""
+    found = sorted(folder.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
+    return str(found[-1]) if found else None
+
+
+def save_adapter(model: Any, tokenizer: Any, out: Path, base: str) -> None:
+    """Save a peft model's adapter (safetensors) with ``base`` as its base-model spec, so
+    :func:`speakerflow.ops.backends.models.resolve_model` finds the base on any machine."""
+    model.save_pretrained(str(out), safe_serialization=True)
+    tokenizer.save_pretrained(str(out))
+    cfg_path = out / "adapter_config.json"
+    cfg = json.loads(cfg_path.read_text())
+    cfg["base_model_name_or_path"] = base
+    cfg_path.write_text(json.dumps(cfg, indent=2) + "\n")
 
 
 def device_and_dtype(bf16: bool | None = None) -> tuple[str, Any]:
@@ -76,20 +127,27 @@ def train_sft(
     """
     import torch
     from datasets import Dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
+
+    from speakerflow.ops.backends.models import load_causal_lm, resolve_model
 
     s = settings or SFTSettings()
     out = Path(out_dir)
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    _, chain = resolve_model(model_dir)
+    adapter = chain[-1] if chain else None
+    device, dtype = device_and_dtype(s.bf16)
+    # an adapter given: it goes on training (any adapters under it are merged into the base)
+    model, tokenizer = load_causal_lm(model_dir, dtype=dtype, merge=False)
     used = fits(pairs, tokenizer, s.max_length)
     if not used:
         raise ValueError(
             f"no SFT pair fits in max_length={s.max_length} tokens "
             f"({len(pairs)} given); raise --max-length or use shorter segments"
         )
-    device, dtype = device_and_dtype(s.bf16)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype)
+    peft_config = None
+    if adapter is None and s.lora_r:
+        n_layers = int(getattr(model.config, "num_hidden_layers", 0))
+        peft_config = lora_config(s.lora_r, s.lora_alpha, s.lora_dropout, s.lora_layers, n_layers)
     data = Dataset.from_list(
         [{"prompt": list(p["prompt"]), "completion": list(p["completion"])} for p in used]
     )
@@ -106,17 +164,37 @@ def train_sft(
         gradient_checkpointing=s.gradient_checkpointing,
         seed=s.seed,
         report_to="none",
-        save_strategy="no",
+        save_strategy="steps" if s.save_steps else "no",
+        save_steps=s.save_steps or 500,
         logging_steps=1,
         use_cpu=device == "cpu",
         dataloader_pin_memory=device == "cuda",
     )
     start = time.perf_counter()
-    trainer = SFTTrainer(model=model, args=config, train_dataset=data, processing_class=tokenizer)
-    result = trainer.train()
-    trainer.save_model(str(out))
-    tokenizer.save_pretrained(str(out))
+    trainer = SFTTrainer(
+        model=model,
+        args=config,
+        train_dataset=data,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+    )
+    resume = newest_checkpoint(out / "checkpoints") if s.resume else None
+    result = trainer.train(resume_from_checkpoint=resume)
+    if adapter is not None or peft_config is not None:
+        base = adapter_base_spec(model_dir, adapter)
+        save_adapter(trainer.model, tokenizer, out, base)
+    else:
+        trainer.save_model(str(out))
+        tokenizer.save_pretrained(str(out))
+    curve = [
+        {"step": int(r["step"]), "loss": round(float(r["loss"]), 4)}
+        for r in trainer.state.log_history
+        if "loss" in r
+    ]
     return {
+        "curve": curve,
+        "resumed_from": resume,
+        "lora_r": s.lora_r if peft_config is not None else None,
         "pairs": len(used),
         "dropped_too_long": len(pairs) - len(used),
         "steps": int(result.global_step),
@@ -126,3 +204,13 @@ def train_sft(
         "seconds": round(time.perf_counter() - start, 3),
         "out_dir": str(out),
     }
+
+
+def adapter_base_spec(model_dir: str | Path, adapter: Path | None) -> str:
+    """The base spec a new adapter records: the one its parent adapter names, else what
+    training started from (a known name such as ``smollm2-135m`` stays a name)."""
+    from speakerflow.ops.backends.models import adapter_base
+
+    if adapter is not None:
+        return adapter_base(adapter) or str(model_dir)
+    return str(model_dir)

@@ -109,6 +109,25 @@ class WriterState:
             created.append(new_id)
         return created
 
+    # ----------------------------------------------------------------- (de)serialise
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-safe dict (times as text) that :meth:`from_json` reads back."""
+        entries = {
+            k: {f: (v.isoformat() if hasattr(v, "isoformat") else v) for f, v in e.items()}
+            for k, e in self.entries.items()
+        }
+        edges = [list(e) for e in self.edges]
+        return {"entries": entries, "edges": edges, "roster": list(self.roster)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> WriterState:
+        """The state :meth:`to_json` wrote."""
+        return cls(
+            {k: dict(v) for k, v in data["entries"].items()},
+            [(o, n) for o, n in data["edges"]],
+            tuple(data["roster"]),
+        )
+
     # ----------------------------------------------------------------- readers
     @classmethod
     def from_final_state(cls, final_state: dict[str, Any]) -> WriterState:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,8 @@ def write_network(net: Network, writer: Any) -> tuple[WriterState, dict[str, Any
         store = GroupStore(Path(tmp), net.network_id, in_memory=True)
         store.append_messages(message_table(net))
         rep = write_group(store, writer, progress=False)
-        state = WriterState.from_records(all_records(store), roster=net.roster)
+        records = all_records(store)
+        state = WriterState.from_records(records, roster=net.roster)
     return state, {
         "proposed": rep.proposed,
         "accepted": rep.accepted,
@@ -61,7 +63,19 @@ def write_network(net: Network, writer: Any) -> tuple[WriterState, dict[str, Any
         "updates": rep.updates,
         "model_calls": rep.model_calls,
         "tokens": rep.tokens,
+        # every stored record came through Validate: records == accepted writes
+        "unvalidated_writes": len(records) - rep.accepted,
+        "reject_reasons": _reasons(rep.rejects),
     }
+
+
+def _reasons(rejects: list[dict[str, Any]]) -> dict[str, int]:
+    """Reject counts by the field the contract blamed (the reason's prefix)."""
+    out: dict[str, int] = {}
+    for r in rejects:
+        key = str(r.get("reason") or "?").split(":")[0][:40]
+        out[key] = out.get(key, 0) + 1
+    return out
 
 
 def _round(x: float | None) -> float | None:
@@ -79,11 +93,13 @@ def _resolve_writer(backend: Any, backend_config: dict[str, Any]) -> Any:
     from speakerflow.ops.write.writer.registry import make_writer
 
     kind, _, folder = backend.partition(":")
-    if folder and kind in LOCAL_KINDS:
+    if folder and kind == "local":  # the learned Writer: an adapter, base spec or ONNX folder
+        backend_config = {**backend_config, "model": folder}
+    elif folder and kind in LOCAL_KINDS:
         backend_config = {**backend_config, "model_dir": folder}
     elif folder:
         raise ValueError(
-            f"backend {backend!r}: only {' / '.join(LOCAL_KINDS)} take a model folder "
+            f"backend {backend!r}: only local / {' / '.join(LOCAL_KINDS)} take a model folder "
             "after ':' (e.g. onnx:runs/grpo-onnx)"
         )
     writer = make_writer(kind, **backend_config)
@@ -120,6 +136,7 @@ def run(
     teacher: str | Path | None = None,
     limit: int | None = None,
     min_teacher_overlap: float = 0.0,
+    networks: Sequence[str] | None = None,
     **backend_config: Any,
 ) -> dict[str, Any]:
     """Evaluate a Writer on every network under ``data`` that has a reference state.
@@ -133,6 +150,7 @@ def run(
     out : also write the report JSON here.
     teacher : the teacher folder (default: ``teacher`` beside ``data``).
     limit : evaluate only the first ``limit`` networks (by id).
+    networks : evaluate only these network ids (e.g. the ones a Writer was not trained on).
     min_teacher_overlap : skip networks whose teacher content shares fewer tokens with the
         chat (:func:`speakerflow.training.data.teacher_overlap`; 0 keeps every network).
 
@@ -145,6 +163,11 @@ def run(
     nets, excluded = trusted(
         [n for n in load_networks(data, teacher) if n.has_teacher], min_teacher_overlap
     )
+    if networks:
+        unknown = set(networks) - {n.network_id for n in nets}
+        if unknown:
+            raise ValueError(f"networks {sorted(unknown)} are not under {data} (or refused)")
+        nets = [n for n in nets if n.network_id in set(networks)]
     if limit is not None:
         nets = nets[:limit]
     if not nets:
@@ -182,8 +205,14 @@ def run(
                 "seconds": round(time.perf_counter() - t0, 3),
             }
         )
+    proposed = sum(r["write"]["proposed"] for r in rows)
+    rejected = sum(r["write"]["rejected"] for r in rows)
     report = {
         "backend": getattr(writer, "name", str(backend)),
+        "refused_share": round(rejected / proposed, 4) if proposed else 0.0,
+        "proposed": proposed,
+        "unvalidated_writes": sum(r["write"]["unvalidated_writes"] for r in rows),
+        "throughput": writer.throughput() if hasattr(writer, "throughput") else None,
         "data": str(data),
         "networks": len(rows),
         "excluded_networks": excluded,

@@ -65,6 +65,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--limit", type=int, default=None, help="only the first N questions (smoke runs)"
     )
     p.add_argument("--backend", default="rules", help="eval writer: the Writer backend")
+    p.add_argument(
+        "--networks",
+        default=None,
+        help="eval writer: comma-separated network ids to evaluate (e.g. the held-out ones)",
+    )
     p.add_argument("--json", action="store_true", help="print the full report JSON")
     p.set_defaults(func=run)
 
@@ -176,7 +181,8 @@ def run_writer(args: argparse.Namespace) -> int:
             f"Writer evaluation is not available ({exc}); it lives in "
             "speakerflow.training.writer_eval"
         ) from None
-    report = writer_eval(args.writer_data, args.backend, args.out)
+    nets = [x.strip() for x in (args.networks or "").split(",") if x.strip()] or None
+    report = writer_eval(args.writer_data, args.backend, args.out, networks=nets)
     if args.json:
         print(json.dumps(report, indent=1, default=str))
         return 0

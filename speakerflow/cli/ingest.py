@@ -39,7 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--model",
         default=None,
-        help="chat writers: model name (openai) or model folder (transformers/onnx)",
+        help="chat writers: model name (openai) or model folder (transformers/onnx); local: a "
+        "LoRA adapter, a base (smollm2-135m, a .gguf) or an ONNX export (default: the shipped "
+        "adapter)",
     )
     p.add_argument(
         "--base-url", default=None, help="openai writer: base URL of an OpenAI-compatible endpoint"
@@ -61,6 +63,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "$SPEAKERFLOW_INGEST_EMBEDDER; none: ingest stays model-free and the first dense "
         "question embeds the group)",
     )
+    p.add_argument(
+        "--domain",
+        default=None,
+        metavar="PACK",
+        help="domain pack the groups' knowledge is read with (a pack file or folder, or a "
+        "bundled name: trading, itops; docs/custom-domains.md); recorded per group for "
+        "maintain, inject and the Dagster assets (default: the group's, else trading)",
+    )
     add_json(p, "the ingest summary")
     add_home(p)
     p.set_defaults(func=run)
@@ -68,6 +78,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     FORMATS  # noqa: B018 - formats register on import of the loaders
+    pack = None
+    if args.domain:  # a malformed pack stops the ingest before anything is read or written
+        from speakerflow.ops.knowledge.domain.load import load_pack
+
+        pack = load_pack(args.domain)
     detected = args.format == "auto"
     if detected:
         args.format = detect_format(args.path)
@@ -88,6 +103,10 @@ def run(args: argparse.Namespace) -> int:
     for gid, table in tqdm(loaded, desc="ingest", unit="group", disable=len(loaded) < 2):
         with home.open(gid, writable=True) as store:
             result = store.append_messages(table)
+            if pack is not None:
+                from speakerflow.ops.knowledge.domain.load import record_pack
+
+                record_pack(store, pack)
             if backend is not None:
                 reports.append(
                     write_group(
@@ -119,7 +138,9 @@ def run(args: argparse.Namespace) -> int:
                     "model_calls": sum(r.model_calls for r in reports),
                     "tokens": sum(r.tokens for r in reports),
                     "seconds": round(sum(r.seconds for r in reports), 2),
+                    "messages_per_s": _rate(reports),
                 },
+                "domain": pack.name if pack is not None else None,
                 "embedded": embedded,
                 "dagster_partitions_added": partitions,
                 "dagster_note": partition_note,
@@ -132,6 +153,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if partition_note:
         print(partition_note)
+    if pack is not None:
+        print(f"domain pack {pack.name!r} recorded for {len(loaded)} group(s)")
     if embedded is not None:
         print(
             f"embedder {args.embedder}: {embedded} message(s) have vectors (new ones embedded now)"
@@ -143,12 +166,19 @@ def run(args: argparse.Namespace) -> int:
             "updates), "
             f"{sum(r.rejected for r in reports)} rejected, {sum(r.model_calls for r in reports)} "
             "model call(s), "
-            f"{sum(r.tokens for r in reports)} tokens, {sum(r.seconds for r in reports):.1f}s"
+            f"{sum(r.tokens for r in reports)} tokens, {sum(r.seconds for r in reports):.1f}s, "
+            f"{_rate(reports)} messages/s"
         )
         for r in reports:
             if r.rejected:
                 print(f"  {r.group_id}: {r.rejected} rejected, e.g. {r.rejects[0]['reason']}")
     return 0
+
+
+def _rate(reports: list) -> float:
+    """Messages the Writer wrote per second of write path (Writer >> Validate >> Upsert)."""
+    seconds = sum(r.seconds for r in reports)
+    return round(sum(r.messages for r in reports) / seconds, 2) if seconds else 0.0
 
 
 def _embed(groups: list[str], home, args: argparse.Namespace) -> int | None:

@@ -54,10 +54,38 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
     d.set_defaults(func=run_data)
 
+    def local_args(q: argparse.ArgumentParser) -> None:
+        q.add_argument(
+            "--base",
+            default=None,
+            help="train a LoRA adapter for the local Writer over this base (smollm2-135m, a "
+            ".gguf file or a model folder) on short windows with the compact prompt",
+        )
+        q.add_argument("--window", type=int, default=4, help="--base: messages per window")
+        q.add_argument("--lora-r", type=int, default=16, help="--base: LoRA rank (default 16)")
+        q.add_argument(
+            "--lora-layers",
+            type=int,
+            default=None,
+            help="--base: adapt only the top N layers (cheaper backward on a CPU)",
+        )
+        q.add_argument(
+            "--save-steps", type=int, default=0, help="checkpoint every N steps (0: none)"
+        )
+        q.add_argument(
+            "--resume", action="store_true", help="continue from the newest checkpoint in --out"
+        )
+        q.add_argument(
+            "--max-examples", type=int, default=None, help="--base: use the first N windows only"
+        )
+
     s = tsub.add_parser("sft", help="supervised fine-tuning with TRL's SFTTrainer")
     data_args(s)
+    local_args(s)
     s.add_argument(
-        "--model", required=True, help="model folder to start from (Hugging Face layout)"
+        "--model",
+        default=None,
+        help="model folder to start from (Hugging Face layout), or an adapter to go on training",
     )
     s.add_argument("--out", required=True, help="folder for the fine-tuned model")
     s.add_argument(
@@ -77,21 +105,34 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     g = tsub.add_parser("grpo", help="speaker-conditioned GRPO from an SFT model")
     data_args(g)
-    g.add_argument("--model", required=True, help="the SFT policy folder")
+    local_args(g)
+    g.add_argument(
+        "--model",
+        required=True,
+        help="the SFT policy folder (with --base: the SFT adapter, merged under a new one)",
+    )
     g.add_argument("--ref", default=None, help="frozen reference policy (default: --model)")
     g.add_argument("--out", required=True, help="folder for the trained policy")
     g.add_argument(
-        "--steps", type=int, default=30, help="rollout rounds = policy updates (paper: 30)"
+        "--steps",
+        type=int,
+        default=None,
+        help="policy updates (default 30 rollout rounds, the paper's; --base: 20 windows)",
     )
     g.add_argument(
-        "--group-size", type=int, default=8, help="G trajectories per network (paper: 8)"
+        "--group-size",
+        type=int,
+        default=None,
+        help="G samples per position (default 8, the paper's; --base: 4)",
     )
-    g.add_argument("--lr", type=float, default=1e-6, help="learning rate (default 1e-6)")
+    g.add_argument(
+        "--lr", type=float, default=None, help="learning rate (default 1e-6; --base: 5e-5)"
+    )
     g.add_argument(
         "--max-new-tokens",
         type=int,
-        default=2048,
-        help="longest completion sampled per prompt (default 2048)",
+        default=None,
+        help="longest completion sampled per prompt (default 2048; --base: 160)",
     )
     g.add_argument("--positions", type=int, default=None, help="cap writing positions per network")
     g.add_argument("--networks", default=None, help="comma-separated network ids to train on")
@@ -197,10 +238,33 @@ def run_data(args: argparse.Namespace) -> int:
     return 0
 
 
+def _windows(args: argparse.Namespace) -> tuple[list, list, list[str], dict]:
+    """(train windows, held-out windows, refused networks, build report) for ``--base``."""
+    from speakerflow.training.data import load_networks, trusted
+    from speakerflow.training.windows import build_window_dataset
+
+    nets = [n for n in load_networks(args.data, args.teacher) if n.has_teacher]
+    train_nets, held_nets = _split(args, nets)
+    train_nets, refused = trusted(train_nets, args.min_teacher_overlap)
+    train, build = build_window_dataset(train_nets, args.window)
+    held, _ = build_window_dataset(held_nets, args.window)
+    if args.max_examples:
+        train = train[: args.max_examples]
+    if not train:
+        raise CliError(f"{args.data}: no training window")
+    return train, held, refused, build
+
+
 def run_sft(args: argparse.Namespace) -> int:
     from speakerflow.training.sft import SFTSettings, train_sft
 
-    train, held, refused = _pairs(args)
+    if (args.base is None) == (args.model is None):
+        raise CliError("train sft: give --model FOLDER (full model) or --base MODEL (LoRA)")
+    build = None
+    if args.base:
+        train, held, refused, build = _windows(args)
+    else:
+        train, held, refused = _pairs(args)
     settings = SFTSettings(
         max_steps=args.steps,
         epochs=args.epochs,
@@ -208,10 +272,52 @@ def run_sft(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         max_length=args.max_length,
         seed=args.seed,
+        lora_r=args.lora_r if args.base else 0,
+        lora_layers=args.lora_layers,
+        save_steps=args.save_steps,
+        resume=args.resume,
     )
     with _quiet():
-        report = train_sft(args.model, train, args.out, settings)
+        report = train_sft(args.base or args.model, train, args.out, settings)
     report.update(train_networks=_ids(train), heldout_networks=_ids(held), refused_networks=refused)
+    if build is not None:
+        report["windows"] = build
+    emit(report, args.json)
+    return 0
+
+
+def run_grpo_windows(args: argparse.Namespace) -> int:
+    """``train grpo --base ...``: TRL GRPO of the local Writer's adapter on windows."""
+    from speakerflow.training.grpo_windows import WindowGRPOSettings, train_grpo_windows
+
+    train, held, refused, build = _windows(args)
+    if args.networks:
+        wanted = {x.strip() for x in args.networks.split(",") if x.strip()}
+        train = [ex for ex in train if ex["network_id"] in wanted]
+        if not train:
+            raise CliError(f"--networks: no training window in {sorted(wanted)}")
+    given = {
+        "steps": args.steps,
+        "group_size": args.group_size,
+        "lr": args.lr,
+        "max_new_tokens": args.max_new_tokens,
+    }
+    settings = WindowGRPOSettings(
+        **{k: v for k, v in given.items() if v is not None},
+        lora_r=args.lora_r,
+        lora_layers=args.lora_layers,
+        save_steps=args.save_steps,
+        resume=args.resume,
+        seed=args.seed,
+    )
+    with _quiet():
+        report = train_grpo_windows(args.model, train, args.out, settings)
+    report.update(
+        train_networks=_ids(train),
+        heldout_networks=_ids(held),
+        refused_networks=refused,
+        windows=build,
+    )
     emit(report, args.json)
     return 0
 
@@ -219,6 +325,9 @@ def run_sft(args: argparse.Namespace) -> int:
 def run_grpo(args: argparse.Namespace) -> int:
     from speakerflow.training.data import load_networks, trusted
     from speakerflow.training.grpo import GRPOSettings, train_grpo
+
+    if args.base:
+        return run_grpo_windows(args)
 
     nets = [n for n in load_networks(args.data, args.teacher) if n.has_teacher]
     train, held = _split(args, nets)
@@ -237,10 +346,10 @@ def run_grpo(args: argparse.Namespace) -> int:
             )
         train = [n for n in train if n.network_id in wanted]
     settings = GRPOSettings(
-        steps=args.steps,
-        group_size=args.group_size,
-        lr=args.lr,
-        max_new_tokens=args.max_new_tokens,
+        steps=args.steps or 30,
+        group_size=args.group_size or 8,
+        lr=args.lr or 1e-6,
+        max_new_tokens=args.max_new_tokens or 2048,
         positions=args.positions,
         seed=args.seed,
     )

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -226,3 +227,112 @@ def render_actions(actions: Iterable[Mapping[str, Any]]) -> str:
     """
     clean = [{k: a[k] for k in _ACTION_KEYS if a.get(k) not in (None, "", [])} for a in actions]
     return json.dumps({"actions": clean}, ensure_ascii=False)
+
+
+# -- the compact prompt of small local Writers (ops/write/writer/local.py) ----------------
+
+#: Version of the compact wording (recorded in training data and adapter cards).
+COMPACT_PROMPT_VERSION = "sf-writer-compact-1"
+
+COMPACT_SYSTEM_PROMPT = f"""You write the memory of a group chat. For the NEW MESSAGES return JSON
+{{"actions": [...]}} with one action per new atomic fact, stance, decision, relation or norm.
+ADD: {{"action": "ADD", "owner": whom it is about (a roster name or {GROUP_OWNER}), "source": who \
+said it, "layer": ..., "utype": ..., "content": a short statement}}
+UPDATE: {{"action": "UPDATE", "entry_id": an E id of MEMORY, "content": its new state}}
+Nothing new: {{"actions": [{{"action": "NOOP"}}]}}
+Layers: per_speaker_core (the speaker's own facts, stances, habits), per_speaker_profile \
+(what someone says about another person), group_interaction (events, group decisions; owner \
+{GROUP_OWNER}), group_insight (group norms; owner {GROUP_OWNER}).
+utype: {", ".join(WRITER_UTYPES)}. Write only what the messages say. JSON only."""
+
+
+@dataclass(frozen=True)
+class CompactPrompt:
+    """The chat of one window and the short ids it uses: ``messages[i]`` is the message id
+    behind ``[i+1]``, ``entries["E3"]`` the entry id behind ``E3``."""
+
+    chat: list[ChatMessage]
+    messages: tuple[str, ...]
+    entries: dict[str, str]
+
+
+def _clip(text: Any, limit: int) -> str:
+    text = " ".join(str(text or "").split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def build_compact_messages(
+    segment: Segment,
+    *,
+    max_heads: int | None = 8,
+    head_chars: int = 80,
+    message_chars: int = 300,
+) -> CompactPrompt:
+    """The compact chat for ``segment`` (meant for a few messages: one window).
+
+    Messages are numbered ``[1]..[n]`` and heads ``E1..Ek`` (at most ``max_heads``, chosen by
+    :func:`select_heads`); long texts are clipped to ``head_chars`` / ``message_chars``. A
+    reply's ids are mapped back with :func:`unalias_actions`.
+    """
+    heads, _ = select_heads(segment, max_heads)
+    entries = {f"E{i + 1}": str(h["entry_id"]) for i, h in enumerate(heads)}
+    memory = [
+        f"E{i + 1} [{h['layer']}|{h['owner']} by {h['source']}] {_clip(h['content'], head_chars)}"
+        for i, h in enumerate(heads)
+    ]
+    number = {m["msg_id"]: i + 1 for i, m in enumerate(segment.messages)}
+    lines = []
+    for m in segment.messages:
+        reply = f" (to [{number[m['reply_to']]}])" if m.get("reply_to") in number else ""
+        text = _clip(m["text"], message_chars)
+        lines.append(f"[{number[m['msg_id']]}] {m['speaker']}{reply}: {text}")
+    first = segment.messages[0] if segment.messages else {}
+    user = (
+        f"ROSTER: {', '.join(segment.roster)}\n"
+        f"MEMORY:\n{chr(10).join(memory) if memory else '(empty)'}\n"
+        f"NEW MESSAGES ({_date(first.get('ts'))[:10]}):\n" + "\n".join(lines)
+    )
+    chat: list[ChatMessage] = [
+        {"role": "system", "content": COMPACT_SYSTEM_PROMPT},
+        {"role": "user", "content": user},
+    ]
+    return CompactPrompt(chat, tuple(m["msg_id"] for m in segment.messages), entries)
+
+
+def alias_actions(actions: Iterable[Mapping[str, Any]], prompt: CompactPrompt) -> list[dict]:
+    """Writer actions in the compact prompt's short ids (for training targets)."""
+    numbers = {mid: i + 1 for i, mid in enumerate(prompt.messages)}
+    short = {eid: alias for alias, eid in prompt.entries.items()}
+    out = []
+    for a in actions:
+        b = dict(a)
+        if b.get("entry_id") is not None:
+            b["entry_id"] = short.get(str(b["entry_id"]), b["entry_id"])
+        if b.get("from_ids"):
+            b["from_ids"] = [numbers.get(str(i), i) for i in b["from_ids"]]
+        out.append(b)
+    return out
+
+
+def unalias_actions(actions: Iterable[Any], prompt: CompactPrompt) -> list[Any]:
+    """A reply's actions with ``E<k>`` entry ids and ``[n]`` message numbers mapped back to
+    the real ids (anything unknown is left as written, for Validate to judge)."""
+    out: list[Any] = []
+    for a in actions:
+        if not isinstance(a, dict):
+            out.append(a)
+            continue
+        b = dict(a)
+        eid = b.get("entry_id")
+        if isinstance(eid, str) and eid.strip() in prompt.entries:
+            b["entry_id"] = prompt.entries[eid.strip()]
+        cited = b.get("from_ids")
+        if isinstance(cited, list):
+            mapped = []
+            for c in cited:
+                text = str(c).strip().strip("[]")
+                k = int(text) if text.isdigit() else 0
+                mapped.append(prompt.messages[k - 1] if 1 <= k <= len(prompt.messages) else c)
+            b["from_ids"] = mapped
+        out.append(b)
+    return out

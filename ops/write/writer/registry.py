@@ -1,5 +1,5 @@
-"""Writer backends by name: ``rules`` (offline default), ``openai``, ``transformers``, ``onnx``,
-``none``.
+"""Writer backends by name: ``rules`` (offline default), ``local`` (the learned small model:
+:mod:`.local`), ``openai``, ``transformers``, ``onnx``, ``none``.
 
 The model-based kinds are built by :func:`speakerflow.ops.write.writer.chat.make_chat_writer`,
 imported only when asked for, so ``rules`` needs no model library.
@@ -17,7 +17,7 @@ from typing import Any
 from speakerflow.ops.write.interfaces import WriterBackend
 
 #: Names accepted by :func:`make_writer` (and by ``speakerflow ingest --writer``).
-WRITER_KINDS: tuple[str, ...] = ("rules", "openai", "transformers", "onnx", "none")
+WRITER_KINDS: tuple[str, ...] = ("rules", "local", "openai", "transformers", "onnx", "none")
 CHAT_KINDS: tuple[str, ...] = ("openai", "transformers", "onnx")
 
 
@@ -34,6 +34,10 @@ def make_writer(kind: str = "rules", **config: Any) -> WriterBackend | None:
         from speakerflow.ops.write.writer.rules import RulesWriter
 
         return RulesWriter(**config)
+    if kind == "local":
+        from speakerflow.ops.write.writer.local import LocalWriter
+
+        return LocalWriter(**{k: v for k, v in config.items() if k != "base_url"})
     if kind in CHAT_KINDS:
         try:
             from speakerflow.ops.write.writer.chat import make_chat_writer

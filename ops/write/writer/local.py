@@ -1,0 +1,134 @@
+"""The learned local Writer: a small language model (SmolLM2-135M + a LoRA adapter by default)
+run in-process through the ``transformers`` (torch) or ``onnx`` (onnxruntime) backend.
+
+A segment (one session window of the write path, up to 25 messages) is cut into windows of
+``window`` messages (default 4, as in training: :mod:`speakerflow.training.windows`); every
+window gets the compact prompt
+(:func:`~speakerflow.ops.write.writer.prompt.build_compact_messages`: the segment's heads,
+short ``[n]`` / ``E<k>`` ids) and all windows of the segment are generated as one padded
+batch (greedy by default). The replies are repaired and parsed like the chat Writer's, their
+short ids are mapped back, and the actions of all windows go on, unvalidated, to ``Validate``
+(nothing reaches the store without it). A window whose reply is not usable JSON adds one
+``{"_invalid": ...}`` item, which Validate refuses with the reason; the other windows'
+actions still count. Windows of one segment do not see each other's writes (they share the
+heads from before the segment); Validate drops exact repeats.
+
+``model`` is a LoRA adapter folder (its ``adapter_config.json`` names the base, e.g.
+``smollm2-135m``), a base spec (:func:`~speakerflow.ops.backends.models.resolve_model`), or an
+ONNX export folder (``model.onnx``: the ``onnx`` backend). Default: the adapter shipped in
+:data:`SHIPPED_ADAPTER`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from speakerflow.ops.write.interfaces import Segment, WriterOutput
+from speakerflow.ops.write.writer.chat import parse_writer_text
+from speakerflow.ops.write.writer.prompt import build_compact_messages, unalias_actions
+
+#: The trained adapter committed with the repository (see its TRAINING_CARD.md).
+SHIPPED_ADAPTER = Path(__file__).with_name("smollm2_writer")
+
+
+class LocalWriterConfig(BaseModel):
+    """Settings of :class:`LocalWriter`.
+
+    ``backend`` ``auto`` picks ``onnx`` for a folder holding ``model.onnx``, else
+    ``transformers``; ``window`` messages per prompt; ``max_heads`` current-memory entries
+    shown; ``max_new_tokens`` per window; ``temperature`` 0 = greedy; ``batch`` windows per
+    ``generate`` call.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", protected_namespaces=())
+
+    model: str = Field(default_factory=lambda: str(SHIPPED_ADAPTER))
+    backend: Literal["auto", "transformers", "onnx"] = "auto"
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    window: int = Field(default=4, ge=1)
+    max_heads: int = Field(default=8, ge=0)
+    max_new_tokens: int = Field(default=160, ge=1)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    batch: int = Field(default=8, ge=1)
+
+
+def backend_kind(model: str, choice: str = "auto") -> str:
+    """``onnx`` for an exported folder (``model.onnx``), else ``transformers`` (unless chosen)."""
+    if choice != "auto":
+        return choice
+    return "onnx" if (Path(model) / "model.onnx").is_file() else "transformers"
+
+
+class LocalWriter:
+    """A :class:`~speakerflow.ops.write.interfaces.WriterBackend` on a local model (see the module docstring).
+
+    Counters over the writer's life: ``windows``, ``parse_errors`` (windows whose reply was
+    unusable), ``repairs`` (JSON repairs by kind), ``generate_s`` (seconds in generation) and
+    ``messages`` (messages written), so callers can report messages per second.
+    """
+
+    def __init__(self, config: LocalWriterConfig | None = None, **overrides: Any):
+        from speakerflow.ops.backends.factory import make_backend
+
+        base = config.model_dump() if config is not None else {}
+        self.config = LocalWriterConfig(**{**base, **overrides})
+        cfg = self.config
+        kind = backend_kind(cfg.model, cfg.backend)
+        self.backend: Any = make_backend(
+            kind, model_dir=cfg.model, device=cfg.device, max_batch=cfg.batch
+        )
+        self.name = f"local:{kind}"
+        self.windows = self.parse_errors = self.messages = 0
+        self.generate_s = 0.0
+        self.repairs: dict[str, int] = {}
+
+    def _windows(self, segment: Segment) -> list[Segment]:
+        size, msgs = self.config.window, segment.messages
+        return [replace(segment, messages=msgs[i : i + size]) for i in range(0, len(msgs), size)]
+
+    def propose(self, segment: Segment) -> WriterOutput:
+        """Every window of ``segment`` in one batch; the actions of all windows, unvalidated."""
+        cfg = self.config
+        wins = self._windows(segment)
+        prompts = [build_compact_messages(w, max_heads=cfg.max_heads) for w in wins]
+        start = time.perf_counter()
+        results = self.backend.chat_batch(
+            [p.chat for p in prompts], max_tokens=cfg.max_new_tokens, temperature=cfg.temperature
+        )
+        self.generate_s += time.perf_counter() - start
+        self.windows += len(wins)
+        self.messages += len(segment.messages)
+        actions: list[Any] = []
+        texts, tokens = [], 0
+        for i, (prompt, result) in enumerate(zip(prompts, results, strict=True)):
+            tokens += result.tokens
+            texts.append(result.text)
+            found, error, repairs = parse_writer_text(result.text)
+            for name in repairs:
+                self.repairs[name] = self.repairs.get(name, 0) + 1
+            if error:
+                self.parse_errors += 1
+                actions.append({"_invalid": f"window {i + 1}: {error}"})
+                continue
+            actions += unalias_actions(found, prompt)
+        return WriterOutput(
+            actions=actions,
+            raw_text="\n".join(texts),
+            tokens=tokens,
+            model_calls=len(wins),
+        )
+
+    def throughput(self) -> dict[str, float]:
+        """Windows, messages and messages per second of generation so far."""
+        secs = self.generate_s or float("nan")
+        return {
+            "windows": self.windows,
+            "messages": self.messages,
+            "generate_s": round(self.generate_s, 3),
+            "messages_per_s": round(self.messages / secs, 3) if self.generate_s else 0.0,
+        }

@@ -1,0 +1,257 @@
+"""Speaker-conditioned GRPO of the local Writer with TRL's ``GRPOTrainer``, on windows.
+
+Each training prompt is one window of :mod:`speakerflow.training.windows` (the compact
+prompt over the teacher's heads before the session); TRL samples ``num_generations``
+completions of it (G = 4 by default) and normalises their rewards within the group (the
+paper's position-wise advantage, here with one writing position per group). The reward of
+a completion is the local part of the paper's return (Eq. 9 without the terminal QA term,
+which needs whole-network trajectories; :mod:`.grpo` keeps that loop):
+
+``r = 0.20 R_valid + 0.45 R_mem + P_struct``
+
+computed by :func:`speakerflow.training.reward.step_reward`: every action goes through
+``check_action`` (Validate's contract) against the window, only writes are applied, and
+``R_mem = 0.80 Phi_SL + 0.20 chain F`` compares the resulting state with the teacher's state
+after the window, owner bucket by owner bucket (SpeakerLevenshtein; GROUP and each person
+scored separately, the worst owner weighted 0.20).
+
+The policy is the SFT adapter merged into the base plus a fresh LoRA adapter; TRL's
+reference policy is the same model with that adapter disabled, i.e. the SFT Writer, and the
+k3 KL to it is weighted ``beta`` (0.10 as in the paper). The saved adapter names the SFT
+adapter folder as its base, so :func:`speakerflow.ops.backends.models.resolve_model` stacks
+both over the PyPI base. Checkpoints every ``save_steps`` steps; ``resume`` continues from
+the newest. The learning curve (reward, Phi_SL, share of actions Validate refuses, JSON
+validity, per step) is returned and written to ``curve.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from speakerflow.ops.write.interfaces import Segment
+from speakerflow.ops.write.writer.prompt import build_compact_messages, unalias_actions
+
+from .action_report import parse_actions
+from .reward import DEFAULT_REWARD, RewardConfig, step_reward
+from .sft import device_and_dtype, lora_config, newest_checkpoint
+from .state import WriterState
+
+
+class WindowGRPOSettings(BaseModel):
+    """Hyper-parameters of :func:`train_grpo_windows` (small CPU defaults)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    steps: int = Field(default=20, ge=1, description="optimizer steps (one prompt group each)")
+    group_size: int = Field(default=4, ge=2, description="completions per prompt (G)")
+    lr: float = Field(default=5e-5, gt=0)
+    beta: float = Field(default=0.10, ge=0, description="k3 KL weight to the SFT policy")
+    eps: float = Field(default=0.20, gt=0, description="ratio clip")
+    temperature: float = Field(default=0.8, gt=0)
+    top_p: float = Field(default=0.95, gt=0, le=1)
+    max_new_tokens: int = Field(default=160, ge=8)
+    lora_r: int = Field(default=16, ge=1)
+    lora_alpha: int = Field(default=32, ge=1)
+    lora_layers: int | None = Field(default=None, ge=1)
+    save_steps: int = Field(default=0, ge=0)
+    resume: bool = False
+    seed: int = 0
+
+
+def window_segment(example: dict[str, Any]) -> tuple[Segment, WriterState]:
+    """The window :class:`Segment` (heads = the state before it) and that state, from a
+    :func:`~speakerflow.training.windows.window_examples` record."""
+    state = WriterState.from_json(json.loads(example["state"]))
+    messages = tuple(json.loads(example["window_messages"]))
+    group = str(example.get("network_id", ""))
+    seg = Segment(
+        str(example.get("segment_id", "w")), group, state.roster, messages, tuple(state.heads())
+    )
+    return seg, state
+
+
+class WindowReward:
+    """TRL reward function: the local return of each completion (see the module docstring).
+
+    Also logs ``phi_sl``, ``refused`` (share of proposed actions Validate refuses),
+    ``json_valid`` and ``cut`` per batch through TRL's ``log_metric``, and keeps the last
+    batch's values in ``last``.
+    """
+
+    __name__ = "speaker_levenshtein"
+
+    def __init__(self, eos_id: int | None, cfg: RewardConfig = DEFAULT_REWARD):
+        self.eos_id, self.cfg = eos_id, cfg
+        self.last: dict[str, float] = {}
+
+    def score(self, text: str, example: dict[str, Any], cut: bool) -> tuple[float, Any, Any]:
+        seg, state = window_segment(example)
+        prompt = build_compact_messages(seg)
+        ref = state.copy()
+        ref.apply(json.loads(example["target_actions"]), position=int(example["position"]))
+        actions, _, clean = parse_actions(text)
+        if actions is not None:  # the short ids mapped back; a dirty stop stays dirty
+            text = json.dumps({"actions": unalias_actions(actions, prompt)}, ensure_ascii=False)
+            text += "" if clean else " …"
+        sr, rep = step_reward(
+            text,
+            state,
+            ref,
+            n_messages=len(seg.messages),
+            position=int(example["position"]) + 1000,
+            length_cut=cut,
+            cfg=self.cfg,
+            segment=seg,
+        )
+        return sr.local, sr, rep
+
+    def __call__(self, prompts, completions, completion_ids=None, log_metric=None, **columns):
+        keys = [k for k in columns if k not in ("trainer_state", "log_extra", "environments")]
+        rewards, phis, refused, attempted, valid, cuts = [], [], 0, 0, 0, 0
+        for i, completion in enumerate(completions):
+            text = completion[0]["content"] if isinstance(completion, list) else str(completion)
+            ids = list(completion_ids[i]) if completion_ids is not None else []
+            cut = bool(ids) and self.eos_id is not None and self.eos_id not in ids
+            r, sr, rep = self.score(text, {k: columns[k][i] for k in keys}, cut)
+            rewards.append(r)
+            phis.append(sr.phi)
+            attempted += rep.attempted
+            refused += rep.attempted - rep.schema_valid
+            valid += rep.json_valid
+            cuts += cut
+        n = max(1, len(rewards))
+        self.last = {
+            "reward": sum(rewards) / n,
+            "phi_sl": sum(phis) / n,
+            "refused": refused / attempted if attempted else 0.0,
+            "json_valid": valid / n,
+            "cut": cuts / n,
+        }
+        if log_metric is not None:
+            for name in ("phi_sl", "refused", "json_valid", "cut"):
+                log_metric(name, self.last[name])
+        return rewards
+
+
+def train_grpo_windows(
+    sft_adapter: str | Path,
+    examples: Sequence[dict[str, Any]],
+    out_dir: str | Path,
+    settings: WindowGRPOSettings | None = None,
+) -> dict[str, Any]:
+    """GRPO from the SFT adapter ``sft_adapter`` over window ``examples``; saves a new
+    adapter (over the SFT one) in ``out_dir`` and returns the report with the curve."""
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    from speakerflow.ops.backends.models import load_causal_lm
+
+    s = settings or WindowGRPOSettings()
+    out = Path(out_dir)
+    device, dtype = device_and_dtype()
+    model, tokenizer = load_causal_lm(sft_adapter, dtype=dtype)  # SFT merged: the reference
+    tokenizer.padding_side = "left"
+    n_layers = int(getattr(model.config, "num_hidden_layers", 0))
+    reward = WindowReward(tokenizer.eos_token_id)
+    columns = ("prompt", "state", "window_messages", "target_actions", "position", "network_id")
+    data = Dataset.from_list([{k: ex[k] for k in columns} for ex in examples])
+    config = GRPOConfig(
+        output_dir=str(out / "checkpoints"),
+        max_steps=s.steps,
+        learning_rate=s.lr,
+        per_device_train_batch_size=s.group_size,
+        gradient_accumulation_steps=1,
+        num_generations=s.group_size,
+        max_completion_length=s.max_new_tokens,
+        temperature=s.temperature,
+        top_p=s.top_p,
+        beta=s.beta,
+        epsilon=s.eps,
+        loss_type="grpo",
+        scale_rewards="group",
+        logging_steps=1,
+        save_strategy="steps" if s.save_steps else "no",
+        save_steps=s.save_steps or 500,
+        report_to="none",
+        seed=s.seed,
+        use_cpu=device == "cpu",
+        bf16=str(dtype) == "torch.bfloat16",
+        dataloader_pin_memory=device == "cuda",
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=[reward],
+        args=config,
+        train_dataset=data,
+        processing_class=tokenizer,
+        peft_config=lora_config(s.lora_r, s.lora_alpha, 0.0, s.lora_layers, n_layers),
+    )
+    resume = newest_checkpoint(out / "checkpoints") if s.resume else None
+    start = time.perf_counter()
+    trainer.train(resume_from_checkpoint=resume)
+    seconds = time.perf_counter() - start
+    save_stacked(trainer.model, tokenizer, out, Path(sft_adapter))
+    curve = learning_curve(trainer.state.log_history)
+    (out / "curve.json").write_text(json.dumps(curve, indent=1) + "\n")
+    return {
+        "curve": curve,
+        "steps": len(curve),
+        "resumed_from": resume,
+        "device": device,
+        "dtype": str(dtype).removeprefix("torch."),
+        "settings": s.model_dump(),
+        "seconds": round(seconds, 1),
+        "out_dir": str(out),
+    }
+
+
+#: Keys of TRL's log records kept in the curve (TRL 1.16 names).
+CURVE_KEYS = {
+    "reward": "reward",
+    "reward_std": "reward_std",
+    "rewards/speaker_levenshtein/mean": "reward_fn",
+    "phi_sl": "phi_sl",
+    "refused": "refused",
+    "json_valid": "json_valid",
+    "cut": "cut",
+    "kl": "kl",
+    "loss": "loss",
+    "completions/mean_length": "completion_tokens",
+}
+
+
+def learning_curve(history: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per optimizer step from the trainer's log history."""
+    rows = []
+    for rec in history:
+        if "step" not in rec or "reward" not in rec:
+            continue
+        row: dict[str, Any] = {"step": int(rec["step"])}
+        for key, name in CURVE_KEYS.items():
+            if key in rec:
+                row[name] = round(float(rec[key]), 5)
+        rows.append(row)
+    return rows
+
+
+def save_stacked(model: Any, tokenizer: Any, out: Path, sft_adapter: Path) -> None:
+    """Save the GRPO adapter with a copy of the SFT adapter in ``out/sft`` as its base, so the
+    folder is self-contained (``adapter_config.json`` -> ``sft`` -> ``smollm2-135m``)."""
+    from .sft import save_adapter
+
+    base = out / "sft"
+    if sft_adapter.resolve() != base.resolve():
+        shutil.rmtree(base, ignore_errors=True)
+        shutil.copytree(
+            sft_adapter,
+            base,
+            ignore=shutil.ignore_patterns("checkpoints", "*.partial", "sft"),
+        )
+    save_adapter(model, tokenizer, out, "sft")
