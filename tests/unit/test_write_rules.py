@@ -185,3 +185,63 @@ def test_views_open_with_their_source_and_vocatives_are_not_subjects():
         history=seg.messages,
     )
     assert not [a for a in RulesWriter().propose(later).actions if a["owner"] == "Ben"]
+
+
+def _written(messages, tmp_path):
+    """A store of ``messages`` (speaker, text, session, day) written by the rules Writer."""
+    import json
+
+    path = tmp_path / "crew.jsonl"
+    path.write_text(
+        "\n".join(
+            json.dumps(
+                {
+                    "msg_id": f"m{i:02d}",
+                    "group_id": "crew",
+                    "session_id": session,
+                    "ts": f"2026-03-{day:02d}T10:{i:02d}:00Z",
+                    "speaker": speaker,
+                    "text": text,
+                }
+            )
+            for i, (speaker, text, session, day) in enumerate(messages)
+        )
+    )
+    store = GroupStore("/unused", "crew", in_memory=True)
+    store.append_messages(load(path, "jsonl")[0][1])
+    write_group(store, "rules", progress=False)
+    return store
+
+
+@pytest.mark.parametrize(
+    "later",
+    [
+        "Actually scratch that, the red tent is the one I want for the trip",  # reconsidering
+        "For the trip I'd budget 55 a night for the tent now that the price rose",  # numbers moved
+        "I don't want the blue tent for the trip, it leaks",  # a negated word of the record
+    ],
+)
+def test_a_change_of_mind_updates_the_persons_record(later, tmp_path):
+    store = _written(
+        [
+            ("Ines", "For the camping trip I want the blue tent, 40 a night", "s1", 2),
+            ("Omar", "sounds good to me", "s1", 2),
+            ("Pia", "who brings the stove?", "s2", 9),
+            ("Ines", later, "s2", 9),
+        ],
+        tmp_path,
+    )
+    chain = next(c for c in chains(store, owner="Ines") if len(c) > 1)
+    assert "m00" in chain[0]["from_ids"] and "m03" in chain[-1]["from_ids"]
+    assert chain[-1]["supersedes"] == chain[-2]["entry_id"] and "(before," in chain[-1]["content"]
+
+
+def test_a_statement_on_another_matter_is_no_revision(tmp_path):
+    store = _written(
+        [
+            ("Ines", "For the camping trip I want the blue tent, 40 a night", "s1", 2),
+            ("Ines", "My sister arrives on the train from York next month", "s2", 9),
+        ],
+        tmp_path,
+    )
+    assert all(len(c) == 1 for c in chains(store, owner="Ines"))

@@ -152,10 +152,13 @@ class WordStats:
     def rare(self, word: str) -> bool:
         return self.df.get(word, 0) <= self.rare_df
 
-    def similarity(self, a: frozenset[str] | set[str], b: frozenset[str] | set[str]) -> float:
-        """IDF-weighted cosine of two word sets, 0 unless they share a rare word."""
+    def similarity(
+        self, a: frozenset[str] | set[str], b: frozenset[str] | set[str], need_rare: bool = True
+    ) -> float:
+        """IDF-weighted cosine of two word sets, 0 unless they share a rare word (or, with
+        ``need_rare=False``, any word)."""
         shared = a & b
-        if not shared or not any(self.rare(w) for w in shared):
+        if not shared or (need_rare and not any(self.rare(w) for w in shared)):
             return 0.0
         wa = sum(self.idf(w) for w in a)
         wb = sum(self.idf(w) for w in b)

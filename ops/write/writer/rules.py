@@ -54,6 +54,8 @@ from speakerflow.ops.write.writer.rules_content import (
     Slot,
     attributed,
     cap,
+    concise,
+    dated,
     day_str,
     last_clause,
     merge_statements,
@@ -61,6 +63,7 @@ from speakerflow.ops.write.writer.rules_content import (
 )
 from speakerflow.ops.write.writer.rules_message import MessageReader
 from speakerflow.ops.write.writer.rules_norms import NormWriter
+from speakerflow.ops.write.writer.rules_revise import revised_slot
 from speakerflow.ops.write.writer.rules_slots import SlotFinder, matter_key, parse_key
 from speakerflow.schemas import GROUP_OWNER
 
@@ -157,6 +160,19 @@ class RulesConfig(BaseModel):
         "record whatever the matter (SpeakerLevenshtein +0.004, but LoCoMo dev recall@10 -0.005 "
         "with attribute on: off by default)",
     )
+    revise: bool = Field(
+        default=True,
+        description="a later message of a person that revises their record on the same matter "
+        "(rules_revise: shared rare words with the record's messages, and a change word, other "
+        "numbers or a negated word of it) becomes an UPDATE of it",
+    )
+    revise_similarity: float = Field(
+        default=0.1,
+        ge=0.0,
+        le=1.0,
+        description="IDF-weighted word similarity (with a shared rare word) between a message "
+        "(read with the one before it) and a record's messages for a revision",
+    )
     attribute: bool = Field(
         default=True,
         description="a view of another member opens with its source ('Ana says Ben ...', "
@@ -199,6 +215,7 @@ class RulesWriter(SlotFinder):
                 )
             )
         by_id = {m["msg_id"]: m for m in segment.messages}
+        texts = {m["msg_id"]: m["text"] for m in known}
         actions: list[dict[str, Any]] = []
         previous: dict[str, Any] | None = None
         group_acts: dict[
@@ -223,7 +240,18 @@ class RulesWriter(SlotFinder):
             for act, _, topics in candidates:
                 if act["owner"] == GROUP_OWNER and msg["msg_id"] not in group_acts:
                     group_acts[msg["msg_id"]] = (act, topics)
+            revised = (
+                revised_slot(
+                    msg, previous, slots, texts, stats, exclude, self.config.revise_similarity
+                )
+                if self.config.revise
+                else None
+            )
             previous = msg
+            if revised is not None:
+                # a change of mind: the person's statements of this message update the record
+                # they revise (its chain's head becomes the current view)
+                candidates = self._revise(segment, msg, revised, candidates, actions, known, at)
             for act, fam, topics in candidates:
                 if act["owner"] != GROUP_OWNER and (
                     (
@@ -429,6 +457,55 @@ class RulesWriter(SlotFinder):
                 if grounding(content, evidence, names=segment.roster).reason() is None:
                     act["content"] = content
         return WriterOutput(actions=actions[: segment.max_actions])
+
+    def _revise(
+        self,
+        segment: Segment,
+        msg: dict[str, Any],
+        slot: Slot,
+        candidates: list,
+        actions: list[dict[str, Any]],
+        known: list[dict[str, Any]],
+        at: dict[str, int],
+    ) -> list:
+        """Write the UPDATE of ``slot`` that ``msg`` revises; returns the candidates left."""
+        from speakerflow.ops.write.upsert import entry_id
+
+        own = [
+            c
+            for c in candidates
+            if c[0]["owner"] == slot.owner
+            and not c[0]["content"].startswith(("asked: ", "Asked by "))
+        ]
+        content = "; ".join(c[0]["content"] for c in own) or dated(
+            concise(
+                rt.third_person(rt.strip_filler(msg["text"]), msg["speaker"]),
+                slot.owner,
+                msg["speaker"],
+                self.config.elide,
+            ),
+            msg.get("ts"),
+        )
+        before = known[at[slot.from_ids[-1]]]["ts"] if slot.from_ids[-1] in at else None
+        content = f"{content} (before, {day_str(before)}: {last_clause(slot.content)})"
+        new = [i for c in own for i in c[0]["from_ids"]] or [msg["msg_id"]]
+        cited = cap(list(dict.fromkeys([*slot.from_ids, *new])), self.config.max_cited)
+        utype = own[0][0]["utype"] if own else slot.utype
+        actions.append(
+            {
+                "action": "UPDATE",
+                "entry_id": slot.entry_id,
+                "content": content,
+                "utype": utype,
+                "event": matter_key(slot.family, slot.topics),
+                "from_ids": cited,
+            }
+        )
+        slot.content, slot.from_ids, slot.utype, slot.pending = content, cited, utype, None
+        slot.entry_id = entry_id(
+            segment.group_id, segment.segment_id, "UPDATE", slot.entry_id, content
+        )
+        return [c for c in candidates if c[0]["owner"] != slot.owner]
 
     def _words_memo(self, group_id: str) -> dict[str, frozenset[str]]:
         """Content words per message id, kept across the segments of one group."""

@@ -1,0 +1,111 @@
+"""Changes of mind for the rules Writer: a later message of a person that revises what they
+(or the plan they answer) said before becomes an UPDATE of that record, so the record chain's
+head is the current view and the earlier one its history.
+
+A message *revises* an earlier record when both hold:
+
+- **the same matter**: the message, read with the message before it in its session (a reply
+  is about what was just said), shares words with the messages the record rests on (their
+  IDF-weighted cosine, :meth:`~.consolidate.WordStats.similarity`, at least
+  ``RulesConfig.revise_similarity``: a matter argued over recurs, so its words need not be
+  rare).
+  Candidates are the speaker's own records and the GROUP records they announced, newest first;
+- **a different state**: the message says the matter differently, by one of general signals,
+  none of them a phrase of any data set: a change word of :data:`~.rules_text.CHANGE`
+  ("instead", "no longer", "changed my mind" ...) or of :data:`RECONSIDER` (the issue's own
+  examples: "actually", "scratch that", "I was wrong", "on second thought"); numbers that
+  moved, each side holding one the other lacks (40 -> 55; digits or number words); a negated
+  word of the record ("it's not the cable" after "it's the cable"); or a turned stance on a
+  shared word, one of the two said with a negation and the other without ("I don't want a
+  dog" -> "fine, a dog then").
+
+The UPDATE's content is the message's statement with the old one beside it ("... (before,
+2026-03-02: ...)"); it cites the record's messages and the revising one.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from speakerflow.ops.write.writer import consolidate as cs
+from speakerflow.ops.write.writer import rules_text as rt
+from speakerflow.ops.write.writer.rules_content import Slot
+from speakerflow.schemas import GROUP_OWNER
+
+#: reconsidering, in general words (the examples the Writer issue gives)
+RECONSIDER = re.compile(
+    r"\b(actually|scratch that|i was wrong|on second thoughts?|after all|not any ?more)\b", re.I
+)
+_NEGATED = re.compile(
+    r"\b(?:not|no|never|isn'?t|wasn'?t|aren'?t|weren'?t|won'?t|don'?t|doesn'?t|didn'?t|"
+    r"can'?t|no longer)\s+(?:\w+\s+){0,2}?(\w+)",
+    re.I,
+)
+
+
+_NUMBER_WORDS = {
+    w: str(i)
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve".split()
+    )
+}
+
+
+def _numbers(text: str) -> set[str]:
+    """The numbers of ``text``, digits or number words ("two levels" -> {"2"})."""
+    words = {_NUMBER_WORDS[w] for w in rt.words(text.lower()) if w in _NUMBER_WORDS}
+    return rt.numbers(text) | words
+
+
+def changes_state(text: str, old_text: str, exclude: set[str]) -> bool:
+    """Does ``text`` say the matter of ``old_text`` differently (see the module doc)?"""
+    if rt.CHANGE.search(text) or RECONSIDER.search(text):
+        return True
+    new_numbers, old_numbers = _numbers(text), _numbers(old_text)
+    if new_numbers - old_numbers and old_numbers - new_numbers:
+        return True  # the matter's numbers moved: each side has one the other lacks
+    old_words = rt.topic_words(old_text, exclude)
+    negated = {rt.lemma(m.group(1).lower()) for m in _NEGATED.finditer(text)}
+    if negated & old_words:
+        return True
+    # the stance turned: one of the two says the matter with a negation, the other without
+    shared = rt.topic_words(text, exclude) & old_words
+    return bool(shared) and bool(_NEGATED.search(text)) != bool(_NEGATED.search(old_text))
+
+
+def _asked(content: str) -> bool:
+    return content.startswith(("asked: ", "Asked by ")) or " asks " in content[:40]
+
+
+def revised_slot(
+    msg: dict[str, Any],
+    context: dict[str, Any] | None,
+    slots: list[Slot],
+    known_text: dict[str, str],
+    stats: cs.WordStats,
+    exclude: set[str],
+    threshold: float,
+) -> Slot | None:
+    """The newest record of ``msg``'s speaker (or a GROUP record they announced) on the same
+    matter that the message says differently, or ``None``. ``context`` is the message before it in its session."""
+    speaker = msg["speaker"]
+    words = set(stats.words.get(msg["msg_id"], frozenset()))
+    if context is not None and context["session_id"] == msg["session_id"]:
+        words |= stats.words.get(context["msg_id"], frozenset())
+    if not words:
+        return None
+    for slot in reversed(slots):
+        if not slot.from_ids or msg["msg_id"] in slot.from_ids:
+            continue
+        mine = slot.owner == speaker and slot.layer == "per_speaker_core"
+        announced = slot.owner == GROUP_OWNER and slot.source == speaker
+        if not (mine or announced) or _asked(slot.content):
+            continue  # a question, or an answer kept with its question, is no state to revise
+        old = set().union(*(stats.words.get(i, frozenset()) for i in slot.from_ids))
+        if stats.similarity(words, old, need_rare=False) < threshold:
+            continue
+        old_text = " ".join(known_text.get(i, "") for i in slot.from_ids)
+        if changes_state(msg["text"], old_text, exclude):
+            return slot
+    return None
