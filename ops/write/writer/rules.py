@@ -163,8 +163,8 @@ class RulesConfig(BaseModel):
     revise: bool = Field(
         default=True,
         description="a later message of a person that revises their record on the same matter "
-        "(rules_revise: shared rare words with the record's messages, and a change word, other "
-        "numbers or a negated word of it) becomes an UPDATE of it",
+        "(rules_revise: words shared with the record's messages, and a change word, moved "
+        "numbers, a negated word of it or a turned stance) becomes an UPDATE of it",
     )
     revise_similarity: float = Field(
         default=0.1,

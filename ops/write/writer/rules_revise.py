@@ -13,7 +13,7 @@ A message *revises* an earlier record when both hold:
 - **a different state**: the message says the matter differently, by one of general signals,
   none of them a phrase of any data set: a change word of :data:`~.rules_text.CHANGE`
   ("instead", "no longer", "changed my mind" ...) or of :data:`RECONSIDER` (the issue's own
-  examples: "actually", "scratch that", "I was wrong", "on second thought"); numbers that
+  examples: "actually", "on second thought", "I was wrong" and "scratch that"); numbers that
   moved, each side holding one the other lacks (40 -> 55; digits or number words); a negated
   word of the record ("it's not the cable" after "it's the cable"); or a turned stance on a
   shared word, one of the two said with a negation and the other without ("I don't want a
@@ -88,7 +88,8 @@ def revised_slot(
     threshold: float,
 ) -> Slot | None:
     """The newest record of ``msg``'s speaker (or a GROUP record they announced) on the same
-    matter that the message says differently, or ``None``. ``context`` is the message before it in its session."""
+    matter that the message says differently, or ``None``. ``context`` is the message before
+    it in its session."""
     speaker = msg["speaker"]
     words = set(stats.words.get(msg["msg_id"], frozenset()))
     if context is not None and context["session_id"] == msg["session_id"]:
