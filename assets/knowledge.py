@@ -51,7 +51,7 @@ def entity_graph(
     for group in run_groups(context):
         start = time.perf_counter()
         with store.open(group, write=True) as s:
-            stats = dict(build(s, backend=config.backend) or {})
+            stats = dict(build(s, backend=config.backend, pack=store.domain_pack(s)) or {})
         meta = _flat_numbers(stats)
         meta.setdefault("seconds", round(time.perf_counter() - start, 3))
         group_metadata(context, group, meta)

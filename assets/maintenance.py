@@ -71,7 +71,7 @@ def maintenance_tick(
     for group in run_groups(context):
         start = time.perf_counter()
         with store.open(group, write=True) as s:
-            report = dict(tick(s, now=now, seed=config.seed) or {})
+            report = dict(tick(s, now=now, seed=config.seed, pack=store.domain_pack(s)) or {})
         meta = tick_metadata(report)
         meta.setdefault("seconds", round(time.perf_counter() - start, 3))
         group_metadata(context, group, meta)

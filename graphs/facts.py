@@ -160,7 +160,7 @@ class FactGraph:
         self._dirty: set[str] = set()
         self._ents_dirty: set[str] = set()
         self._supersedes: list[tuple[str, str]] = []
-        self._regime: dict[str, str | None] = {}
+        self._regime: dict[tuple[str, str], str | None] = {}
         #: entity -> [(fact id, the fact's other entity or None)]: adjacency for the BFS
         self._links: dict[str, list[tuple[str, str | None]]] = defaultdict(list)
         #: msg id -> (event time, speaker) of every evidence event (as-of views, corrections)
@@ -341,20 +341,27 @@ class FactGraph:
         texts = message_texts(Path(self.graph.path).parent, [r["msg_id"] for r in rows])
         return [{**r, "text": texts.get(r["msg_id"])} for r in rows]
 
-    def regime(self, entity_id: str, at: datetime | None = None) -> str | None:
-        """The market state M_t of an entity: its newest first-hand (trust tier 1-2) ``regime``
-        value valid at ``at`` (default: now, cached until a write). A tier-3 rumour never sets it."""  # noqa: E501
+    def regime(
+        self, entity_id: str, at: datetime | None = None, relation: str | None = None
+    ) -> str | None:
+        """The state M_t of an entity (its market regime, a service's health ...): the newest
+        first-hand (trust tier 1-2) value of ``relation`` (the domain pack's state relation;
+        None: the pack has none) valid at ``at`` (default: now, cached until a write). A tier-3
+        rumour never sets it."""
+        if relation is None:
+            return None
         if at is not None:
             cur = [
                 v
-                for i in self.by_slot.get((entity_id, "regime"), ())
+                for i in self.by_slot.get((entity_id, relation), ())
                 if self.items[i].trust_tier < 3 and (v := self.as_of(self.items[i], at)) is not None
             ]
             return max(cur, key=lambda i: i.valid_at).value if cur else None
-        if entity_id not in self._regime:
-            cur = [i for i in self.current((entity_id, "regime")) if i.trust_tier < 3]
-            self._regime[entity_id] = max(cur, key=lambda i: i.valid_at).value if cur else None
-        return self._regime[entity_id]
+        key = (entity_id, relation)
+        if key not in self._regime:
+            cur = [i for i in self.current(key) if i.trust_tier < 3]
+            self._regime[key] = max(cur, key=lambda i: i.valid_at).value if cur else None
+        return self._regime[key]
 
     # -- as-of views ----------------------------------------------------------------------
     def note_message(self, msg_id: str, ts: datetime, speaker: str = "") -> None:

@@ -65,7 +65,11 @@ def new_events(store: Any, done: set[str] | frozenset[str] = frozenset()) -> pa.
 
 
 def build_entity_graph(
-    store: Any, backend: Any = "rules", invalidation: bool = True, now: datetime | None = None
+    store: Any,
+    backend: Any = "rules",
+    invalidation: bool = True,
+    now: datetime | None = None,
+    pack: Any = None,
 ) -> dict[str, Any]:
     """Extract knowledge from the group's unprocessed rows into its graph; returns counts.
 
@@ -79,8 +83,11 @@ def build_entity_graph(
         Write-time invalidation (False reproduces the KH-NoInv ablation).
     now
         The write time of new facts (default: the wall clock).
+    pack
+        A :class:`~speakerflow.ops.knowledge.domain.schema.DomainPack` to read the rows with
+        instead of the group's own (recorded at ingest) or the default one.
     """
-    knowledge = load_knowledge(store, with_records=False)
+    knowledge = load_knowledge(store, with_records=False, pack=pack)
     fg, canon, _ = knowledge
     state_path = None if store.in_memory else Path(store.root) / "entity_path.json"
     done = (

@@ -40,7 +40,24 @@ from .io_manager import ParquetIOManager
 
 # -- the memory store ---------------------------------------------------------------------
 class StoreResource(dg.ConfigurableResource):
-    """Where groups' stores live. ``open(group, write=...)`` is the only way assets touch one."""
+    """Where groups' stores live. ``open(group, write=...)`` is the only way assets touch one.
+
+    ``domain``: the domain pack of the deployment's knowledge assets (a pack file or folder,
+    or a bundled name; docs/custom-domains.md), for groups ingested without one of their own.
+    """
+
+    domain: str = Field(
+        default="",
+        description="domain pack for groups ingested without one (a pack file or folder, or a "
+        "bundled name: trading, itops); empty: $SPEAKERFLOW_DOMAIN, else trading",
+    )
+
+    def domain_pack(self, store: GroupStore) -> Any:
+        """The pack ``store``'s group is read with: its own (recorded by ``ingest --domain``),
+        else this resource's ``domain``, else None (the default pack)."""
+        from speakerflow.ops.knowledge.domain.load import group_pack, load_pack
+
+        return group_pack(store) or (load_pack(self.domain) if self.domain else None)
 
     def root(self) -> Path:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -1,4 +1,4 @@
-"""Fuse: user, market, risk and workflow state + injected knowledge -> the working context C_t.
+"""Fuse: user, domain state, risk and workflow state + injected knowledge -> the context C_t.
 
 The header line (user, intent, risk class) and the workflow-state lines (this workflow's
 own observations, each citing its event id) come first; knowledge fills the rest of the
@@ -18,14 +18,16 @@ def header(
     risk: str,
     entities: list[str],
     market: dict[str, str] | None = None,
+    label: str = "state",
 ) -> ContextLine:
-    """User state U, intent, risk class R, active entities and market state M (current regimes)."""
+    """User state U, intent, risk class R, active entities and their state M (the domain pack's
+    state relation, named ``label``: a coin's market regime, a service's status)."""
     text = (
         f"user: {user or 'anonymous'} | intent: {intent} | risk: {risk} | entities: "
         f"{', '.join(entities) or '-'}"
     )
     if market:
-        text += " | market: " + ", ".join(f"{e.split(':', 1)[-1]} {v}" for e, v in market.items())
+        text += f" | {label}: " + ", ".join(f"{e.split(':', 1)[-1]} {v}" for e, v in market.items())
     return ContextLine(text, [], "header", tokens=count_tokens(text))
 
 

@@ -35,7 +35,7 @@ from speakerflow.graphs.facts import FactItem
 from speakerflow.ops.core.base import Context, Operator, OperatorConfig, put_columns
 from speakerflow.ops.core.registry import register
 from speakerflow.ops.inject.compress import ContextLine, compress
-from speakerflow.ops.inject.fuse import fuse, header
+from speakerflow.ops.inject.fuse import fuse
 from speakerflow.ops.inject.pipeline import InjectConfig, PassiveInjector
 from speakerflow.ops.inject.topb import top_b
 from speakerflow.ops.knowledge.detect import Detection
@@ -311,9 +311,7 @@ class TopB(Operator):
 
 
 def _header(run: InjectRun, req: Request) -> ContextLine:
-    facts = run.injector.facts
-    market = {e: r for e in req.ents if (r := facts.regime(e, req.now))}
-    return header(req.user, req.det.intent, req.det.risk, req.ents, market)
+    return run.injector.header(req.user, req.det, req.ents, req.now)
 
 
 @register

@@ -23,15 +23,10 @@ from speakerflow.ops.inject.fuse import fuse, header
 from speakerflow.ops.inject.utility import UtilityScorer
 from speakerflow.ops.knowledge.canonicalize import Canonicalizer
 from speakerflow.ops.knowledge.decay import effective_confidence, time_decay
-from speakerflow.ops.knowledge.detect import BASE_RISK, Detection, Detector
+from speakerflow.ops.knowledge.detect import Detection, Detector
+from speakerflow.ops.knowledge.domain.schema import OTHER
 from speakerflow.ops.knowledge.governance import Governance
-from speakerflow.ops.knowledge.lexicon import INTENT_SUBJECTS, RELATIONS
 from speakerflow.ops.knowledge.reader import INTENT_THRESHOLD, intent_classifier, mask
-
-#: Task families that act on the asker's money: the asker's own constraints (relations of
-#: kind ``owner_constraint``: risk preference, position cap) always apply to them.
-ACTION_INTENTS = frozenset({"trade_preparation", "copy_trading_evaluation", "portfolio_review"})
-OWNER_CONSTRAINTS = frozenset(r.name for r in RELATIONS if "owner_constraint" in r.kind)
 
 
 class InjectConfig(BaseModel):
@@ -103,12 +98,14 @@ class PassiveInjector:
         self.facts = facts
         self.canon = canon
         self.detector = detector or Detector(canon.lexicon, canon.alias_table)
+        #: the domain pack: task families, relations, the asker's own (private) relations
+        self.lex = lex = self.detector.lexicon
         self.governance = governance or Governance()
-        self.utility = utility or UtilityScorer()
+        self.utility = utility or UtilityScorer(lex=lex)
         self.config = config or InjectConfig()
         #: nearest-prototype intent classifier for requests no cue word decides (None: cue words
         #: only)
-        self.intents = intent_classifier() if intents == "default" else intents
+        self.intents = intent_classifier(lex=lex) if intents == "default" else intents
 
     def warm(self) -> float:
         """Load the intent classifier now (MiniLM and its exemplar vectors), so that the first
@@ -130,9 +127,10 @@ class PassiveInjector:
             eid = self.canon.resolve(m) if m.entity_id is None else m.entity_id
             if eid and eid not in ents:
                 ents.append(eid)
-        det.cued = det.intent != "other"
+        lex = self.lex
+        det.cued = det.intent != OTHER
         types = {e.split(":", 1)[0] for e in ents}
-        allowed = tuple(k for k, need in INTENT_SUBJECTS.items() if types & set(need))
+        allowed = tuple(k for k, need in lex.intent_subjects.items() if types & set(need))
         if det.cued and allowed and det.intent not in allowed:
             # the cue word contradicts what the request names (a copy cue naming only a coin):
             # the classifier decides among the families the named entity types allow
@@ -141,18 +139,16 @@ class PassiveInjector:
         elif (
             not det.cued and det.aspects
         ):  # a question about one relation: the family its kind belongs to
-            kinds = {k for r in RELATIONS if r.name in det.aspects for k in r.kind}
-            if kinds <= {"track_record"}:
-                det.intent = "copy_trading_evaluation"
-            elif kinds <= {"owner_constraint"} and not types & {"asset", "trader"}:
-                det.intent = "portfolio_review"
-            elif not kinds & {"track_record", "owner_constraint"}:
-                det.intent = "market_analysis"
-            det.risk = "high" if det.risk == "high" else BASE_RISK.get(det.intent, det.risk)
-        if det.intent == "other" and not det.cued:
+            kinds = {k for r in lex.relations if r.name in det.aspects for k in r.kind}
+            for intent, answers, unless in lex.answers:
+                if kinds and kinds <= answers and not types & unless:
+                    det.intent = intent
+                    break
+            det.risk = "high" if det.risk == "high" else lex.base_risk.get(det.intent, det.risk)
+        if det.intent == OTHER and not det.cued:
             # nearest exemplars among the families the named entity types allow; naming
             # nothing, any family or none ("other": chatter, "thanks")
-            self._classify(det, text, allowed if ents else (*INTENT_SUBJECTS, "other"))
+            self._classify(det, text, allowed if ents else (*lex.intent_subjects, OTHER))
         return det, ents
 
     def _classify(
@@ -163,13 +159,13 @@ class PassiveInjector:
         if self.intents is None or not labels:
             return
         spans = [(m.start, m.end, m.etype) for m in det.mentions if not m.fuzzy]
-        label, sim = self.intents.best(mask(text, spans), labels)
+        label, sim = self.intents.best(mask(text, spans, self.lex), labels)
         if label is not None and sim >= INTENT_THRESHOLD:
             det.intent = label
         elif not keep:
             return
-        if det.intent in BASE_RISK:
-            det.risk = "high" if det.risk == "high" else BASE_RISK[det.intent]
+        if det.intent in self.lex.base_risk:
+            det.risk = "high" if det.risk == "high" else self.lex.base_risk[det.intent]
 
     def request_needs(
         self, det: Detection, ents: list[str], user: str | None
@@ -181,19 +177,20 @@ class PassiveInjector:
             e: (self.canon.entities[e].etype if e in self.canon.entities else e.split(":", 1)[0])
             for e in ents
         }
-        wanted = set(det.aspects) | set(self.utility.config.intent_profile.get(det.intent, ()))
+        lex = self.lex
+        wanted = set(det.aspects) | set(self.utility.profile.get(det.intent, ()))
         out = {
             (e, r.name)
             for e in ents
-            for r in RELATIONS
+            for r in lex.relations
             if r.name in wanted and r.subject == etype[e]
         }
         if not getattr(det, "cued", True) and not det.aspects:
-            out |= {(e, r.name) for e in ents for r in RELATIONS if r.subject == etype[e]}
-        if user and det.intent in ACTION_INTENTS:
-            out |= {(f"person:{user}", r) for r in OWNER_CONSTRAINTS}
+            out |= {(e, r.name) for e in ents for r in lex.relations if r.subject == etype[e]}
+        if user and det.intent in lex.acts_for_user:
+            out |= {(f"person:{user}", r) for r in lex.owner_constraints}
         elif user:
-            out |= {(f"person:{user}", r) for r in det.aspects if r in OWNER_CONSTRAINTS}
+            out |= {(f"person:{user}", r) for r in det.aspects if r in lex.owner_constraints}
         return out
 
     def inject(
@@ -226,9 +223,8 @@ class PassiveInjector:
         counts["valid"] = len(pool)
         scored = [(u, pool[i]) for u, i in self.score(pool, text, det, ents, user, now)]
         counts["admitted"] = len(scored)
-        market = {e: r for e in ents if (r := facts.regime(e, now))}
         lines = fuse(
-            header(user, det.intent, det.risk, ents, market),
+            self.header(user, det, ents, now),
             list(state),
             compress(scored, self.facts.entities, limit=cfg.max_items + 4),
             cfg.budget,
@@ -239,6 +235,15 @@ class PassiveInjector:
         tokens = sum(ln.tokens for ln in lines)
         counts["injected"] = sum(1 for ln in lines if ln.kind == "knowledge")
         return WorkingContext(lines, tokens, det, ents, counts, time.perf_counter() - t0)
+
+    def header(
+        self, user: str | None, det: Detection, ents: list[str], now: datetime
+    ) -> ContextLine:
+        """The context's header: asker, intent, risk class, entities and their state as of
+        ``now`` (the pack's state relation: a coin's market regime, a service's status)."""
+        state = self.lex.state_relation
+        current = {e: r for e in ents if (r := self.facts.regime(e, now, state))}
+        return header(user, det.intent, det.risk, ents, current, self.lex.state_label)
 
     def score(
         self,
@@ -255,10 +260,12 @@ class PassiveInjector:
         cfg, facts = self.config, self.facts
         mentioned = set(ents + ([f"person:{user}"] if user else []))
         words = frozenset(query_terms(text))
+        lex = self.lex
+        acts = user and det.intent in lex.acts_for_user
         aspects = set(det.aspects)
-        if user and det.intent in ACTION_INTENTS:
+        if acts:
             # the asker's constraints apply to any action (scope keeps them theirs)
-            aspects |= OWNER_CONSTRAINTS
+            aspects |= lex.owner_constraints
         focus = (
             frozenset(ents) if not getattr(det, "cued", True) and not det.aspects else frozenset()
         )
@@ -274,12 +281,14 @@ class PassiveInjector:
                 reg = (
                     regimes[k.subject_id]
                     if k.subject_id in regimes
-                    else regimes.setdefault(k.subject_id, facts.regime(k.subject_id, now))
+                    else regimes.setdefault(
+                        k.subject_id, facts.regime(k.subject_id, now, lex.state_relation)
+                    )
                 )
-            fresh = time_decay(k, now)  # shared by c_eff (governance) and Fresh (utility)
+            fresh = time_decay(k, now, lex=lex)  # shared by c_eff (governance) and Fresh (utility)
             if cfg.govern:
                 if not gov.allow(
-                    effective_confidence(k, now, reg, fresh=fresh),
+                    effective_confidence(k, now, reg, fresh=fresh, lex=lex),
                     k.maturity,
                     k.scope,
                     det.risk,
@@ -288,12 +297,7 @@ class PassiveInjector:
                     continue
             elif k.scope not in gov.overlay(user):
                 continue
-            own = (
-                k.relation in OWNER_CONSTRAINTS
-                and user
-                and k.subject_id == f"person:{user}"
-                and det.intent in ACTION_INTENTS
-            )
+            own = acts and k.relation in lex.owner_constraints and k.subject_id == f"person:{user}"
             u = util.score(
                 k,
                 mentioned,

@@ -3,11 +3,12 @@
 ``s = a_rel Rel + a_str Struct + a_mat Mat + a_fresh Fresh + a_reg Regime + a_trust Trust - a_noise
 Noise``
 
-* Rel: 1 if the event asks about the item's relation (an *aspect*: "fees", "drawdown"),
-  ``intent_weight`` if the relation is in the intent's profile, else ``other_weight``; at
+* Rel: 1 if the event asks about the item's relation (an *aspect*: a phrase of the relation),
+  ``intent_weight`` if the relation is in the intent's profile (what the domain pack says the
+  task family needs), else ``other_weight``; at
   least the term overlap |terms(event) & terms(item)| / |terms(item)| (what makes untyped
   items such as SpeakerMem records relevant); at least ``focus_weight`` for an item about an
-  entity the event names when the event asks nothing specific ("@gridqueen stats?");
+  entity the event names when the event asks nothing specific ("@x stats?");
 * Struct: 1 if the item's subject was mentioned, 0.7 if its object was, else 0.4 (reached by a hop);
 * Mat: deprecated 0, candidate 0.4, verified 0.7, proven 1;
 * Fresh: the time part of the decay ``exp(-ln2/half_life * days)``;
@@ -27,18 +28,19 @@ from pydantic import BaseModel, ConfigDict
 
 from speakerflow.graphs.text_index import query_terms
 from speakerflow.ops.knowledge.decay import DAY, half_life, regime_distance, time_decay
-from speakerflow.ops.knowledge.lexicon import intent_profile
+from speakerflow.ops.knowledge.lexicon import Lexicon, lexicon_for
 
 MAT_SCORE = {"deprecated": 0.0, "candidate": 0.4, "verified": 0.7, "proven": 1.0}
 TRUST_SCORE = {1: 1.0, 2: 0.7, 3: 0.4}
-#: Relations a task family usually needs (a prior, weaker than what the event asks). Derived
-#: from what each task is (:data:`ops.knowledge.lexicon.INTENT_NEEDS`: the relation *kinds*
-#: a task needs) and each relation's kind, never from a benchmark's gold requirements.
-INTENT_PROFILE: dict[str, tuple[str, ...]] = intent_profile()
 
 
 class UtilityConfig(BaseModel):
-    """Weights (alpha) of the utility terms, the Rel levels, and the minimum utility to inject."""
+    """Weights (alpha) of the utility terms, the Rel levels, and the minimum utility to inject.
+
+    ``intent_profile``: relations a task family usually needs (a prior, weaker than what the
+    event asks); None: the domain pack's (:meth:`~.lexicon.Lexicon.intent_profile`: the
+    relations whose kinds each intent ``needs``, derived from what the task is, never from a
+    benchmark's gold requirements)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     rel: float = 0.35
@@ -54,14 +56,21 @@ class UtilityConfig(BaseModel):
     noise_floor: float = 0.7
     gamma: float = 0.5
     min_utility: float = 0.6
-    intent_profile: dict[str, tuple[str, ...]] = INTENT_PROFILE
+    intent_profile: dict[str, tuple[str, ...]] | None = None
 
 
 class UtilityScorer:
-    """Score items for one event: ``score(item, mentioned, aspects, intent, now, regime_now)``."""
+    """Score items for one event: ``score(item, mentioned, aspects, intent, now, regime_now)``;
+    ``lex``: the domain pack (half-lives, the intent profile; default: the default pack)."""
 
-    def __init__(self, config: UtilityConfig | None = None):
+    def __init__(self, config: UtilityConfig | None = None, lex: Lexicon | None = None):
         self.config = config or UtilityConfig()
+        self.lex = lex or lexicon_for()
+        self.profile: dict[str, tuple[str, ...]] = (
+            self.config.intent_profile
+            if self.config.intent_profile is not None
+            else self.lex.intent_profile()
+        )
         self._lam: dict[str, float] = {}
         self._words: dict[str, frozenset[str]] = {}
 
@@ -87,7 +96,7 @@ class UtilityScorer:
         cfg = self.config
         if item.relation in aspects:
             rel = 1.0
-        elif item.relation in cfg.intent_profile.get(intent, ()):
+        elif item.relation in self.profile.get(intent, ()):
             rel = cfg.intent_weight
         else:
             rel = cfg.other_weight
@@ -98,7 +107,7 @@ class UtilityScorer:
         )
         lam = self._lam.get(item.relation)
         if lam is None:
-            lam = self._lam[item.relation] = math.log(2) / half_life(item.relation)
+            lam = self._lam[item.relation] = math.log(2) / half_life(item.relation, lex=self.lex)
         days = max(0.0, (now - (item.last_validated or item.valid_at)).total_seconds() / DAY)
         return {
             "rel": rel,
@@ -130,9 +139,7 @@ class UtilityScorer:
             rel = 1.0
         else:
             rel = (
-                c.intent_weight
-                if item.relation in c.intent_profile.get(intent, ())
-                else c.other_weight
+                c.intent_weight if item.relation in self.profile.get(intent, ()) else c.other_weight
             )
             if event_terms:
                 rel = max(rel, self.overlap(item, event_terms))
@@ -142,7 +149,7 @@ class UtilityScorer:
             1.0 if item.subject_id in mentioned else 0.7 if item.object_id in mentioned else 0.4
         )
         if fresh is None:
-            fresh = time_decay(item, now)
+            fresh = time_decay(item, now, lex=self.lex)
         regime = (
             1.0
             if not item.regime_tag or not regime_now or item.regime_tag == regime_now

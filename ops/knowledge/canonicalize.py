@@ -1,17 +1,12 @@
 """Canonicalize: map mention surfaces to stable entity ids, recording every alias merge.
 
-Order of tests: the exact alias table (normalised with :func:`norm`, quote suffixes such as
-``USDT``/``-USD`` stripped for assets), the reference asset table (``Bitcoin``/``XBT`` ->
-``asset:BTC``), fuzzy matching with rapidfuzz (``Etherium`` -> ``asset:ETH``, score >=
-``fuzzy_cutoff``, same entity type), then an optional model callback. Each time a new
-surface is attached to an existing entity the decision goes to :attr:`Canonicalizer.merge_log`
-(surface, entity, method, score): merges are recorded, never silent.
-
->>> c = Canonicalizer()
->>> [c.resolve_surface(s, "asset") for s in ("BTC", "Bitcoin", "XBT", "BTCUSDT", "btc-usd")]
-['asset:BTC', 'asset:BTC', 'asset:BTC', 'asset:BTC', 'asset:BTC']
->>> c.resolve_surface("Bitcoinn", "unknown"), c.merge_log[-1]["method"]
-('asset:BTC', 'fuzzy')
+Order of tests: the exact alias table (normalised with :func:`norm`; for a code type of the
+domain pack, its suffixes stripped: a quoted code such as ``XYZ-USD`` is ``XYZ``), the pack's
+reference table (an alias -> its canonical id), fuzzy matching with rapidfuzz (a misspelled
+alias, score >= ``fuzzy_cutoff``, same entity type), then an optional model callback. Each
+time a new surface is attached to an existing entity the decision goes to
+:attr:`Canonicalizer.merge_log` (surface, entity, method, score): merges are recorded, never
+silent. The examples are in ``tests/unit/test_inkh_canonicalize.py``.
 """
 
 from __future__ import annotations
@@ -26,12 +21,11 @@ from rapidfuzz import fuzz, process
 from speakerflow.ops.core.base import Context, Operator, OperatorConfig, put_columns
 from speakerflow.ops.core.registry import register
 from speakerflow.ops.knowledge.detect import Mention
-from speakerflow.ops.knowledge.lexicon import Lexicon, norm, strip_quote
+from speakerflow.ops.knowledge.lexicon import Lexicon, lexicon_for, norm
 from speakerflow.schemas import Entity
 
 #: A model fallback: (surface, etype, candidate entity ids) -> an entity id or None.
 ModelMatcher = Callable[[str, str, list[str]], str | None]
-CREATABLE = ("asset", "trader", "strategy", "risk", "person")
 
 
 @dataclass
@@ -50,7 +44,8 @@ class Canonicalizer:
     Parameters
     ----------
     lexicon
-        Reference assets and vocabulary.
+        The domain vocabulary (a compiled pack; default: the default pack): reference
+        entities, code types, which types may create new entities.
     fuzzy_cutoff
         rapidfuzz ``ratio`` (0-100) a surface needs to join an existing entity.
     model
@@ -64,7 +59,7 @@ class Canonicalizer:
         model: ModelMatcher | None = None,
         group_id: str = "group",
     ):
-        self.lexicon = lexicon or Lexicon()
+        self.lexicon = lexicon or lexicon_for()
         self.fuzzy_cutoff = fuzzy_cutoff
         self.model = model
         self.group_id = group_id
@@ -76,10 +71,8 @@ class Canonicalizer:
         self._keys: dict[str, tuple[str, str]] = {}
         self._keys_by_type: dict[str, list[str]] = {}
         self._misses: set[tuple[str, str]] = set()
-        self._reference = {}
-        for tick, names in self.lexicon.assets.items():
-            for n in (tick, *names):
-                self._reference[norm(n)] = tick
+        self._creatable = frozenset(self.lexicon.open_types)
+        self._codes = self.lexicon.code_types
 
     # -- resolution ---------------------------------------------------------------------
     def resolve(self, mention: Mention) -> str | None:
@@ -96,15 +89,15 @@ class Canonicalizer:
         hit = self.alias_table.get(key)
         if hit and etype in (hit[1], "unknown"):
             return hit[0]
-        if etype in ("asset", "unknown"):
-            base = norm(strip_quote(surface))
-            tick = self._reference.get(base)
-            if tick is not None or (etype == "asset" and base):
-                eid = f"asset:{(tick or base).upper()}"
+        for t in self._codes if etype == "unknown" else (etype,) if etype in self._codes else ():
+            base = norm(self.lexicon.strip_code(surface, t))
+            tick = self.lexicon.reference[t].get(base)
+            if tick is not None or (etype == t and base):
+                eid = f"{t}:{(tick or base).upper()}"
                 if eid in self.entities:
                     self._attach(eid, surface, "reference" if tick else "ticker", 100.0)
                 else:
-                    self._create(eid, tick or base.upper(), "asset", surface)
+                    self._create(eid, tick or base.upper(), t, surface)
                 return eid
         if len(key) >= 4 and (
             len(self._keys) != len(self.alias_table) or etype not in self._keys_by_type
@@ -129,7 +122,7 @@ class Canonicalizer:
             if picked is not None and picked in self.entities:
                 self._attach(picked, surface, "model", 0.0)
                 return picked
-        if etype in CREATABLE:
+        if etype in self._creatable:
             eid = f"{etype}:{key}" if etype != "person" else f"person:{surface.strip()}"
             self._create(
                 eid,
@@ -161,8 +154,8 @@ class Canonicalizer:
             self._attach(eid, surface, "ticker", 100.0)
 
     def _reference_names(self, eid: str) -> tuple[str, ...]:
-        tick = eid.split(":", 1)[1] if eid.startswith("asset:") else None
-        return (tick, *self.lexicon.assets.get(tick, ())) if tick in self.lexicon.assets else ()
+        etype, _, code = eid.partition(":")
+        return self.lexicon.reference_names.get((etype, code), ())
 
     def _attach(self, eid: str, surface: str, method: str, score: float) -> None:
         key = norm(surface)

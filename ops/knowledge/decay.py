@@ -1,8 +1,8 @@
 """Decay, effective confidence and maturity transitions (the paper's d_t, c_eff and Psi).
 
 * decay ``d_t(k) = exp(-lambda_type * days(t - t_l)) * exp(-gamma * dist(regime(k), regime_now))``
-  with ``lambda_type = ln 2 / half_life_days`` of the item's relation type (see
-  :data:`ops.knowledge.lexicon.RELATIONS`), ``t_l`` the last-validated time (else valid-at)
+  with ``lambda_type = ln 2 / half_life_days`` of the item's relation type (the domain
+  pack's ``half_life_days``), ``t_l`` the last-validated time (else valid-at)
   and ``dist`` 0 when the regimes agree or either is unknown, else 1.
 * effective confidence ``c_eff = c * d_t * 1[not invalidated at t]``.
 * maturity ``Psi(mu, reuse nu, validations upsilon, utility q, human h)``: see
@@ -34,7 +34,7 @@ from speakerflow.graphs.maturity import next_maturity as next_maturity
 from speakerflow.ops.core.base import Context, Operator, OperatorConfig, put_columns
 from speakerflow.ops.core.registry import register
 from speakerflow.ops.knowledge.group_state import knowledge_of, now_of
-from speakerflow.ops.knowledge.lexicon import RELATION_BY_NAME
+from speakerflow.ops.knowledge.lexicon import Lexicon, lexicon_for
 
 MATURITY_RANK = {"deprecated": 0, "candidate": 1, "verified": 2, "proven": 3}
 DAY = 86400.0
@@ -51,9 +51,10 @@ class DecayConfig(BaseModel):
 DEFAULT_DECAY = DecayConfig()
 
 
-def half_life(relation: str, cfg: DecayConfig | None = None) -> float:
-    rel = RELATION_BY_NAME.get(relation)
-    return rel.half_life_days if rel else (cfg or DEFAULT_DECAY).default_half_life_days
+def half_life(relation: str, cfg: DecayConfig | None = None, lex: Lexicon | None = None) -> float:
+    """The half-life in days of ``relation`` in the pack (``cfg``'s default for an unknown one)."""
+    default = (cfg or DEFAULT_DECAY).default_half_life_days
+    return (lex or lexicon_for()).half_life(relation, default)
 
 
 def regime_distance(item_regime: str | None, current: str | None) -> float:
@@ -76,16 +77,19 @@ def decay(
     return math.exp(-lam * days) * math.exp(-gamma * regime_distance(item_regime, current_regime))
 
 
-_LAMBDA: dict[tuple[str, float], float] = {}
+_LAMBDA: dict[tuple[str, str, float], float] = {}
 
 
-def time_decay(item, now: datetime, cfg: DecayConfig | None = None) -> float:
+def time_decay(
+    item, now: datetime, cfg: DecayConfig | None = None, lex: Lexicon | None = None
+) -> float:
     """The time part of d_t: ``exp(-ln2/half_life(type) * days since last validation)``."""
     cfg = cfg or DEFAULT_DECAY
-    key = (item.relation, cfg.default_half_life_days)
+    lex = lex or lexicon_for()
+    key = (lex.digest, item.relation, cfg.default_half_life_days)
     lam = _LAMBDA.get(key)
     if lam is None:
-        lam = _LAMBDA[key] = math.log(2) / half_life(item.relation, cfg)
+        lam = _LAMBDA[key] = math.log(2) / half_life(item.relation, cfg, lex)
     days = (now - (item.last_validated or item.valid_at)).total_seconds() / DAY
     return math.exp(-lam * days) if days > 0 else 1.0
 
@@ -96,15 +100,16 @@ def effective_confidence(
     current_regime: str | None = None,
     cfg: DecayConfig | None = None,
     fresh: float | None = None,
+    lex: Lexicon | None = None,
 ) -> float:
     """``c * d_t * 1[valid at now]`` for an item with ``confidence``, ``relation``, ``valid_at``,
     ``last_validated``, ``regime_tag`` and ``invalid_at`` attributes; ``fresh`` reuses an
-    already computed :func:`time_decay`."""
+    already computed :func:`time_decay`; ``lex``: the pack of the item's relation."""
     cfg = cfg or DEFAULT_DECAY
     if item.invalid_at is not None and item.invalid_at <= now:
         return 0.0
     if fresh is None:
-        fresh = time_decay(item, now, cfg)
+        fresh = time_decay(item, now, cfg, lex)
     dist = regime_distance(item.regime_tag, current_regime)
     return item.confidence * fresh * (math.exp(-cfg.gamma * dist) if dist else 1.0)
 
@@ -166,16 +171,17 @@ class Decay(Operator):
         cfg = self.config
         dcfg = DecayConfig(gamma=cfg.gamma, default_half_life_days=cfg.default_half_life_days)
         now = cfg.at or now_of(ctx)
-        fg = knowledge_of(ctx)[0]
+        fg, canon, _ = knowledge_of(ctx)
+        lex = canon.lexicon
         regimes: dict[str, str | None] = {}
         decays, ceffs, mats = [], [], []
         changed = 0
         for r in table.select(list(FACT_COLUMNS)).to_pylist():
             item = SimpleNamespace(**r)
             if item.subject_id not in regimes:
-                regimes[item.subject_id] = fg.regime(item.subject_id, now)
+                regimes[item.subject_id] = fg.regime(item.subject_id, now, lex.state_relation)
             reg = regimes[item.subject_id]
-            fresh = time_decay(item, now, dcfg)
+            fresh = time_decay(item, now, dcfg, lex)
             dist = regime_distance(item.regime_tag, reg)
             decays.append(fresh * (math.exp(-dcfg.gamma * dist) if dist else 1.0))
             ceffs.append(effective_confidence(item, now, reg, dcfg, fresh=fresh))

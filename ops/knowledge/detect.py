@@ -1,16 +1,15 @@
 """Detect: the active entities, intent and risk class of one event (the paper's Detect).
 
-Entities are found by (1) the alias table of known entities (exact, on normalised 1-3 word
-n-grams), (2) patterns: ``@handles`` (traders), quoted tickers ``BTCUSDT``/``ETH-USD``
-(assets), (3) the strategy and risk vocabulary, (4) roster names (:class:`PersonResolver`),
-and (5) fuzzy candidates: capitalised words no rule matched, handed to Canonicalize, which
-accepts them only if they are close to a known alias. Intent is the task family with the
-most cue words; risk class rises with the intent and with leverage words. ``aspects`` are
-the relation types whose phrases the text uses ("fees", "drawdown").
-
->>> d = Detector().detect("Should I long XBT? What are the fees, and is @alpha_whale still active?")
->>> [(m.surface, m.etype) for m in d.mentions if not m.fuzzy], d.intent, d.risk, sorted(d.aspects)
-([('XBT', 'asset'), ('@alpha_whale', 'trader')], 'trade_preparation', 'high', ['fee'])
+Everything about the domain comes from the lexicon (a compiled domain pack,
+:mod:`speakerflow.ops.knowledge.lexicon`). Entities are found by (1) the alias table of known
+entities (exact, on normalised 1-3 word n-grams), (2) patterns: ``@handles`` and bare handles
+(the pack's handle type), quoted codes such as ``XYZ-USD`` (a code type with suffixes),
+(3) the pack's reference entities and their aliases, (4) roster names
+(:class:`PersonResolver`), and (5) fuzzy candidates: capitalised words no rule matched, handed
+to Canonicalize, which accepts them only if they are close to a known alias. Intent is the
+task family with the most cue words; risk class is the family's, raised by the pack's
+escalation words. ``aspects`` are the relation types whose phrases the text uses. Examples
+on the trading pack: ``tests/unit/test_inkh_extract.py``.
 """
 
 from __future__ import annotations
@@ -24,117 +23,19 @@ import pyarrow as pa
 
 from speakerflow.ops.core.base import Context, Operator, OperatorConfig, put_columns
 from speakerflow.ops.core.registry import register
-from speakerflow.ops.knowledge.lexicon import CATEGORIES, VOCAB_ALIASES, Lexicon, norm
+from speakerflow.ops.knowledge.lexicon import Lexicon, lexicon_for, norm, words_rx
 
-INTENTS: tuple[str, ...] = (
-    "market_analysis",
-    "portfolio_review",
-    "copy_trading_evaluation",
-    "trade_preparation",
-    "other",
-)
 RISK_CLASSES: tuple[str, ...] = ("low", "medium", "high")
-#: Cue words per intent (stems; matched at word starts).
-INTENT_CUES: dict[str, tuple[str, ...]] = {
-    "market_analysis": (
-        "analy",
-        "outlook",
-        "trend",
-        "regime",
-        "market",
-        "chart",
-        "sentiment",
-        "macro",
-        "read on",
-        "looking",
-    ),
-    "portfolio_review": (
-        "portfolio",
-        "holding",
-        "allocation",
-        "rebalanc",
-        "review",
-        "exposure",
-        "bag",
-        "my book",
-        "my positions",
-        "my account",
-        "am i too",
-        "my limits",
-        "too exposed",
-    ),
-    "copy_trading_evaluation": (
-        "copy",
-        "follow",
-        "mirror",
-        "trader",
-        "signal provider",
-        "win rate",
-        "drawdown",
-    ),
-    "trade_preparation": (
-        "buy",
-        "sell",
-        "long",
-        "short",
-        "order",
-        "entry",
-        "place",
-        "leverage",
-        "execute",
-        "size",
-        "load up",
-        "ape",
-        "dca",
-        "hedge",
-        "clip",
-        "open a",
-        "go in",
-        "scale in",
-        "add to",
-        "afford",
-        "stop loss",
-    ),
-}
-_INTENT_RX = {
-    k: re.compile(r"\b(?:" + "|".join(re.escape(c) for c in cues) + ")")
-    for k, cues in INTENT_CUES.items()
-}
-_INTENT_RX["trade_preparation"] = re.compile(_INTENT_RX["trade_preparation"].pattern + r"|\b\d+x\b")
-BASE_RISK: dict[str, str] = {
-    "market_analysis": "low",
-    "portfolio_review": "medium",
-    "copy_trading_evaluation": "high",
-    "trade_preparation": "high",
-    "other": "low",
-}
-ESCALATE = re.compile(r"\b(leverage|margin|all[- ]in|liquidat\w*|\d+x)\b", re.IGNORECASE)
 HANDLE = re.compile(r"@[A-Za-z][A-Za-z0-9_]{1,30}")
-QUOTED_TICKER = re.compile(r"\b[A-Z]{2,6}(?:[-/]?(?:USDT|USDC|USD|PERP))\b")
-TICKER = re.compile(r"\b[A-Z]{2,6}\b")
 CAPWORD = re.compile(r"\b[A-Z][a-z]{3,}\b")
-#: a bare handle: a snake_case token ("trend_owl"), or a word after "provider"/"trader"/"copy"
+#: a bare handle: a snake_case token ("trend_owl") or a CamelCase one
 SNAKE = re.compile(
     r"(?<![@\w])(?:[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+|[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+)\b"
 )
-#: "gridqueen's win rate", "meanrevmike's drawdown": a possessive before a trader statistic
-POSSESSIVE_HANDLE = re.compile(
-    r"\b([A-Za-z][A-Za-z0-9]{3,30})['\u2019]s\s+(?:\w+\s+){0,2}?(?:win\s*rate|wr|drawdown|dd|mdd|"
-    r"status|strategy|copiers|followers|signals|bot|track record|stats|hit|win|wins|record|"
-    r"results|numbers|performance|profile|equity)\b",
-    re.IGNORECASE,
-)
 LEAD_HANDLE = re.compile(r"^([a-z][a-z0-9_]{4,30})\s*(?:—|–|\||:)\s")
-ROLE_HANDLE = re.compile(
-    r"\b(?:provider|trader|copy(?:ing)?|follow(?:ing)?|"
-    r"mirror(?:ing)?)\s+@?([A-Za-z][A-Za-z0-9_]{3,30})\b",
-    re.IGNORECASE,
-)
+#: English words never taken for a handle (the pack adds its own: ``reader.not_names``)
 _NOT_HANDLES = frozenset(
     {
-        "trade",
-        "trades",
-        "trading",
         "this",
         "that",
         "them",
@@ -142,9 +43,6 @@ _NOT_HANDLES = frozenset(
         "her",
         "someone",
         "anyone",
-        "stats",
-        "status",
-        "signals",
         "with",
         "the",
         "their",
@@ -156,8 +54,6 @@ _NOT_HANDLES = frozenset(
         "him,",
         "today",
         "everyone",
-        "market",
-        "desk",
         "week",
         "month",
         "year",
@@ -188,26 +84,9 @@ _NOT_HANDLES = frozenset(
         "hers",
     }
 )
-#: words that are values ("copying suspended", "copy trading paused"): never a handle
-_VALUE_WORDS = frozenset(
-    w.lower() for vals in CATEGORIES.values() for words in vals.values() for w in words
-)
 WORDS = re.compile(r"[A-Za-z0-9@_$'-]+")
-#: a bare lower-case name in a subject's place ("gridqueen has a 22% max drawdown", "hearing
-#: gridqueen got rekt", "compare gridqueen and fundingfox"): a handle if it is no English word
-BARE_NAME = re.compile(
-    r"(?:^|(?<=\band\s)|(?<=\bor\s)|(?<=\bvs\s)|(?<=\bhearing\s)|"
-    r"(?<=\bthat\s))([a-z][a-z0-9]{4,30})\b"
-    r"|(?<![@\w])([a-z][a-z0-9]{4,30})(?=\s+(?:has|is|was|got|runs|just|still|now|went|and|or|"
-    r"vs\.?|"
-    r"had|posted|paused|resumed|hit)\b)"
-)
-#: what makes a bare name a trader: trader statistics, copying and following
-TRADER_TALK = re.compile(
-    r"\b(?:win\s*rate|wr|drawdown|dd|mdd|copy\w*|follow\w*|mirror\w*|trader|provider|signals?|bot|"
-    r"paused|resumed|suspended|copiers|track record|stats)\b",
-    re.IGNORECASE,
-)
+#: verbs after a bare name in a subject's place (the pack's handle ``verbs`` are added)
+_BARE_VERBS = r"has|is|was|got|just|still|now|went|and|or|vs\.?|had"
 _SUFFIXES = ("s", "es", "ed", "ing", "able", "ation", "ations", "er", "ers", "ly", "y")
 _ENGLISH: frozenset[str] | None = None
 
@@ -293,7 +172,7 @@ class Detector:
     Parameters
     ----------
     lexicon
-        Domain vocabulary (reference assets, strategies, risks, relation phrases).
+        The domain vocabulary (a compiled pack; default: the default pack).
     known
         Alias table of known entities, usually ``Canonicalizer.alias_table`` (shared, live).
     people
@@ -306,27 +185,15 @@ class Detector:
         known: dict[str, tuple[str, str]] | None = None,
         people=None,
     ):
-        self.lexicon = lexicon or Lexicon()
+        self.lexicon = lex = lexicon or lexicon_for()
         self.known = known if known is not None else {}
         self.people = people
-        self._vocab = {norm(s): "strategy" for s in self.lexicon.strategies} | {
-            norm(r): "risk" for r in self.lexicon.risks
-        }
-        kinds = {norm(s): "strategy" for s in self.lexicon.strategies} | {
-            norm(r): "risk" for r in self.lexicon.risks
-        }
-        #: alias key -> canonical entity id ("funding arb" -> strategy:fundingarbitrage)
-        self._vocab_alias = {
-            norm(a): f"{kinds[norm(c)]}:{norm(c)}"
-            for a, c in VOCAB_ALIASES.items()
-            if norm(c) in kinds
-        }
-        for tick, names in self.lexicon.assets.items():
-            for n in (tick, *names):
-                self._vocab[norm(n)] = "asset"
+        #: norm(name) -> type of the pack's reference entities; norm(alias) -> entity id
+        self._vocab = lex.vocab
+        self._vocab_alias = lex.vocab_alias
         #: every word of a relation phrase ("drawdown", "winrate"): never a bare handle
         self._phrase_words = frozenset(
-            w for r in self.lexicon.relations for p in r.phrases for w in p.lower().split()
+            w for r in lex.relations for p in r.phrases for w in p.lower().split()
         )
         self._aspects = [
             (
@@ -335,13 +202,70 @@ class Detector:
                     r"\b" + "|".join(re.escape(p) for p in r.phrases) + r"\b", re.IGNORECASE
                 ),
             )
-            for r in self.lexicon.relations
+            for r in lex.relations
+            if r.phrases
         ]
+        #: words that are values ("copying suspended", "copy trading paused"): never a handle
+        self._value_words = frozenset(
+            w.lower() for vals in lex.categories.values() for ws in vals.values() for w in ws
+        )
+        self._not_handles = _NOT_HANDLES | lex.not_names
+        self._codes = []
+        for t in lex.code_types:
+            c = lex.types[t].codes
+            assert c is not None  # a code type has codes
+            n = f"{{{c.min_length},{c.max_length}}}"
+            sfx = "|".join(re.escape(s) for s in c.suffixes)
+            quoted = re.compile(rf"\b[A-Z]{n}(?:[-/]?(?:{sfx}))\b") if sfx else None
+            self._codes.append((t, quoted, re.compile(rf"\b[A-Z]{n}\b")))
+        self._handles: list[re.Pattern] = []
+        self._bare = self._talk = None
+        if lex.handle_type is not None:
+            h = lex.types[lex.handle_type].handles
+            assert h is not None  # the handle type has handles
+            rx = words_rx(h.roles)
+            if rx:  # a name right after one of the type's role words ("follow x")
+                self._handles.append(
+                    re.compile(rf"(?:{rx})\s+@?([A-Za-z][A-Za-z0-9_]{{3,30}})\b", re.IGNORECASE)
+                )
+            self._handles.append(LEAD_HANDLE)
+            rx = words_rx(h.attributes)
+            if rx:  # "x's record": a possessive before one of the type's attributes
+                self._handles.append(
+                    re.compile(
+                        r"\b([A-Za-z][A-Za-z0-9]{3,30})['\u2019]s\s+(?:\w+\s+){0,2}?"
+                        rf"(?:{rx})\b",
+                        re.IGNORECASE,
+                    )
+                )
+            verbs = "|".join([_BARE_VERBS, *(re.escape(v) for v in h.verbs)])
+            # a bare lower-case name in a subject's place ("zorblat has ...", "compare zorblat
+            # and quuxly"): a handle if it is no English word
+            self._bare = re.compile(
+                r"(?:^|(?<=\band\s)|(?<=\bor\s)|(?<=\bvs\s)|(?<=\bhearing\s)|"
+                r"(?<=\bthat\s))([a-z][a-z0-9]{4,30})\b"
+                rf"|(?<![@\w])([a-z][a-z0-9]{{4,30}})(?=\s+(?:{verbs})\b)"
+            )
+            rx = words_rx(h.context)
+            self._talk = re.compile(rf"(?:{rx})\b", re.IGNORECASE) if rx else None
+
+    def _not_handle(self, g: str, key: str, bare: bool = False) -> bool:
+        low = g if bare else g.lower()
+        return bool(
+            low in self._not_handles
+            or low in self._value_words
+            or (bare and g in self._phrase_words)
+            or self._vocab.get(key)
+            or key in self._vocab_alias
+            or (bare and is_word(g))
+        )
 
     def detect(self, text: str) -> Detection:
         """Entities (in text order, one per span), intent, risk class and aspects of ``text``."""
         found: list[Mention] = []
         taken: list[tuple[int, int]] = []
+        lex = self.lexicon
+        handle = lex.handle_type or ""
 
         def add(m: Mention) -> None:
             if any(m.start < e and s < m.end for s, e in taken):
@@ -349,59 +273,50 @@ class Detector:
             taken.append((m.start, m.end))
             found.append(m)
 
-        for m in HANDLE.finditer(text):
-            hit = self.known.get(norm(m.group()))
-            add(Mention(m.group(), "trader", m.start(), m.end(), hit[0] if hit else None))
-        for rx in (SNAKE, ROLE_HANDLE, LEAD_HANDLE, POSSESSIVE_HANDLE):
-            for m in rx.finditer(text):
-                g = m.group(1) if rx is not SNAKE else m.group()
-                s0 = m.start(1) if rx is not SNAKE else m.start()
-                key = norm(g)
-                if (
-                    g.lower() in _NOT_HANDLES
-                    or g.lower() in _VALUE_WORDS
-                    or self._vocab.get(key)
-                    or key in self._vocab_alias
-                ):
-                    continue
-                hit = self.known.get(key)
-                if hit and hit[1] != "trader":
-                    continue
-                if self.people is not None and self.people.resolve(g):
-                    continue
-                add(Mention(g, "trader", s0, s0 + len(g), hit[0] if hit else None))
-        if TRADER_TALK.search(text):
-            for m in BARE_NAME.finditer(text):
+        if handle:
+            for m in HANDLE.finditer(text):
+                hit = self.known.get(norm(m.group()))
+                add(Mention(m.group(), handle, m.start(), m.end(), hit[0] if hit else None))
+            for rx in (SNAKE, *self._handles):
+                for m in rx.finditer(text):
+                    g = m.group(1) if rx is not SNAKE else m.group()
+                    s0 = m.start(1) if rx is not SNAKE else m.start()
+                    key = norm(g)
+                    if self._not_handle(g, key):
+                        continue
+                    hit = self.known.get(key)
+                    if hit and hit[1] != handle:
+                        continue
+                    if self.people is not None and self.people.resolve(g):
+                        continue
+                    add(Mention(g, handle, s0, s0 + len(g), hit[0] if hit else None))
+        if self._talk is not None and self._bare is not None and self._talk.search(text):
+            for m in self._bare.finditer(text):
                 g = m.group(1) or m.group(2)
                 s0 = m.start(1) if m.group(1) else m.start(2)
                 key = norm(g)
-                if (
-                    g in _NOT_HANDLES
-                    or g in _VALUE_WORDS
-                    or g in self._phrase_words
-                    or self._vocab.get(key)
-                    or key in self._vocab_alias
-                    or is_word(g)
-                ):
+                if self._not_handle(g, key, bare=True):
                     continue
                 hit = self.known.get(key)
-                if (hit and hit[1] != "trader") or (
+                if (hit and hit[1] != handle) or (
                     self.people is not None and self.people.resolve(g)
                 ):
                     continue
-                add(Mention(g, "trader", s0, s0 + len(g), hit[0] if hit else None))
-        for m in QUOTED_TICKER.finditer(text):
-            hit = self.known.get(norm(m.group()))
-            add(Mention(m.group(), "asset", m.start(), m.end(), hit[0] if hit else None))
+                add(Mention(g, handle, s0, s0 + len(g), hit[0] if hit else None))
+        for t, quoted, _bare in self._codes:
+            for m in quoted.finditer(text) if quoted is not None else ():
+                hit = self.known.get(norm(m.group()))
+                add(Mention(m.group(), t, m.start(), m.end(), hit[0] if hit else None))
         if self.people is not None:
             for name, s, e in self.people.mentions(text):
                 add(Mention(text[s:e], "person", s, e, f"person:{name}"))
         self._ngrams(text, add)
-        for m in TICKER.finditer(text):  # bare upper-case words: only known assets
-            key = norm(m.group())
-            if self._vocab.get(key) == "asset" or self.known.get(key, ("", ""))[1] == "asset":
-                hit = self.known.get(key)
-                add(Mention(m.group(), "asset", m.start(), m.end(), hit[0] if hit else None))
+        for t, _quoted, bare in self._codes:  # bare upper-case words: only known codes
+            for m in bare.finditer(text):
+                key = norm(m.group())
+                if self._vocab.get(key) == t or self.known.get(key, ("", ""))[1] == t:
+                    hit = self.known.get(key)
+                    add(Mention(m.group(), t, m.start(), m.end(), hit[0] if hit else None))
         for m in CAPWORD.finditer(text):
             add(Mention(m.group(), "unknown", m.start(), m.end(), None, fuzzy=True))
         found.sort(key=lambda m: m.start)
@@ -418,8 +333,8 @@ class Detector:
         # size", "drawdown") does not count (a question about one relation is decided by its
         # kind); a cue around one does ("my book")
         intent = self.intent_of(plain, spans)
-        risk = BASE_RISK[intent]
-        if ESCALATE.search(text):
+        risk = lex.base_risk[intent]
+        if lex.escalate is not None and lex.escalate.search(text):
             risk = "high"
         return Detection(found, intent, risk, aspects)
 
@@ -440,21 +355,23 @@ class Detector:
                     eid = self._vocab_alias[key]
                     add(Mention(text[s:e], eid.split(":", 1)[0], s, e, eid))
 
-    @staticmethod
-    def intent_of(text: str, inside: Sequence[tuple[int, int]] = ()) -> str:
+    def intent_of(self, text: str, inside: Sequence[tuple[int, int]] = ()) -> str:
         """The intent with the most cue words in ``text`` (ties: the later, more action-like one);
         a cue lying wholly inside one of the ``inside`` spans (relation phrases) does not count."""
         low = text.lower()
+        intents = self.lexicon.intents
         scores = {
             k: sum(
                 1
                 for m in rx.finditer(low)
                 if not any(s <= m.start() and m.end() <= e for s, e in inside)
             )
-            for k, rx in _INTENT_RX.items()
+            for k, rx in self.lexicon.intent_cues.items()
         }
-        best = max(scores.items(), key=lambda kv: (kv[1], INTENTS.index(kv[0])))
-        return best[0] if best[1] > 0 else "other"
+        if not scores:
+            return intents[-1]
+        best = max(scores.items(), key=lambda kv: (kv[1], intents.index(kv[0])))
+        return best[0] if best[1] > 0 else intents[-1]
 
 
 class DetectConfig(OperatorConfig):

@@ -5,7 +5,9 @@ group's fact graph, alias table (:class:`~speakerflow.ops.knowledge.canonicalize
 :class:`~speakerflow.ops.knowledge.detect.Detector` through :func:`knowledge_of`: loaded from
 ``ctx.store`` the first time an operator asks (Kuzu read once per run) and kept in
 ``ctx.state`` so that the next operator sees what the previous one wrote. Without a store
-they share an empty in-memory graph (``ctx.state["canonicalizer"]`` when one is there).
+they share an empty in-memory graph (``ctx.state["canonicalizer"]`` when one is there). The
+domain pack is the group's (:func:`~speakerflow.ops.knowledge.domain.load.pack_of`) unless
+``ctx.state["domain"]`` holds one.
 """
 
 from __future__ import annotations
@@ -16,15 +18,18 @@ from speakerflow.graphs.facts import FactGraph
 from speakerflow.ops.core.base import Context
 from speakerflow.ops.knowledge.canonicalize import Canonicalizer
 from speakerflow.ops.knowledge.detect import Detector
+from speakerflow.ops.knowledge.lexicon import lexicon_for
 from speakerflow.ops.knowledge.load import load_knowledge
 
-__all__ = ["KNOWLEDGE", "KNOWLEDGE_RECORDS", "Knowledge", "knowledge_of", "now_of"]
+__all__ = ["DOMAIN", "KNOWLEDGE", "KNOWLEDGE_RECORDS", "Knowledge", "knowledge_of", "now_of"]
 
 Knowledge = tuple[FactGraph, Canonicalizer, Detector]
 #: ``ctx.state`` key of the group's facts (no SpeakerMem records): the write side.
 KNOWLEDGE = "knowledge"
 #: ``ctx.state`` key of the facts plus the SpeakerMem record heads: what injection reads.
 KNOWLEDGE_RECORDS = "knowledge_with_records"
+#: ``ctx.state`` key of a domain pack that overrides the group's (a ``DomainPack``)
+DOMAIN = "domain"
 
 
 def knowledge_of(ctx: Context, with_records: bool = False) -> Knowledge:
@@ -37,10 +42,11 @@ def knowledge_of(ctx: Context, with_records: bool = False) -> Knowledge:
     key = KNOWLEDGE_RECORDS if with_records else KNOWLEDGE
     k = ctx.state.get(key)
     if k is None:
+        pack = ctx.state.get(DOMAIN)
         if ctx.store is not None:
-            k = load_knowledge(ctx.store, with_records=with_records)
+            k = load_knowledge(ctx.store, with_records=with_records, pack=pack)
         else:
-            canon = ctx.state.get("canonicalizer") or Canonicalizer()
+            canon = ctx.state.get("canonicalizer") or Canonicalizer(lexicon_for(pack))
             k = (FactGraph(None, canon.group_id), canon, Detector(canon.lexicon, canon.alias_table))
         ctx.state[key] = k
         ctx.state.setdefault("canonicalizer", k[1])

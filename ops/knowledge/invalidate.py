@@ -35,7 +35,7 @@ from speakerflow.ops.core.registry import register
 from speakerflow.ops.knowledge.decay import next_maturity
 from speakerflow.ops.knowledge.extract_knowledge import CANDIDATE_SCHEMA, Candidate
 from speakerflow.ops.knowledge.group_state import knowledge_of, now_of
-from speakerflow.ops.knowledge.lexicon import RELATION_BY_NAME
+from speakerflow.ops.knowledge.lexicon import Lexicon, lexicon_for
 from speakerflow.schemas import EDGE_SCHEMA
 
 #: What :class:`Invalidate` produces: the facts a call added or changed (validated,
@@ -72,19 +72,23 @@ class UpsertResult:
         }
 
 
-def object_of(c: Candidate) -> str:
-    rel = RELATION_BY_NAME.get(c.relation)
-    literal = rel is None or rel.value in ("percent", "category")
+def object_of(c: Candidate, lex: Lexicon | None = None) -> str:
+    rel = (lex or lexicon_for()).relation_by_name.get(c.relation)
+    literal = rel is None or rel.literal
     return VALUE_PREFIX + c.value if literal else c.value
 
 
-def current_regime(fg: FactGraph, entity_id: str) -> str | None:
-    """The newest valid ``regime`` value of an entity (the market state M_t for it)."""
-    return fg.regime(entity_id)
+def current_regime(fg: FactGraph, entity_id: str, lex: Lexicon | None = None) -> str | None:
+    """The newest valid value of the pack's state relation for an entity (its state M_t)."""
+    return fg.regime(entity_id, relation=(lex or lexicon_for()).state_relation)
 
 
 def upsert_facts(
-    fg: FactGraph, candidates: list[Candidate], now: datetime, cfg: UpsertConfig | None = None
+    fg: FactGraph,
+    candidates: list[Candidate],
+    now: datetime,
+    cfg: UpsertConfig | None = None,
+    lex: Lexicon | None = None,
 ) -> UpsertResult:
     """Apply ``candidates`` to ``fg`` (cache now; Kuzu on ``fg.flush()``).
 
@@ -99,21 +103,24 @@ def upsert_facts(
     * ``correct``: the value ``replaces`` that the same speaker stated last is retracted
       (``invalid_at = valid_at``: it never held) and the corrected value holds from the
       wrong statement's time, resting on the correction event.
+
+    ``lex``: the domain pack of the candidates (default: the default pack).
     """
     cfg = cfg or UpsertConfig()
+    lex = lex or lexicon_for()
     res = UpsertResult()
     for c in candidates:
         for m in c.evidence_ids:
             fg.note_message(m, c.valid_at, c.speaker)
         if c.op == "end":
-            _end(fg, c, now, cfg, res)
+            _end(fg, c, now, cfg, res, lex)
             continue
         if c.op == "correct":
-            if _correct(fg, c, now, cfg, res):
+            if _correct(fg, c, now, cfg, res, lex):
                 continue
             if not c.subject_id or not c.relation:
                 continue
-        obj = object_of(c)
+        obj = object_of(c, lex)
         probe = FactItem(
             "", fg.group_id, c.subject_id, c.relation, obj, "", [], c.valid_at, now, now
         )
@@ -128,7 +135,7 @@ def upsert_facts(
             res.validated += 1
             res.touched.append(peers[-1].edge_id)
             continue
-        item = _new_item(fg, c, obj, now)
+        item = _new_item(fg, c, obj, now, lex)
         if not fg.add(item):
             continue
         res.added += 1
@@ -147,8 +154,10 @@ def upsert_facts(
     return res
 
 
-def _end(fg: FactGraph, c: Candidate, now: datetime, cfg: UpsertConfig, res: UpsertResult) -> None:
-    obj = object_of(c)
+def _end(
+    fg: FactGraph, c: Candidate, now: datetime, cfg: UpsertConfig, res: UpsertResult, lex: Lexicon
+) -> None:
+    obj = object_of(c, lex)
     probe = FactItem("", fg.group_id, c.subject_id, c.relation, obj, "", [], c.valid_at, now, now)
     for old in fg.current(probe.slot):
         if old.object_id != obj:  # "no longer ranging" ends ranging, not another value of the slot
@@ -164,7 +173,7 @@ def _end(fg: FactGraph, c: Candidate, now: datetime, cfg: UpsertConfig, res: Ups
 
 
 def _correct(
-    fg: FactGraph, c: Candidate, now: datetime, cfg: UpsertConfig, res: UpsertResult
+    fg: FactGraph, c: Candidate, now: datetime, cfg: UpsertConfig, res: UpsertResult, lex: Lexicon
 ) -> bool:
     """Retract the value the same speaker stated last (``c.replaces``) and put ``c.value`` in its
     place; False when no such statement is found (the candidate is then read as a plain claim)."""
@@ -192,7 +201,7 @@ def _correct(
             break
     if wrong is None:
         return False
-    rel = RELATION_BY_NAME.get(wrong.relation)
+    rel = lex.relation_by_name.get(wrong.relation)
     fixed = Candidate(
         wrong.subject_id,
         wrong.relation,
@@ -207,8 +216,8 @@ def _correct(
         None,
         c.speaker,
     )
-    obj = object_of(fixed)
-    item = _new_item(fg, fixed, obj, now)
+    obj = object_of(fixed, lex)
+    item = _new_item(fg, fixed, obj, now, lex)
     if not fg.add(item):
         return True
     res.added += 1
@@ -233,9 +242,10 @@ def _validate(fg: FactGraph, item: FactItem, c: Candidate, now: datetime) -> Non
     fg.touch(item.edge_id)
 
 
-def _new_item(fg: FactGraph, c: Candidate, obj: str, now: datetime) -> FactItem:
+def _new_item(fg: FactGraph, c: Candidate, obj: str, now: datetime, lex: Lexicon) -> FactItem:
     validations = 1 if c.trust_tier == 1 else 0
-    regime = fg.regime(c.subject_id, c.valid_at) if c.relation != "regime" else c.value
+    state = lex.state_relation
+    regime = fg.regime(c.subject_id, c.valid_at, state) if c.relation != state else c.value
     return FactItem(
         edge_id=edge_id_for(fg.group_id, c.subject_id, c.relation, obj, c.evidence_ids[0]),
         group_id=fg.group_id,
@@ -315,7 +325,7 @@ class Invalidate(Operator):
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         fg, canon, _ = knowledge_of(ctx)
         cfg = UpsertConfig(invalidation=self.config.invalidation, delta=self.config.delta)
-        res = upsert_facts(fg, candidates_from(table), now_of(ctx), cfg)
+        res = upsert_facts(fg, candidates_from(table), now_of(ctx), cfg, canon.lexicon)
         for k, v in res.as_dict().items():
             self.stats.bump(k, v)
         out = facts_table(fg, res.touched)

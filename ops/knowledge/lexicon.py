@@ -1,93 +1,25 @@
-"""Domain vocabulary of the knowledge harness: reference assets, relation phrases, value kinds.
+"""The vocabulary in force: a domain pack compiled into the tables and patterns the reader uses.
 
-This is reference data, not tuned rules: a symbol table of well-known crypto assets (the
-kind an exchange's instrument list provides), generic strategy and risk vocabulary, and for
-every relation type the phrases that express it in text and how its value is read.
-Deployments extend it with :func:`Lexicon.extend`.
+Nothing here knows a domain. :class:`Lexicon` takes a
+:class:`~speakerflow.ops.knowledge.domain.schema.DomainPack` (default: the default pack,
+:func:`~speakerflow.ops.knowledge.domain.load.default_pack`) and derives what Detect,
+Canonicalize, the reader, the extractor, decay and the utility scorer look up: relations by
+name, category words, reference entities and their aliases, entity-type masks, intent cue
+patterns, risk classes, trust confidences. :func:`lexicon_for` compiles a pack once per
+process (keyed by content).
+
+The old module-level names (``RELATIONS``, ``RELATION_BY_NAME``, ``CATEGORIES`` ...) still
+resolve, to the default pack's values.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
-#: Canonical ticker -> other names and tickers. Quote suffixes (USDT, -USD, PERP) are
-#: stripped generically by :func:`strip_quote`, so BTCUSDT need not be listed.
-REFERENCE_ASSETS: dict[str, tuple[str, ...]] = {
-    "BTC": ("Bitcoin", "XBT"),
-    "ETH": ("Ether", "Ethereum"),
-    "SOL": ("Solana",),
-    "XRP": ("Ripple",),
-    "DOGE": ("Dogecoin",),
-    "ADA": ("Cardano",),
-    "AVAX": ("Avalanche",),
-    "LINK": ("Chainlink",),
-    "DOT": ("Polkadot",),
-    "LTC": ("Litecoin",),
-    "BNB": ("Binance Coin",),
-    "MATIC": ("Polygon", "POL"),
-}
-STRATEGIES: tuple[str, ...] = (
-    "grid bot",
-    "funding arbitrage",
-    "momentum breakout",
-    "mean reversion",
-    "basis trade",
-    "market making",
-    "dca",
-    "trend following",
-    "scalping",
-)
-RISKS: tuple[str, ...] = (
-    "slippage",
-    "liquidation",
-    "depeg",
-    "exchange outage",
-    "funding spike",
-    "smart contract exploit",
-    "counterparty",
-    "regulatory",
-    "oracle failure",
-)
-#: Other names of the strategies and risks above (surface -> canonical name).
-VOCAB_ALIASES: dict[str, str] = {
-    "funding arb": "funding arbitrage",
-    "funding-rate arbitrage": "funding arbitrage",
-    "basis trading": "basis trade",
-    "cash and carry": "basis trade",
-    "dollar-cost averaging": "dca",
-    "dollar cost averaging": "dca",
-    "grid trading": "grid bot",
-    "grid bots": "grid bot",
-    "breakout": "momentum breakout",
-    "breakouts": "momentum breakout",
-    "mean-reversion": "mean reversion",
-    "trend-following": "trend following",
-    "scalps": "scalping",
-    "market-making": "market making",
-    "liquidations": "liquidation",
-    "liquidation cascade": "liquidation",
-    "liq": "liquidation",
-    "de-peg": "depeg",
-    "depegging": "depeg",
-    "outage": "exchange outage",
-    "exchange downtime": "exchange outage",
-    "exploit": "smart contract exploit",
-    "hack": "smart contract exploit",
-    "contract exploit": "smart contract exploit",
-    "funding spikes": "funding spike",
-    "counterparty risk": "counterparty",
-    "regulation": "regulatory",
-    "oracle": "oracle failure",
-    "oracle deviation": "oracle failure",
-}
-QUOTE_SUFFIX = re.compile(r"[-/_ ]?(?:USDT|USDC|USD|BUSD|PERP)$", re.IGNORECASE)
-
-
-def strip_quote(symbol: str) -> str:
-    """``BTCUSDT`` / ``BTC-USD`` / ``BTC/USDT`` -> ``BTC`` (unchanged if no quote suffix)."""
-    base = QUOTE_SUFFIX.sub("", symbol.strip())
-    return base or symbol
+from speakerflow.ops.knowledge.domain.load import default_pack, pack_digest
+from speakerflow.ops.knowledge.domain.schema import OTHER, PERSON, DomainPack, word_regex
 
 
 def norm(text: str) -> str:
@@ -95,120 +27,18 @@ def norm(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "", text.lower())
 
 
-#: Canonical categorical values and the words that express them.
-CATEGORIES: dict[str, dict[str, tuple[str, ...]]] = {
-    "regime": {
-        "bullish": (
-            "bullish",
-            "bull trend",
-            "uptrend",
-            "bull market",
-            "trending up",
-            "rallying",
-            "pumping",
-            "mooning",
-            "breaking out",
-            "higher highs",
-        ),
-        "bearish": (
-            "bearish",
-            "bear trend",
-            "downtrend",
-            "bear market",
-            "trending down",
-            "bleeding",
-            "dumping",
-            "tanking",
-            "selling off",
-            "lower lows",
-            "capitulating",
-        ),
-        "ranging": (
-            "ranging",
-            "range-bound",
-            "range bound",
-            "rangebound",
-            "sideways",
-            "choppy",
-            "chopping",
-            "chop",
-            "consolidating",
-        ),
-        "volatile": (
-            "high volatility",
-            "volatile",
-            "whipsaw",
-            "whipsawing",
-            "whipping",
-            "wild swings",
-            "swinging wildly",
-        ),
-    },
-    "liquidity": {
-        "deep": ("deep", "deeper", "thick", "plenty of depth", "healthy"),
-        "thin": ("thin", "thinner", "shallow", "illiquid", "dried up"),
-    },
-    "status": {
-        "active": (
-            "active",
-            "trading normally",
-            "live",
-            "resumed",
-            "back online",
-            "reactivated",
-            "copyable",
-            "reopened",
-            "re-enabled",
-            "reinstated",
-            "switched on",
-            "turned on",
-            "back on",
-        ),
-        "paused": (
-            "paused",
-            "stopped",
-            "halted",
-            "suspended",
-            "inactive",
-            "frozen",
-            "offline",
-            "disabled",
-            "switched off",
-            "turned off",
-            "deactivated",
-            "on hold",
-        ),
-    },
-    "risk_preference": {
-        "conservative": (
-            "conservative",
-            "cautious",
-            "low-risk",
-            "low risk",
-            "risk-averse",
-            "defensive",
-        ),
-        "moderate": ("moderate", "balanced", "medium risk"),
-        "aggressive": (
-            "aggressive",
-            "high-risk",
-            "high risk",
-            "risk-on",
-            "degen",
-            "yolo",
-            "max risk",
-        ),
-    },
-}
+def words_rx(entries: list[str] | tuple[str, ...], prefix: bool = False) -> str | None:
+    """One alternation of word-list entries (see :func:`~.domain.schema.word_regex`)."""
+    return "|".join(word_regex(e, prefix) for e in entries) if entries else None
 
 
 @dataclass(frozen=True)
 class Relation:
-    """A relation type: which entity type it describes, its phrases, and its value kind.
+    """A relation type as the reader uses it (compiled from a pack's relation).
 
-    ``value`` is ``"percent"`` (a number with %), ``"category"`` (one of
-    :data:`CATEGORIES`\\[name]) or an entity type (the object is an entity: ``"risk"``).
-    ``owner_scoped`` relations describe a person and are private to that person.
+    ``value`` is ``percent``, ``money``, ``duration``, ``category``, ``text`` or ``entity``
+    (then ``object`` is the object's entity type). ``owner_scoped`` relations describe a
+    person and are private to that person.
     """
 
     name: str
@@ -217,313 +47,215 @@ class Relation:
     value: str
     owner_scoped: bool = False
     half_life_days: float = 30.0
-    #: the category words alone name the relation ("Solana turned bearish" is a regime fact)
+    #: the category words alone name the relation (no phrase needed)
     value_cues: bool = False
-    #: what the relation means, in plain words: the prototype the reader's nearest-prototype
-    #: classifier compares a clause with (no statement template, no benchmark wording)
+    #: what the relation means, in plain words (the nearest-prototype classifier's prototypes)
     description: tuple[str, ...] = ()
-    #: semantic kind: market_state, execution_cost, risk, track_record or owner_constraint
-    #: (:data:`INTENT_NEEDS` maps task families to the kinds they need)
+    #: what intents need it for (a pack's relation ``kinds``)
     kind: tuple[str, ...] = ()
+    object: str | None = None
+    examples: tuple[str, ...] = ()
+    anaphors: tuple[str, ...] = ()
+    statistic: bool = False
+    magnitude: bool = False
 
-
-RELATIONS: tuple[Relation, ...] = (
-    Relation(
-        "fee",
-        "asset",
-        ("taker fee", "trading fee", "fees", "fee", "commission", "trading cost"),
-        "percent",
-        half_life_days=120,
-        description=(
-            "the percentage the exchange charges on every trade of the coin",
-            "how much it costs to trade the coin, per fill, in percent",
-        ),
-        kind=("execution_cost",),
-    ),
-    Relation(
-        "regime",
-        "asset",
-        ("regime", "market regime", "trend", "market state"),
-        "category",
-        half_life_days=10,
-        value_cues=True,
-        description=(
-            "the direction the coin's market is moving: rising, falling, flat or swinging wildly",
-        ),
-        kind=("market_state",),
-    ),
-    Relation(
-        "liquidity",
-        "asset",
-        ("liquidity", "order book depth", "book depth", "order book", "book"),
-        "category",
-        half_life_days=15,
-        value_cues=True,
-        description=("how much size the coin's order book can absorb: deep or thin markets",),
-        kind=("market_state", "execution_cost"),
-    ),
-    Relation(
-        "exposed_to",
-        "asset",
-        ("exposed to", "exposure to", "at risk of", "vulnerable to"),
-        "risk",
-        half_life_days=30,
-        description=("a danger that threatens holders of the coin",),
-        kind=("risk",),
-    ),
-    Relation(
-        "win_rate",
-        "trader",
-        ("win rate", "hit rate", "success rate", "winrate", "wr", "win %", "win pct"),
-        "percent",
-        half_life_days=30,
-        description=(
-            "the share of the trader's trades that end in profit",
-            "how often the trader's positions close as winners, in percent",
-            "the fraction of the trader's trades that hit their target and close in profit",
-        ),
-        kind=("track_record",),
-    ),
-    Relation(
-        "max_drawdown",
-        "trader",
-        ("max drawdown", "maximum drawdown", "worst drawdown", "drawdown", "mdd", "max dd", "dd"),
-        "percent",
-        half_life_days=30,
-        description=(
-            "the largest fall of the trader's account from its peak, in percent",
-            "how much the trader lost at worst before recovering",
-        ),
-        kind=("track_record",),
-    ),
-    Relation(
-        "status",
-        "trader",
-        ("status", "copy trading", "copying"),
-        "category",
-        half_life_days=20,
-        value_cues=True,
-        description=("whether followers can currently copy the trader or copying is suspended",),
-        kind=("track_record",),
-    ),
-    Relation(
-        "uses_strategy",
-        "trader",
-        ("runs", "uses", "strategy"),
-        "strategy",
-        half_life_days=60,
-        description=("the trading method the trader follows",),
-        kind=("track_record",),
-    ),
-    Relation(
-        "risk_preference",
-        "person",
-        ("risk tolerance", "risk appetite", "risk profile", "risk settings"),
-        "category",
-        True,
-        45,
-        value_cues=True,
-        description=("how much risk the person is willing to take with their money",),
-        kind=("owner_constraint",),
-    ),
-    Relation(
-        "max_position",
-        "person",
-        (
-            "position size",
-            "position cap",
-            "max position",
-            "size cap",
-            "cap",
-            "size limit",
-            "position limit",
-            "max size",
-        ),
-        "percent",
-        True,
-        60,
-        description=(
-            "the largest share of the person's account allowed in one position",
-            "the size limit on each of the person's trades, in percent of capital",
-        ),
-        kind=("owner_constraint",),
-    ),
-)
-RELATION_BY_NAME: dict[str, Relation] = {r.name: r for r in RELATIONS}
-
-
-#: Task families (request intents), described in plain words: the prototypes a request is
-#: compared with when no cue word decides its intent.
-INTENT_DESCRIPTIONS: dict[str, tuple[str, ...]] = {
-    "market_analysis": (
-        "asking how the market for a coin is doing and where it is heading",
-        "what is the read on this coin, how is it looking",
-        "is the coin's market liquid, trending or risky right now",
-    ),
-    "portfolio_review": (
-        "asking to look over the holdings and allocation of one's account",
-        "how is my book doing, am I too exposed, what are my limits",
-    ),
-    "copy_trading_evaluation": (
-        "asking whether to follow and automatically copy another trader",
-        "what are this trader's numbers, is the trader any good, can I copy them",
-    ),
-    "trade_preparation": (
-        "asking to open, size or execute a buy or sell order",
-        "put on a position in the coin, buy it, load up, go long or short with leverage",
-    ),
-}
-#: Short requests of each task family (and of none: ``other``), written for the classifier as
-#: exemplars, entities already masked to their type ("the coin", "the trader"): a request no
-#: cue word decides is read by its nearest exemplars (k-NN), not by one averaged description.
-#: Written by hand for the reader; no line of the paraphrase set or of the benchmark generator.
-INTENT_EXAMPLES: dict[str, tuple[str, ...]] = {
-    "market_analysis": (
-        "what's happening with the coin",
-        "how does the coin look right now",
-        "is the coin going up or down",
-        "the coin's outlook",
-        "any risks around the coin",
-        "how liquid is the coin's market",
-        "what fee does the coin charge",
-        "your take on the coin",
-        "quick summary of the coin market",
-        "where is the coin heading",
-        "is the coin still trending",
-        "anything bad going on with the coin",
-        "how is the coin's order book",
-        "overview of the coin",
-        "brief me on the coin",
-        "what's the situation with the coin",
-        "update on the coin please",
-    ),
-    "portfolio_review": (
-        "how is my portfolio doing",
-        "go over my positions",
-        "am i taking too much risk",
-        "how exposed am i right now",
-        "what are my limits",
-        "am i too heavy in the coin",
-        "check my allocation",
-        "what risk setting am i on",
-        "how much room do i have under my limit",
-        "is my account set up ok for this market",
-        "is my position in the coin too big",
-        "how am i doing overall",
-    ),
-    "copy_trading_evaluation": (
-        "should i copy the trader",
-        "is the trader worth following",
-        "how good is the trader's track record",
-        "show me the trader's performance",
-        "can i still copy the trader or is the trader paused",
-        "put money into copying the trader",
-        "stop following the trader",
-        "which strategy does the trader use",
-        "is the trader too risky to follow",
-        "the trader or the trader, who is better",
-        "how has the trader been doing lately",
-        "the trader's results",
-    ),
-    "trade_preparation": (
-        "buy some of the coin for me",
-        "get me into the coin here",
-        "add to my coin position",
-        "sell the coin",
-        "close my position in the coin",
-        "go long the coin with leverage",
-        "short the coin",
-        "how much of the coin can i buy",
-        "is this a good entry for the coin",
-        "enter the coin at this price",
-        "swap the coin into the coin",
-        "cut my loss on the coin",
-        "accumulate the coin on weakness",
-        "get out of the coin",
-        "i'm thinking of buying the coin",
-        "time to get in on the coin?",
-    ),
-    "other": (
-        "thanks",
-        "hello",
-        "good morning",
-        "ok cool",
-        "export my trade history",
-        "set a reminder for later",
-        "who is around today",
-        "haha",
-        "never mind",
-        "sounds good",
-        "can you help me",
-        "send me the file",
-        "lol",
-        "nice one",
-        "be right back",
-    ),
-}
-#: Which entity types a request must name for each task family (a copy decision names a
-#: trader; a market read or a trade names an asset; a portfolio review may name either).
-INTENT_SUBJECTS: dict[str, tuple[str, ...]] = {
-    "market_analysis": ("asset",),
-    "portfolio_review": ("asset", "trader", "person"),
-    "copy_trading_evaluation": ("trader",),
-    "trade_preparation": ("asset",),
-}
-#: What each task family needs, as relation *kinds* (derived from what the task is, not from
-#: any benchmark's gold list): analysing a market needs its state and risks; reviewing a
-#: portfolio needs the state and risks of the holdings and the owner's constraints; judging a
-#: trader to copy needs the track record and the owner's constraints; preparing a trade needs
-#: the cost of execution, the market state and the owner's constraints.
-INTENT_NEEDS: dict[str, tuple[str, ...]] = {
-    "market_analysis": ("market_state", "risk"),
-    "portfolio_review": ("market_state", "risk", "owner_constraint"),
-    "copy_trading_evaluation": ("track_record", "owner_constraint"),
-    "trade_preparation": ("execution_cost", "market_state", "owner_constraint"),
-    "other": (),
-}
-
-
-def intent_profile(relations: tuple[Relation, ...] = RELATIONS) -> dict[str, tuple[str, ...]]:
-    """Relations per task family: those whose kind the family needs (:data:`INTENT_NEEDS`)."""
-    return {
-        intent: tuple(r.name for r in relations if set(r.kind) & set(kinds))
-        for intent, kinds in INTENT_NEEDS.items()
-    }
+    @property
+    def literal(self) -> bool:
+        """The value is a literal (a number, a category, text), not an entity."""
+        return self.value != "entity"
 
 
 @dataclass
 class Lexicon:
-    """The vocabulary in force; ``extend`` adds strategies, risks or reference assets."""
+    """A compiled domain pack (``pack=None``: the default pack)."""
 
-    assets: dict[str, tuple[str, ...]] = field(default_factory=lambda: dict(REFERENCE_ASSETS))
-    strategies: tuple[str, ...] = STRATEGIES
-    risks: tuple[str, ...] = RISKS
-    relations: tuple[Relation, ...] = RELATIONS
+    pack: DomainPack = field(default_factory=default_pack)
 
-    def extend(
-        self,
-        *,
-        assets: dict[str, tuple[str, ...]] | None = None,
-        strategies: tuple[str, ...] = (),
-        risks: tuple[str, ...] = (),
-    ) -> Lexicon:
-        """A new lexicon with the extra entries added."""
-        return Lexicon(
-            {**self.assets, **(assets or {})},
-            self.strategies + strategies,
-            self.risks + risks,
-            self.relations,
+    def __post_init__(self) -> None:
+        p = self.pack
+        self.name = p.name
+        self.digest = pack_digest(p)
+        self.relations: tuple[Relation, ...] = tuple(
+            Relation(
+                r.name,
+                r.subject,
+                tuple(r.phrases),
+                r.value,
+                r.scope == "private",
+                r.half_life_days,
+                r.named_by_values,
+                tuple(r.descriptions),
+                tuple(r.kinds),
+                r.object,
+                tuple(r.examples),
+                tuple(r.anaphors),
+                r.statistic,
+                r.magnitude,
+            )
+            for r in p.relations
         )
+        self.relation_by_name = {r.name: r for r in self.relations}
+        #: relation -> canonical value -> the words that say it (the value itself among them)
+        self.categories: dict[str, dict[str, tuple[str, ...]]] = {
+            r.name: {v: tuple(ws) if v in ws else (v, *ws) for v, ws in r.values.items()}
+            for r in p.relations
+            if r.value == "category"
+        }
+        #: (relation, value, pattern) of every category word, in pack order
+        self.category_patterns = [
+            (rel, val, re.compile(r"\b" + re.escape(w) + r"\b", re.IGNORECASE))
+            for rel, vals in self.categories.items()
+            for val, words in vals.items()
+            for w in words
+        ]
+        said_by: dict[str, set[str]] = {}
+        for rel, vals in self.categories.items():
+            for words in vals.values():
+                for w in words:
+                    said_by.setdefault(w.lower(), set()).add(rel)
+        #: some category word says values of two relations ("open": a freeze, an incident)
+        self.shared_words = any(len(rels) > 1 for rels in said_by.values())
+        self.value_examples = {
+            r.name: dict(r.value_examples) for r in p.relations if r.value_examples
+        }
+        self.types = dict(p.entity_types)
+        self.type_names = (*[t for t in p.entity_types if t != PERSON], PERSON)
+        self.masks = {t: (et.mask or f"the {t}") for t, et in p.entity_types.items()}
+        self.masks.setdefault(PERSON, "the person")
+        self.open_types = tuple(
+            t for t in self.type_names if self.types.get(t) is None or self.types[t].open
+        )
+        self.code_types = tuple(t for t, et in p.entity_types.items() if et.codes)
+        self.handle_type = next((t for t, et in p.entity_types.items() if et.handles), None)
+        #: code types: norm(code or alias) -> canonical code (the reference table)
+        self.reference: dict[str, dict[str, str]] = {
+            t: {norm(n): e.id for e in p.entity_types[t].entities for n in (e.id, *e.aliases)}
+            for t in self.code_types
+        }
+        self.reference_names = {
+            (t, e.id): (e.id, *e.aliases)
+            for t in self.code_types
+            for e in p.entity_types[t].entities
+        }
+        #: the other types' reference entities: norm(name) -> type, norm(alias) -> entity id
+        self.vocab: dict[str, str] = {}
+        self.vocab_alias: dict[str, str] = {}
+        for t, et in p.entity_types.items():
+            if et.codes:
+                continue
+            for e in et.entities:
+                self.vocab[norm(e.id)] = t
+                for a in e.aliases:
+                    self.vocab_alias[norm(a)] = f"{t}:{norm(e.id)}"
+        for t in self.code_types:
+            for key in self.reference[t]:
+                self.vocab[key] = t
+        self.subject_types = tuple(
+            t for t in self.type_names if any(r.subject == t for r in self.relations)
+        )
+        #: the number types the pack's relations take (percent, money, duration)
+        self.number_types = frozenset(
+            r.value for r in self.relations if r.value in ("percent", "money", "duration")
+        )
+        self.text_relations = tuple(r for r in self.relations if r.value == "text")
+        self.literal_relations = frozenset(r.name for r in self.relations if r.literal)
+        self.owner_constraints = frozenset(r.name for r in self.relations if r.owner_scoped)
+        self.state_relation = p.state.relation if p.state else None
+        self.state_label = p.state.label if p.state else "state"
+        # -- requests ---------------------------------------------------------------------
+        self.intents: tuple[str, ...] = (*[i.name for i in p.intents], OTHER)
+        self.base_risk = {i.name: i.risk for i in p.intents} | {OTHER: "low"}
+        self.intent_subjects = {i.name: tuple(i.subjects) for i in p.intents}
+        self.intent_needs = {i.name: tuple(i.needs) for i in p.intents} | {OTHER: ()}
+        self.intent_descriptions = {i.name: tuple(i.descriptions) for i in p.intents}
+        self.intent_examples = {i.name: tuple(i.examples) for i in p.intents} | (
+            {OTHER: tuple(p.chatter)} if p.chatter else {}
+        )
+        self.intent_cues = {
+            i.name: re.compile(r"(?:" + rx + ")")
+            for i in p.intents
+            if (rx := words_rx(i.cues, prefix=True))
+        }
+        self.acts_for_user = frozenset(i.name for i in p.intents if i.acts_for_user)
+        #: (intent, kinds a question about only these is that intent, types that veto it)
+        self.answers = tuple(
+            (i.name, frozenset(i.answers), frozenset(i.answers_unless_naming))
+            for i in p.intents
+            if i.answers
+        )
+        esc = words_rx(p.risk_escalation)
+        self.escalate = re.compile(esc, re.IGNORECASE) if esc else None
+        # -- reader -----------------------------------------------------------------------
+        self.trust_confidence = dict(p.trust.confidence)
+        self.hedge_factor = p.trust.hedge_factor
+        self.source_tiers = dict(p.trust.sources)
+        self.decoys = words_rx(p.reader.decoys)
+        self.thresholds = words_rx(p.reader.thresholds)
+        self.not_names = frozenset(w.lower() for w in p.reader.not_names)
+        self.no_relation_examples = tuple(p.reader.no_relation_examples)
+        self.anaphor_relation = {a.lower(): r.name for r in self.relations for a in r.anaphors}
+        self.extraction_prompt = p.extraction_prompt
+
+    # -- lookups ------------------------------------------------------------------------
+    def half_life(self, relation: str, default: float = 30.0) -> float:
+        rel = self.relation_by_name.get(relation)
+        return rel.half_life_days if rel else default
+
+    def strip_code(self, symbol: str, etype: str) -> str:
+        """``XYZUSDT`` / ``XYZ-USD`` -> ``XYZ`` for a code type with those suffixes."""
+        codes = self.types[etype].codes if etype in self.types else None
+        if codes is None or not codes.suffixes:
+            return symbol
+        rx = r"[-/_ ]?(?:" + "|".join(re.escape(s) for s in codes.suffixes) + ")$"
+        base = re.sub(rx, "", symbol.strip(), flags=re.IGNORECASE)
+        return base or symbol
+
+    def intent_profile(self) -> dict[str, tuple[str, ...]]:
+        """Relations per task family: those whose kind (or name) the family needs."""
+        return {
+            intent: tuple(
+                r.name for r in self.relations if set(r.kind) & set(needs) or r.name in needs
+            )
+            for intent, needs in self.intent_needs.items()
+        }
+
+    def category_of(self, relation: str, text: str) -> str | None:
+        """The canonical category of ``relation`` expressed in ``text`` (first word found)."""
+        best: tuple[int, str] | None = None
+        low = text.lower()
+        for value, words in self.categories.get(relation, {}).items():
+            for w in words:
+                m = re.search(r"\b" + re.escape(w.lower()) + r"\b", low)
+                if m and (best is None or m.start() < best[0]):
+                    best = (m.start(), value)
+        return best[1] if best else None
 
 
-def category_of(relation: str, text: str) -> str | None:
-    """The canonical category of ``relation`` expressed in ``text`` (first phrase found), else
-    None."""
-    best: tuple[int, str] | None = None
-    low = text.lower()
-    for value, words in CATEGORIES.get(relation, {}).items():
-        for w in words:
-            m = re.search(r"\b" + re.escape(w) + r"\b", low)
-            if m and (best is None or m.start() < best[0]):
-                best = (m.start(), value)
-    return best[1] if best else None
+_COMPILED: dict[str, Lexicon] = {}
+
+
+def lexicon_for(pack: DomainPack | None = None) -> Lexicon:
+    """The compiled lexicon of ``pack`` (default: the default pack), once per process."""
+    pack = pack or default_pack()
+    key = pack_digest(pack)
+    if key not in _COMPILED:
+        _COMPILED[key] = Lexicon(pack)
+    return _COMPILED[key]
+
+
+_LEGACY = {
+    "RELATIONS": lambda lx: lx.relations,
+    "RELATION_BY_NAME": lambda lx: lx.relation_by_name,
+    "CATEGORIES": lambda lx: lx.categories,
+    "INTENT_DESCRIPTIONS": lambda lx: lx.intent_descriptions,
+    "INTENT_EXAMPLES": lambda lx: lx.intent_examples,
+    "INTENT_SUBJECTS": lambda lx: lx.intent_subjects,
+    "INTENT_NEEDS": lambda lx: lx.intent_needs,
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The old module constants, read from the default pack."""
+    if name in _LEGACY:
+        return _LEGACY[name](lexicon_for())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

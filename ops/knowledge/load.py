@@ -1,4 +1,5 @@
-"""What the InKH operators and tools read of a group: its fact graph, alias table and detector.
+"""What the InKH operators and tools read of a group: its fact graph, alias table and detector,
+all under the group's domain pack (the one it was ingested with, else the default pack).
 
 :func:`load_knowledge` lives in ``ops`` (not ``pipelines``) so that operators such as the
 wiki writer and maintenance can use it without importing a higher layer; the fact graph
@@ -13,6 +14,9 @@ from speakerflow.graphs.facts import FactGraph
 from speakerflow.graphs.knowledge import load_fact_graph
 from speakerflow.ops.knowledge.canonicalize import Canonicalizer
 from speakerflow.ops.knowledge.detect import Detector
+from speakerflow.ops.knowledge.domain.load import pack_of
+from speakerflow.ops.knowledge.domain.schema import DomainPack
+from speakerflow.ops.knowledge.lexicon import lexicon_for
 from speakerflow.ops.text.people import PersonResolver
 
 __all__ = ["load_knowledge", "people_of"]
@@ -25,10 +29,11 @@ def people_of(store: Any) -> PersonResolver | None:
 
 
 def load_knowledge(
-    store: Any, with_records: bool = True
+    store: Any, with_records: bool = True, pack: DomainPack | None = None
 ) -> tuple[FactGraph, Canonicalizer, Detector]:
-    """The group's fact cache (loaded from Kuzu once), alias table and detector."""
+    """The group's fact cache (loaded from Kuzu once), alias table and detector; ``pack``
+    overrides the group's domain pack (:func:`~.domain.load.pack_of`)."""
     fg = load_fact_graph(store, with_records=with_records)
-    canon = Canonicalizer(group_id=store.group_id)
+    canon = Canonicalizer(lexicon_for(pack_of(store, pack)), group_id=store.group_id)
     canon.load([e.model_dump() for e in fg.entities.values()])
     return fg, canon, Detector(canon.lexicon, canon.alias_table, people=people_of(store))

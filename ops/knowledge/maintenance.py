@@ -108,12 +108,13 @@ def apply_review(store, edge_id: str, decision: str, now: datetime | None = None
     return entry
 
 
-def tick(store, now: datetime | None = None, seed: int = 0) -> dict:
-    """One maintenance tick on a writable group store; returns the report."""
+def tick(store, now: datetime | None = None, seed: int = 0, pack=None) -> dict:
+    """One maintenance tick on a writable group store; returns the report. ``pack``: a domain
+    pack to read the group with instead of its own."""
     now = now or datetime.now(UTC)
     rng = random.Random(seed)
     probe = sample_probe(rng)
-    fg, canon, _ = load_knowledge(store, with_records=False)
+    fg, canon, _ = load_knowledge(store, with_records=False, pack=pack)
     eps = GovernanceConfig().epsilon
     log: list[dict[str, Any]] = []
     queue: list[dict[str, Any]] = []
@@ -122,7 +123,7 @@ def tick(store, now: datetime | None = None, seed: int = 0) -> dict:
         if (
             k.invalid_at is None
             and k.maturity != "deprecated"
-            and effective_confidence(k, now) < eps
+            and effective_confidence(k, now, lex=canon.lexicon) < eps
         ):
             if k.maturity == "proven":
                 queue.append(

@@ -1,22 +1,21 @@
-"""The general reader under the rules extractor: clauses, values, cues and prototypes.
+"""The general reader under the rules extractor: clause grammar, cues and prototypes.
 
-Nothing here knows a statement template. A clause is read in four independent steps:
+Nothing here knows a statement template or a domain. A clause is read in four independent
+steps:
 
 * **clauses**: a text is split at sentence ends, semicolons and contrastive joins
   ("..., but ...") so that each clause carries at most one claim per relation;
-* **values**: every percentage and category word in the clause is found with its position
-  and is classified *by its own left context*, not by phrase order: a value after "from",
-  "was", "previously" or "not" is the old or denied one, a value after "to", "now", "at",
-  "is" the asserted one;
+* **values**: every number and category word in the clause is found with its position and is
+  classified *by its own left context* (:mod:`.values`);
 * **cues**: scoped negation (a negator within three words before a value or relation
   phrase), endings ("behind us", "dropped", "gone", "stopped"), corrections ("typo",
   "I meant", "X not Y"), thresholds and conditions ("alerts fire past", "if ... breaches"),
-  hedges;
-* **prototypes**: when no lexicon phrase names the relation, the clause (entities masked to
-  their type, numbers to ``N``) is compared with the relation *descriptions* in
-  :mod:`.lexicon` by MiniLM cosine similarity (nearest prototype, a threshold calibrated on
-  dev data, see :data:`RELATION_THRESHOLD`). Request intents are classified the same way
-  against :data:`~.lexicon.INTENT_DESCRIPTIONS`.
+  hedges; the domain pack adds its own threshold and decoy words (:func:`patterns`);
+* **prototypes**: when no phrase of the pack names the relation, the clause (entities masked
+  to their type, numbers to ``N``) is compared with the relation *descriptions and examples*
+  of the pack by MiniLM cosine similarity (nearest prototype, a threshold calibrated on dev
+  data, see :data:`RELATION_THRESHOLD`). Request intents are classified the same way against
+  each intent's descriptions and example requests.
 
 Embeddings are memoised by masked text, so a stream that repeats a way of saying things pays
 for it once. :class:`PrototypeClassifier` takes any :class:`~.embed.Embedder`; the default is
@@ -33,18 +32,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from speakerflow.ops.knowledge.lexicon import (
-    CATEGORIES,
-    INTENT_DESCRIPTIONS,
-    INTENT_EXAMPLES,
-    RELATIONS,
-    Relation,
-)
+from speakerflow.ops.knowledge.lexicon import Lexicon, lexicon_for
 
 CLAUSE = re.compile(
     r"(?<=[.!?])\s+|;\s*|\n+|,?\s+\bbut\b\s+|,?\s+\bwhile\b\s+|,?\s+\bwhereas\b\s+|\s+-{1,2}\s+"
 )
-PERCENT = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?\s*(?:%|percent\b|pct\b)", re.IGNORECASE)
 NEGATOR = re.compile(
     r"\b(?:not|never|no|isn't|aren't|wasn't|weren't|isnt|arent|don't|doesn't|nothing|without)\b|"
     r"\bno longer\b",
@@ -63,38 +55,23 @@ ENDING = re.compile(
     r"(?:is|are) (?:done|finished)|are over)\b",
     re.IGNORECASE,
 )
-ANAPHOR = re.compile(
-    r"\b(?:that|this|the)\s+(exposure|risk|concern|worry|scare|issue|threat|strategy|trade|setup|"
-    r"approach|play)\b",
-    re.IGNORECASE,
-)
 CORRECTION = re.compile(
     r"\b(typo|correction|corrected|i meant|meant to (?:say|write|type)|my bad|fat[- ]?finger\w*|"
     r"scratch that|should (?:read|say|have said)|misspoke|mistyped|misprint\w*|misreport\w*|"
     r"data fix|erratum|amended|oops|sorry)\b",
     re.IGNORECASE,
 )
-THRESHOLD = re.compile(
-    r"\b(alerts? (?:fire|trigger|at|if|when|past|above|beyond)\w*|fires?|firing|trigger\w*|"
-    r"threshold|breach\w*|exceed\w*|past a|beyond|"
-    r"kill[- ]switch|stop[- ]?loss|automatically|limit for|margin calls?|liquidat\w* at)\b",
-    re.IGNORECASE,
+#: English of thresholds and conditions; the pack's ``reader.thresholds`` are added
+#: (:func:`patterns`)
+_THRESHOLD = (
+    r"alerts? (?:fire|trigger|at|if|when|past|above|beyond)\w*|fires?|firing|trigger\w*|"
+    r"threshold|breach\w*|exceed\w*|past a|beyond|automatically|limit for"
 )
 #: a negator that bounds a value instead of denying it: "no more than 5%", "nothing bigger than 2%",
 #: "never above 3%"
 BOUND = re.compile(
     r"\b(?:more|bigger|larger|higher|greater|less|lower|smaller|above|over|below|under|beyond|"
     r"past)\b",
-    re.IGNORECASE,
-)
-#: what a percentage next to these words is (a return, a yield, a spread, a gas or withdrawal fee,
-#: a discount, a funding rate, dominance): never the level of a relation here
-DECOY = re.compile(
-    r"\b(roi|return\w*|pnl|p&l|profits?\b|yield\w*|apy|apr|dominance|spreads?|gas|withdrawal\w*|"
-    r"network fee|"
-    r"discount\w*|rebate\w*|funding(?! arb)|interest|inflation|unlock\w*|supply|odds|chance|"
-    r"probability|"
-    r"volume|open interest|oi|price)\b",
     re.IGNORECASE,
 )
 QUESTION = re.compile(r"\?\s*$")
@@ -110,66 +87,8 @@ INTENT_THRESHOLD = 0.05
 INTENT_K = 2
 VALUE_THRESHOLD = 0.0
 VALUE_MARGIN = 0.15
-#: The market regimes described in plain words, several ways each, and what a clause naming
-#: a coin without a regime often is instead (``_none``: one day's move, a price, news, fees):
-#: exemplars of a clause with no regime word (:func:`regime_classifier`, k nearest, centred).
-REGIME_PROTOTYPES: dict[str, tuple[str, ...]] = {
-    "bullish": (
-        "the coin keeps rising",
-        "the coin is trending up",
-        "buyers are in control of the coin",
-        "the coin makes higher highs and higher lows",
-        "dips in the coin get bought",
-        "the coin rallies again",
-        "the coin is grinding higher",
-        "the coin broke out to the upside",
-        "a strong uptrend on the coin",
-    ),
-    "bearish": (
-        "the coin keeps falling",
-        "the coin is trending down",
-        "sellers are in control of the coin",
-        "the coin makes lower highs and lower lows",
-        "the coin is bleeding",
-        "the coin slides again",
-        "rallies in the coin get sold",
-        "the coin broke down",
-        "the coin is in a downtrend",
-    ),
-    "ranging": (
-        "the coin moves sideways",
-        "the coin is going nowhere",
-        "the coin chops between two levels",
-        "the coin has been flat for weeks",
-        "a tight range on the coin",
-        "no direction in the coin",
-    ),
-    "volatile": (
-        "the coin swings wildly both ways",
-        "huge candles on the coin in both directions",
-        "the coin is extremely volatile",
-        "the coin whipsaws every day",
-        "the coin's volatility is insane",
-    ),
-    "_none": (
-        "the coin's price is n",
-        "the coin is up n% today",
-        "the coin is down n% on the day",
-        "news about the coin",
-        "the coin's fee is n%",
-        "the coin's order book is deep",
-        "inflows into the coin's funds",
-        "a partnership announced for the coin",
-        "the coin's funding rate",
-        "holders of the coin",
-        "an upgrade of the coin's network",
-        "an exploit on the coin",
-        "the coin at nk",
-        "nothing to do in the coin",
-    ),
-}
-#: neighbours per label of the regime classifier
-REGIME_K = 2
+#: neighbours per label of a category-value classifier (:func:`value_classifier`)
+VALUE_K = 2
 
 
 def clauses(text: str) -> list[str]:
@@ -177,149 +96,14 @@ def clauses(text: str) -> list[str]:
     return [c.strip(" ,") for c in CLAUSE.split(text) if c and c.strip(" ,")]
 
 
-@dataclass(frozen=True)
-class Value:
-    """A value found in a clause: normalised text, span, and how its left context reads it."""
-
-    value: str
-    start: int
-    end: int
-    role: str  # "new" | "old" | "negated" | "plain"
-    relation: str | None = None  # for category words: the relation they belong to
-
-
-_OLD_WORDS = {
-    "from",
-    "was",
-    "were",
-    "previously",
-    "formerly",
-    "instead",
-    "rather",
-    "vs",
-    "vs.",
-    "versus",
-}
-_NEW_WORDS = {
-    "to",
-    "now",
-    "at",
-    "is",
-    "are",
-    "be",
-    "it's",
-    "its",
-    "reads",
-    "of",
-    "sits",
-    "stands",
-    "under",
-    "below",
-    "over",
-    "above",
-    "into",
-    "become",
-    "becomes",
-    "became",
-    "turned",
-    "went",
-    "moved",
-}
-
-
-_BREAK = re.compile(r"[,;|—–(]|\s-\s")
-
-
-def _left(clause: str, start: int, width: int) -> str:
-    """Up to ``width`` characters before ``start``, not crossing a comma, dash or bracket."""
-    left = clause[max(0, start - width) : start]
-    cuts = list(_BREAK.finditer(left))
-    return left[cuts[-1].end() :] if cuts else left
-
-
-def _role(clause: str, start: int) -> str:
-    """How the three words before a value read it: negated, old ("from", "was") or new ("to",
-    "now")."""
-    words = [w.strip(",:()'\"").lower() for w in _left(clause, start, 48).split()][-3:]
-    if NEGATOR.search(" ".join(words)) and not BOUND.search(" ".join(words)):
-        return "negated"
-    for w in reversed(words):
-        if w in _OLD_WORDS:
-            return "old"
-        if w in _NEW_WORDS:
-            return "new"
-    return "plain"
-
-
-def percents(clause: str) -> list[Value]:
-    """Every percentage in ``clause`` with its role (``"0.12 %"`` and ``"12 percent"`` read)."""
-    out = []
-    for m in PERCENT.finditer(clause):
-        num = float(re.sub(r"[^\d.+-]", "", m.group()))
-        out.append(Value(f"{num:g}%", m.start(), m.end(), _role(clause, m.start())))
-    return out
-
-
-_PASSIVE = re.compile(r"\b(?:was|were)\s+(?:\w+ly\s+)?$", re.IGNORECASE)
-_CAT_RX = [
-    (rel, val, re.compile(r"\b" + re.escape(w) + r"\b", re.IGNORECASE))
-    for rel, vals in CATEGORIES.items()
-    for val, words in vals.items()
-    for w in words
-]
-
-
-def categories(clause: str, relation: str | None = None) -> list[Value]:
-    """Category words in ``clause`` (of ``relation`` only, if given), one per span, in order."""
-    out: list[Value] = []
-    for rel, val, rx in _CAT_RX:
-        if relation is not None and rel != relation:
-            continue
-        for m in rx.finditer(clause):
-            if any(m.start() < v.end and v.start < m.end() for v in out):
-                continue
-            role = _role(clause, m.start())
-            if (
-                role == "old"
-                and _PASSIVE.search(_left(clause, m.start(), 16))
-                and re.match(r"\w+ed\b", m.group())
-            ):
-                role = "new"  # passive voice: "copying was switched off", "the trader was paused"
-            out.append(Value(val, m.start(), m.end(), role, rel))
-    return sorted(out, key=lambda v: v.start)
-
-
-def pick(values: list[Value], anchor: int = 0) -> Value | None:
-    """The asserted value: a "new" one (the last), else a plain one nearest ``anchor``; never
-    an old or negated one."""
-    new = [v for v in values if v.role == "new"]
-    if new:
-        return new[-1]
-    plain = [v for v in values if v.role == "plain"]
-    if plain:
-        return min(plain, key=lambda v: abs(v.start - anchor))
-    return None
-
-
-def negated_near(clause: str, start: int) -> bool:
-    """A negator within the three words before ``start`` (not a bound: "no more than 5%")."""
-    near = " ".join(_left(clause, start, 40).split()[-3:])
-    return bool(NEGATOR.search(near)) and not BOUND.search(near)
-
-
 # -- nearest-prototype classification -----------------------------------------------------------
 _NUM = re.compile(r"[-+]?\d+(?:\.\d+)?")
 
 
-def mask(clause: str, spans: list[tuple[int, int, str]]) -> str:
-    """``clause`` with entity spans replaced by their type word and numbers by ``N``."""
-    words = {
-        "asset": "the coin",
-        "trader": "the trader",
-        "person": "the person",
-        "strategy": "the strategy",
-        "risk": "the risk",
-    }
+def mask(clause: str, spans: list[tuple[int, int, str]], lex: Lexicon | None = None) -> str:
+    """``clause`` with entity spans replaced by their type's mask ("the coin" in the trading
+    pack; "it" for an unknown type) and numbers by ``N``."""
+    words = (lex or lexicon_for()).masks
     out, last = [], 0
     for s, e, t in sorted(spans):
         if s < last:
@@ -360,6 +144,33 @@ def constant_vectors(embedder, texts: list[str]) -> np.ndarray:
     except OSError:  # a read-only cache: encode each time, as before
         pass
     return vecs
+
+
+@dataclass(frozen=True)
+class Patterns:
+    """The reader's patterns that take words from the pack: thresholds and conditions, decoys
+    (what a percentage next to them is not) and anaphors ("that exposure")."""
+
+    threshold: re.Pattern
+    decoy: re.Pattern | None
+    anaphor: re.Pattern | None
+
+
+_PATTERNS: dict[str, Patterns] = {}
+
+
+def patterns(lex: Lexicon | None = None) -> Patterns:
+    """:class:`Patterns` of ``lex`` (default: the default pack), compiled once per pack."""
+    lex = lex or lexicon_for()
+    if lex.digest not in _PATTERNS:
+        extra = f"|{lex.thresholds}" if lex.thresholds else ""
+        nouns = "|".join(re.escape(a) for a in lex.anaphor_relation)
+        _PATTERNS[lex.digest] = Patterns(
+            re.compile(rf"\b(?:{_THRESHOLD}{extra})\b", re.IGNORECASE),
+            re.compile(rf"(?:{lex.decoys})\b", re.IGNORECASE) if lex.decoys else None,
+            re.compile(rf"\b(?:that|this|the)\s+({nouns})\b", re.IGNORECASE) if nouns else None,
+        )
+    return _PATTERNS[lex.digest]
 
 
 class PrototypeClassifier:
@@ -472,62 +283,66 @@ class ExemplarClassifier(PrototypeClassifier):
         return out
 
 
-#: What a percentage in a clause usually is when it is none of the relations: a price move,
-#: a profit or loss, a share of something. A clause nearer to this than to any candidate
-#: relation asserts nothing.
-NONE_PROTOTYPE: tuple[str, ...] = (
-    "the price of the coin went up or down by some percent today",
-    "a profit or a loss on a position, the return of a trade, ROI",
-    "a share of something, an amount, a discount or an interest rate",
-    "trading volume or open interest changed by some percent",
-    "the funding rate of the perpetual futures",
-    "the price swung several percent each way",
-    "a price deviation or spread between two sources",
-)
-
-
-def relation_prototypes(relations: tuple[Relation, ...] = RELATIONS) -> dict[str, tuple[str, ...]]:
-    protos = {r.name: r.description for r in relations if r.description}
-    protos["_none"] = NONE_PROTOTYPE
+def relation_prototypes(lex: Lexicon | None = None) -> dict[str, tuple[str, ...]]:
+    """Each relation's descriptions and example statements, and ``_none``: what a clause with a
+    number is when it states no relation (the pack's ``reader.no_relation_examples``)."""
+    lex = lex or lexicon_for()
+    protos = {r.name: r.description + r.examples for r in lex.relations if r.description}
+    if lex.no_relation_examples:
+        protos["_none"] = lex.no_relation_examples
     return protos
 
 
-_SHARED: dict[str, PrototypeClassifier] = {}
+_SHARED: dict[tuple[str, str], PrototypeClassifier] = {}
 
 
-def relation_classifier(embedder=None) -> PrototypeClassifier:
-    """The process-wide relation classifier (one MiniLM, one memo) unless ``embedder`` is given."""
+def _shared(key: tuple[str, str], make) -> PrototypeClassifier:
+    if key not in _SHARED:
+        _SHARED[key] = make()
+    return _SHARED[key]
+
+
+def relation_classifier(embedder=None, lex: Lexicon | None = None) -> PrototypeClassifier:
+    """The process-wide relation classifier of a pack (one MiniLM, one memo) unless
+    ``embedder`` is given."""
+    lex = lex or lexicon_for()
     if embedder is not None:
-        return PrototypeClassifier(relation_prototypes(), embedder)
-    if "relations" not in _SHARED:
-        _SHARED["relations"] = PrototypeClassifier(relation_prototypes())
-    return _SHARED["relations"]
+        return PrototypeClassifier(relation_prototypes(lex), embedder)
+    return _shared(("relations", lex.digest), lambda: PrototypeClassifier(relation_prototypes(lex)))
 
 
-def regime_classifier(embedder=None) -> PrototypeClassifier:
-    """The process-wide regime-value classifier: k nearest of :data:`REGIME_PROTOTYPES`
-    (centred)."""
+def value_classifier(
+    relation: str, embedder=None, lex: Lexicon | None = None
+) -> PrototypeClassifier | None:
+    """The process-wide classifier of a category relation's values said without a value word:
+    k nearest of the pack's ``value_examples`` (centred); None when the relation has none."""
+    lex = lex or lexicon_for()
+    examples = lex.value_examples.get(relation)
+    if not examples:
+        return None
+    protos = {v: tuple(ex) for v, ex in examples.items()}
     if embedder is not None:
-        return ExemplarClassifier(dict(REGIME_PROTOTYPES), embedder, REGIME_K)
-    if "regimes" not in _SHARED:
-        _SHARED["regimes"] = ExemplarClassifier(dict(REGIME_PROTOTYPES), k=REGIME_K)
-    return _SHARED["regimes"]
+        return ExemplarClassifier(protos, embedder, VALUE_K)
+    return _shared(
+        (f"values:{relation}", lex.digest), lambda: ExemplarClassifier(protos, k=VALUE_K)
+    )
 
 
-def intent_exemplars() -> dict[str, tuple[str, ...]]:
-    """Each task family's descriptions and example requests (:data:`~.lexicon.INTENT_EXAMPLES`),
-    plus ``other`` (chatter, requests for no knowledge)."""
-    out = {
-        k: tuple(INTENT_DESCRIPTIONS.get(k, ())) + tuple(INTENT_EXAMPLES.get(k, ()))
-        for k in (*INTENT_DESCRIPTIONS, *INTENT_EXAMPLES)
-    }
+def intent_exemplars(lex: Lexicon | None = None) -> dict[str, tuple[str, ...]]:
+    """Each task family's descriptions and example requests, plus ``other`` (the pack's
+    ``chatter``: requests for no knowledge)."""
+    lex = lex or lexicon_for()
+    d, ex = lex.intent_descriptions, lex.intent_examples
+    out = {k: tuple(d.get(k, ())) + tuple(ex.get(k, ())) for k in (*d, *ex)}
     return {k: v for k, v in out.items() if v}
 
 
-def intent_classifier(embedder=None, k: int = INTENT_K) -> PrototypeClassifier:
-    """The process-wide intent classifier: k nearest exemplars (:func:`intent_exemplars`)."""
+def intent_classifier(
+    embedder=None, k: int = INTENT_K, lex: Lexicon | None = None
+) -> PrototypeClassifier:
+    """The process-wide intent classifier of a pack: k nearest exemplars
+    (:func:`intent_exemplars`)."""
+    lex = lex or lexicon_for()
     if embedder is not None:
-        return ExemplarClassifier(intent_exemplars(), embedder, k)
-    if "intents" not in _SHARED:
-        _SHARED["intents"] = ExemplarClassifier(intent_exemplars(), k=k)
-    return _SHARED["intents"]
+        return ExemplarClassifier(intent_exemplars(lex), embedder, k)
+    return _shared(("intents", lex.digest), lambda: ExemplarClassifier(intent_exemplars(lex), k=k))

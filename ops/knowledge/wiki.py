@@ -131,7 +131,7 @@ class WikiConfig(OperatorConfig):
 class Wiki(Operator):
     """Any table (a trigger, e.g. the facts a run wrote) -> the group's wiki, rebuilt from its
     graph by :func:`write_wiki`: one row per page written (``page``: ``index`` or the entity's
-    page name such as ``asset--BTC``; ``path``). Stats: ``pages``."""
+    page name such as ``<type>--<id>``; ``path``). Stats: ``pages``."""
 
     name = "wiki"
     consumes = ()

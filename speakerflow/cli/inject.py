@@ -20,6 +20,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--hops", type=int, default=2, help="graph hops around the event's entities (default 2)"
     )
+    p.add_argument(
+        "--domain",
+        default=None,
+        metavar="PACK",
+        help="read the request with this domain pack (default: the one the group was ingested "
+        "with, else trading)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     add_home(p)
     p.set_defaults(func=run)
@@ -27,15 +34,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from speakerflow.memory import inject_context
+    from speakerflow.ops.knowledge.domain.load import load_pack
     from speakerflow.ops.knowledge.load import load_knowledge
     from speakerflow.ops.knowledge.reader import intent_classifier
 
-    with loading("the injector's intent classifier (MiniLM)"):
-        intent_classifier().best("warm up")
+    pack = load_pack(args.domain) if args.domain else None
     with home_of(args).open(args.group, writable=False) as store:
-        wc = inject_context(
-            load_knowledge(store), args.event, args.user, budget=args.budget, hops=args.hops
-        )
+        knowledge = load_knowledge(store, pack=pack)
+        with loading("the injector's intent classifier (MiniLM)"):
+            intent_classifier(lex=knowledge[1].lexicon).best("warm up")
+        wc = inject_context(knowledge, args.event, args.user, budget=args.budget, hops=args.hops)
     if args.json:
         print_json(wc.as_dict())
     else:

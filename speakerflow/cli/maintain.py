@@ -28,14 +28,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--backend", default="rules", help="extraction backend: rules or a chat backend kind"
     )
+    p.add_argument(
+        "--domain",
+        default=None,
+        metavar="PACK",
+        help="domain pack to read the group(s) with from now on (recorded, as ingest --domain "
+        "does; default: each group's own, else trading)",
+    )
     add_json(p)
     add_home(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from speakerflow.ops.knowledge.domain.load import load_pack, record_pack
     from speakerflow.ops.knowledge.maintenance import apply_review, tick
     from speakerflow.pipelines.entity_path import build_entity_graph
+
+    pack = load_pack(args.domain) if args.domain else None
 
     now = datetime.fromisoformat(args.now) if args.now else None
     now = now.replace(tzinfo=UTC) if now is not None and now.tzinfo is None else now
@@ -53,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for gid in [args.group] if args.group else home.groups():
         with home.open(gid, writable=True) as store:
+            if pack is not None:
+                record_pack(store, pack)
             out[gid] = {
                 "entity_path": build_entity_graph(store, backend=args.backend),
                 "tick": tick(store, now=now, seed=args.seed),

@@ -72,7 +72,8 @@ def test_rumour_never_becomes_current_over_first_hand_nor_sets_market_state():
         "tool_observation",
         tier=3,
     )
-    assert d.fg.regime("asset:ETH") == "bearish"  # what decay's regime term and the header read
+    # what decay's regime term and the header read
+    assert d.fg.regime("asset:ETH", relation="regime") == "bearish"
     wc = d.inject("Market read on ETH please, what's the trend?", user="ana")
     head = wc.lines[0].text
     assert "ETH bearish" in head and "bullish" not in head

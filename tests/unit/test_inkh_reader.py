@@ -1,14 +1,8 @@
-"""The general reader's pieces (ops/knowledge/reader.py) on sentences written for this test."""
+"""The general reader's pieces (ops/knowledge/reader.py, values.py) on sentences written for
+this test."""
 
-from speakerflow.ops.knowledge.reader import (
-    PrototypeClassifier,
-    categories,
-    clauses,
-    mask,
-    negated_near,
-    percents,
-    pick,
-)
+from speakerflow.ops.knowledge.reader import PrototypeClassifier, clauses, mask
+from speakerflow.ops.knowledge.values import categories, negated_near, percents, pick
 from speakerflow.ops.text.embed import HashingEmbedder
 
 
