@@ -44,7 +44,5 @@ PACKAGES, PACKAGE_DIR = _packages()
 setup(
     packages=PACKAGES,
     package_dir=PACKAGE_DIR,
-    package_data={p: ["*"] for p in PACKAGES if p.startswith("speakerflow.data")}
-    # the harness's frozen held-out phrasings (benchmarks/harness/generator.py reads them)
-    | {"speakerflow.benchmarks.harness": ["*.json"]},
+    package_data={p: ["*"] for p in PACKAGES if p.startswith("speakerflow.data")},
 )
