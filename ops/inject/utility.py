@@ -12,7 +12,8 @@ Noise``
 * Struct: 1 if the item's subject was mentioned, 0.7 if its object was, else 0.4 (reached by a hop);
 * Mat: deprecated 0, candidate 0.4, verified 0.7, proven 1;
 * Fresh: the time part of the decay ``exp(-ln2/half_life * days)``;
-* Regime: ``exp(-gamma * dist(regime(k), current regime of its subject))``;
+* Regime (the ``state`` term): ``exp(-gamma * dist(regime(k), current state of its subject))``,
+  the state being the value of the domain pack's state relation;
 * Trust: tier 1 -> 1, 2 -> 0.7, 3 -> 0.4;
 * Noise: ``max(0, (noise_floor - confidence) / noise_floor)`` (hedged or hearsay items).
 
@@ -114,7 +115,7 @@ class UtilityScorer:
             "struct": struct,
             "mat": MAT_SCORE[item.maturity],
             "fresh": math.exp(-lam * days),
-            "regime": math.exp(-cfg.gamma * regime_distance(item.regime_tag, regime_now)),
+            "state": math.exp(-cfg.gamma * regime_distance(item.regime_tag, regime_now)),
             "trust": TRUST_SCORE.get(item.trust_tier, 0.4),
             "noise": max(0.0, (cfg.noise_floor - item.confidence) / cfg.noise_floor),
         }

@@ -15,7 +15,7 @@ from speakerflow.ops.knowledge.lexicon import Lexicon
 class Candidate:
     """One extracted fact before upsert.
 
-    ``value`` is the normalised value (``"0.12%"``, ``"bearish"``) or, for entity-valued
+    ``value`` is the normalised value (``"0.12%"``, a category value) or, for entity-valued
     relations, the object entity id. ``op`` is ``"assert"`` (a value holds from
     ``valid_at``), ``"end"`` (the slot's value stops holding, no new value: "that exposure is
     gone") or ``"correct"`` (``value`` replaces the value ``replaces`` that the same

@@ -12,7 +12,7 @@
 >>> t0 = datetime(2026, 1, 1, tzinfo=UTC)
 >>> round(decay(t0 + timedelta(days=30), t0, half_life_days=30.0), 3)   # one half-life
 0.5
->>> round(decay(t0, t0, 30.0, "bullish", "bearish", gamma=0.5), 4)       # regime mismatch
+>>> round(decay(t0, t0, 30.0, "up", "flat", gamma=0.5), 4)           # another state now
 0.6065
 """
 

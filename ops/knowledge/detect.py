@@ -111,7 +111,7 @@ def english_words() -> frozenset[str]:
 
 
 def is_word(w: str) -> bool:
-    """``w`` or its stem ("chopping" -> "chop", "liquidations" -> "liquidation") is an English
+    """``w`` or its stem ("chopping" -> "chop", "operations" -> "operation") is an English
     word."""
     words = english_words()
     if not words or w in words:
@@ -321,7 +321,7 @@ class Detector:
             add(Mention(m.group(), "unknown", m.start(), m.end(), None, fuzzy=True))
         found.sort(key=lambda m: m.start)
         # words inside entity names say nothing about the request ("@trend_owl" is no regime
-        # question, "dca_dad" no DCA order): cues and aspects are read with the names blanked
+        # question, "buy_the_dip_bob" no order): cues and aspects are read with the names blanked
         plain = _blank(text, [(m.start, m.end) for m in found if not m.fuzzy])
         aspects = set()
         spans = []

@@ -52,7 +52,7 @@ from speakerflow.ops.knowledge.reader import (
 from speakerflow.ops.knowledge.values import categories, negated_near
 
 __all__ = ["CANDIDATE_SCHEMA", "Candidate", "Event", "ExtractKnowledge", "KnowledgeExtractor"]
-#: "ditched funding arb for market making": what follows an ending names the replacement
+#: "dropped the old approach for a new one": what follows an ending names the replacement
 _FOR = re.compile(r"\b(?:for|to|into|in favou?r of)\s+(?:\w+\s+){0,2}$")
 
 
@@ -262,7 +262,7 @@ class KnowledgeExtractor(ValueClaims):
                     and m.start > seg[0] + end_cue.end()
                     and any(o_m.start < m.start and seg[0] <= o_m.start for o_m, _o in objs)
                 ):
-                    # "ditched funding arb for market making": the second one replaces the first
+                    # "dropped X for Y": the second one replaces the first
                     end_cue = None
                 if end_cue or neg:
                     out.append(self.candidate(ev, subject, rel, obj, clause, op="end"))

@@ -112,7 +112,7 @@ class ValueClaims:
             if ph is None and not rel.value_cues:
                 continue
             if any(s <= v.start and v.end <= e for s, e in ended):
-                continue  # "she stopped running the basis trade": the word is that ending's
+                continue  # "she stopped running X": the word is that ending's
             claims[rel.name] = (rel, ph.start() if ph else v.start, None)
         for rel in self.lex.text_relations:
             rx = self._phrase_of(rel)

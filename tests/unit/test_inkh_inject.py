@@ -27,7 +27,7 @@ def test_score_is_the_weighted_sum_of_its_terms():
             "struct": 1.0,
             "mat": 0.7,
             "fresh": 2**-0.5,
-            "regime": 0.60653066,
+            "state": 0.60653066,
             "trust": 0.7,
             "noise": 0.5,
         }

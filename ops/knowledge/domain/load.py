@@ -127,7 +127,7 @@ def parse_pack(text: str, file: str = "<pack>") -> DomainPack:
 def _error(file: str, data: Any, node: Any, loc: tuple, message: str) -> PackError:
     """A :class:`PackError` for ``loc``: the entry is the list item (with its name or id) or
     mapping entry the error is in (``relations[3] (fee)``, ``entity_types.asset``), the field
-    the rest of the path (``values.bullish``); the line is the YAML node's."""
+    the rest of the path (``values.<value>``); the line is the YAML node's."""
     ints = [i for i, k in enumerate(loc) if isinstance(k, int)]
     if ints and loc[0] == "entity_types" and len(loc) > 3 and ints[0] == 3:
         cut = 3  # an entity of a type: entity_types.asset.entities[2]
