@@ -597,8 +597,9 @@ class Memory:
         #: (the server does; off by default: it costs a Kuzu read per write)
         self.snapshot_knowledge = False
         #: called as ``on_publish(store, snapshot)`` after each new read snapshot (the group's
-        #: lock held): the server's writer process publishes it to its reader processes
-        self.on_publish: Callable[[GroupStore, ReadSnapshot], None] | None = None
+        #: lock held; ``snapshot`` None for a group past the ANN threshold, read under the
+        #: lock): the server's writer process publishes it to its reader processes
+        self.on_publish: Callable[[GroupStore, ReadSnapshot | None], None] | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
@@ -786,13 +787,13 @@ class Memory:
         if not empty:
             tell(phase="embedding")
             self._warm(store)
-        if (
-            not self.snapshot_reads
-            or self.read_only
-            or store.in_memory
-            or store.messages().num_rows >= ann.THRESHOLD
-        ):
+        if not self.snapshot_reads or self.read_only or store.in_memory:
             g.snapshot = None
+            return None
+        if store.messages().num_rows >= ann.THRESHOLD:
+            g.snapshot = None
+            if self.on_publish is not None:
+                self.on_publish(store, None)  # no snapshot: its reads go to this process
             return None
         tell(phase="snapshot")
         if g.reader is None and not empty:

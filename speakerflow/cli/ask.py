@@ -82,9 +82,13 @@ def warm_up(store, config, group: str) -> None:
     embedder = embedder_for(config)
     if embedder is None:
         return
+    missing = unembedded_messages(store, embedder)
+    if not missing and hasattr(embedder, "threads"):
+        # MiniLM on onnxruntime: a question and its evidence are small encodes, so one
+        # one-thread model session serves them all (not a second, many-thread one to load)
+        embedder.threads = 1
     with loading(f"the embedder {embedder.name}"):
         embedder.encode(["warm up"])
-    missing = unembedded_messages(store, embedder)
     if not missing:
         return
     print(

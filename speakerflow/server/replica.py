@@ -42,6 +42,8 @@ from .app import SnapshotUnavailableError
 log = logging.getLogger("speakerflow.server")
 
 FOLDER = "snapshot"
+#: what :meth:`ReplicaMemory._load` returns for a group whose reads the writer serves
+FORWARD = object()
 MANIFEST = "manifest.json"
 RETRACTED = "manifest.retracted"
 
@@ -56,11 +58,18 @@ class SnapshotPublisher:
     """The writer process's side: :meth:`publish` is :attr:`Memory.on_publish` (called with
     the group's lock held, so no append runs between the snapshot and its files)."""
 
-    def publish(self, store: GroupStore, snap: ReadSnapshot) -> None:
+    def publish(self, store: GroupStore, snap: ReadSnapshot | None) -> None:
+        """Write ``snap``'s files and manifest; ``None`` (a group past the ANN threshold,
+        which has no snapshot): a manifest that sends the group's reads to the writer."""
         folder = Path(store.root) / FOLDER
         folder.mkdir(exist_ok=True)
         old = _read_manifest(folder / MANIFEST) or _read_manifest(folder / RETRACTED) or {}
         seq = int(old.get("seq", 0)) + 1
+        if snap is None:
+            forward = {"seq": seq, "group": store.group_id, "forward": True}
+            _replace(folder / MANIFEST, json.dumps(forward).encode())
+            (folder / RETRACTED).unlink(missing_ok=True)
+            return
         records = f"records-{seq}.parquet"
         pq.write_table(snap.records(), folder / f".{records}.tmp")
         (folder / f".{records}.tmp").replace(folder / records)
@@ -151,6 +160,7 @@ class _Loaded:
 
     def __init__(self) -> None:
         self.snapshot: ReadSnapshot | None = None
+        self.forward = False  # the writer keeps this group's reads (past the ANN threshold)
         self.key: tuple | None = None
         self.parts: dict[str, tuple[tuple, pa.Table]] = {}
         self.vectors: dict[str, tuple[tuple, dict[str, np.ndarray]]] = {}
@@ -162,7 +172,9 @@ class ReplicaMemory(Memory):
     ``search``, ``memory``, ``inject``, ``stats``) runs on the group's snapshot as the writer
     process last published it; nothing is opened for writing and no store lock is taken.
     A group not loaded yet is loaded on first use, waiting up to ``wait_s`` for its first
-    snapshot (then :class:`SnapshotUnavailableError`); :meth:`start` runs the poller."""
+    snapshot (then :class:`SnapshotUnavailableError`); :meth:`start` runs the poller. A
+    group the writer reads itself (past the ANN threshold: :meth:`forwarded`) has no
+    snapshot here; the reader's app forwards its reads."""
 
     def __init__(
         self,
@@ -207,9 +219,27 @@ class ReplicaMemory(Memory):
     def exists(self, group: str) -> bool:
         return self.home.group_path(group).exists()
 
+    def forwarded(self, group: str) -> bool:
+        """Whether the writer process serves this group's reads (its manifest says so; a
+        loaded group's flag is kept current by the poller, another's manifest is read)."""
+        loaded = self._loaded.get(group)
+        if loaded is not None and loaded.key is not None:
+            return loaded.forward
+        try:
+            check_group_id(group)
+        except ValueError:
+            return False
+        manifest = _read_manifest(self.home.group_path(group) / FOLDER / MANIFEST)
+        return bool(manifest and manifest.get("forward"))
+
     def published_groups(self) -> list[str]:
         """The groups of the home with a published snapshot (what a reader warms)."""
-        return [g for g in self.groups() if (self.home.group_path(g) / FOLDER / MANIFEST).exists()]
+        out = []
+        for g in self.groups():
+            manifest = _read_manifest(self.home.group_path(g) / FOLDER / MANIFEST)
+            if manifest is not None and not manifest.get("forward"):
+                out.append(g)
+        return out
 
     # -- snapshots ------------------------------------------------------------------------
     def current_snapshot(self, group: str) -> ReadSnapshot | None:
@@ -229,6 +259,10 @@ class ReplicaMemory(Memory):
             snap = self._refresh(group)
             if snap is not None:
                 return snap
+            if self._loaded[group].forward:
+                raise SnapshotUnavailableError(
+                    f"group {group!r} is read by the writer process (past the ANN threshold)"
+                )
             if time.monotonic() >= deadline:
                 raise SnapshotUnavailableError(
                     f"group {group!r}: no read snapshot published yet (its first write is "
@@ -246,7 +280,7 @@ class ReplicaMemory(Memory):
         except FileNotFoundError:
             loaded.snapshot, loaded.key = None, None  # retracted (a forget) or never written
             return None
-        if key == loaded.key and loaded.snapshot is not None:
+        if key == loaded.key and (loaded.snapshot is not None or loaded.forward):
             return loaded.snapshot
         for attempt in range(5):  # a forget or a merge may change files between two reads
             try:
@@ -257,20 +291,25 @@ class ReplicaMemory(Memory):
                     return loaded.snapshot
                 time.sleep(0.05)
                 continue
+            if snap is FORWARD:
+                loaded.snapshot, loaded.key, loaded.forward = None, key, True
+                return None
             if snap is None:
                 return None
-            loaded.snapshot, loaded.key = snap, key
+            loaded.snapshot, loaded.key, loaded.forward = snap, key, False
             self.loads += 1
             return snap
         return loaded.snapshot
 
-    def _load(self, root: Path, loaded: _Loaded) -> ReadSnapshot | None:
+    def _load(self, root: Path, loaded: _Loaded) -> Any:
         from speakerflow.graphs.text_index import TantivyIndex
 
         folder = root / FOLDER
         manifest = _read_manifest(folder / MANIFEST)
         if manifest is None:
             return None
+        if manifest.get("forward"):
+            return FORWARD
         tables = []
         for name in manifest["parts"]:
             path = root / "messages" / name

@@ -72,7 +72,8 @@ def warm_up(
     max_groups: int | None = None,
     groups: list[str] | None = None,
 ) -> Warmth:
-    """Load, in order: the embedder (one question encoded), the read snapshot of each
+    """Load, in order: the embedder (a question and a batch encoded: both sessions of
+    MiniLM on onnxruntime where they differ), the read snapshot of each
     existing group (or of ``groups``; at most ``max_groups``, default the memory's
     ``max_open``; the query
     path's caches are built on it), and the injector (the InKH intent classifier every
@@ -87,7 +88,8 @@ def warm_up(
     if emb is not None:
         say(f"speakerflow {warmth.role}: loading the embedder {emb.name} ...")
         t0 = time.perf_counter()
-        emb.encode(["warm up"])
+        emb.encode(["warm up"])  # a question: the one-text session
+        emb.encode([f"warm up {i}" for i in range(8)])  # evidence and new rows: the many-text one
         warmth.embedder_s = round(time.perf_counter() - t0, 2)
     names = (memory.groups() if groups is None else groups)[
         : max_groups if max_groups is not None else memory.max_open

@@ -37,6 +37,7 @@ from typing import Any, cast
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
+from starlette.middleware import Middleware
 
 from .access import Access, ConfigError, error_body
 from .app import add_read_routes, add_write_routes, base_app, json_response
@@ -59,6 +60,8 @@ HOP_HEADERS = frozenset(
         "server",
     }
 )
+#: the read routes of a group a reader forwards when the writer reads the group itself
+READ_ROUTES = frozenset({"ask", "search", "memory", "inject"})
 #: the routes a reader forwards to the writer process
 FORWARDED = (
     ("/v1/groups/{group}/messages", ["POST"]),
@@ -148,11 +151,35 @@ def create_reader_app(
 
     for path, methods in FORWARDED:
         app.add_api_route(path, forward, methods=methods, include_in_schema=False)
+    # inside the guard (appended: the guard stays the outermost middleware)
+    app.user_middleware.append(Middleware(ForwardedGroups, replica=replica, forward=forward))
     doc = FastAPI(title=app.title, version=app.version, description=app.description)
     add_read_routes(doc, cast(Any, None))  # the routes' declarations only: never called
     add_write_routes(doc, cast(Any, None), cast(Any, None))
     app.openapi = doc.openapi  # type: ignore[method-assign]
     return app
+
+
+class ForwardedGroups:
+    """ASGI middleware of a reader (inside the guard): the reads of a group the writer
+    process reads itself (past the ANN threshold, where no snapshot is published) are
+    forwarded to it as they came."""
+
+    def __init__(self, app: Any, replica: Any, forward: Any):
+        self.app, self.replica, self.forward = app, replica, forward
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            parts = scope["path"].split("/")
+            if (
+                len(parts) == 5
+                and parts[1:3] == ["v1", "groups"]
+                and parts[4] in READ_ROUTES
+                and self.replica.forwarded(parts[3])
+            ):
+                response = await self.forward(Request(scope, receive))
+                return await response(scope, receive, send)
+        return await self.app(scope, receive, send)
 
 
 # -- the child processes -----------------------------------------------------------------
