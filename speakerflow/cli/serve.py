@@ -168,6 +168,13 @@ def add_bench(bsub: argparse._SubParsersAction) -> None:
     f.add_argument("--out", default=None, help="write the report JSON here")
     f.add_argument("--json", action="store_true", help="print the report as JSON")
     f.set_defaults(func=run_first_ask)
+    o = bsub.add_parser(
+        "serve-overhead", help="CPU per request of the HTTP app, per route, in one process"
+    )
+    o.add_argument("--requests", type=int, default=300, help="requests per route and round")
+    o.add_argument("--rounds", type=int, default=3, help="rounds (the median is reported)")
+    o.add_argument("--out", default=None, help="write the report JSON here")
+    o.set_defaults(func=run_overhead)
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -215,6 +222,16 @@ def run_first_ask(args: argparse.Namespace) -> int:
     if args.out:
         Path(args.out).write_text(text + "\n")
     print(text if args.json else format_report(report))
+    return 0
+
+
+def run_overhead(args: argparse.Namespace) -> int:
+    from speakerflow.server.overhead import run
+
+    text = json.dumps(run(args.requests, args.rounds), indent=2)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    print(text)
     return 0
 
 

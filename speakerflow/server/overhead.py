@@ -1,21 +1,20 @@
-"""``python -m speakerflow.benchmarks.serve_overhead``: CPU per request of the HTTP app, per
-route, in one process: the ASGI app called through httpx's ASGI transport (the guard,
-routing, validation, the handler, rendering; no sockets), one request at a time, on a group
-of the bundled sample (hashing embedder, so no model time is counted). ``/healthz`` and
-``/status`` are nearly all framework; ``/memory`` and ``/search`` add rendering their rows;
-``/ask`` repeats one question (its vector memoised), so it is the query path plus the
+"""``speakerflow bench serve-overhead``: CPU per request of the HTTP app, per route, in one
+process (it lives beside the app, which the benchmarks layer may not import): the ASGI app
+called through httpx's ASGI transport (the guard, routing, validation, the handler,
+rendering; no sockets; the client's own CPU is counted too), one request at a time, on a
+group of the bundled sample (hashing embedder, so no model time is counted). ``/healthz``
+and ``/status`` are nearly all framework; ``/memory`` and ``/search`` add rendering their
+rows; ``/ask`` repeats one question (its vector memoised), so it is the query path plus the
 framework. CPU is ``time.process_time`` (all threads), so the load of the machine changes
 it little.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from typing import Any
@@ -23,8 +22,10 @@ from typing import Any
 import httpx
 
 from speakerflow.memory import Memory
-from speakerflow.server import Access, create_app
 from speakerflow.settings import BUNDLED_SAMPLE
+
+from .access import Access
+from .app import create_app
 
 KEY = "bench-overhead-key"
 ROUTES = {
@@ -83,22 +84,3 @@ def run(requests: int = 300, rounds: int = 3) -> dict[str, Any]:
         "load_avg_1m": [round(load, 1), round(os.getloadavg()[0], 1)],
         "routes": routes,
     }
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--requests", type=int, default=300, help="requests per route and round")
-    p.add_argument("--rounds", type=int, default=3, help="rounds (the median is reported)")
-    p.add_argument("--out", default=None, help="write the report JSON here")
-    args = p.parse_args(argv)
-    report = run(args.requests, args.rounds)
-    text = json.dumps(report, indent=2)
-    if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text + "\n")
-    print(text)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
