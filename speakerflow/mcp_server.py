@@ -133,6 +133,17 @@ def build_server(memory: Memory, access: Any = None) -> MCPServer:
 
 
 def run_stdio(home: str | None, embedder: str = "minilm", writer: str = "rules") -> None:
-    """Serve over stdin/stdout until the client closes the connection."""
+    """Serve over stdin/stdout until the client closes the connection. What the first tool
+    calls need (the embedder, each group's read snapshot and knowledge, the injector) is
+    loaded meanwhile in a background thread, saying so on stderr
+    (:func:`speakerflow.memory.warm_up`), so the client's handshake does not wait."""
+    import threading
+
+    from speakerflow.memory import Warmth, warm_up
+
     with Memory(home=home, embedder=embedder, writer=writer) as memory:
+        memory.snapshot_knowledge = True  # inject reads the snapshot's knowledge
+        threading.Thread(
+            target=warm_up, args=(memory, Warmth(role="mcp")), name="speakerflow-warm", daemon=True
+        ).start()
         build_server(memory).run("stdio")

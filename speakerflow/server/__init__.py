@@ -29,7 +29,7 @@ stores and publishes each new read snapshot to disk (:mod:`speakerflow.server.re
 the readers serve reads from the latest published snapshot and forward writes.
 
 Modules: :mod:`~speakerflow.server.access` (keys and the guard), :mod:`~.app` (routes),
-:mod:`~.models` (bodies), :mod:`~.warm` (loaded before ready), :mod:`~.write_queue`,
+:mod:`~.models` (bodies), :mod:`~.write_queue`, :mod:`~.overhead` (a benchmark),
 :mod:`~.replica`, :mod:`~.workers`.
 """
 

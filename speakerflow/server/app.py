@@ -25,7 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from speakerflow import __version__
 from speakerflow.graphs import GroupBusyError
-from speakerflow.memory import GroupNotFoundError, Memory
+from speakerflow.memory import GroupNotFoundError, Memory, Warmth, warm_up
 from speakerflow.schemas import LAYERS
 
 from .access import Access, Guard, error_body
@@ -38,7 +38,6 @@ from .models import (
     IngestOut,
     InjectIn,
 )
-from .warm import Warmth, set_embedder_threads, warm_up
 from .write_queue import WriteQueue
 
 log = logging.getLogger("speakerflow.server")
@@ -52,6 +51,20 @@ BEARER = HTTPBearer(auto_error=False, description="an API key from SPEAKERFLOW_A
 class SnapshotUnavailableError(RuntimeError):
     """A reader process has no published snapshot of the group yet (or the writer is
     rewriting it after a forget): answered 503, retry shortly."""
+
+
+def set_embedder_threads(memory: Memory, threads: int | None) -> None:
+    """Intra-op threads of the process embedder's many-text calls (``None``: the runtime's
+    default): MiniLM on onnxruntime, or torch's for the torch model."""
+    if not threads or memory.embedder is None:
+        return
+    inner = getattr(memory.embedder, "inner", memory.embedder)
+    if hasattr(inner, "threads"):  # MiniLM on onnxruntime: its many-text session
+        inner.threads = threads
+    elif memory.config.embedder.startswith("minilm"):
+        import torch
+
+        torch.set_num_threads(threads)
 
 
 def _key(_: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)]) -> None:
@@ -311,7 +324,7 @@ def create_app(
     thread against ~1.3 s with two); with MiniLM on onnxruntime it is the intra-op threads
     of its many-text session (questions and small batches already run on one). ``None``
     leaves the runtime's default. ``warm``: load what the first requests need before the
-    app starts serving (:func:`~speakerflow.server.warm.warm_up`; ``/healthz`` says what).
+    app starts serving (:func:`~speakerflow.memory.warm_up`; ``/healthz`` says what).
     ``mcp``: also serve the MCP tools at ``/mcp`` (streamable HTTP, stateless; each tool
     call checks the key against the group it names); ``host`` is where the server listens
     (for the MCP transport's DNS-rebinding protection on loopback). ``ask_threads``: asks

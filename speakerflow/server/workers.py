@@ -39,9 +39,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from starlette.middleware import Middleware
 
+from speakerflow.memory import Warmth, warm_up
+
 from .access import Access, ConfigError, error_body
-from .app import add_read_routes, add_write_routes, base_app, json_response
-from .warm import Warmth, set_embedder_threads, warm_up
+from .app import add_read_routes, add_write_routes, base_app, json_response, set_embedder_threads
 
 #: request and response headers a proxy does not pass on (RFC 9110 hop-by-hop, and the
 #: ones the forwarding connection sets itself)

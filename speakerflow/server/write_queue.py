@@ -14,9 +14,6 @@ from typing import Any, Literal
 
 log = logging.getLogger("speakerflow.server")
 
-#: what ``status`` says of a group's background write
-STATES = ("queued", "running", "idle", "failed")
-
 
 def lower_thread_priority(nice: int) -> None:
     """Raise the calling thread's nice value by ``nice`` (Linux, where the nice value is per
@@ -170,11 +167,6 @@ class WriteQueue:
                 st["progress"] = dict(st["progress"])
         st.pop("again", None)
         return st
-
-    def busy(self) -> bool:
-        """Whether any group has a queued or running write."""
-        with self._lock:
-            return any(s["state"] in ("queued", "running") for s in self._state.values())
 
     def wait_idle(self, timeout: float = 60.0) -> bool:
         """Block until no group has a queued or running write (tests, shutdown)."""
