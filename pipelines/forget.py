@@ -1,7 +1,8 @@
 """Forget a person, some messages or a whole group, and rebuild the group's wiki pages.
 
 :func:`forget_group` is :func:`speakerflow.graphs.forget.forget` (every copy of the
-messages, cascaded to records, facts, roster, caches; crash-safe) plus the wiki: pages
+messages, cascaded to records, facts, roster, caches; crash-safe) plus the copies made for
+readers, removed (``<group>/snapshot/``, :data:`SNAPSHOT_DIRNAME`), and the wiki: pages
 under ``<home>/wiki/<group>/`` (where the Dagster ``wiki_pages`` asset writes them) and
 any folder passed in ``wiki_dirs`` are removed and rebuilt from what is left, so no page
 keeps forgotten text.
@@ -18,6 +19,7 @@ keeps forgotten text.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -25,6 +27,10 @@ from typing import Any, Literal
 from speakerflow.graphs.forget import ForgetReport, forget
 
 WIKI_DIRNAME = "wiki"
+#: ``<group>/snapshot/``: the read snapshot a server's writer process publishes for its
+#: reader processes (``speakerflow.server.replica``); a forget removes it (it is a copy of
+#: the records and facts), and the writer publishes the group anew
+SNAPSHOT_DIRNAME = "snapshot"
 
 
 def default_wiki_dir(store: Any) -> Path | None:
@@ -119,6 +125,9 @@ def forget_group(
     rebuilt = []
     if not dry_run:
         from speakerflow.ops.knowledge.wiki import write_wiki
+
+        if not store.in_memory:
+            shutil.rmtree(Path(store.root) / SNAPSHOT_DIRNAME, ignore_errors=True)
 
         for d in dirs:
             if d.exists():

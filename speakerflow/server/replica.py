@@ -35,13 +35,14 @@ import pyarrow.parquet as pq
 from speakerflow.graphs import GroupStore, check_group_id
 from speakerflow.graphs.store import MESSAGE_ORDER
 from speakerflow.memory import GroupNotFoundError, Memory, ReadSnapshot
+from speakerflow.pipelines.forget import SNAPSHOT_DIRNAME
 from speakerflow.schemas import MESSAGE_SCHEMA
 
 from .app import SnapshotUnavailableError
 
 log = logging.getLogger("speakerflow.server")
 
-FOLDER = "snapshot"
+FOLDER = SNAPSHOT_DIRNAME
 #: what :meth:`ReplicaMemory._load` returns for a group whose reads the writer serves
 FORWARD = object()
 MANIFEST = "manifest.json"

@@ -55,6 +55,9 @@ def test_a_replica_answers_as_the_writer_from_the_published_files(tmp_path):
         assert replica.current_snapshot("team") is None
         writer.forget("team", message_ids=["late-1"])
         writer.snapshot("team")
+        # no file of a snapshot from before the forget is left (they held its records)
+        names = sorted(p.name for p in (folder / "snapshot").iterdir())
+        assert names == ["knowledge-1.pkl", MANIFEST, "records-1.parquet"], names
         replica._refresh("team")
         assert [h.msg_id for h in replica.search("team", "zeppelin")] == []
         assert replica.stats("team")["messages"] == len(ROWS)
