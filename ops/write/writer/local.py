@@ -65,7 +65,9 @@ def backend_kind(model: str, choice: str = "auto") -> str:
 
 
 class LocalWriter:
-    """A :class:`~speakerflow.ops.write.interfaces.WriterBackend` on a local model (see the module docstring).
+    """A :class:`~speakerflow.ops.write.interfaces.WriterBackend` on a local model.
+
+    See the module docstring.
 
     Counters over the writer's life: ``windows``, ``parse_errors`` (windows whose reply was
     unusable), ``repairs`` (JSON repairs by kind), ``generate_s`` (seconds in generation) and
