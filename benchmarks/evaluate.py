@@ -38,6 +38,7 @@ import re
 import sys
 import tempfile
 import time
+from typing import Any
 
 import numpy as np
 from tqdm import tqdm
@@ -151,9 +152,15 @@ def _baseline(store, question: str, system: str, depth: int, config: QueryConfig
 
 
 def _prepare(
-    data: QAData, home: Home, system: str, config: QueryConfig, progress: bool = False
+    data: QAData,
+    home: Home,
+    system: str,
+    config: QueryConfig,
+    progress: bool = False,
+    writer: Any = "rules",
 ) -> dict[str, float]:
-    """Ingest, write (speakerflow) and cache embeddings; returns seconds per step."""
+    """Ingest, write (speakerflow, with ``writer``) and cache embeddings; returns seconds per
+    step."""
     seconds = {"ingest": 0.0, "write": 0.0, "embed": 0.0}
     embedder = embedder_for(config) if system not in LEXICAL else None
     for gid, table in tqdm(
@@ -166,7 +173,7 @@ def _prepare(
             if system == "speakerflow":
                 from speakerflow.pipelines.write_path import write_group
 
-                write_group(store, "rules", progress=False)
+                write_group(store, writer, progress=False)
             t2 = time.perf_counter()
             if embedder is not None:
                 warm_message_embeddings(
@@ -194,6 +201,7 @@ def run_eval(
     config: QueryConfig | None = None,
     groups=None,
     progress: bool = False,
+    writer: Any = "rules",
 ) -> dict:
     """Evaluate one system on a QA set (see the module doc); returns the report dict.
 
@@ -207,6 +215,9 @@ def run_eval(
     home : store home to ingest into (default: a temporary folder, removed afterwards).
     limit : evaluate only the first ``limit`` questions (smoke runs).
     progress : tqdm bars on stderr (groups prepared, questions answered).
+    writer : the Writer of ``speakerflow``'s records: a name for
+        :func:`~speakerflow.ops.write.writer.registry.make_writer` (``rules``, ``local``, ...)
+        or a WriterBackend.
     groups : only these groups (a comma list or a list of ids; ``dev``/``test`` expand to the
         LoCoMo halves of :data:`~speakerflow.benchmarks.qa_data.LOCOMO_SPLITS`).
     config : query settings for ``speakerflow`` (default :class:`QueryConfig()`; the
@@ -236,7 +247,7 @@ def run_eval(
         }
     )
     try:
-        seconds = _prepare(qa, home_obj, system, config, progress)
+        seconds = _prepare(qa, home_obj, system, config, progress, writer)
         clear_query_memo(embedder_for(config))  # every run encodes its questions itself
         rows = _answer_all(home_obj, questions, system, config, ks, progress)
     finally:
@@ -250,6 +261,9 @@ def run_eval(
             "format": fmt,
             "data": str(data) if not isinstance(data, QAData) else fmt,
             "ablate": ablate,
+            "writer": (writer if isinstance(writer, str) else getattr(writer, "name", "custom"))
+            if system == "speakerflow"
+            else None,
             "embedder": config.embedder,
             "skipped": dict(qa.skipped),
             "prepare_seconds": seconds,

@@ -79,9 +79,11 @@ def newest_checkpoint(folder: Path) -> str | None:
 
 def save_adapter(model: Any, tokenizer: Any, out: Path, base: str) -> None:
     """Save a peft model's adapter (safetensors) with ``base`` as its base-model spec, so
-    :func:`speakerflow.ops.backends.models.resolve_model` finds the base on any machine."""
+    :func:`speakerflow.ops.backends.models.resolve_model` finds the base on any machine. The
+    tokenizer is the base's (no tokens are added), so it is saved only when it differs."""
     model.save_pretrained(str(out), safe_serialization=True)
-    tokenizer.save_pretrained(str(out))
+    if len(tokenizer) != model.get_input_embeddings().num_embeddings:
+        tokenizer.save_pretrained(str(out))
     cfg_path = out / "adapter_config.json"
     cfg = json.loads(cfg_path.read_text())
     cfg["base_model_name_or_path"] = base
@@ -191,6 +193,7 @@ def train_sft(
         for r in trainer.state.log_history
         if "loss" in r
     ]
+    (out / "curve.json").write_text(json.dumps(curve, indent=1) + "\n")
     return {
         "curve": curve,
         "resumed_from": resume,

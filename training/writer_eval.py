@@ -29,12 +29,13 @@ from .speaker_levenshtein import KINDS, BucketScore, score_chains, score_states
 from .state import WriterState
 
 
-def message_table(net: Network):
-    """All messages of ``net`` as a System 1 message table."""
+def message_table(net: Network, segments: int | None = None):
+    """The messages of ``net`` (of its first ``segments`` writing segments; None: all) as a
+    System 1 message table."""
     from speakerflow.ops.loaders.common import to_message_table
 
     rows = []
-    for seg in net.segments:
+    for seg in net.segments[:segments]:
         for m in seg.messages:
             row = {k: v for k, v in m.items() if v is not None}
             row["group_id"] = net.network_id
@@ -42,16 +43,19 @@ def message_table(net: Network):
     return to_message_table(rows, f"network {net.network_id}")
 
 
-def write_network(net: Network, writer: Any) -> tuple[WriterState, dict[str, Any]]:
-    """Write ``net`` with ``writer`` (a backend name or WriterBackend) on a fresh in-memory
-    store; returns the resulting state and the write report summary."""
+def write_network(
+    net: Network, writer: Any, segments: int | None = None
+) -> tuple[WriterState, dict[str, Any]]:
+    """Write ``net`` (its first ``segments`` segments; None: all) with ``writer`` (a backend
+    name or WriterBackend) on a fresh in-memory store; returns the resulting state and the
+    write report summary."""
     from speakerflow.graphs import GroupStore
     from speakerflow.graphs.records import all_records
     from speakerflow.pipelines.write_path import write_group
 
     with tempfile.TemporaryDirectory() as tmp:
         store = GroupStore(Path(tmp), net.network_id, in_memory=True)
-        store.append_messages(message_table(net))
+        store.append_messages(message_table(net, segments))
         rep = write_group(store, writer, progress=False)
         records = all_records(store)
         state = WriterState.from_records(records, roster=net.roster)
@@ -137,6 +141,7 @@ def run(
     limit: int | None = None,
     min_teacher_overlap: float = 0.0,
     networks: Sequence[str] | None = None,
+    segments: int | None = None,
     **backend_config: Any,
 ) -> dict[str, Any]:
     """Evaluate a Writer on every network under ``data`` that has a reference state.
@@ -151,6 +156,8 @@ def run(
     teacher : the teacher folder (default: ``teacher`` beside ``data``).
     limit : evaluate only the first ``limit`` networks (by id).
     networks : evaluate only these network ids (e.g. the ones a Writer was not trained on).
+    segments : write only the first ``segments`` writing segments (sessions) of each network
+        and compare with the teacher's state after them (a cheaper run for slow Writers).
     min_teacher_overlap : skip networks whose teacher content shares fewer tokens with the
         chat (:func:`speakerflow.training.data.teacher_overlap`; 0 keeps every network).
 
@@ -182,8 +189,9 @@ def run(
     totals: dict[str, BucketScore] = {}
     for net in nets:
         t0 = time.perf_counter()
-        pred, write_rep = write_network(net, writer)
-        ref = net.reference_states()[-1] if net.segments else WriterState()
+        pred, write_rep = write_network(net, writer, segments)
+        refs = net.reference_states()[:segments]
+        ref = refs[-1] if refs else WriterState()
         sl = score_states(pred.heads(), ref.heads())
         ch = score_chains(pred.edge_records(), ref.edge_records())
         total.add(sl.total)
@@ -215,6 +223,7 @@ def run(
         "throughput": writer.throughput() if hasattr(writer, "throughput") else None,
         "data": str(data),
         "networks": len(rows),
+        "segments_per_network": segments,
         "excluded_networks": excluded,
         "speaker_levenshtein_f": round(total.f, 6),
         "chain_f": round(chains.f, 6),

@@ -39,6 +39,12 @@ class LocalModelConfig(BaseModel):
     seed: int | None = None
 
 
+def tokenizer_folder(base: Path, adapters: Sequence[Path]) -> Path:
+    """Where the tokenizer is: the last adapter that carries one, else the base folder (an
+    adapter that adds no tokens ships none)."""
+    return next((a for a in reversed(adapters) if (a / "tokenizer_config.json").is_file()), base)
+
+
 def resolve_device(device: str) -> str:
     """``cpu`` or ``cuda``: ``auto`` means CUDA when torch sees a GPU."""
     import torch
@@ -76,9 +82,7 @@ class LocalChatBackend:
             )
         from transformers import AutoTokenizer
 
-        self.tokenizer = AutoTokenizer.from_pretrained(
-            self.adapters[-1] if self.adapters else folder
-        )
+        self.tokenizer = AutoTokenizer.from_pretrained(tokenizer_folder(folder, self.adapters))
         self.tokenizer.padding_side = "left"  # batched generation continues every row's end
         if not self.tokenizer.chat_template:
             raise BackendConfigError(
@@ -141,22 +145,28 @@ class LocalChatBackend:
         *,
         max_tokens: int = 512,
         temperature: float = 0.0,
+        prefix: str = "",
     ) -> list[ChatResult]:
         """One completion per chat, ``max_batch`` chats per ``generate`` call (left-padded,
         KV cache on); greedy decoding gives each chat the text it gets alone, up to float
-        rounding of the padded batch."""
+        rounding of the padded batch. ``prefix`` starts every reply (constrained decoding of
+        its first tokens, e.g. ``{"actions": [``); the returned texts include it."""
         out: list[ChatResult] = []
         step = self.config.max_batch
         for i in range(0, len(chats), step):
-            out += self._generate(chats[i : i + step], max_tokens, temperature)
+            out += self._generate(chats[i : i + step], max_tokens, temperature, prefix)
         return out
 
     def _generate(
-        self, chats: Sequence[Sequence[ChatMessage]], max_tokens: int, temperature: float
+        self,
+        chats: Sequence[Sequence[ChatMessage]],
+        max_tokens: int,
+        temperature: float,
+        prefix: str = "",
     ) -> list[ChatResult]:
         import torch
 
-        texts = [self.render(m) for m in chats]
+        texts = [self.render(m) + prefix for m in chats]
         enc = self.tokenizer(texts, return_tensors="pt", add_special_tokens=False, padding=True)
         enc = {k: v.to(self._input_device()) for k, v in enc.items()}
         lengths = enc["attention_mask"].sum(dim=1).tolist()
@@ -178,6 +188,6 @@ class LocalChatBackend:
             pad = gen["pad_token_id"]
             while row and row[-1] == pad and pad != eos:
                 row.pop()
-            text = self.tokenizer.decode(row, skip_special_tokens=True)
+            text = prefix + self.tokenizer.decode(row, skip_special_tokens=True)
             results.append(ChatResult(text, int(n_prompt), len(row)))
         return results

@@ -226,8 +226,10 @@ def load_causal_lm(spec: str | Path, *, dtype: Any = None, merge: bool = True) -
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from speakerflow.ops.backends.local import tokenizer_folder
+
     base, chain = resolve_model(spec)
-    tokenizer = AutoTokenizer.from_pretrained(chain[-1] if chain else base)
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_folder(base, chain))
     model: Any = AutoModelForCausalLM.from_pretrained(base, dtype=dtype or torch.float32)
     if chain:
         from peft import PeftModel

@@ -66,9 +66,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--backend", default="rules", help="eval writer: the Writer backend")
     p.add_argument(
+        "--writer",
+        default="rules",
+        help="--system speakerflow: the Writer of its records (rules, local, or local:SPEC for "
+        "an adapter / base / ONNX folder)",
+    )
+    p.add_argument(
         "--networks",
         default=None,
         help="eval writer: comma-separated network ids to evaluate (e.g. the held-out ones)",
+    )
+    p.add_argument(
+        "--segments",
+        type=int,
+        default=None,
+        help="eval writer: only the first N sessions of each network (cheaper for slow Writers)",
     )
     p.add_argument("--json", action="store_true", help="print the full report JSON")
     p.set_defaults(func=run)
@@ -91,6 +103,11 @@ def run(args: argparse.Namespace) -> int:
     plan = [(s.strip(), None) for s in args.system.split(",") if s.strip()]
     for ab in args.ablate.split(",") if args.ablate else []:
         plan.append(("speakerflow", ab.strip()))
+    writer: object = args.writer
+    if args.writer.startswith("local:"):  # the learned Writer, built once for every group
+        from speakerflow.ops.write.writer.local import LocalWriter
+
+        writer = LocalWriter(model=args.writer.split(":", 1)[1])
     reports = []
     for system, ablate in plan:
         try:
@@ -105,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
                 limit=args.limit,
                 groups=args.groups,
                 progress=not args.json,
+                writer=writer,
             )
         except ValueError as exc:
             raise CliError(str(exc)) from None
@@ -182,7 +200,9 @@ def run_writer(args: argparse.Namespace) -> int:
             "speakerflow.training.writer_eval"
         ) from None
     nets = [x.strip() for x in (args.networks or "").split(",") if x.strip()] or None
-    report = writer_eval(args.writer_data, args.backend, args.out, networks=nets)
+    report = writer_eval(
+        args.writer_data, args.backend, args.out, networks=nets, segments=args.segments
+    )
     if args.json:
         print(json.dumps(report, indent=1, default=str))
         return 0

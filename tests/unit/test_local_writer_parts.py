@@ -111,7 +111,7 @@ class FakeBatchChat:
     def __init__(self, replies):
         self.replies, self.batches = list(replies), []
 
-    def chat_batch(self, chats, *, max_tokens, temperature):
+    def chat_batch(self, chats, *, max_tokens, temperature, prefix=""):
         self.batches.append(len(chats))
         return [ChatResult(self.replies.pop(0), 10, 5) for _ in chats]
 

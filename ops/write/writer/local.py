@@ -42,7 +42,8 @@ class LocalWriterConfig(BaseModel):
     ``backend`` ``auto`` picks ``onnx`` for a folder holding ``model.onnx``, else
     ``transformers``; ``window`` messages per prompt; ``max_heads`` current-memory entries
     shown; ``max_new_tokens`` per window; ``temperature`` 0 = greedy; ``batch`` windows per
-    ``generate`` call.
+    ``generate`` call; ``reply_prefix`` is forced as the start of every reply (the opening of
+    the JSON the contract asks for; training targets start the same way), "" for none.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", protected_namespaces=())
@@ -55,6 +56,7 @@ class LocalWriterConfig(BaseModel):
     max_new_tokens: int = Field(default=160, ge=1)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     batch: int = Field(default=8, ge=1)
+    reply_prefix: str = '{"actions": ['
 
 
 def backend_kind(model: str, choice: str = "auto") -> str:
@@ -100,7 +102,10 @@ class LocalWriter:
         prompts = [build_compact_messages(w, max_heads=cfg.max_heads) for w in wins]
         start = time.perf_counter()
         results = self.backend.chat_batch(
-            [p.chat for p in prompts], max_tokens=cfg.max_new_tokens, temperature=cfg.temperature
+            [p.chat for p in prompts],
+            max_tokens=cfg.max_new_tokens,
+            temperature=cfg.temperature,
+            prefix=cfg.reply_prefix,
         )
         self.generate_s += time.perf_counter() - start
         self.windows += len(wins)
