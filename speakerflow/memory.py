@@ -934,6 +934,18 @@ class Memory:
                 g.knowledge, g.knowledge_at = load_knowledge(g.store), version
             return inject_context(g.knowledge, event, user, budget, hops)
 
+    def wiki(self, group: str) -> dict[str, str]:
+        """The group's wiki pages, ``{file name: Markdown}`` with ``index.md`` first
+        (:func:`~speakerflow.ops.knowledge.wiki.wiki_pages`): from the read snapshot where
+        it carries the group's knowledge, else from the store under the group's lock."""
+        from speakerflow.ops.knowledge.wiki import wiki_pages
+
+        snap = self.snapshot(group)
+        if snap is not None and snap.knowledge is not None:
+            return wiki_pages(snap, snap.knowledge)
+        with self._held(group) as g:
+            return wiki_pages(g.store)
+
     def forget(
         self,
         group: str,

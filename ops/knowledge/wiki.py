@@ -77,24 +77,24 @@ def render_entity(fg: FactGraph, entity_id: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_wiki(store, out_dir) -> list[Path]:
-    """Write the group's wiki under ``out_dir``; returns the page paths (index.md first)."""
-    fg, _, _ = load_knowledge(store)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
+def wiki_pages(store, knowledge: tuple | None = None) -> dict[str, str]:
+    """The group's wiki as ``{file name: Markdown}``, ``index.md`` first: from ``store`` (a
+    group store or a read snapshot: its messages, folder and roster) and its ``knowledge``
+    (:func:`~speakerflow.ops.knowledge.load.load_knowledge`; loaded from ``store`` when not
+    given)."""
+    fg, _, _ = knowledge if knowledge is not None else load_knowledge(store)
     ents = sorted(e for e in fg.entities if fg.by_entity.get(e))
-    for e in ents:
-        p = out / page_name(e)
-        p.write_text(render_entity(fg, e))
-        paths.append(p)
+    pages = {page_name(e): render_entity(fg, e) for e in ents}
     index = [f"# Group {store.group_id}", "", "## Entities", ""]
     index += [
         f"- [{fg.entities[e].name}]({page_name(e)}) ({fg.entities[e].etype}, "
         f"{len(fg.by_entity[e])} facts)"
         for e in ents
     ]
-    root = None if store.in_memory else Path(store.root)
+    # the logs live in the group's folder: a disk store's, or a read snapshot's (in_memory
+    # there only means its caches stay on the object); an in-memory store has none
+    snapshot = store.in_memory and not getattr(store, "writable", True)
+    root = Path(store.root) if snapshot or not store.in_memory else None
     for title, fname in (
         ("Merge log", "merge_log.jsonl"),
         ("Maintenance log", "maintenance_log.jsonl"),
@@ -116,9 +116,19 @@ def write_wiki(store, out_dir) -> list[Path]:
                 f"{r.get('source_ref') or ''} "
                 f"{_fmt(r['ts'])} {r['speaker']}: {r['text']}"
             )
-    p = out / "index.md"
-    p.write_text("\n".join(index) + "\n")
-    return [p, *paths]
+    return {"index.md": "\n".join(index) + "\n", **pages}
+
+
+def write_wiki(store, out_dir) -> list[Path]:
+    """Write the group's wiki under ``out_dir``; returns the page paths (index.md first)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, text in wiki_pages(store).items():
+        p = out / name
+        p.write_text(text)
+        paths.append(p)
+    return paths
 
 
 class WikiConfig(OperatorConfig):

@@ -70,35 +70,45 @@ def print_result(result, by_id: dict[str, dict]) -> None:
 
 
 def warm_up(store, config, group: str) -> None:
-    """Load the embedder, saying so on stderr with the time it took, and embed the group's
-    messages first when they have no vectors yet (an ingest with ``--embedder none``),
-    saying so too: the first dense question pays for it once."""
+    """Load the embedder, saying so on stderr with the time it took, and embed what has no
+    vector yet (messages after an ingest with ``--embedder none``, records written by an
+    ingest before records were embedded at ingest), saying so too: the first dense
+    question pays for it once."""
     import sys
     import time
 
     from speakerflow.ops.query.recall import unembedded_messages, warm_message_embeddings
+    from speakerflow.ops.query.record_view import warm_record_embeddings
+    from speakerflow.ops.text.embed import cached_ids
     from speakerflow.pipelines.query_path import embedder_for
 
     embedder = embedder_for(config)
     if embedder is None:
         return
     missing = unembedded_messages(store, embedder)
-    if not missing and hasattr(embedder, "threads"):
+    have = cached_ids(store, embedder, "records")
+    records = sum(1 for i in store.records()["entry_id"].to_pylist() if i not in have)
+    if not missing and not records and hasattr(embedder, "threads"):
         # MiniLM on onnxruntime: a question and its evidence are small encodes, so one
         # one-thread model session serves them all (not a second, many-thread one to load)
         embedder.threads = 1
     with loading(f"the embedder {embedder.name}"):
         embedder.encode(["warm up"])
-    if not missing:
+    if not missing and not records:
         return
+    what = [f"{missing} message(s) of {group!r} and their windows"] if missing else []
+    what += [f"{records} record(s)" + ("" if missing else f" of {group!r}")] if records else []
     print(
-        f"embedding {missing} message(s) of {group!r} and their windows with {embedder.name} "
-        "first (once; `speakerflow ingest` does it at ingest unless --embedder none) ...",
+        f"embedding {' and '.join(what)} with {embedder.name} first (once; `speakerflow "
+        "ingest` does it at ingest unless --embedder none) ...",
         file=sys.stderr,
         flush=True,
     )
     start = time.perf_counter()
-    warm_message_embeddings(store, embedder)
+    if missing:
+        warm_message_embeddings(store, embedder)
+    if records:
+        warm_record_embeddings(store, embedder)
     print(f"embedded in {time.perf_counter() - start:.1f}s", file=sys.stderr, flush=True)
 
 

@@ -151,8 +151,9 @@ def base_app(
 
 
 def add_read_routes(app: FastAPI, memory: Memory, ask_threads: int = 32) -> None:
-    """``/v1/groups``, ``ask``, ``search``, ``memory``, ``inject``: every read answers from
-    the group's read snapshot (its last complete write), never waiting for a write."""
+    """``/v1/groups``, ``ask``, ``search``, ``memory``, ``inject``, ``stats``, ``wiki``:
+    every read answers from the group's read snapshot (its last complete write), never
+    waiting for a write."""
     deps = [Depends(_key)]
     ask_limiter = anyio.CapacityLimiter(ask_threads)
 
@@ -219,6 +220,16 @@ def add_read_routes(app: FastAPI, memory: Memory, ask_threads: int = 32) -> None
         """The working context passive injection builds for one event (InKH)."""
         wc = memory.inject(group, body.event, user=body.user, budget=body.budget, hops=body.hops)
         return json_response({**wc.as_dict(), "text": wc.text()})
+
+    @app.get("/v1/groups/{group}/stats", dependencies=deps, tags=["groups"])
+    def stats(group: str) -> Response:
+        """Counts of messages, speakers, sessions and records."""
+        return json_response({"group": group, **memory.stats(group)})
+
+    @app.get("/v1/groups/{group}/wiki", dependencies=deps, tags=["groups"])
+    def wiki(group: str) -> Response:
+        """The wiki audit pages (entities, the group page), ``{"pages": {name: Markdown}}``."""
+        return json_response({"group": group, "pages": memory.wiki(group)})
 
 
 def add_write_routes(

@@ -356,14 +356,24 @@ class ReplicaMemory(Memory):
                 except Exception:  # noqa: BLE001 - logged; the last snapshot keeps serving
                     log.exception("group %r: snapshot reload failed", group)
 
-    def inject(self, group: str, event, user=None, budget: int = 600, hops: int = 2):
-        """:meth:`Memory.inject` on the published knowledge (a reader cannot open Kuzu)."""
-        from speakerflow.memory import inject_context
-
+    def _knowing(self, group: str) -> ReadSnapshot:
         snap = self.snapshot(group)
         if snap.knowledge is None:
             raise SnapshotUnavailableError(
                 f"group {group!r}: its snapshot carries no knowledge (published by a writer "
                 "without it); retry shortly"
             )
-        return inject_context(snap.knowledge, event, user, budget, hops)
+        return snap
+
+    def inject(self, group: str, event, user=None, budget: int = 600, hops: int = 2):
+        """:meth:`Memory.inject` on the published knowledge (a reader cannot open Kuzu)."""
+        from speakerflow.memory import inject_context
+
+        return inject_context(self._knowing(group).knowledge, event, user, budget, hops)
+
+    def wiki(self, group: str) -> dict[str, str]:
+        """:meth:`Memory.wiki` on the published knowledge."""
+        from speakerflow.ops.knowledge.wiki import wiki_pages
+
+        snap = self._knowing(group)
+        return wiki_pages(snap, snap.knowledge)

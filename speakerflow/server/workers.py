@@ -7,7 +7,8 @@ behind them.
   publishes each group's new read snapshot to disk (:class:`~.replica.SnapshotPublisher`).
 - Each **reader process** listens on the public port itself (``SO_REUSEPORT``: the kernel
   spreads new connections over the listening readers; a reader listens only once warm) and
-  answers ``ask``, ``search``, ``memory``, ``inject`` and ``/v1/groups`` from the latest
+  answers ``ask``, ``search``, ``memory``, ``inject``, ``stats``, ``wiki`` and ``/v1/groups``
+  from the latest
   published snapshot (:class:`~.replica.ReplicaMemory`); it forwards ``messages``,
   ``forget``, ``status`` and ``/mcp`` to the writer as they came (the writer checks the key
   again).
@@ -62,7 +63,7 @@ HOP_HEADERS = frozenset(
     }
 )
 #: the read routes of a group a reader forwards when the writer reads the group itself
-READ_ROUTES = frozenset({"ask", "search", "memory", "inject"})
+READ_ROUTES = frozenset({"ask", "search", "memory", "inject", "stats", "wiki"})
 #: the routes a reader forwards to the writer process
 FORWARDED = (
     ("/v1/groups/{group}/messages", ["POST"]),

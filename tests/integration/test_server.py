@@ -34,6 +34,8 @@ ENDPOINTS = [
     ("GET", "memory", {}),
     ("POST", "inject", {"json": {"event": {"content": "offsite in Porto?"}}}),
     ("GET", "status", {}),
+    ("GET", "stats", {}),
+    ("GET", "wiki", {}),
     ("POST", "forget", {"json": {"speaker": "Dev", "dry_run": True}}),
 ]
 TRICKS = [
