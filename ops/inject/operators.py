@@ -210,8 +210,9 @@ class Retrieve(Operator):
             elif not current:
                 pool = [k for k in pool if facts.known_span(k)[0] <= now]
             if facts.rumours:
-                firsthand = {k.slot for k in pool if k.trust_tier < 3}
-                pool = [k for k in pool if k.trust_tier < 3 or k.slot not in firsthand]
+                key = run.injector.lex.slot_key  # a rumour never beside first-hand knowledge
+                firsthand = {key(k) for k in pool if k.trust_tier < 3}
+                pool = [k for k in pool if k.trust_tier < 3 or key(k) not in firsthand]
             req.counts["valid"] = len(pool)
             req.pool = pool
             event = len(run.requests)

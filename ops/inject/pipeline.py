@@ -149,6 +149,8 @@ class PassiveInjector:
             # nearest exemplars among the families the named entity types allow; naming
             # nothing, any family or none ("other": chatter, "thanks")
             self._classify(det, text, allowed if ents else (*lex.intent_subjects, OTHER))
+        # what a request of the family is about without naming it (a deploy: production)
+        ents += [e for e in lex.intent_concerns.get(det.intent, ()) if e not in ents]
         return det, ents
 
     def _classify(
@@ -218,8 +220,9 @@ class PassiveInjector:
         if (
             facts.rumours
         ):  # a rumour (tier 3) never stands beside first-hand knowledge of the same slot
-            firsthand = {k.slot for k in pool if k.trust_tier < 3}
-            pool = [k for k in pool if k.trust_tier < 3 or k.slot not in firsthand]
+            key = self.lex.slot_key
+            firsthand = {key(k) for k in pool if k.trust_tier < 3}
+            pool = [k for k in pool if k.trust_tier < 3 or key(k) not in firsthand]
         counts["valid"] = len(pool)
         scored = [(u, pool[i]) for u, i in self.score(pool, text, det, ents, user, now)]
         counts["admitted"] = len(scored)

@@ -37,10 +37,10 @@ class Candidate:
     speaker: str = ""
 
     def slot(self, lex: Lexicon) -> tuple[str, ...]:
-        """What a contradiction is scoped to: (subject, relation) for a literal value, (subject,
-        relation, object) for an entity value."""
+        """What a contradiction is scoped to: (subject, relation) for a value held one at a
+        time, (subject, relation, object) for a member of a set of entities."""
         rel = lex.relation_by_name.get(self.relation)
-        if rel is not None and not rel.literal:
+        if rel is not None and not rel.literal and not rel.single:
             return (self.subject_id, self.relation, self.value)
         return (self.subject_id, self.relation)
 

@@ -35,54 +35,11 @@ SNAKE = re.compile(
 LEAD_HANDLE = re.compile(r"^([a-z][a-z0-9_]{4,30})\s*(?:—|–|\||:)\s")
 #: English words never taken for a handle (the pack adds its own: ``reader.not_names``)
 _NOT_HANDLES = frozenset(
-    {
-        "this",
-        "that",
-        "them",
-        "him",
-        "her",
-        "someone",
-        "anyone",
-        "with",
-        "the",
-        "their",
-        "into",
-        "from",
-        "more",
-        "less",
-        "again",
-        "him,",
-        "today",
-        "everyone",
-        "week",
-        "month",
-        "year",
-        "what",
-        "who",
-        "where",
-        "there",
-        "here",
-        "it",
-        "he",
-        "she",
-        "one",
-        "open",
-        "opened",
-        "closed",
-        "reopened",
-        "back",
-        "off",
-        "now",
-        "still",
-        "was",
-        "has",
-        "will",
-        "been",
-        "is",
-        "are",
-        "his",
-        "hers",
-    }
+    """
+    again anyone are back been closed everyone from has he her here hers him him, his
+    into is it less month more now off one open opened reopened she someone still that
+    the their them there this today was week what where who will with year
+    """.split()
 )
 WORDS = re.compile(r"[A-Za-z0-9@_$'-]+")
 #: verbs after a bare name in a subject's place (the pack's handle ``verbs`` are added)
@@ -303,6 +260,10 @@ class Detector:
                 ):
                     continue
                 add(Mention(g, handle, s0, s0 + len(g), hit[0] if hit else None))
+        for t, rx in lex.patterns:  # "INC-4821": a type named by a pattern
+            for m in rx.finditer(text):
+                hit = self.known.get(norm(m.group()))
+                add(Mention(m.group(), t, m.start(), m.end(), hit[0] if hit else None))
         for t, quoted, _bare in self._codes:
             for m in quoted.finditer(text) if quoted is not None else ():
                 hit = self.known.get(norm(m.group()))
@@ -346,6 +307,12 @@ class Detector:
                 key = norm(text[s:e])
                 if not key:
                     continue
+                if key not in self.known and text[s:e].endswith("'s"):
+                    # a possessive names its owner: "x-service's owner" is about the pack's
+                    # "x-service" (a learned name keeps its own patterns)
+                    own = norm(text[s : e - 2])
+                    if own in self._vocab or own in self._vocab_alias:
+                        key, e = own, e - 2
                 if key in self.known:
                     eid, etype = self.known[key]
                     add(Mention(text[s:e], etype, s, e, eid))

@@ -224,6 +224,10 @@ class KnowledgeExtractor(ValueClaims):
                 continue
             after = phrase.end() if bound and phrase is not None else 0
             objs = [(m, eid) for m, eid, t in typed if t == rel.object and m.start >= after]
+            if not objs and rel.object == PERSON and phrase is not None:
+                objs = self._people_said(ev, clause, typed, phrase)
+            if rel.single:  # one value at a time: the first object named is the value
+                objs = objs[:1]
             if not objs:
                 ana = self.patterns.anaphor.search(clause) if self.patterns.anaphor else None
                 if (
@@ -275,6 +279,17 @@ class KnowledgeExtractor(ValueClaims):
                 self._last_obj[rel.name] = (subject, obj)
         return out
 
+    def _people_said(self, ev, clause, typed, phrase) -> list:
+        """The person a person-valued relation names by a pronoun: "I" (the speaker of a
+        person's own turn) or "you" (the person addressed)."""
+        spot = Mention(phrase.group(), PERSON, phrase.start(), phrase.end())
+        if SECOND_PERSON.search(clause):
+            who = self._addressee(ev, clause, typed)
+            return [(spot, who)] if who else []
+        if ev.source_type in ("user_turn", "message") and FIRST_PERSON.search(clause):
+            return [(spot, f"person:{ev.speaker}")]
+        return []
+
     def _subject(self, ev, clause, rel, p0, typed, local, before=None) -> str | None:
         if rel.subject == PERSON:
             people = [eid for m, eid, t in typed if t == PERSON]
@@ -294,8 +309,11 @@ class KnowledgeExtractor(ValueClaims):
             return min(same)[1]
         if PRONOUN.search(clause):
             return local.get(rel.subject) or self._recent.get(rel.subject)
-        # carry the previous sentence's subject only into a clause that names no subject ("It ...")
-        if any(t in self._subject_types for _m, _e, t in typed):
+        # carry the previous sentence's subject only into a clause that names no subject ("It
+        # ..."; for a relation between two entities of one type, none before its phrase)
+        if any(
+            t in self._subject_types and (before is None or m.start < before) for m, _e, t in typed
+        ):
             return None
         return local.get(rel.subject)
 

@@ -52,6 +52,23 @@ def segments(clause: str) -> list[tuple[int, int]]:
 
 
 Claim = tuple[Relation, int, str | None]
+#: what stands between the members of a list of entities ("a, b and c", "a & b", "a/b")
+_LIST_GAP = re.compile(r"^[\s,&/]*(?:\b(?:and|or)\b)?[\s,&/]*$", re.IGNORECASE)
+
+
+def listed(clause: str, typed: list, etype: str, subject: str) -> list[str]:
+    """``subject`` and the entities of its type listed with it ("a, b and c are up"): a value
+    said of a list holds for each member."""
+    same = sorted((m.start, m.end, eid) for m, eid, t in typed if t == etype)
+    at = next((i for i, (_s, _e, eid) in enumerate(same) if eid == subject), None)
+    if at is None:
+        return [subject]
+    lo = hi = at
+    while lo > 0 and _LIST_GAP.match(clause[same[lo - 1][1] : same[lo][0]]):
+        lo -= 1
+    while hi + 1 < len(same) and _LIST_GAP.match(clause[same[hi][1] : same[hi + 1][0]]):
+        hi += 1
+    return list(dict.fromkeys(eid for _s, _e, eid in same[lo : hi + 1]))
 
 
 class ValueClaims:
@@ -95,6 +112,8 @@ class ValueClaims:
                 for rel, anchor, value in self._number_relations(ev, clause, typed, nums, vtype):
                     claims.setdefault(rel.name, (rel, anchor, value))
         subjects = {t for _m, _e, t in typed}
+        if ev.source_type in ("user_turn", "message") and FIRST_PERSON.search(clause):
+            subjects.add(PERSON)
         for v in categories(clause, lex=self.lex, subjects=subjects):
             rel = self.lex.relation_by_name[v.relation]
             seg = segment(clause, v.start)
@@ -131,7 +150,8 @@ class ValueClaims:
                 continue
             if rel.magnitude and read.startswith("-"):
                 read = read[1:]  # a magnitude: a "-18.4%" drawdown is 18.4%
-            out.append(self.candidate(ev, subject, rel, read, clause))
+            for s in listed(clause, typed, rel.subject, subject):
+                out.append(self.candidate(ev, s, rel, read, clause))
         return out
 
     @staticmethod

@@ -78,6 +78,20 @@ def object_of(c: Candidate, lex: Lexicon | None = None) -> str:
     return VALUE_PREFIX + c.value if literal else c.value
 
 
+def slot_facts(fg: FactGraph, item: FactItem, lex: Lexicon) -> list[FactItem]:
+    """The current facts ``item`` may contradict: its slot's, or every value of the subject's
+    relation when the relation holds one entity at a time (a team's on-call person)."""
+    if item.relation not in lex.single_entity:
+        return fg.current(item.slot)
+    return [
+        k
+        for f in fg.by_entity.get(item.subject_id, ())
+        if (k := fg.items[f]).subject_id == item.subject_id
+        and k.relation == item.relation
+        and k.invalid_at is None
+    ]
+
+
 def current_regime(fg: FactGraph, entity_id: str, lex: Lexicon | None = None) -> str | None:
     """The newest valid value of the pack's state relation for an entity (its state M_t)."""
     return fg.regime(entity_id, relation=(lex or lexicon_for()).state_relation)
@@ -124,7 +138,7 @@ def upsert_facts(
         probe = FactItem(
             "", fg.group_id, c.subject_id, c.relation, obj, "", [], c.valid_at, now, now
         )
-        valid = fg.current(probe.slot)
+        valid = slot_facts(fg, probe, lex)
         same = [i for i in valid if i.object_id == obj]
         rumour = c.trust_tier >= 3
         if rumour and any(i.trust_tier < 3 for i in same):

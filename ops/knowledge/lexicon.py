@@ -58,6 +58,8 @@ class Relation:
     anaphors: tuple[str, ...] = ()
     statistic: bool = False
     magnitude: bool = False
+    #: one value at a time (every literal; an entity relation the pack says is "one")
+    single: bool = True
 
     @property
     def literal(self) -> bool:
@@ -91,6 +93,7 @@ class Lexicon:
                 tuple(r.anaphors),
                 r.statistic,
                 r.magnitude,
+                r.single,
             )
             for r in p.relations
         )
@@ -144,9 +147,17 @@ class Lexicon:
             if et.codes:
                 continue
             for e in et.entities:
+                if t == PERSON:  # people keep their id as written ("person:priya")
+                    for n in (e.id, *e.aliases):
+                        self.vocab_alias[norm(n)] = f"{PERSON}:{e.id}"
+                    continue
                 self.vocab[norm(e.id)] = t
                 for a in e.aliases:
                     self.vocab_alias[norm(a)] = f"{t}:{norm(e.id)}"
+        #: (type, pattern) of the types named by patterns ("INC-4821")
+        self.patterns = [
+            (t, re.compile(rx)) for t, et in p.entity_types.items() for rx in et.patterns
+        ]
         for t in self.code_types:
             for key in self.reference[t]:
                 self.vocab[key] = t
@@ -158,6 +169,8 @@ class Lexicon:
             r.value for r in self.relations if r.value in ("percent", "money", "duration")
         )
         self.text_relations = tuple(r for r in self.relations if r.value == "text")
+        #: entity relations with one value at a time (a new value replaces the old one)
+        self.single_entity = frozenset(r.name for r in self.relations if not r.literal and r.single)
         self.literal_relations = frozenset(r.name for r in self.relations if r.literal)
         self.owner_constraints = frozenset(r.name for r in self.relations if r.owner_scoped)
         self.state_relation = p.state.relation if p.state else None
@@ -177,6 +190,15 @@ class Lexicon:
             if (rx := words_rx(i.cues, prefix=True))
         }
         self.acts_for_user = frozenset(i.name for i in p.intents if i.acts_for_user)
+        ref = {e.id: t for t, et in p.entity_types.items() for e in et.entities}
+        #: entity ids a request of each family concerns without naming them
+        self.intent_concerns = {
+            i.name: tuple(
+                f"{PERSON}:{e}" if ref[e] == PERSON else f"{ref[e]}:{norm(e)}" for e in i.concerns
+            )
+            for i in p.intents
+            if i.concerns
+        }
         #: (intent, kinds a question about only these is that intent, types that veto it)
         self.answers = tuple(
             (i.name, frozenset(i.answers), frozenset(i.answers_unless_naming))
@@ -197,6 +219,13 @@ class Lexicon:
         self.extraction_prompt = p.extraction_prompt
 
     # -- lookups ------------------------------------------------------------------------
+    def slot_key(self, item) -> tuple[str, ...]:
+        """What a fact contradicts: its graph slot, or (subject, relation) for an entity
+        relation with one value at a time."""
+        if item.relation in self.single_entity:
+            return (item.subject_id, item.relation)
+        return item.slot
+
     def half_life(self, relation: str, default: float = 30.0) -> float:
         rel = self.relation_by_name.get(relation)
         return rel.half_life_days if rel else default

@@ -22,9 +22,22 @@ from speakerflow.ops.text.people import PersonResolver
 __all__ = ["load_knowledge", "people_of"]
 
 
+#: source types of events a person writes (the others come from tools, feeds and monitors)
+PERSON_SOURCES = ("user_turn", "message")
+
+
 def people_of(store: Any) -> PersonResolver | None:
-    """The group's roster resolver (None for a group without speakers yet)."""
+    """The group's roster resolver (None for a group without speakers yet): its speakers,
+    less those that only ever emit tool, feed or monitor events (a catalogue bot is no
+    person)."""
     roster = store.roster()
+    msgs = store.messages() if roster else None
+    if msgs is not None and "source_type" in msgs.column_names and msgs.num_rows:
+        pairs = zip(msgs["speaker"].to_pylist(), msgs["source_type"].to_pylist(), strict=True)
+        seen: dict[str, bool] = {}
+        for who, kind in pairs:
+            seen[who] = seen.get(who, False) or (kind or "message") in PERSON_SOURCES
+        roster = [r for r in roster if seen.get(r, True)]
     return PersonResolver(roster, aliases=store.aliases()) if roster else None
 
 

@@ -34,6 +34,7 @@ DURATION = re.compile(
     r"minutes?|h|hrs?|hours?)\b",
     re.IGNORECASE,
 )
+_SPAN = re.compile(r"\b(?:in|for|within|every|after|next|last|past|by)\s+$", re.IGNORECASE)
 _MS = {
     "ms": 1,
     "msec": 1,
@@ -57,7 +58,7 @@ class Value:
     value: str
     start: int
     end: int
-    role: str  # "new" | "old" | "negated" | "plain"
+    role: str  # "new" | "old" | "negated" | "plain" | "bound" (a threshold: "> 5%")
     relation: str | None = None  # for category words: the relation they belong to
 
 
@@ -110,9 +111,23 @@ def _left(clause: str, start: int, width: int) -> str:
     return left[cuts[-1].end() :] if cuts else left
 
 
-def _role(clause: str, start: int) -> str:
-    """How the three words before a value read it: negated, old ("from", "was") or new ("to",
-    "now")."""
+#: "A -> B", "A → B": the value before an arrow is the old one, the one after it the new one
+_ARROW_AFTER = re.compile(r"(?:->|→|=>)\s*$")
+_ARROW_NEXT = re.compile(r"^\s*(?:->|→|=>)")
+#: "error rate > 5%": a value after a comparison sign is a threshold, never asserted
+_COMPARED = re.compile(r"(?:[<>≥≤]=?)\s*$")
+
+
+def _role(clause: str, start: int, end: int | None = None) -> str:
+    """How the three words before a value read it: negated, old ("from", "was", "X -> ..."),
+    new ("to", "now", "... -> X") or a threshold ("> 5%")."""
+    before = clause[max(0, start - 8) : start]
+    if _ARROW_AFTER.search(before):
+        return "new"
+    if end is not None and _ARROW_NEXT.match(clause[end : end + 8]):
+        return "old"
+    if _COMPARED.search(before):
+        return "bound"
     words = [w.strip(",:()'\"").lower() for w in _left(clause, start, 48).split()][-3:]
     if NEGATOR.search(" ".join(words)) and not BOUND.search(" ".join(words)):
         return "negated"
@@ -129,7 +144,7 @@ def percents(clause: str) -> list[Value]:
     out = []
     for m in PERCENT.finditer(clause):
         num = float(re.sub(r"[^\d.+-]", "", m.group()))
-        out.append(Value(f"{num:g}%", m.start(), m.end(), _role(clause, m.start())))
+        out.append(Value(f"{num:g}%", m.start(), m.end(), _role(clause, m.start(), m.end())))
     return out
 
 
@@ -149,7 +164,8 @@ def money(clause: str) -> list[Value]:
             code = _WORD_CODE.get(word, word.upper())
         else:
             amount, code = _num(m.group("a3"), m.group("s3")), m.group("c3").upper()
-        out.append(Value(f"{amount:g} {code}", m.start(), m.end(), _role(clause, m.start())))
+        role = _role(clause, m.start(), m.end())
+        out.append(Value(f"{amount:g} {code}", m.start(), m.end(), role))
     return out
 
 
@@ -157,10 +173,14 @@ def durations(clause: str) -> list[Value]:
     """Every duration in ``clause``, in whole milliseconds (``"1.2s"`` -> ``"1200ms"``)."""
     out = []
     for m in DURATION.finditer(clause):
+        if clause[m.start() - 1 : m.start()] == "(" and clause[m.end() : m.end() + 1] == ")":
+            continue  # "(10m)": the window a figure is taken over, not a value
+        if _SPAN.search(clause[max(0, m.start() - 12) : m.start()]):
+            continue  # "should clear in 30m", "for 15 min": a stretch of time, not a measure
         unit = m.group("u").lower()
         unit = unit if unit in _MS else unit.rstrip("s")
         ms = float(m.group("n")) * _MS.get(unit, 1.0)
-        out.append(Value(f"{round(ms)}ms", m.start(), m.end(), _role(clause, m.start())))
+        out.append(Value(f"{round(ms)}ms", m.start(), m.end(), _role(clause, m.start(), m.end())))
     return out
 
 
@@ -188,7 +208,7 @@ def categories(
         for m in rx.finditer(clause):
             if any(m.start() < v.end and v.start < m.end() for v in out):
                 continue
-            role = _role(clause, m.start())
+            role = _role(clause, m.start(), m.end())
             if (
                 role == "old"
                 and _PASSIVE.search(_left(clause, m.start(), 16))
@@ -201,7 +221,7 @@ def categories(
 
 def text_after(clause: str, at: int) -> Value | None:
     """Free text: what follows position ``at`` (the end of the relation's phrase) up to the end
-    of its segment, without a leading copula or colon ("runbook: wiki/db-failover")."""
+    of its segment, without a leading copula or colon ("notes: see the wiki page")."""
     rest = re.split(r"[;,|—–]|\s-\s", clause[at:], maxsplit=1)[0]
     m = re.match(r"\s*(?:(?:is|are|was|=|:|now|at|to)\s*)*(.+?)[\s.!]*$", rest, re.IGNORECASE)
     if m is None or not m.group(1).strip():

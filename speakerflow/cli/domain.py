@@ -1,10 +1,13 @@
-"""``speakerflow domain check|new|schema|list``: domain packs (docs/custom-domains.md).
+"""``speakerflow domain check|new|schema|list|bench``: domain packs (docs/custom-domains.md).
 
 * ``check PATH`` validates a pack (a file, a folder with ``pack.yaml`` or a bundled name) and
   prints what it defines; on a malformed pack it names the file, line, entry and field.
 * ``new NAME`` writes a commented skeleton ``NAME/pack.yaml`` (and a small event stream) that
   passes ``check`` as written.
 * ``schema`` prints the JSON Schema of a pack; ``list`` the bundled packs.
+* ``bench PACK --events F --probes F`` scores a pack on an event stream with probes
+  (:mod:`speakerflow.benchmarks.domain_probes`: hit rate, stale rate, rumour leakage,
+  traceability of the injected contexts).
 """
 
 from __future__ import annotations
@@ -33,6 +36,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.set_defaults(func=run_schema)
     b = dsub.add_parser("list", help="the bundled packs")
     b.set_defaults(func=run_list)
+    e = dsub.add_parser("bench", help="score a pack on an event stream with probes")
+    e.add_argument("pack", help="pack file, folder or bundled name")
+    e.add_argument("--events", required=True, help="the event stream (JSONL, --format events)")
+    e.add_argument("--probes", required=True, help="probes (JSONL: request, expect, stale ...)")
+    e.add_argument("--budget", type=int, default=600, help="token budget of a context")
+    e.add_argument("--out", default=None, help="write the report JSON here")
+    add_json(e, "the report")
+    e.set_defaults(func=run_bench)
 
 
 def summary(pack) -> dict:
@@ -44,7 +55,13 @@ def summary(pack) -> dict:
             t: {
                 "entities": len(et.entities),
                 "aliases": sum(len(e.aliases) for e in et.entities),
-                "named_by": "codes" if et.codes else "handles" if et.handles else "names",
+                "named_by": "codes"
+                if et.codes
+                else "handles"
+                if et.handles
+                else "patterns"
+                if et.patterns
+                else "names",
             }
             for t, et in pack.entity_types.items()
         },
@@ -165,4 +182,19 @@ def run_list(args: argparse.Namespace) -> int:
 
     for name, path in bundled().items():
         print(f"{name}: {load_pack(path).title} ({path})")
+    return 0
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    from speakerflow.benchmarks.domain_probes import run
+
+    rep = run(args.pack, args.events, args.probes, budget=args.budget, out=args.out)
+    if args.json:
+        print_json(rep)
+        return 0
+    keys = ("hit_rate", "stale_rate", "rumour_leakage", "traceability", "evidence")
+    print(f"pack {rep['pack']}: {rep['events']} events, {rep['probes']} probes")
+    print("  " + ", ".join(f"{k} {rep[k]}" for k in (*keys, "intent_accuracy", "tokens_mean")))
+    for intent, t in rep["by_intent"].items():
+        print(f"  {intent} ({t['probes']}): " + ", ".join(f"{k} {t[k]}" for k in keys[:3]))
     return 0

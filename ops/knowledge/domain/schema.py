@@ -88,6 +88,10 @@ class EntityType(_Strict):
     open: bool = Field(True, description="unseen names of the type may become new entities")
     codes: Codes | None = None
     handles: Handles | None = None
+    patterns: list[str] = Field(
+        default_factory=list,
+        description="regular expressions that name an entity of the type ('INC-\\d+')",
+    )
     entities: list[Entity] = Field(default_factory=list)
 
 
@@ -126,6 +130,16 @@ class Relation(_Strict):
         False, description="a threshold or condition ('alerts fire past 25%') asserts no value"
     )
     magnitude: bool = Field(False, description="a signed number is read as its size")
+    cardinality: Literal["one", "many"] | None = Field(
+        None,
+        description="one value at a time (a new one replaces it) or a set; default: one for a "
+        "literal value, many for an entity value",
+    )
+
+    @property
+    def single(self) -> bool:
+        """One value at a time: a new value of the subject contradicts the current one."""
+        return self.cardinality == "one" or (self.cardinality is None and self.value != "entity")
 
     @property
     def descriptions(self) -> list[str]:
@@ -158,6 +172,11 @@ class Intent(_Strict):
     )
     answers_unless_naming: list[Name] = Field(
         default_factory=list, description="... unless the request names an entity of these types"
+    )
+    concerns: list[str] = Field(
+        default_factory=list,
+        description="reference entities a request of the family is about even when it does not "
+        "name them (a deploy check: the production environment)",
     )
 
     @property
@@ -249,15 +268,22 @@ def check_pack(p: DomainPack) -> None:
     types = set(p.entity_types) | {PERSON}
     if PERSON in p.entity_types:
         t = p.entity_types[PERSON]
-        if t.entities or t.codes or t.handles:
+        if t.codes or t.handles or t.patterns:
             raise PackIssue(
                 ("entity_types", PERSON),
-                "'person' is the group's people (the roster): it takes only 'mask' and "
-                "'description'",
+                "'person' is the group's people (the roster and the pack's entities): it takes "
+                "no codes, handles or patterns",
             )
     for name, t in p.entity_types.items():
         if t.codes and t.handles:
             raise PackIssue(("entity_types", name), "a type has either 'codes' or 'handles'")
+        for j, rx in enumerate(t.patterns):
+            try:
+                re.compile(rx)
+            except re.error as exc:
+                raise PackIssue(
+                    ("entity_types", name, "patterns", j), f"{rx!r} is not a valid pattern: {exc}"
+                ) from None
         for i, e in enumerate(t.entities):
             for j, a in enumerate(e.aliases):
                 if not a.strip():
@@ -292,6 +318,8 @@ def check_pack(p: DomainPack) -> None:
             )
         if r.anaphors and r.value != "entity":
             raise PackIssue((*loc, "anaphors"), "anaphors refer back to an entity value")
+        if r.cardinality == "many" and r.value != "entity":
+            raise PackIssue((*loc, "cardinality"), "a literal value is one at a time")
         if r.magnitude and r.value not in ("percent", "money", "duration"):
             raise PackIssue((*loc, "magnitude"), "only a number has a magnitude")
         if not r.phrases and not r.descriptions:
@@ -315,6 +343,12 @@ def check_pack(p: DomainPack) -> None:
                     f"{n!r} is neither a relation kind {sorted(kinds)} nor a relation",
                 )
         _words(loc, {"cues": it.cues})
+        ids = {e.id for et in p.entity_types.values() for e in et.entities}
+        for j, ref in enumerate(it.concerns):
+            if ref not in ids:
+                raise PackIssue(
+                    (*loc, "concerns", j), f"{ref!r} is no reference entity of the pack"
+                )
     if p.state is not None:
         rel = next((r for r in p.relations if r.name == p.state.relation), None)
         if rel is None or rel.value != "category":
