@@ -8,7 +8,8 @@ from speakerflow.ops.core.base import OperatorConfig
 
 class AnswerConfig(OperatorConfig):
     """``backend``: ``rules`` or ``chat`` (uses the given ChatBackend); ``max_tokens`` for chat.
-    ``picker``: how the rules answerer picks its answer (``old``: :mod:`.answer_old`).
+    ``picker``: how the rules answerer picks its answer (``scored``, the default:
+    :mod:`.answer_pick`; ``old``: the first picker, :mod:`.answer_old`).
 
     Rules weights: ``dense_weight`` scales the question-message cosine (0 turns it off);
     ``question_penalty`` is subtracted for sentences that are questions; ``type_bonus`` is
@@ -22,7 +23,7 @@ class AnswerConfig(OperatorConfig):
     """
 
     backend: str = "rules"
-    picker: str = "old"
+    picker: str = "scored"
     max_tokens: int = 200
     max_sentences_per_row: int = 1
     dense_weight: float = 4.0
@@ -44,7 +45,10 @@ class AnswerConfig(OperatorConfig):
     min_similarity: float = 0.35
     margin: float = 0.2
     present_margin: float = 0.1
+    matter_share: float = 0.6
     own_messages: int = 3
     session_weight: float = 0.3
     discussion_turns: int = 12
     said_date: bool = True
+    #: question types without a time focus that the scoring picker hands to the old one
+    old_types: tuple[str, ...] = ("who", "decision", "per-person")

@@ -46,7 +46,8 @@ def has_date(u: Unit, memo: TextMemo) -> float:
 def meant(u: Unit, question: str, memo: TextMemo) -> TimeSpan | None:
     """The expression of ``u`` the question asks about: the nearest (in words) to the
     question's own words in the sentence, month and weekday names aside (they say when, not
-    what); an explicit date wins over a relative one two words nearer, a day over a month."""
+    what); an explicit date wins over a relative one up to six words
+    nearer, a day over a month."""
     spans = _spans(u, memo)
     if len(spans) <= 1:
         return spans[0] if spans else None
@@ -57,7 +58,7 @@ def meant(u: Unit, question: str, memo: TextMemo) -> TimeSpan | None:
     def key(s: TimeSpan) -> tuple[float, int]:
         at = [i for i, m in enumerate(words) if s.offset <= m.start() < s.offset + len(s.text)]
         near = min((abs(h - i) for h in hits for i in at), default=0) if hits and at else 0
-        return near - (2 if s.explicit else 0) - _PRECISION.get(s.unit, 0.5), s.offset
+        return near - (6 if s.explicit else 0) - _PRECISION.get(s.unit, 0.5), s.offset
 
     return min(spans, key=key)
 

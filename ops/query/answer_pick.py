@@ -54,6 +54,7 @@ from speakerflow.ops.query.answer_intent import (
     Intent,
     read_intent,
 )
+from speakerflow.ops.query.answer_old import answer_old
 from speakerflow.ops.query.answer_text import (
     clause_of,
     date_of,
@@ -262,19 +263,58 @@ def _best_of_message(ranked: list[tuple[float, Unit]], unit: Unit, current: bool
     nothing when there is one."""
     mine = [(s, u) for s, u in ranked if u.msg_id == unit.msg_id]
     if current:
-        plain = [(s, u) for s, u in mine if not NEGATION.search(u.text)]
+        plain = [
+            (s, u) for s, u in mine if not NEGATION.search(u.text) and len(u.text.split()) >= 3
+        ]
         mine = plain or mine
     return max(mine, key=lambda su: su[0])[1] if mine else unit
 
 
-def pick(ranked: list[tuple[float, Unit]], intent: Intent, config: AnswerConfig) -> Unit:
+def _message_terms(u: Unit) -> set[str]:
+    return set().union(*(terms(x) for x in u.siblings or (u.text,)))
+
+
+def _on_matter(ranked: list[tuple[float, Unit]], words: set[str], share: float) -> list[Unit]:
+    """Units scoring at least ``share`` of the best whose message holds a question word that
+    the best unit's message holds too, or one of the matter's values: a name the best message says,
+    or a name said beside it elsewhere (the alternatives argued over: "A or B?" makes a later
+    "B is fine" the same matter). The same matter said at another time, though worded apart."""
+    best = ranked[0][1]
+    mine = _message_terms(best)
+    values = {stem(v) for v in _proper_nouns(" ".join(best.siblings or (best.text,)), set())}
+    if values:
+        for _, u in ranked:
+            said = {stem(v) for v in _proper_nouns(" ".join(u.siblings or (u.text,)), set())}
+            if said & values:
+                values |= said
+    shared = (words & mine) | values
+    if not shared:
+        return []
+    top = ranked[0][0]
+    return [
+        u
+        for s, u in ranked
+        if s >= top * share and not u.text.rstrip().endswith("?") and shared & _message_terms(u)
+    ]
+
+
+def pick(
+    ranked: list[tuple[float, Unit]],
+    intent: Intent,
+    config: AnswerConfig,
+    words: set[str] | None = None,
+) -> Unit:
     """The answer unit for a question with one answer (see the module doc)."""
-    if intent.focus == "current" or intent.present:
-        margin = config.margin if intent.focus == "current" else config.present_margin
-        cands = [u for u in _close(ranked, margin) if not u.history] or [ranked[0][1]]
+    timed = intent.focus in ("current", "original")
+    if timed or intent.present:
+        margin = config.margin if timed else config.present_margin
+        cands = _close(ranked, margin)
+        if words:  # a "now" question reads the matter wider than a present-tense one
+            cands += _on_matter(ranked, words, config.matter_share if timed else 0.8)
+        if intent.focus == "original":
+            return _best_of_message(ranked, _by_time(cands, latest=False), False)
+        cands = [u for u in cands if not u.history] or cands or [ranked[0][1]]
         return _best_of_message(ranked, _by_time(cands, latest=True), intent.focus == "current")
-    if intent.focus == "original":
-        return _best_of_message(ranked, _by_time(_close(ranked, config.margin), False), False)
     return ranked[0][1]
 
 
@@ -303,7 +343,9 @@ def _write(u: Unit, intent: Intent, names: list[str], question: str, config: Ans
         line = write_line(u, config, statement_of(u, config))
         return f"{name} ({line})" if name else line
     if intent.focus == "current":
-        return write_line(u, config, _with_focus(u, words))
+        # the sentence that states the state, not the whole message with the one it replaces
+        text = u.text if len(u.text.split()) >= 3 else _with_focus(u, words)
+        return write_line(u, config, text)
     if intent.qtype in ("decision", "per-person") or intent.focus:
         return write_line(u, config, statement_of(u, config))
     wanted = _has_number if intent.quantity else None
@@ -454,7 +496,11 @@ def _person_lines(
                 key=lambda su: (-su[0], su[1].rank),
             )
         if ranked:
-            best = ranked[0][1] if intent.focus == "original" else pick(ranked, intent, config)
+            best = (
+                ranked[0][1]
+                if intent.focus == "original"
+                else pick(ranked, intent, config, _focus_words(projection, names))
+            )
             lines.append(write_line(best, config, statement_of(best, config)))
         elif person in empty:
             lines.append(f"{person}: no record on this matter")
@@ -473,6 +519,9 @@ def answer_scored(
 ) -> str | None:
     """The scoring picker's answer (see the module doc); ``None`` when nothing answers."""
     intent = read_intent(projection, is_rollup(projection))
+    if intent.focus is None and intent.qtype in config.old_types:
+        # question types the first picker answers better on the dev sets (docs/query-path.md)
+        return answer_old(projection, evidence, units, names, messages, embedder, config, memo)
     msg_units = [u for u in units if not u.is_record] or units
     if intent.per_person:
         return _person_lines(
@@ -492,11 +541,12 @@ def answer_scored(
     if not ranked:
         return None
     ranked = _scope(ranked, intent)
+    words = _focus_words(projection, names)
     if intent.qtype == "when":
         dated = [(s, u) for s, u in ranked if has_date(u, memo)]
-        best = pick(dated or ranked, intent, config)
+        best = pick(dated or ranked, intent, config, words)
         return date_answer(best, projection.question, intent.two_asks, config, memo)
     if intent.focus == "change":
         return _change(ranked, config)
-    best = pick(ranked, intent, config)
+    best = pick(ranked, intent, config, words)
     return _write(best, intent, names, projection.question, config)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from collections import defaultdict
 from functools import cache
@@ -34,34 +33,11 @@ def questions() -> list[dict]:
     return json.loads(QUESTIONS.read_text())["questions"]
 
 
-def _norm(text: str) -> str:
-    return re.sub(r"\s+", " ", text.replace("\u2013", "-").replace("\u2019", "'")).strip().lower()
-
-
-def _find(text: str, alternatives: list[str], start: int = 0) -> int:
-    """Index of the first alternative found in ``text`` at or after ``start`` (-1 if none)."""
-    hits = [i for a in alternatives if (i := text.find(_norm(a), start)) >= 0]
-    return min(hits) if hits else -1
-
-
 def is_correct(answer: str, q: dict) -> bool:
-    """The frozen rule of questions.json ('about')."""
-    text = _norm(answer)
-    pos = 0
-    for group in q.get("expect", []):
-        i = _find(text, group, pos if q.get("ordered") else 0)
-        if i < 0:
-            return False
-        if q.get("ordered"):
-            pos = i + 1
-    if any(_norm(f) in text for f in q.get("forbid", [])):
-        return False
-    lines = [_norm(line) for line in answer.splitlines()]
-    for person, alternatives in q.get("per_person", {}).items():
-        mine = [line for line in lines if line.startswith(person.lower())]
-        if not any(_find(line, alternatives) >= 0 for line in mine):
-            return False
-    return True
+    """The frozen rule of questions.json ('about'), shared with the answers_v2 runner."""
+    from speakerflow.benchmarks.answers import is_correct as rule
+
+    return rule(answer, q)
 
 
 @cache
@@ -132,15 +108,44 @@ def test_answer_share_and_what_records_add(full_and_ablated):
     full, ablated = full_and_ablated
     s_full, s_abl = shares(full), shares(ablated)
     assert len(full) == 30
-    # the aim is 0.8; measured 0.800 (24/30) full, 0.667 without System 2 (docs/evaluation.md,
-    # "Writer and answers, follow-up"). The floor leaves room for recall changes, which move a
-    # question or two either way.
-    assert s_full["all"] >= 0.65, [(r["id"], r["answer"]) for r in full if not r["correct"]]
+    # measured with the scoring picker (the default since issue 23): 0.633 (19/30) full, 0.567
+    # without System 2 (docs/query-path.md). The floor is what it measures: these questions were
+    # tuned against before (the old picker answers 0.733 of them), so they are no held-out figure.
+    assert s_full["all"] >= 0.63, [(r["id"], r["answer"]) for r in full if not r["correct"]]
     assert s_full["records-types"] > s_abl["records-types"]
     # change, decision and per-person questions: none answered worse with the records
     # (measured 0.75 / 1.00 / 0.60 with, 0.50 / 0.75 / 0.20 without)
     for kind in RECORD_TYPES:
         assert s_full[kind] >= s_abl[kind], (kind, s_full, s_abl)
+
+
+#: the quick part of the frozen answers_v2 dev set run in the default suite: its first three
+#: conversations by name (the whole set: python -m speakerflow.benchmarks.answers)
+V2_QUICK = ("book_club", "family_move", "flatshare")
+#: what the quick part measured (20 of 47 with the default picker, 18 with the old one; 7 of
+#: its 10 changes of mind formed as update chains): dev figures, floors at what they measure
+V2_FLOOR = 0.42
+V2_CHAINS_FLOOR = 7
+
+
+@pytest.fixture(scope="module")
+def v2_quick():
+    from speakerflow.benchmarks.answers import run as run_v2
+
+    return run_v2(
+        variants={"default": {}, "old": {"picker": "old"}}, only=list(V2_QUICK), progress=False
+    )
+
+
+def test_answers_v2_quick_part(v2_quick):
+    """The default picker on the quick part of answers_v2 (dev figures; floors at what it
+    measured, docs/query-path.md), and not below the old picker in the same run."""
+    new, old = (v2_quick["variants"][v]["accuracy"] for v in ("default", "old"))
+    assert v2_quick["questions"] == 47
+    wrong = [(r["id"], r["answer"]) for r in v2_quick["variants"]["default"]["answers"]]
+    assert new["all"] >= V2_FLOOR, (new, wrong)
+    assert new["all"] >= old["all"], (new, old)
+    assert v2_quick["writer"]["formed"] >= V2_CHAINS_FLOOR, v2_quick["writer"]
 
 
 def main(argv: list[str] | None = None) -> int:
