@@ -81,6 +81,8 @@ _PERCEIVE = re.compile(
     r"regard\w*|describe\w*|say|says|said|opinion|impression)\b",
     re.I,
 )
+#: "what has A noticed about B", "what did A write regarding B": B is the matter, A the source
+_ABOUT = re.compile(r"\b(about|regarding|concerning)\s+(?:\w+\s+)?$", re.I)
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\u2019-]*")
 _QUESTION_WORDS = frozenset(
     "what when where who whom whose which why how did does do is are was were has have had will "
@@ -169,13 +171,17 @@ def project_rules(
     names = list(dict.fromkeys(m[0] for m in mentions))
     owner = source = None
     group_words = bool(_GROUP.search(question))
-    if len(names) == 2 and _PERCEIVE.search(question[mentions[0][2] :]):
+    if len(names) == 2:
         first_end = next(m[2] for m in mentions if m[0] == names[0])
         second_start = next(m[1] for m in mentions if m[0] == names[1])
-        if _PERCEIVE.search(question[first_end:second_start]):
+        between = question[first_end:second_start]
+        if _PERCEIVE.search(between) or _ABOUT.search(between):
             source, owner = names
     if owner is not None:
         rows = [owner]
+    elif len(names) >= 2 and _PER_PERSON.search(question):
+        # "what did A, B and C each want": the people named, not the whole roster
+        rows = names
     elif _ROLLUP.search(question):
         rows = [ALL] + ([GROUP_OWNER] if group_words and not _PER_PERSON.search(question) else [])
     elif names:
