@@ -166,6 +166,7 @@ class _Loaded:
         self.parts: dict[str, tuple[tuple, pa.Table]] = {}
         self.vectors: dict[str, tuple[tuple, dict[str, np.ndarray]]] = {}
         self.reader: Any = None
+        self.lock = threading.Lock()  # one load at a time (the poller, a first request)
 
 
 class ReplicaMemory(Memory):
@@ -276,6 +277,10 @@ class ReplicaMemory(Memory):
         root = self.home.group_path(group)
         with self._load_lock:
             loaded = self._loaded.setdefault(group, _Loaded())
+        with loaded.lock:
+            return self._refresh_locked(group, root, loaded)
+
+    def _refresh_locked(self, group: str, root: Path, loaded: _Loaded) -> ReadSnapshot | None:
         try:
             key = _file_key(root / FOLDER / MANIFEST)
         except FileNotFoundError:
@@ -356,24 +361,24 @@ class ReplicaMemory(Memory):
                 except Exception:  # noqa: BLE001 - logged; the last snapshot keeps serving
                     log.exception("group %r: snapshot reload failed", group)
 
-    def _knowing(self, group: str) -> ReadSnapshot:
+    def _knowing(self, group: str) -> tuple[ReadSnapshot, tuple]:
+        """The group's snapshot and the knowledge it carries (a reader cannot open Kuzu)."""
         snap = self.snapshot(group)
         if snap.knowledge is None:
             raise SnapshotUnavailableError(
                 f"group {group!r}: its snapshot carries no knowledge (published by a writer "
                 "without it); retry shortly"
             )
-        return snap
+        return snap, snap.knowledge
 
     def inject(self, group: str, event, user=None, budget: int = 600, hops: int = 2):
-        """:meth:`Memory.inject` on the published knowledge (a reader cannot open Kuzu)."""
+        """:meth:`Memory.inject` on the published knowledge."""
         from speakerflow.memory import inject_context
 
-        return inject_context(self._knowing(group).knowledge, event, user, budget, hops)
+        return inject_context(self._knowing(group)[1], event, user, budget, hops)
 
     def wiki(self, group: str) -> dict[str, str]:
         """:meth:`Memory.wiki` on the published knowledge."""
         from speakerflow.ops.knowledge.wiki import wiki_pages
 
-        snap = self._knowing(group)
-        return wiki_pages(snap, snap.knowledge)
+        return wiki_pages(*self._knowing(group))
