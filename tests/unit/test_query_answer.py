@@ -191,3 +191,8 @@ def test_a_named_person_is_answered_from_their_own_words():
 def test_an_explicit_date_beats_a_weekday_in_the_same_message():
     evidence = [ex(0, "Ana", "The recital is on Friday, I mean Saturday 18 April, at the hall.")]
     assert ask("When is the recital?", evidence).startswith("18 April 2026")
+
+
+def test_the_readme_snippet_answers_its_question():
+    # the README's Memory example: one message, no word in common with the question
+    assert ask("Where is the offsite?", [ex(0, "Ana", "Porto it is.")]) == "Ana: Porto it is."
