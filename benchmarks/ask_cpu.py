@@ -12,11 +12,11 @@ changes it little) in two conditions:
 - ``fresh``: the memo cleared before each ask, so each question is encoded once (one model
   call per question, as for a question never seen).
 
-Both read paths of a :class:`~speakerflow.memory.Memory` are measured alternately in this one
-process (``--rounds`` rounds of direct, pipeline): ``direct`` (``direct_asks=True``, the
-default: the stage functions called directly) and ``pipeline`` (``direct_asks=False``: the
-operator pipeline, one Arrow table per stage). ``--profile N`` prints cProfile's top ``N``
-functions by own time over one ``memo`` pass of the direct path.
+``--rounds`` rounds of both conditions. An ask runs the one query path, the composed operator
+pipeline with typed batches between its stages (until 2026-05 ``Memory`` also had a direct
+path of plain stage calls; the last side-by-side run of both is
+docs/results/serve/ask_cpu-one-path.json). ``--profile N`` prints cProfile's top ``N``
+functions by own time over one ``memo`` pass.
 """
 
 from __future__ import annotations
@@ -89,18 +89,10 @@ def run(
     with Memory(home=home, embedder=embedder) as mem:
         for q in questions[:10]:  # model loaded, snapshot and caches warm
             mem.ask_cited(group, q)
-        runs: dict[str, dict[str, list[float]]] = {
-            "direct": {"memo": [], "fresh": []},
-            "pipeline": {"memo": [], "fresh": []},
-        }
+        runs: dict[str, list[float]] = {"memo": [], "fresh": []}
         for _ in range(rounds):
-            for path in ("direct", "pipeline"):
-                mem.direct_asks = path == "direct"
-                for cond in ("memo", "fresh"):
-                    runs[path][cond].append(
-                        round(cpu_per_ask(mem, group, questions, cond == "fresh"), 2)
-                    )
-        mem.direct_asks = True
+            for cond in ("memo", "fresh"):
+                runs[cond].append(round(cpu_per_ask(mem, group, questions, cond == "fresh"), 2))
         out["cpu_ms_per_ask"] = runs
         if profile:
             for q in questions:
@@ -129,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--questions", type=int, default=200, help="questions asked per pass")
     ap.add_argument("--embedder", default="minilm", help="minilm (default), hashing ...")
-    ap.add_argument("--rounds", type=int, default=2, help="alternating rounds of both paths")
-    ap.add_argument("--profile", type=int, default=0, help="print cProfile's top N (direct path)")
+    ap.add_argument("--rounds", type=int, default=2, help="rounds of both conditions")
+    ap.add_argument("--profile", type=int, default=0, help="print cProfile's top N functions")
     ap.add_argument("--out", type=Path, help="write the report JSON here")
     args = ap.parse_args(argv)
     from speakerflow.graphs import Home

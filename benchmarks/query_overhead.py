@@ -1,11 +1,14 @@
-"""What the operator pipeline costs over calling the query functions directly.
+"""What the Arrow tables between the query stages would cost: the one query path against the
+same pipeline run a stage at a time on tables.
 
-For each question (in one process, on the same stores, alternating which path runs first)
-it runs :func:`~speakerflow.pipelines.query_path.direct_path` (the stages as plain function
-calls, the baseline) and :func:`~speakerflow.pipelines.query_path.answer_question` (the
-``Project >> Recall >> Select >> Resolve >> Compose >> Answer`` pipeline over Arrow
-tables), clearing the question-embedding memo before each, and reports p50/p95 of both,
-their ratio and how many questions got identical evidence and answers.
+For each question (in one process, on the same stores, alternating which runs first) it runs
+:func:`~speakerflow.pipelines.query_path.answer_question` (the composed pipeline: typed
+batches between the stages, no table built) and the same
+``Project >> Recall >> Select >> Resolve >> Compose >> Answer`` steps one at a time on Arrow
+tables (every stage's output made a table and read back by the next: what an Arrow operator
+of one's own between each two stages would force), clearing the question-embedding memo
+before each, and reports the CPU per question of both (``time.process_time``), their ratio
+and how many questions got identical evidence and answers.
 
     .venv/bin/python -m speakerflow.benchmarks.query_overhead ../shared/data/locomo/locomo10.json \
         --format locomo --limit 300
@@ -19,28 +22,41 @@ import tempfile
 import time
 from typing import Any
 
-import numpy as np
+import pyarrow as pa
 
 from speakerflow.graphs import Home
+from speakerflow.ops.query.query_tables import evidence_items
 from speakerflow.ops.text.embed import clear_query_memo
 
 from .evaluate import _prepare
+from .percentiles import pct
 from .qa_data import load_qa
 
 
+def stage_by_stage(store, question: str, config, steps: list) -> tuple[list, str]:
+    """(evidence, answer) of the query pipeline's ``steps`` run one at a time on tables."""
+    from speakerflow.pipelines.query_path import query_context
+
+    table, ctx = pa.table({"question": [question]}), query_context(store, config)
+    for step in steps:
+        table = step(table, ctx)
+    return evidence_items(table)[0], table["answer"][0].as_py()
+
+
 def run(data: str, fmt: str, limit: int | None = None, embedder: str = "minilm") -> dict:
-    """Time both paths per question; returns p50/p95 (ms), ratios and the identical count."""
+    """CPU per question of both ways; returns p50/p95 and mean (ms), ratios, identical count."""
     from speakerflow.pipelines.query_path import (
         QueryConfig,
         answer_question,
-        direct_path,
         embedder_for,
+        query_pipeline,
     )
 
     qa = load_qa(data, fmt)
     questions = qa.questions[:limit] if limit else qa.questions
     config = QueryConfig(embedder=embedder)
-    ms: dict[str, list[float]] = {"direct": [], "pipeline": []}
+    steps = query_pipeline(config).steps
+    ms: dict[str, list[float]] = {"typed": [], "tables": []}
     same = 0
     with tempfile.TemporaryDirectory(prefix="speakerflow-overhead-") as tmp:
         home = Home(tmp)
@@ -48,28 +64,27 @@ def run(data: str, fmt: str, limit: int | None = None, embedder: str = "minilm")
         for i, q in enumerate(questions):
             with home.open(q.group) as store:
                 out: dict[str, Any] = {}
-                for name in ("direct", "pipeline") if i % 2 == 0 else ("pipeline", "direct"):
+                for name in ("typed", "tables") if i % 2 == 0 else ("tables", "typed"):
                     clear_query_memo(embedder_for(config))
-                    t0 = time.perf_counter()
+                    t0 = time.process_time()
                     out[name] = (
-                        direct_path(store, q.question, config)
-                        if name == "direct"
-                        else answer_question(store, q.question, config)
+                        answer_question(store, q.question, config)
+                        if name == "typed"
+                        else stage_by_stage(store, q.question, config, steps)
                     )
-                    ms[name].append((time.perf_counter() - t0) * 1000)
-                _, composed, answer = out["direct"]  # direct_path: (projection, composed, answer)
-                same += (
-                    composed.evidence == out["pipeline"].evidence
-                    and answer == out["pipeline"].answer
-                )
+                    ms[name].append((time.process_time() - t0) * 1000)
+                evidence, answer = out["tables"]
+                same += evidence == out["typed"].evidence and answer == out["typed"].answer
     report: dict[str, Any] = {"questions": len(questions), "identical": same}
     for name, values in ms.items():
         report[name] = {
-            "p50": round(float(np.percentile(values, 50)), 2),
-            "p95": round(float(np.percentile(values, 95)), 2),
+            "p50": pct(values, 50, 2),
+            "p95": pct(values, 95, 2),
+            "mean": round(sum(values) / len(values), 2) if values else None,
         }
-    report["ratio_p50"] = round(report["pipeline"]["p50"] / report["direct"]["p50"], 3)
-    report["ratio_p95"] = round(report["pipeline"]["p95"] / report["direct"]["p95"], 3)
+    for stat in ("p50", "mean"):
+        typed, tables = report["typed"][stat], report["tables"][stat]
+        report[f"ratio_{stat}"] = round(tables / typed, 3) if typed else None
     return report
 
 

@@ -6,7 +6,11 @@ Project -> System 1 (Recall -> Select -> Expand -> Sufficiency/ASK -> top-k)
 
 Each stage is a registered operator; :func:`query_pipeline` composes them
 (``Project >> Recall >> Select >> Resolve >> Compose >> Answer``) and
-:func:`answer_question` runs that pipeline for one question.
+:func:`answer_question` runs that pipeline for one question: the one query path of the CLI,
+``Memory`` (so the server and MCP), ``eval`` and Dagster. The stages hand typed batches on
+(:mod:`speakerflow.ops.core.batch`), so a question builds no Arrow table between them; a
+custom pipeline (another operator in between, a stage replaced) is served the same way
+(``answer_question(..., pipeline=p)``, ``Memory(pipeline=p)``).
 
 >>> from speakerflow.graphs import GroupStore
 >>> from speakerflow.ops.loaders import load
@@ -27,15 +31,22 @@ from typing import Any
 import pyarrow as pa
 
 from speakerflow.ops.core import Pipeline
-from speakerflow.ops.core.base import Context, Operator, OperatorConfig, OperatorStats, put_columns
+from speakerflow.ops.core.base import Batch, Context, Operator, OperatorConfig
 from speakerflow.ops.core.registry import register
-from speakerflow.ops.query.answer import NO_INFO, Answer, AnswerConfig, answer_rules
-from speakerflow.ops.query.compose import Compose, ComposeConfig, Composed, compose
-from speakerflow.ops.query.project import Project, ProjectConfig, project_rules
-from speakerflow.ops.query.query_tables import evidence_items, projections
-from speakerflow.ops.query.recall import GroupView, Recall, RecallConfig, recall
-from speakerflow.ops.query.resolve import Resolve, ResolveConfig, resolve_rows
-from speakerflow.ops.query.select import Select, SelectConfig, select_s1
+from speakerflow.ops.query.answer import Answer, AnswerConfig
+from speakerflow.ops.query.compose import Compose, ComposeConfig
+from speakerflow.ops.query.project import Project, ProjectConfig
+from speakerflow.ops.query.query_tables import (
+    ANSWERS,
+    COMPOSED,
+    PROJECTION,
+    PROJECTION_COLUMNS,
+    QUESTIONS,
+    Composed,
+)
+from speakerflow.ops.query.recall import Recall, RecallConfig
+from speakerflow.ops.query.resolve import Resolve, ResolveConfig
+from speakerflow.ops.query.select import Select, SelectConfig
 from speakerflow.ops.text.embed import Embedder, make_embedder
 from speakerflow.schemas import EvidenceItem, Projection
 from speakerflow.schemas.records import GROUP_OWNER
@@ -123,13 +134,16 @@ class DropGroupRow(Operator):
     """The ``s2-group`` ablation: the projection's rows without ``GROUP``."""
 
     name = "drop_group_row"
-    consumes = ("rows",)
+    consumes = PROJECTION_COLUMNS
     produces = pa.schema([("rows", pa.list_(pa.string()))])
     passthrough = True
 
-    def run(self, table: pa.Table, ctx: Context) -> pa.Table:
-        rows = [[r for r in rs if r != GROUP_OWNER] for rs in table["rows"].to_pylist()]
-        return put_columns(table, {"rows": rows}, self.produces)
+    def run_batch(self, batch: Batch, ctx: Context) -> Batch:
+        dropped = [
+            p.model_copy(update={"rows": [r for r in p.rows if r != GROUP_OWNER]})
+            for p in batch.get(PROJECTION)
+        ]
+        return batch.put(PROJECTION, dropped)
 
 
 def _layers(config: QueryConfig) -> tuple[str, ...]:
@@ -203,89 +217,77 @@ def query_context(store, config: QueryConfig | None = None, chat=None) -> Contex
     return Context(store=store, backends=backends)
 
 
-def direct_path(
-    store, question: str, config: QueryConfig | None = None
-) -> tuple[Projection, Composed, str]:
-    """The rules query path as plain function calls, without operators or tables: the
-    reference :func:`query_pipeline` is checked against (identical evidence) and the
-    baseline of ``benchmarks/query_overhead.py``. Returns (projection, composed, answer)."""
-    config = config or QueryConfig()
-    embedder = embedder_for(config)
-    view = GroupView.of(store)
-    projection = project_rules(question, store.roster(), store.aliases())
-    if config.ablate == "s2-group":
-        projection = projection.model_copy(
-            update={"rows": [r for r in projection.rows if r != GROUP_OWNER]}
+#: what a pipeline must hand back for :func:`answer_question` to read its result
+RESULT_COLUMNS = frozenset({*PROJECTION_COLUMNS, *COMPOSED.names})
+
+_PIPELINES: dict[tuple[int, bool], tuple[QueryConfig, Pipeline]] = {}
+
+
+def default_pipeline(config: QueryConfig, chat: bool = False) -> Pipeline:
+    """:func:`query_pipeline` for ``config``, built once per config object (a template:
+    runs use its :meth:`~speakerflow.ops.core.base.Pipeline.fresh` copies)."""
+    key = (id(config), chat)
+    found = _PIPELINES.get(key)
+    if found is None or found[0] is not config:
+        if len(_PIPELINES) > 64:
+            _PIPELINES.clear()
+        found = _PIPELINES[key] = (config, query_pipeline(config, chat=chat))
+    return found[1]
+
+
+def check_query_pipeline(pipeline: Pipeline) -> Pipeline:
+    """``pipeline`` if it can serve questions (takes ``question``, hands back the projection
+    and the composed evidence), else a ValueError naming what it lacks."""
+    missing = sorted(RESULT_COLUMNS - pipeline.output_columns)
+    if missing or "question" not in pipeline.consumes:
+        raise ValueError(
+            f"pipeline {pipeline!r} cannot answer questions: it must consume 'question' "
+            f"and hand on the projection and Compose's columns (missing: {missing})"
         )
-    recall_cfg = _recall_config(config)
-    result = recall(view, question, recall_cfg, embedder)
-    selected = (
-        []
-        if config.ablate == "s1"
-        else select_s1(
-            view,
-            result,
-            projection,
-            config.select.ask_recall or recall_cfg,
-            config.select,
-            embedder,
-            None,
-            OperatorStats(),
-            store.roster(),
-        )
-    )
-    items = (
-        []
-        if config.ablate == "s2"
-        else resolve_rows(
-            view,
-            result.fused,
-            projection,
-            store.roster(),
-            config.resolve.model_copy(update={"layers": _layers(config)}),
-            embedder,
-            result.pool,
-        )
-    )
-    composed = compose(view, selected, items, projection, config.compose)
-    answer = (
-        answer_rules(projection, composed.evidence, config.answer, view, embedder) or NO_INFO
-        if config.answer_question
-        else ""
-    )
-    return projection, composed, answer
+    return pipeline
 
 
 def answer_question(
-    store, question: str, config: QueryConfig | None = None, chat=None
+    store, question: str, config: QueryConfig | None = None, chat=None, pipeline=None
 ) -> QueryResult:
     """Answer ``question`` from ``store`` (a :class:`GroupStore`, in memory or on disk) by
-    running :func:`query_pipeline` on a one-row question table."""
+    running the query pipeline on a one-row question batch: :func:`query_pipeline` for
+    ``config``, or ``pipeline`` (a custom one, see :func:`check_query_pipeline`)."""
     config = config or QueryConfig()
     if config.backend == "chat" and chat is None:
         raise ValueError("backend='chat' needs chat=<a ChatBackend>; see speakerflow.ops.backends")
     use_chat = chat if config.backend == "chat" else None
     start = time.perf_counter()
-    pipeline = query_pipeline(config, chat=use_chat is not None)
-    out = pipeline(pa.table({"question": [question]}), query_context(store, config, use_chat))
-    total_ms = (time.perf_counter() - start) * 1000
-    answer_ms = sum(s.stats.seconds for s in pipeline.steps if isinstance(s, Answer)) * 1000
+    template = (
+        default_pipeline(config, use_chat is not None)
+        if pipeline is None
+        else check_query_pipeline(pipeline)
+    )
+    run = template.fresh()
+    out = run.call_batch(Batch.of({QUESTIONS: [question]}), query_context(store, config, use_chat))
+    return _result(question, run, out, (time.perf_counter() - start) * 1000)
+
+
+def _result(question: str, run: Pipeline, out: Batch, total_ms: float) -> QueryResult:
+    """The :class:`QueryResult` of one question from the batch and the stats of ``run``."""
+    answer_ms = sum(s.stats.seconds for s in run.steps if isinstance(s, Answer)) * 1000
     extra: dict[str, float] = {}
-    for step in pipeline.steps:
+    for step in run.steps:
         for key, value in step.stats.extra.items():
             extra[key] = extra.get(key, 0) + value
+    composed = out.get(COMPOSED)[0]
     return QueryResult(
         question,
-        out["answer"][0].as_py() if config.answer_question else "",
-        projections(out)[0],
-        evidence_items(out)[0],
-        out["context"][0].as_py(),
-        out["tokens"][0].as_py(),
+        out.get(ANSWERS)[0] if "answer" in out.column_names else "",
+        out.get(PROJECTION)[0],
+        composed.evidence,
+        composed.context,
+        composed.tokens,
         total_ms - answer_ms,
         answer_ms,
-        sum(s.stats.tokens for s in pipeline.steps),
+        sum(s.stats.tokens for s in run.steps),
         extra,
-        out["cited_ids"][0].as_py(),
+        composed.cited_ids(),
     )
 
 

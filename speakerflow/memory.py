@@ -41,7 +41,6 @@ from speakerflow.schemas import KnowledgeItem, Message
 
 __all__ = [
     "AddResult",
-    "answer_direct",
     "GroupNotFoundError",
     "Memory",
     "ReadSnapshot",
@@ -170,61 +169,6 @@ def message_rows(store: GroupStore | ReadSnapshot) -> dict[str, dict]:
         cached = (table, {r["msg_id"]: r for r in table.to_pylist()})
         setattr(store, "_rows_by_id", cached)  # noqa: B010 - a memo on the store object, not a declared field
     return cached[1]
-
-
-def answer_direct(store: GroupStore | ReadSnapshot, question: str, config: Any):
-    """:func:`~speakerflow.pipelines.query_path.answer_question` for one question with the
-    rules backends, as plain calls of the stage functions
-    (:func:`~speakerflow.pipelines.query_path.direct_path`): the same projection, evidence,
-    context and answer, without building an Arrow table per operator and reading it back
-    (about half the CPU of the query path once the question is encoded, measured in
-    docs/serving.md). The operator pipeline stays the path for tables of questions, chat
-    backends and custom pipelines. ``stats`` holds no operator counters."""
-    from speakerflow.ops.query.answer import NO_INFO, answer_rules
-    from speakerflow.ops.query.recall import GroupView
-    from speakerflow.pipelines.query_path import QueryResult, direct_path, embedder_for
-
-    start = time.perf_counter()
-    projection, composed, _ = direct_path(store, question, _no_answer(config))
-    mid = time.perf_counter()
-    answer = (
-        answer_rules(
-            projection, composed.evidence, config.answer, GroupView.of(store), embedder_for(config)
-        )
-        or NO_INFO
-        if config.answer_question
-        else ""
-    )
-    end = time.perf_counter()
-    return QueryResult(
-        question,
-        answer,
-        projection,
-        composed.evidence,
-        composed.context,
-        composed.tokens,
-        (mid - start) * 1000,
-        (end - mid) * 1000,
-        0,
-        {},
-        composed.cited_ids(),
-    )
-
-
-_NO_ANSWER: dict[int, Any] = {}
-
-
-def _no_answer(config: Any) -> Any:
-    """``config`` with ``answer_question`` off (one copy per config object)."""
-    found = _NO_ANSWER.get(id(config))
-    if found is None or found[0] is not config:
-        if len(_NO_ANSWER) > 64:
-            _NO_ANSWER.clear()
-        found = _NO_ANSWER[id(config)] = (
-            config,
-            config.model_copy(update={"answer_question": False}),
-        )
-    return found[1]
 
 
 def _quiet(**_: Any) -> None:
@@ -554,10 +498,11 @@ class Memory:
         ``False``: they take the group's lock and read the store (waiting for writes).
     batch_queries
         Encode the questions of concurrent asks together (:class:`BatchingEmbedder`, default).
-    direct_asks
-        With the rules backends, :meth:`ask` runs the query stages as plain calls
-        (:func:`answer_direct`: same results, no per-operator Arrow tables; default);
-        ``False``: through the operator pipeline (:func:`answer_question`).
+    pipeline
+        The query pipeline :meth:`ask` runs (default: the config's
+        :func:`~speakerflow.pipelines.query_path.query_pipeline`): any composition of operators
+        that takes ``question`` and hands on the projection and Compose's columns, e.g. the
+        default one with an operator of your own in between (docs/custom-pipelines.md).
     """
 
     def __init__(
@@ -572,9 +517,9 @@ class Memory:
         max_open: int = 64,
         snapshot_reads: bool = True,
         batch_queries: bool = True,
-        direct_asks: bool = True,
+        pipeline: Any = None,
     ):
-        from speakerflow.pipelines.query_path import QueryConfig
+        from speakerflow.pipelines.query_path import QueryConfig, check_query_pipeline
         from speakerflow.settings import home_root
 
         self.home = Home(home_root(str(home) if home is not None else None))
@@ -592,7 +537,7 @@ class Memory:
         self.max_open = max_open
         self.snapshot_reads = snapshot_reads
         self.batch_queries = batch_queries
-        self.direct_asks = direct_asks
+        self.pipeline = check_query_pipeline(pipeline) if pipeline is not None else None
         self._warm_config: Any = None  # the rules config of the warming query
         #: load each group's knowledge onto its read snapshots, so ``inject`` needs no lock
         #: (the server does; off by default: it costs a Kuzu read per write)
@@ -762,13 +707,10 @@ class Memory:
 
         # one query fills every per-store cache the query path keeps (message and record
         # embeddings of the new rows, the group view, the record view); its answer is dropped.
-        # Run the way asks run (answer_direct: the same stage functions, so the same caches)
+        # The default rules pipeline: the caches are the store's, whichever pipeline asks
         if self._warm_config is None:
             self._warm_config = self.config.model_copy(update={"backend": "rules"})
-        if self.direct_asks:
-            answer_direct(store, "what was said?", self._warm_config)
-        else:
-            answer_question(store, "what was said?", self._warm_config)
+        answer_question(store, "what was said?", self._warm_config)
         message_rows(store)
 
     def _publish(self, g: _Group, tell: Callable[..., None] | None = None) -> ReadSnapshot | None:
@@ -857,20 +799,15 @@ class Memory:
 
         start = time.perf_counter()
         self.embedder  # noqa: B018 - the batching embedder is in place before the query path asks for it
-        ask = (
-            answer_direct
-            if self.direct_asks and self.config.backend == "rules"
-            else lambda store, q, config: answer_question(store, q, config, chat=self.chat)
-        )
         snap = self.snapshot(group)
         if snap is not None:  # no lock: the snapshot is not changed by writes
             waited = (time.perf_counter() - start) * 1000
-            result = ask(snap, question, self.config)
+            result = answer_question(snap, question, self.config, self.chat, self.pipeline)
             cited = message_objects(snap, result.cited_ids())
         else:
             with self._held(group) as g:
                 waited = (time.perf_counter() - start) * 1000
-                result = ask(g.store, question, self.config)
+                result = answer_question(g.store, question, self.config, self.chat, self.pipeline)
                 cited = message_objects(g.store, result.cited_ids())
         result.stats["group_wait_ms"] = (
             waited  # time spent waiting for the group (a snapshot, writes)

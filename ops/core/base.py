@@ -21,7 +21,6 @@ called on a table and composed with any other operator.
 
 from __future__ import annotations
 
-import copy
 import importlib.util
 import time
 from dataclasses import dataclass, field
@@ -148,7 +147,11 @@ class Operator:
 
     @property
     def output_columns(self) -> tuple[str, ...]:
-        return tuple(self.produces.names)
+        """The names of :attr:`produces` (read once per operator)."""
+        found = self.__dict__.get("_output_columns")
+        if found is None:
+            found = self.__dict__["_output_columns"] = tuple(self.produces.names)
+        return found
 
     def run(self, table: pa.Table, ctx: Context) -> pa.Table:
         """One Arrow table in, one out (an operator with ``run_batch`` has it for free)."""
@@ -166,16 +169,17 @@ class Operator:
     def call_batch(self, batch: Batch, ctx: Context | None = None) -> Batch:
         """:meth:`run_batch` with the column checks and the meters of a call."""
         names = batch.column_names
-        missing = [c for c in self.consumes if c not in names]
+        have = set(names)
+        missing = [c for c in self.consumes if c not in have]
         if missing:
             raise SchemaMismatchError(
                 f"operator {self.op_name!r} needs column(s) {missing}; the table has {names}"
             )
         start = time.perf_counter()
         out = self.run_batch(batch, ctx or Context())
-        have = set(out.column_names)
+        had, have = have, set(out.column_names)
         lost = [c for c in self.output_columns if c not in have]
-        if self.passthrough:
+        if self.passthrough and not had <= have:
             lost += [c for c in names if c not in have]
         if lost:
             raise SchemaMismatchError(
@@ -189,7 +193,8 @@ class Operator:
 
     def fresh(self) -> Operator:
         """A copy with its own, zeroed stats (the same config): one per concurrent call."""
-        op = copy.copy(self)
+        op = object.__new__(type(self))
+        op.__dict__.update(self.__dict__)
         op.stats = OperatorStats()
         return op
 
@@ -293,7 +298,8 @@ class Pipeline:
     def fresh(self) -> Pipeline:
         """The same pipeline with fresh operator stats (see :meth:`Operator.fresh`): what a
         server runs per request, so concurrent calls meter their own work."""
-        out = copy.copy(self)
+        out = object.__new__(Pipeline)
+        out.__dict__.update(self.__dict__)
         out.steps = [s.fresh() for s in self.steps]
         return out
 

@@ -64,6 +64,7 @@ class Column:
         self.name = name
         self.schema = pa.schema(list(fields))
         self.names = tuple(self.schema.names)
+        self.name_set = frozenset(self.names)
         self._encode = encode
         self._decode = decode
 
@@ -86,64 +87,78 @@ class Batch:
     """
 
     def __init__(self, table: pa.Table):
-        self._table = table
+        self._table: pa.Table | None = table  # None: no Arrow yet (see :meth:`of`)
+        self._rows: int = table.num_rows
+        self._names: tuple[str, ...] = tuple(table.column_names)
         self._values: dict[str, list] = {}  # column name -> values (pending or decoded)
         self._columns: dict[str, Column] = {}  # the columns of _values
         self._pending: dict[str, Column] = {}  # put, not yet in _table (in put order)
 
+    @classmethod
+    def of(cls, columns: dict[Column, list]) -> Batch:
+        """A batch of typed values only: its Arrow table is made when it is first read."""
+        if not columns:
+            raise ValueError("Batch.of needs at least one column")
+        out = cls.__new__(cls)
+        out._table, out._rows, out._names = None, len(next(iter(columns.values()))), ()
+        out._values, out._columns, out._pending = {}, {}, {}
+        for column, values in columns.items():
+            out = out.put(column, values)
+        return out
+
     @property
     def num_rows(self) -> int:
-        return self._table.num_rows
+        return self._rows
 
     @property
     def column_names(self) -> list[str]:
-        names = list(self._table.column_names)
-        have = set(names)
-        for col in self._pending.values():
-            names.extend(n for n in col.names if n not in have)
-            have.update(col.names)
-        return names
+        """The columns of :meth:`table`, in its order (nothing is encoded to tell them)."""
+        return list(self._names)
 
     def get(self, column: Column) -> list:
         """The values of ``column``, one per row (decoded from the table on first use)."""
         found = self._values.get(column.name)
         if found is not None and self._columns[column.name] is column:
             return found
-        if any(self._overlaps(c, column) for c in self._pending.values()):
+        if self._table is None or any(self._overlaps(c, column) for c in self._pending.values()):
             self.table()
-        values = column.decode(self._table)
+        values = column.decode(self.table())
         self._values[column.name], self._columns[column.name] = values, column
         return values
 
     def put(self, column: Column, values: list) -> Batch:
         """A new batch with ``column`` set to ``values`` (one per row); this one is unchanged."""
-        if len(values) != self.num_rows:
-            raise ValueError(
-                f"column {column.name!r}: {len(values)} values for {self.num_rows} rows"
-            )
-        if any(self._overlaps(c, column) for c in self._pending.values()):
+        if len(values) != self._rows:
+            raise ValueError(f"column {column.name!r}: {len(values)} values for {self._rows} rows")
+        clash = [name for name, col in self._columns.items() if self._overlaps(col, column)]
+        if any(name in self._pending for name in clash):
             self.table()  # a pending column sharing a field is encoded first, then replaced
-        out = Batch(self._table)
-        for name, col in self._columns.items():
-            if not self._overlaps(col, column):
-                out._values[name], out._columns[name] = self._values[name], col
+        out = Batch.__new__(Batch)
+        out._table, out._rows = self._table, self._rows
+        out._values, out._columns = dict(self._values), dict(self._columns)
+        for name in clash:
+            del out._values[name], out._columns[name]
         out._pending = dict(self._pending)
         out._values[column.name], out._columns[column.name] = values, column
         out._pending[column.name] = column
+        out._names = self._names + tuple(n for n in column.names if n not in self._names)
         return out
 
     def table(self) -> pa.Table:
         """The batch as an Arrow table (pending columns encoded now, once)."""
         if self._pending:
             table = self._table
+            if table is None:  # no columns yet, but the rows: what the first column is put on
+                table = pa.table({"_": pa.nulls(self._rows)}).drop_columns(["_"])
             for col in self._pending.values():
                 table = put_columns(table, col.encode(self._values[col.name]), col.schema)
             self._table, self._pending = table, {}
+        assert self._table is not None  # a batch is made from a table or from columns
         return self._table
 
     @staticmethod
     def _overlaps(a: Column, b: Column) -> bool:
-        return a is not b and (a.name == b.name or bool(set(a.names) & set(b.names)))
+        return a is not b and (a.name == b.name or not a.name_set.isdisjoint(b.name_set))
 
     def __repr__(self) -> str:
         pending = ", ".join(self._pending) or "none"

@@ -10,7 +10,9 @@ from speakerflow.ops.core.base import Context, Operator
 
 
 class Lambda(Operator):
-    """An operator around a plain function; declare its columns so pipelines can check them."""
+    """An operator around a plain function; declare its columns so pipelines can check them.
+    ``passthrough=True``: the function keeps every input column (see ``Operator.passthrough``),
+    so it can sit between two stages that hand columns on, e.g. inside the query path."""
 
     def __init__(
         self,
@@ -18,6 +20,7 @@ class Lambda(Operator):
         name: str,
         consumes: tuple[str, ...] = (),
         produces: pa.Schema | None = None,
+        passthrough: bool = False,
     ):
         if not name:
             raise ValueError("a Lambda operator needs a name")
@@ -26,6 +29,7 @@ class Lambda(Operator):
         # instance attributes shadow the class-level declarations of Operator
         self.consumes = tuple(consumes)  # type: ignore[misc]
         self.produces = produces if produces is not None else pa.schema([])  # type: ignore[misc]
+        self.passthrough = passthrough  # type: ignore[misc]
         super().__init__()
 
     @property

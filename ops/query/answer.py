@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from speakerflow.ops.core.base import Context, Operator, put_columns
+from speakerflow.ops.core.base import Batch, Context, Operator
 from speakerflow.ops.core.registry import register
 from speakerflow.ops.query.answer_config import AnswerConfig
 from speakerflow.ops.query.answer_intent import question_type
@@ -23,10 +23,12 @@ from speakerflow.ops.query.answer_old import answer_old
 from speakerflow.ops.query.answer_pick import answer_scored
 from speakerflow.ops.query.answer_text import NO_INFO, annotate
 from speakerflow.ops.query.answer_units import Messages, TextMemo, build_units, stem
+from speakerflow.ops.query.group_view import GroupView
 from speakerflow.ops.query.query_tables import (
+    ANSWERS,
+    COMPOSED,
+    PROJECTION,
     PROJECTION_COLUMNS,
-    evidence_items,
-    projections,
     schema_of,
 )
 from speakerflow.schemas import EvidenceItem, Projection
@@ -121,7 +123,7 @@ class Answer(Operator):
     Config = AnswerConfig
     config: AnswerConfig
 
-    def run(self, table: pa.Table, ctx: Context) -> pa.Table:
+    def run_batch(self, batch: Batch, ctx: Context) -> Batch:
         chat = ctx.backends.get("answer")
         if self.config.backend == "chat" and chat is None:
             raise ValueError(
@@ -130,13 +132,10 @@ class Answer(Operator):
             )
         view = None
         if self.config.backend != "chat" and ctx.store is not None:
-            from speakerflow.ops.query.recall import GroupView
-
             view = GroupView.of(ctx.store)
         answers = []
-        for projection, evidence, context in zip(
-            projections(table), evidence_items(table), table["context"].to_pylist(), strict=True
-        ):
+        for projection, composed in zip(batch.get(PROJECTION), batch.get(COMPOSED), strict=True):
+            evidence, context = composed.evidence, composed.context
             if self.config.backend == "chat":
                 answer, used = answer_chat(projection, context, chat, self.config)
                 self.stats.count_model_call(used)
@@ -145,4 +144,4 @@ class Answer(Operator):
                     projection, evidence, self.config, view, ctx.backends.get("embedder")
                 )
             answers.append(answer or NO_INFO)
-        return put_columns(table, {"answer": answers}, self.produces)
+        return batch.put(ANSWERS, answers)

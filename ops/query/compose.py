@@ -33,18 +33,21 @@ The context text has two parts, as the answerer expects::
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import pyarrow as pa
 
-from speakerflow.ops.core.base import Context, Operator, OperatorConfig, put_columns
+from speakerflow.ops.core.base import Batch, Context, Operator, OperatorConfig
 from speakerflow.ops.core.registry import register
 from speakerflow.ops.query.group_view import GroupView
 from speakerflow.ops.query.project import is_rollup
 from speakerflow.ops.query.query_tables import (
+    COMPOSED,
     EVIDENCE_ITEM,
+    MEMORY,
+    PROJECTION,
     PROJECTION_COLUMNS,
-    projections,
+    SELECTED,
+    Composed,
     schema_of,
 )
 from speakerflow.ops.query.select import Selected, selections
@@ -73,33 +76,6 @@ class ComposeConfig(OperatorConfig):
     id_rrf_k: float = 5.0
     id_s2_weight: float = 0.1
     row_first: bool = True
-
-
-@dataclass
-class Composed:
-    """Ordered evidence, the context text and its token count."""
-
-    evidence: list[EvidenceItem]
-    context: str
-    tokens: int
-    #: the cited message ids in composed order when the merge fuses ids (``merge="ids"``);
-    #: ``None``: the ids in evidence order
-    cited: list[str] | None = None
-
-    def cited_ids(self, limit: int | None = None) -> list[str]:
-        """Distinct message ids cited by the evidence, in composed order (first ``limit``)."""
-        if self.cited is not None:
-            return list(self.cited[:limit] if limit is not None else self.cited)
-        out: list[str] = []
-        seen: set[str] = set()
-        for item in self.evidence:
-            for mid in item.msg_ids:
-                if mid not in seen:
-                    seen.add(mid)
-                    out.append(mid)
-                    if limit is not None and len(out) >= limit:
-                        return out
-        return out
 
 
 def count_tokens(text: str) -> int:
@@ -255,25 +231,13 @@ class Compose(Operator):
     Config = ComposeConfig
     config: ComposeConfig
 
-    def run(self, table: pa.Table, ctx: Context) -> pa.Table:
+    def run_batch(self, batch: Batch, ctx: Context) -> Batch:
         view = GroupView.of(ctx.store)
         composed: list[Composed] = [
             compose(view, selections(view, chosen), memory, projection, self.config)
             for projection, chosen, memory in zip(
-                projections(table),
-                table["selected"].to_pylist(),
-                table["memory"].to_pylist(),
-                strict=True,
+                batch.get(PROJECTION), batch.get(SELECTED), batch.get(MEMORY), strict=True
             )
         ]
         self.stats.bump("context_tokens", sum(c.tokens for c in composed))
-        return put_columns(
-            table,
-            {
-                "evidence": [[e.model_dump() for e in c.evidence] for c in composed],
-                "context": [c.context for c in composed],
-                "tokens": [c.tokens for c in composed],
-                "cited_ids": [c.cited_ids() for c in composed],
-            },
-            self.produces,
-        )
+        return batch.put(COMPOSED, composed)

@@ -27,11 +27,14 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-import pyarrow as pa
-
-from speakerflow.ops.core.base import Context, Operator, OperatorConfig, put_columns
+from speakerflow.ops.core.base import Batch, Context, Operator, OperatorConfig
 from speakerflow.ops.core.registry import register
-from speakerflow.ops.query.query_tables import schema_of, with_question_ids
+from speakerflow.ops.query.query_tables import (
+    PROJECTION,
+    QUESTIONS,
+    schema_of,
+    with_question_ids,
+)
 from speakerflow.ops.text.people import PersonResolver
 from speakerflow.schemas import PROJECTION_SCHEMA, Projection
 from speakerflow.schemas.records import GROUP_OWNER
@@ -291,16 +294,8 @@ class Project(Operator):
                 self.stats.rejects += 1
         return project_rules(question, roster, aliases)
 
-    def run(self, table: pa.Table, ctx: Context) -> pa.Table:
+    def run_batch(self, batch: Batch, ctx: Context) -> Batch:
         roster, aliases = ctx.store.roster(), ctx.store.aliases()
         chat = ctx.backends.get("project")
-        rows = [
-            self.project(q, roster, aliases, chat).model_dump()
-            for q in table["question"].to_pylist()
-        ]
-        projected = pa.Table.from_pylist(rows, schema=PROJECTION_SCHEMA)
-        return put_columns(
-            with_question_ids(table),
-            {n: projected[n] for n in PROJECTION_SCHEMA.names},
-            self.produces,
-        )
+        projected = [self.project(q, roster, aliases, chat) for q in batch.get(QUESTIONS)]
+        return with_question_ids(batch).put(PROJECTION, projected)

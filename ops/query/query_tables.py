@@ -23,13 +23,21 @@ Answer         ``answer``
 
 :func:`evidence_table` flattens the ``evidence`` column into an
 :data:`~speakerflow.schemas.EVIDENCE_SCHEMA` table with ``question_id``.
+
+The operators hand these columns on as typed :class:`~speakerflow.ops.core.batch.Column`
+values (:data:`PROJECTION` a :class:`Projection` per row, :data:`FUSED` a float vector,
+:data:`COMPOSED` a :class:`Composed` ...): within a pipeline of query operators no Arrow
+table is built between stages, and the columns above are made only when a table is read.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
 
+from speakerflow.ops.core.batch import Batch, Column
 from speakerflow.schemas import (
     EVIDENCE_SCHEMA,
     PROJECTION_SCHEMA,
@@ -80,17 +88,15 @@ def schema_of(*fields: tuple[str, pa.DataType] | pa.Field) -> pa.Schema:
     return pa.schema([QUESTION_ID, *fields])
 
 
-def with_question_ids(table: pa.Table) -> pa.Table:
-    """Add ``question_id`` = ``q0``, ``q1`` ... when the table has none (ids must be distinct)."""
-    if "question_id" in table.column_names:
-        ids = table["question_id"].to_pylist()
+def with_question_ids(batch: Batch) -> Batch:
+    """Add ``question_id`` = ``q0``, ``q1`` ... when the batch has none (ids must be distinct)."""
+    if "question_id" in batch.column_names:
+        ids = batch.get(QUESTION_IDS)
         if len(set(ids)) != len(ids):
             dup = sorted({i for i in ids if ids.count(i) > 1})
             raise ValueError(f"question_id repeats {dup[:5]}: give every question row its own id")
-        return table
-    return table.append_column(
-        QUESTION_ID, pa.array([f"q{i}" for i in range(table.num_rows)], pa.string())
-    )
+        return batch
+    return batch.put(QUESTION_IDS, [f"q{i}" for i in range(batch.num_rows)])
 
 
 def projections(table: pa.Table) -> list[Projection]:
@@ -120,6 +126,33 @@ def evidence_items(table: pa.Table) -> list[list[EvidenceItem]]:
     return [[EvidenceItem(**item) for item in row] for row in table["evidence"].to_pylist()]
 
 
+@dataclass
+class Composed:
+    """Ordered evidence, the context text and its token count."""
+
+    evidence: list[EvidenceItem]
+    context: str
+    tokens: int
+    #: the cited message ids in composed order when the merge fuses ids (``merge="ids"``);
+    #: ``None``: the ids in evidence order
+    cited: list[str] | None = None
+
+    def cited_ids(self, limit: int | None = None) -> list[str]:
+        """Distinct message ids cited by the evidence, in composed order (first ``limit``)."""
+        if self.cited is not None:
+            return list(self.cited[:limit] if limit is not None else self.cited)
+        out: list[str] = []
+        seen: set[str] = set()
+        for item in self.evidence:
+            for mid in item.msg_ids:
+                if mid not in seen:
+                    seen.add(mid)
+                    out.append(mid)
+                    if limit is not None and len(out) >= limit:
+                        return out
+        return out
+
+
 def evidence_table(table: pa.Table) -> pa.Table:
     """Flatten ``evidence``: one :data:`EVIDENCE_SCHEMA` row per item, with ``question_id``."""
     rows = [
@@ -146,3 +179,61 @@ def candidates_table(table: pa.Table, column: str = "pool") -> pa.Table:
         for rank, cand in enumerate(cands)
     ]
     return pa.Table.from_pylist(rows, schema=CANDIDATES_SCHEMA)
+
+
+# -- the typed columns the query operators hand on (see the module doc) -------------------
+QUESTIONS = Column("question", [pa.field("question", pa.string())])
+QUESTION_IDS = Column("question_id", [QUESTION_ID])
+#: one :class:`Projection` per row, standing for the projection columns but ``question``
+#: (a projection's question is the row's, which Project leaves as it is)
+PROJECTION = Column(
+    "projection",
+    [f for f in PROJECTION_SCHEMA if f.name != "question"],
+    encode=lambda ps: dict(zip(PROJECTION_SCHEMA.names[1:], _projection_columns(ps), strict=True)),
+    decode=projections,
+)
+#: Recall's pool: CANDIDATE dicts, best first
+POOL = Column("pool", [pa.field("pool", pa.list_(CANDIDATE))])
+#: the fused System 1 score of every message, one float vector per row
+FUSED = Column(
+    "fused",
+    [pa.field("fused", pa.list_(pa.float64()))],
+    encode=lambda vectors: {"fused": fused_array(vectors)},
+    decode=fused_scores,
+)
+SELECTED = Column("selected", [pa.field("selected", pa.list_(CANDIDATE))])
+MEMORY = Column("memory", [pa.field("memory", pa.list_(MEMORY_ITEM))])
+#: one :class:`Composed` per row, standing for ``evidence``, ``context``, ``tokens``, ``cited_ids``
+COMPOSED = Column(
+    "composed",
+    [
+        pa.field("evidence", pa.list_(EVIDENCE_ITEM)),
+        pa.field("context", pa.string()),
+        pa.field("tokens", pa.int64()),
+        pa.field("cited_ids", pa.list_(pa.string())),
+    ],
+    encode=lambda cs: {
+        "evidence": [[e.model_dump() for e in c.evidence] for c in cs],
+        "context": [c.context for c in cs],
+        "tokens": [c.tokens for c in cs],
+        "cited_ids": [c.cited_ids() for c in cs],
+    },
+    decode=lambda table: [
+        Composed(items, context, tokens, cited)
+        for items, context, tokens, cited in zip(
+            evidence_items(table),
+            table["context"].to_pylist(),
+            table["tokens"].to_pylist(),
+            table["cited_ids"].to_pylist(),
+            strict=True,
+        )
+    ],
+)
+ANSWERS = Column("answer", [pa.field("answer", pa.string())])
+
+
+def _projection_columns(ps: list[Projection]) -> list[pa.ChunkedArray]:
+    """The projection columns after ``question`` (the first), from one Projection per row."""
+    assert PROJECTION_SCHEMA.names[0] == "question"
+    rows = [p.model_dump(exclude={"question"}) for p in ps]
+    return pa.Table.from_pylist(rows, schema=pa.schema(list(PROJECTION_SCHEMA)[1:])).columns

@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from speakerflow.ops.core.base import Context, Operator, put_columns
+from speakerflow.ops.core.base import Batch, Context, Operator
 from speakerflow.ops.core.registry import register
 from speakerflow.ops.query.channels import (
     RecallConfig,
@@ -49,7 +49,14 @@ from speakerflow.ops.query.channels import (
     window_scores,
 )
 from speakerflow.ops.query.group_view import GroupView
-from speakerflow.ops.query.query_tables import CANDIDATE, fused_array, schema_of, with_question_ids
+from speakerflow.ops.query.query_tables import (
+    CANDIDATE,
+    FUSED,
+    POOL,
+    QUESTIONS,
+    schema_of,
+    with_question_ids,
+)
 from speakerflow.ops.query.recall_bounded import bm25_top, is_large, recall_bounded
 from speakerflow.ops.text.dense_index import group_index
 from speakerflow.ops.text.embed import Embedder
@@ -145,10 +152,10 @@ class Recall(Operator):
     Config = RecallConfig
     config: RecallConfig
 
-    def run(self, table: pa.Table, ctx: Context) -> pa.Table:
+    def run_batch(self, batch: Batch, ctx: Context) -> Batch:
         view = GroupView.of(ctx.store)
         pools, vectors = [], []
-        for question in table["question"].to_pylist():
+        for question in batch.get(QUESTIONS):
             result = recall(view, question, self.config, ctx.backends.get("embedder"))
             pools.append(
                 [
@@ -162,6 +169,4 @@ class Recall(Operator):
                 ]
             )
             vectors.append(result.fused)
-        return put_columns(
-            with_question_ids(table), {"pool": pools, "fused": fused_array(vectors)}, self.produces
-        )
+        return with_question_ids(batch).put(POOL, pools).put(FUSED, vectors)

@@ -28,14 +28,16 @@ import numpy as np
 import pyarrow as pa
 
 from speakerflow.graphs import query_terms
-from speakerflow.ops.core.base import Context, Operator, OperatorConfig, put_columns
+from speakerflow.ops.core.base import Batch, Context, Operator, OperatorConfig
 from speakerflow.ops.core.registry import register
 from speakerflow.ops.query.group_view import GroupView
 from speakerflow.ops.query.query_tables import (
+    FUSED,
+    MEMORY,
     MEMORY_ITEM,
+    POOL,
+    PROJECTION,
     PROJECTION_COLUMNS,
-    fused_scores,
-    projections,
     schema_of,
 )
 from speakerflow.ops.query.recall_bounded import fallback_rows, is_large
@@ -267,12 +269,12 @@ class Resolve(Operator):
     Config = ResolveConfig
     config: ResolveConfig
 
-    def run(self, table: pa.Table, ctx: Context) -> pa.Table:
+    def run_batch(self, batch: Batch, ctx: Context) -> Batch:
         view = GroupView.of(ctx.store)
         roster = ctx.store.roster()
         out = []
         for projection, pool, fused in zip(
-            projections(table), table["pool"].to_pylist(), fused_scores(table), strict=True
+            batch.get(PROJECTION), batch.get(POOL), batch.get(FUSED), strict=True
         ):
             items = (
                 resolve_rows(
@@ -289,7 +291,7 @@ class Resolve(Operator):
             )
             self.stats.bump("items", len(items))
             out.append(items)
-        return put_columns(table, {"memory": out}, self.produces)
+        return batch.put(MEMORY, out)
 
 
 def _fallback(view: GroupView, fused: np.ndarray, row: str, k: int) -> list[dict]:

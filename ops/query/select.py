@@ -34,15 +34,17 @@ from typing import Any
 import pyarrow as pa
 
 from speakerflow.graphs import query_terms
-from speakerflow.ops.core.base import Context, Operator, OperatorConfig, put_columns
+from speakerflow.ops.core.base import Batch, Context, Operator, OperatorConfig
 from speakerflow.ops.core.registry import register
 from speakerflow.ops.query.channels import RecallConfig, RecallResult
 from speakerflow.ops.query.group_view import GroupView
 from speakerflow.ops.query.query_tables import (
     CANDIDATE,
+    FUSED,
+    POOL,
+    PROJECTION,
     PROJECTION_COLUMNS,
-    fused_scores,
-    projections,
+    SELECTED,
     schema_of,
 )
 from speakerflow.ops.query.recall import recall
@@ -413,14 +415,14 @@ class Select(Operator):
     Config = SelectConfig
     config: SelectConfig
 
-    def run(self, table: pa.Table, ctx: Context) -> pa.Table:
+    def run_batch(self, batch: Batch, ctx: Context) -> Batch:
         view = GroupView.of(ctx.store)
         chat = ctx.backends.get("select")
         recall_cfg = self.config.ask_recall or RecallConfig()
         roster = ctx.store.roster()
         out: list[Any] = []
         for projection, pool, fused in zip(
-            projections(table), table["pool"].to_pylist(), fused_scores(table), strict=True
+            batch.get(PROJECTION), batch.get(POOL), batch.get(FUSED), strict=True
         ):
             if not self.config.enabled:
                 out.append([])
@@ -438,4 +440,4 @@ class Select(Operator):
                 roster,
             )
             out.append(candidates(view, chosen))
-        return put_columns(table, {"selected": out}, self.produces)
+        return batch.put(SELECTED, out)

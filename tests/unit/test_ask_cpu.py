@@ -1,7 +1,7 @@
-"""The cheaper ask path gives the same results as the operator pipeline and as the
-per-record rules it replaced: ``answer_direct`` against ``answer_question``, Resolve's
-one-pass record scores against the per-record rule, a read snapshot's key search against
-its id search, and ``Memory(direct_asks=...)`` both ways on a real store."""
+"""The cheaper ask path gives the same results as the per-record rules it replaced:
+Resolve's one-pass record scores against the per-record rule, a read snapshot's key search
+against its id search; and ``Memory(pipeline=...)`` serves a user's pipeline (the default
+one with an Arrow operator of one's own in between) with the default's results."""
 
 import math
 
@@ -13,7 +13,7 @@ from test_query_path import store  # noqa: F401 - the shared fixture (messages +
 from speakerflow import Memory
 from speakerflow.graphs import SearchFilter, query_terms
 from speakerflow.graphs.text_index import doc_key
-from speakerflow.memory import answer_direct
+from speakerflow.ops import Lambda
 from speakerflow.ops.loaders import load
 from speakerflow.ops.query.channels import rank_of
 from speakerflow.ops.query.group_view import GroupView
@@ -21,7 +21,7 @@ from speakerflow.ops.query.recall import recall
 from speakerflow.ops.query.record_view import RecordView, _dense_sims
 from speakerflow.ops.query.resolve import ResolveConfig, _relevance
 from speakerflow.ops.text.embed import HashingEmbedder
-from speakerflow.pipelines.query_path import QueryConfig, answer_question
+from speakerflow.pipelines.query_path import QueryConfig, query_pipeline
 from speakerflow.settings import BUNDLED_SAMPLE
 
 CFG = QueryConfig(embedder="hashing")
@@ -34,13 +34,6 @@ def _same(a, b) -> None:
     assert [e.model_dump() for e in a.evidence] == [e.model_dump() for e in b.evidence]
     assert a.context == b.context and a.tokens == b.tokens
     assert a.cited_ids() == b.cited_ids()
-
-
-@pytest.mark.parametrize("ablate", [None, "s1", "s2", "s2-group"])
-def test_answer_direct_equals_the_operator_pipeline(store, ablate):  # noqa: F811
-    config = CFG.model_copy(update={"ablate": ablate})
-    for question in QUESTIONS:
-        _same(answer_direct(store, question, config), answer_question(store, question, config))
 
 
 def _relevance_per_record(view, records, fused, projection, config, embedder, pool):
@@ -138,17 +131,36 @@ def test_snapshot_key_search_matches_its_id_search(tmp_path):
         assert keys == [doc_key(h.doc_id) for h in snap.search("Porto offsite", 100, flt)]
 
 
-def test_memory_asks_the_same_directly_and_through_the_pipeline(tmp_path):
+def test_memory_serves_a_users_pipeline(tmp_path):
     loaded = load(BUNDLED_SAMPLE, "jsonl", group="team")[0][1]
-    with Memory(home=tmp_path / "a", embedder="hashing") as direct:
-        direct.add("team", loaded.to_pylist())
-        with Memory(home=tmp_path / "b", embedder="hashing", direct_asks=False) as piped:
-            piped.add("team", loaded.to_pylist())
+    seen: list[int] = []
+
+    def count(table, ctx):  # an Arrow operator of the user's, between Select and Resolve
+        seen.append(table.num_rows)
+        return table
+
+    steps = query_pipeline(CFG).steps
+    mine = steps[0] >> steps[1] >> steps[2] >> Lambda(count, name="count", passthrough=True) >> steps[3]
+    mine = mine >> steps[4] >> steps[5]
+    with Memory(home=tmp_path / "a", embedder="hashing") as default:
+        default.add("team", loaded.to_pylist())
+        with Memory(home=tmp_path / "b", embedder="hashing", pipeline=mine) as served:
+            served.add("team", loaded.to_pylist())
             for question in QUESTIONS:
-                a, cited_a = direct.ask_cited("team", question)
-                b, cited_b = piped.ask_cited("team", question)
+                a, cited_a = default.ask_cited("team", question)
+                b, cited_b = served.ask_cited("team", question)
                 _same(a, b)
                 assert cited_a == cited_b
                 # the cited messages are shared (frozen) objects, validated once per table
-                again = direct.ask_cited("team", question)[1]
+                again = default.ask_cited("team", question)[1]
                 assert all(x is y for x, y in zip(again, cited_a, strict=True))
+    assert len(seen) == len(QUESTIONS)  # the user's operator ran once per ask
+
+
+def test_memory_refuses_a_pipeline_that_cannot_answer(tmp_path):
+    with pytest.raises(ValueError, match="cannot answer questions"):
+        Memory(
+            home=tmp_path,
+            embedder="hashing",
+            pipeline=query_pipeline(CFG).steps[0] >> Lambda(lambda t, c: t, name="noop"),
+        )

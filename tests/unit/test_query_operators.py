@@ -1,5 +1,5 @@
 """The query stages as operators: declared columns, a user-built pipeline on the in-memory
-store, and evidence identical to the plain functions they wrap."""
+store, and the typed batches the stages hand on identical to the Arrow tables they make."""
 
 import pyarrow as pa
 import pytest
@@ -14,7 +14,13 @@ from speakerflow.ops.loaders import load
 from speakerflow.ops.query.answer import Answer
 from speakerflow.ops.query.compose import Compose
 from speakerflow.ops.query.project import Project
-from speakerflow.ops.query.query_tables import PROJECTION_COLUMNS, candidates_table, evidence_table
+from speakerflow.ops.query.query_tables import (
+    PROJECTION_COLUMNS,
+    candidates_table,
+    evidence_items,
+    evidence_table,
+    projections,
+)
 from speakerflow.ops.query.recall import Recall
 from speakerflow.ops.query.resolve import Resolve
 from speakerflow.ops.query.select import Select
@@ -22,8 +28,9 @@ from speakerflow.pipelines.query_path import (
     ABLATIONS,
     QueryConfig,
     answer_question,
-    direct_path,
     embedder_for,
+    query_context,
+    query_pipeline,
 )
 from speakerflow.schemas import EVIDENCE_SCHEMA
 from speakerflow.settings import BUNDLED_SAMPLE
@@ -128,22 +135,29 @@ def test_repeated_question_ids_are_refused(store):  # noqa: F811
         )
 
 
+def _same_stage_by_stage(store, question, config) -> None:  # noqa: F811
+    """``answer_question`` (typed batches between the stages) against the same pipeline run
+    one stage at a time on Arrow tables (each stage's output made a table, read back by the
+    next): what a custom Arrow operator between two stages sees."""
+    res = answer_question(store, question, config)
+    table, ctx = pa.table({"question": [question]}), query_context(store, config)
+    for step in query_pipeline(config).steps:
+        table = step(table, ctx)
+    assert res.evidence == evidence_items(table)[0], question
+    assert res.projection == projections(table)[0]
+    assert (res.context, res.tokens) == (table["context"][0].as_py(), table["tokens"][0].as_py())
+    assert res.cited_ids() == table["cited_ids"][0].as_py()
+    assert res.answer == (table["answer"][0].as_py() if config.answer_question else "")
+
+
 @pytest.mark.parametrize("ablate", [None, *ABLATIONS])
-def test_pipeline_gives_the_evidence_of_the_plain_functions(store, ablate):  # noqa: F811
+def test_typed_batches_give_what_the_stages_tables_give(store, ablate):  # noqa: F811
     config = CFG.model_copy(update={"ablate": ablate})
     for question in QUESTIONS:
-        projection, composed, answer = direct_path(store, question, config)
-        res = answer_question(store, question, config)
-        assert res.evidence == composed.evidence, question
-        assert (
-            res.projection == projection
-            and res.context == composed.context
-            and res.tokens == composed.tokens
-        )
-        assert res.answer == answer and res.cited_ids() == composed.cited_ids()
+        _same_stage_by_stage(store, question, config)
 
 
-def test_pipeline_matches_on_the_bundled_sample_with_asks():
+def test_typed_batches_match_on_the_bundled_sample_with_asks():
     s = GroupStore("/tmp/unused", "sample", in_memory=True)
     s.append_messages(load(BUNDLED_SAMPLE, "jsonl", group="sample")[0][1])
     for question in [
@@ -152,9 +166,7 @@ def test_pipeline_matches_on_the_bundled_sample_with_asks():
         "When is the deadline?",
         "What did Ana say about the budget spreadsheet numbers?",
     ]:
-        _, composed, answer = direct_path(s, question, CFG)
-        res = answer_question(s, question, CFG)
-        assert res.evidence == composed.evidence and res.answer == answer, question
+        _same_stage_by_stage(s, question, CFG)
 
 
 def test_chat_select_and_answer_meter_model_calls(store):  # noqa: F811
