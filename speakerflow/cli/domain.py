@@ -5,6 +5,7 @@
 * ``new NAME`` writes a commented skeleton ``NAME/pack.yaml`` (and a small event stream) that
   passes ``check`` as written.
 * ``schema`` prints the JSON Schema of a pack; ``list`` the bundled packs.
+* ``strip PACK OUT`` writes the pack without its examples (descriptions only);
 * ``bench PACK --events F --probes F`` scores a pack on an event stream with probes
   (:mod:`speakerflow.benchmarks.domain_probes`: hit rate, stale rate, rumour leakage,
   traceability of the injected contexts).
@@ -36,6 +37,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.set_defaults(func=run_schema)
     b = dsub.add_parser("list", help="the bundled packs")
     b.set_defaults(func=run_list)
+    x = dsub.add_parser(
+        "strip", help="write a pack without its examples: descriptions only (an experiment)"
+    )
+    x.add_argument("pack", help="pack file, folder or bundled name")
+    x.add_argument("out", help="the file to write (YAML)")
+    x.set_defaults(func=run_strip)
     e = dsub.add_parser("bench", help="score a pack on an event stream with probes")
     e.add_argument("pack", help="pack file, folder or bundled name")
     e.add_argument("--events", required=True, help="the event stream (JSONL, --format events)")
@@ -197,4 +204,24 @@ def run_bench(args: argparse.Namespace) -> int:
     print("  " + ", ".join(f"{k} {rep[k]}" for k in (*keys, "intent_accuracy", "tokens_mean")))
     for intent, t in rep["by_intent"].items():
         print(f"  {intent} ({t['probes']}): " + ", ".join(f"{k} {t[k]}" for k in keys[:3]))
+    return 0
+
+
+def run_strip(args: argparse.Namespace) -> int:
+    """The pack without example requests, example statements, value examples and chatter:
+    what a pack of descriptions only gives the prototype classifiers."""
+    import yaml
+
+    from speakerflow.ops.knowledge.domain.load import load_pack
+
+    data = load_pack(args.pack).model_dump(exclude_defaults=True)
+    for intent in data["intents"]:
+        intent.pop("examples", None)
+    for rel in data["relations"]:
+        rel.pop("examples", None)
+        rel.pop("value_examples", None)
+    data.pop("chatter", None)
+    data.pop("sample_events", None)
+    Path(args.out).write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    print(f"wrote {args.out} ({data['name']}, descriptions only)")
     return 0
