@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .scale import _slices, questions_with_sources, synthetic_stream
+from .scale_stream import questions_with_sources, slices, synthetic_stream
 
 
 def _build(home, table, n: int, writer_sample: int) -> None:
@@ -36,7 +36,7 @@ def _build(home, table, n: int, writer_sample: int) -> None:
     from speakerflow.pipelines.write_path import write_pipeline
 
     with home.open("big", writable=True) as store:
-        for lo, size in _slices(n, 10_000):
+        for lo, size in slices(n, 10_000):
             store.append_messages(table.slice(lo, size))
         msgs = store.messages()
         buffer = RecordBuffer(store, flush_every=64)

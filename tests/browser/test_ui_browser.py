@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from speakerflow.benchmarks.backfill import free_port
+from speakerflow.benchmarks.backfill_dagster import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = REPO / "scripts" / "browser" / "ui_check.mjs"

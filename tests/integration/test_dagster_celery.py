@@ -13,7 +13,7 @@ import dagster as dg
 import pytest
 from dagster_run_helpers import check_results, dagster_home, fill_inbox, launch_runs, store_state
 
-from speakerflow.benchmarks.backfill import start_celery, stop_group
+from speakerflow.benchmarks.backfill_dagster import start_celery, stop_group
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
 REDIS = shutil.which("redis-server")

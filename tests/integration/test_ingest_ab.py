@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from speakerflow.benchmarks.scale import INGEST_AB_REV, ingest_ab
+from speakerflow.benchmarks.scale_ingest_ab import INGEST_AB_REV, ingest_ab
 
 ROOT = Path(__file__).resolve().parents[2]
 

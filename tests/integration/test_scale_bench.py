@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 
-from speakerflow.benchmarks.scale import CachedEmbedder, synthetic_stream
+from speakerflow.benchmarks.scale_stream import CachedEmbedder, synthetic_stream
 from speakerflow.cli import main
 from speakerflow.graphs import GroupStore
 from speakerflow.graphs.ann import AnnIndex, top_k_exact

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from speakerflow.benchmarks.scale import CachedEmbedder, synthetic_stream
+from speakerflow.benchmarks.scale_stream import CachedEmbedder, synthetic_stream
 from speakerflow.graphs import GroupStore, ann
 from speakerflow.graphs.ann import AnnIndex
 from speakerflow.ops.query.recall import GroupView
