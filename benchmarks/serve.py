@@ -442,18 +442,22 @@ def format_report(report: dict[str, Any]) -> str:
 def run_many(workers: list[int], **kw: Any) -> dict[str, Any]:
     """:func:`run` once per ``workers`` value, one after the other (same load, same seed):
     ``{"benchmark": "serve", "runs": [report, ...]}``; ``errors`` is their sum."""
-    runs = []
+    runs: list[dict[str, Any]] = []
     for n in workers:
         if kw.get("progress", True):
             print(f"-- workers {n}", file=sys.stderr, flush=True)
-        runs.append(run(workers=n, **kw))
+        try:
+            runs.append(run(workers=n, **kw))
+        except RuntimeError as exc:  # the server did not start: reported, the others still run
+            runs.append({"workers": n, "errors": 1, "error": str(exc)[-2000:]})
     return {"benchmark": "serve", "runs": runs, "errors": sum(r["errors"] for r in runs)}
 
 
 def format_comparison(result: dict[str, Any]) -> str:
     """Each run's report, then one line per run side by side."""
-    runs = result["runs"]
+    runs = [r for r in result["runs"] if "error" not in r]
     out = [format_report(r) for r in runs]
+    out += [f"workers {r['workers']}: failed: {r['error']}" for r in result["runs"] if "error" in r]
     out.append(
         "workers  load avg      req/s  ask p50 / p95 ms   ask alone p50  ingest p50  "
         "CPU ms/req  errors"
