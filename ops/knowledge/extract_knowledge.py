@@ -212,8 +212,8 @@ class KnowledgeExtractor(ValueClaims):
         self, ev: Event, clause: str, typed: list, local: dict, ended: list
     ) -> list[Candidate]:
         """Entity-valued facts: the object's type names the relation (its phrase, where the
-        types are shared); an ending or a "not" in the object's segment ends the value. The
-        spans of the endings used go to ``ended``."""
+        types are shared); an ending or a "not" in the object's segment ends the value. Each
+        value ended puts the span of its ending word in ``ended`` ((-1, -1): a "not")."""
         out: list[Candidate] = []
         ending = ENDING.search(clause)
         for rel in (r for r in self.lex.relations if not r.literal):
@@ -238,8 +238,7 @@ class KnowledgeExtractor(ValueClaims):
                 ):
                     subj, obj = self._last_obj[rel.name]
                     out.append(self.candidate(ev, subj, rel, obj, clause, op="end"))
-                    if ending:
-                        ended.append(ending.span())
+                    ended.append(ending.span() if ending else (-1, -1))
                 continue
             at = phrase.start() if bound and phrase is not None else objs[0][0].start
             subject = self._subject(ev, clause, rel, at, typed, local, before=at if bound else None)
@@ -272,8 +271,8 @@ class KnowledgeExtractor(ValueClaims):
                     out.append(self.candidate(ev, subject, rel, obj, clause, op="end"))
                     if end_cue:
                         ended.append((seg[0] + end_cue.start(), seg[0] + end_cue.end()))
-                    elif ending:
-                        ended.append(ending.span())
+                    else:
+                        ended.append(ending.span() if ending else (-1, -1))
                 else:  # an asset named with a risk (a trader with a strategy) is the claim itself
                     out.append(self.candidate(ev, subject, rel, obj, clause))
                 self._last_obj[rel.name] = (subject, obj)

@@ -130,7 +130,9 @@ class ValueClaims:
             ph = rx.search(clause) if rx is not None else None
             if ph is None and not rel.value_cues:
                 continue
-            if any(s <= v.start and v.end <= e for s, e in ended):
+            if any(s <= v.start and v.end <= e for s, e in ended) or (
+                ended and rel.quiet_on_endings
+            ):
                 continue  # "she stopped running X": the word is that ending's
             claims[rel.name] = (rel, ph.start() if ph else v.start, None)
         for rel in self.lex.text_relations:

@@ -60,6 +60,8 @@ class Relation:
     magnitude: bool = False
     #: one value at a time (every literal; an entity relation the pack says is "one")
     single: bool = True
+    #: a clause that ends an entity value states no value of this relation
+    quiet_on_endings: bool = False
 
     @property
     def literal(self) -> bool:
@@ -94,6 +96,7 @@ class Lexicon:
                 r.statistic,
                 r.magnitude,
                 r.single,
+                r.quiet_on_endings,
             )
             for r in p.relations
         )

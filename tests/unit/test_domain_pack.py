@@ -170,3 +170,16 @@ def test_a_pack_of_ones_own_drives_extraction_and_injection_without_code():
     assert "1200 USD" not in text
     other = inj.inject("how much does alpha cost?", T0 + timedelta(hours=1), "bo").text()
     assert "email" not in other  # private to ana
+
+
+def test_the_dagster_store_resource_takes_a_pack(tmp_path: Path):
+    from speakerflow.ops.knowledge.domain.load import record_pack
+    from speakerflow.pipelines.resources import HomeStore
+
+    res = HomeStore(home=str(tmp_path), domain="itops")
+    with res.open("ops", write=True) as store:
+        assert res.domain_pack(store).name == "itops"  # the deployment's pack
+        record_pack(store, load_pack("trading"))
+        assert res.domain_pack(store).name == "trading"  # a group's own pack wins
+    with HomeStore(home=str(tmp_path)).open("other", write=True) as store:
+        assert HomeStore(home=str(tmp_path)).domain_pack(store) is None  # the default pack

@@ -130,6 +130,11 @@ class Relation(_Strict):
         False, description="a threshold or condition ('alerts fire past 25%') asserts no value"
     )
     magnitude: bool = Field(False, description="a signed number is read as its size")
+    quiet_on_endings: bool = Field(
+        False,
+        description="a clause that ends an entity value states no value of this relation (its "
+        "value words there belong to the ending)",
+    )
     cardinality: Literal["one", "many"] | None = Field(
         None,
         description="one value at a time (a new one replaces it) or a set; default: one for a "
