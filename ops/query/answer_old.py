@@ -116,8 +116,8 @@ def _score(
     vdf: Counter = Counter()
     for u in units:
         vdf.update(values & u.terms)
-    # alternatives are said side by side ("Lisbon ... Porto about 90", "Porto would be quieter. I
-    # think Lisbon gets too crowded"): a value that never shares a message with another value is a
+    # alternatives are said side by side ("Rome or Oslo?", "Oslo is cheaper than Rome"): a value
+    # that never shares a message with another value is a
     # passing mention, not the matter
     cooc: dict[str, set[str]] = {}
     by_message: dict = {}
@@ -140,7 +140,8 @@ def _score(
     time_q = qtype == "when" or bool(TIME_WORD_Q.search(projection.question))
     decision_q = qtype == "decision" or bool(DECISION_Q.search(projection.question))
     # System 2 ties messages to one matter: a message cited by a record is on the matter of the
-    # record's best-matching message or statement ("Leon didn't come again" under the drinks record)
+    # record's best-matching message or statement (a terse "missed it again" under the record of
+    # the matter it is about)
     best_of: dict = {}
     for u in units:
         lx = idf_sum(words & u.terms, df)
