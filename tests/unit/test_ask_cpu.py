@@ -140,7 +140,13 @@ def test_memory_serves_a_users_pipeline(tmp_path):
         return table
 
     steps = query_pipeline(CFG).steps
-    mine = steps[0] >> steps[1] >> steps[2] >> Lambda(count, name="count", passthrough=True) >> steps[3]
+    mine = (
+        steps[0]
+        >> steps[1]
+        >> steps[2]
+        >> Lambda(count, name="count", passthrough=True)
+        >> steps[3]
+    )
     mine = mine >> steps[4] >> steps[5]
     with Memory(home=tmp_path / "a", embedder="hashing") as default:
         default.add("team", loaded.to_pylist())
