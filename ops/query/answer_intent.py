@@ -54,7 +54,7 @@ SETTLE = re.compile(
     re.I,
 )
 #: a location is said as a prepositional phrase ("in Porto", "at the park"); a bare place noun
-#: ("we need a room") names the matter, not where it is
+#: ("book one room") names the matter, not where it is
 PLACE = re.compile(
     r"\b(in|at|to|from|near|into|around|outside|inside) "
     r"(?:(?:the|a|an|my|our|his|her|their|this|that) )?"
