@@ -10,139 +10,25 @@ and retired it). Nothing is ever deleted.
 Online injection must not pay a Kuzu round trip per event, so :meth:`FactGraph.load` reads
 entities and facts once into dicts (entity -> fact ids, slot -> fact ids). Writes go to the
 cache at once and to Kuzu in batches (:meth:`flush`, a handful of statements however many
-facts); :meth:`load` after :meth:`flush` reproduces the same cache.
+facts: :mod:`.fact_flush`); :meth:`load` after :meth:`flush` reproduces the same cache. A fact
+is a :class:`~.fact_item.FactItem`.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
-from typing import overload
 
-import pyarrow as pa
+from speakerflow.schemas import Entity
 
-from speakerflow.schemas import EDGE_SCHEMA, Entity, RelationEdge
-
-from . import batch
-from .batch import failpoint
+from . import fact_flush
+from .fact_item import FACT_COLUMNS, VALUE_PREFIX, FactItem, edge_id_for, to_aware
 from .tables import message_texts
 
-VALUE_PREFIX = "value:"
-_FACT_COLS = EDGE_SCHEMA.names
-
-
-@dataclass
-class FactItem:
-    """A cached Fact: the :class:`~speakerflow.schemas.RelationEdge` fields, mutable.
-
-    ``object_id`` is an entity id, or ``value:<v>`` for a literal value.
-    """
-
-    edge_id: str
-    group_id: str
-    subject_id: str
-    relation: str
-    object_id: str
-    description: str
-    evidence_ids: list[str]
-    valid_at: datetime
-    updated_at: datetime
-    created_at: datetime
-    confidence: float = 0.7
-    maturity: str = "candidate"
-    regime_tag: str | None = None
-    scope: str = "shared"
-    invalid_at: datetime | None = None
-    expired_at: datetime | None = None
-    reuse_count: int = 0
-    validations: int = 0
-    utility: float = 0.0
-    last_validated: datetime | None = None
-    trust_tier: int = 1
-    superseded_by: str | None = field(default=None, compare=False)
-
-    @property
-    def value(self) -> str:
-        """The literal value, or the object entity id."""
-        return (
-            self.object_id[len(VALUE_PREFIX) :]
-            if self.object_id.startswith(VALUE_PREFIX)
-            else self.object_id
-        )
-
-    @property
-    def slot(self) -> tuple[str, ...]:
-        """Contradiction scope: (subject, relation) for literal values, + object for entity
-        objects."""
-        if self.object_id.startswith(VALUE_PREFIX):
-            return (self.subject_id, self.relation)
-        return (self.subject_id, self.relation, self.object_id)
-
-    def row(self) -> dict:
-        d = asdict(self)
-        d.pop("superseded_by")
-        return d
-
-
-def edge_id_for(group_id: str, subject: str, relation: str, object_id: str, evidence: str) -> str:
-    """A stable fact id from its content and first evidence (reruns do not duplicate)."""
-    h = hashlib.sha1(
-        f"{group_id}|{subject}|{relation}|{object_id}|{evidence}".encode()
-    ).hexdigest()[:16]
-    return f"f_{h}"
-
-
-@overload
-def _naive(t: datetime) -> datetime: ...
-@overload
-def _naive(t: None) -> None: ...
-def _naive(t: datetime | None) -> datetime | None:
-    return None if t is None else t.astimezone(UTC).replace(tzinfo=None)
-
-
-@overload
-def _aware(t: datetime) -> datetime: ...
-@overload
-def _aware(t: None) -> None: ...
-def _aware(t: datetime | None) -> datetime | None:
-    return None if t is None else (t.replace(tzinfo=UTC) if t.tzinfo is None else t)
-
-
-def _store_root(graph) -> Path | None:
-    """The group folder of an on-disk graph (``<group>/graph.kuzu``), else ``None``."""
-    path = getattr(graph, "path", None)
-    return Path(path).parent if path is not None and Path(path).name == "graph.kuzu" else None
-
-
-def recover_facts(store, man: dict) -> dict:
-    """An interrupted fact flush: the Kuzu transaction decides. Committed (its new facts are
-    in the graph) -> the state committed with it (the entity path's processed ids) is written;
-    not committed -> Kuzu discarded it, and the entity path redoes those events."""
-    ids = list(man.get("facts", []))
-    found = (
-        {
-            r["id"]
-            for r in store.graph.rows(
-                "MATCH (f:Fact) WHERE f.edge_id IN $ids RETURN f.edge_id AS id", {"ids": ids}
-            )
-        }
-        if ids
-        else set()
-    )
-    if found and len(found) != len(ids):
-        raise RuntimeError(
-            f"group {store.group_id!r}: facts batch half in the graph ({len(found)} of "
-            f"{len(ids)}); "
-            "Kuzu transactions should make this impossible"
-        )
-    committed = bool(found)  # a flush of updates only cannot tell: its events are redone
-    if committed and man.get("state_file"):
-        batch.write_json_atomic(Path(store.root) / man["state_file"], man["state"])
-    return {"action": "rolled forward" if committed else "rolled back", "facts": len(ids)}
+__all__ = ["FactGraph", "FactItem", "VALUE_PREFIX", "edge_id_for"]
 
 
 class FactGraph:
@@ -200,17 +86,17 @@ class FactGraph:
             "MATCH (m:Message) RETURN m.msg_id AS id, m.ts AS ts, m.speaker AS speaker"
         ):
             if r["ts"] is not None:
-                self.note_message(r["id"], _aware(r["ts"]), r["speaker"] or "")
+                self.note_message(r["id"], to_aware(r["ts"]), r["speaker"] or "")
         for r in self.graph.rows(
             "MATCH (e:Entity) RETURN e.entity_id AS entity_id, e.group_id AS group_id, "
             "e.name AS name, e.etype AS etype, e.aliases AS aliases"
         ):
             self.entities[r["entity_id"]] = Entity(**r)
-        cols = ", ".join(f"f.{c} AS {c}" for c in _FACT_COLS)
+        cols = ", ".join(f"f.{c} AS {c}" for c in FACT_COLUMNS)
         for r in self.graph.arrow(f"MATCH (f:Fact) RETURN {cols}").to_pylist():
             for k, v in r.items():
                 if isinstance(v, datetime):
-                    r[k] = _aware(v)
+                    r[k] = to_aware(v)
             self._index(FactItem(**r))
         for r in self.graph.rows(
             "MATCH (a:Fact)-[:SUPERSEDES]->(b:Fact) RETURN a.edge_id AS a, b.edge_id AS b"
@@ -233,7 +119,7 @@ class FactGraph:
         )
         for r in rows:
             subject = f"person:{r['owner']}" if r["owner"] != "GROUP" else "group:GROUP"
-            t = _aware(r["valid_at"])
+            t = to_aware(r["valid_at"])
             item = FactItem(
                 f"rec_{r['id']}",
                 self.group_id,
@@ -482,157 +368,5 @@ class FactGraph:
         return len(self._new) + len(self._dirty) + len(self._ents_dirty) + len(self._supersedes)
 
     def flush(self) -> int:
-        """Write pending entities, facts, rels and updates to Kuzu in a few batched statements."""
-        if self.graph is None:
-            n = self.pending()
-            self._clear_pending()
-            return n
-        g, n = self.graph, self.pending()
-        if not n:
-            return 0
-        root = _store_root(g)
-        # the folder of the manifest, when this flush writes one (never inside another batch)
-        manifest = root if root is not None and batch.pending(root) is None else None
-        if manifest is not None:
-            state = (
-                {"state_file": self.commit_state[0], "state": self.commit_state[1]}
-                if self.commit_state
-                else {}
-            )
-            batch.begin(
-                manifest,
-                {"kind": "facts", "facts": list(self._new), "new": [], "hide": [], **state},
-            )
-            failpoint("facts.manifest")
-        g.execute("BEGIN TRANSACTION")
-        try:
-            self._flush_statements(g)
-            failpoint("facts.written")
-        except BaseException:
-            try:
-                g.execute("ROLLBACK")
-            except RuntimeError:  # Kuzu already rolled back a failed statement's transaction
-                pass
-            if manifest is not None:
-                batch.end(manifest)
-            raise
-        g.execute("COMMIT")
-        failpoint("facts.committed")
-        if root is not None and self.commit_state:
-            batch.write_json_atomic(root / self.commit_state[0], self.commit_state[1])
-            self.commit_state = None
-        failpoint("facts.state")
-        if manifest is not None:
-            batch.end(manifest)
-            failpoint("facts.done")
-        self._clear_pending()
-        return n
-
-    def _flush_statements(self, g) -> None:
-        """The statements of :meth:`flush` (run inside its transaction)."""
-        if self._ents_dirty:
-            rows = [self.entities[e].model_dump() for e in sorted(self._ents_dirty)]
-            g.execute(
-                "UNWIND $rows AS r MERGE (e:Entity {entity_id: r.entity_id}) SET e.group_id = "
-                "r.group_id, "
-                "e.name = r.name, e.etype = r.etype, e.aliases = r.aliases",
-                {"rows": rows},
-            )
-        new = [self.items[f] for f in self._new]
-        if new:
-            self._ensure_entities(
-                {i.subject_id for i in new}
-                | {i.object_id for i in new if not i.object_id.startswith(VALUE_PREFIX)}
-            )
-            table = pa.Table.from_pylist([i.row() for i in new], schema=EDGE_SCHEMA)
-            g.copy_nodes("Fact", table)
-            subj = [{"f": i.edge_id, "e": i.subject_id} for i in new]
-            obj = [
-                {"f": i.edge_id, "e": i.object_id}
-                for i in new
-                if not i.object_id.startswith(VALUE_PREFIX)
-            ]
-            ev = [{"f": i.edge_id, "m": m} for i in new for m in i.evidence_ids]
-            g.execute(
-                "UNWIND $rows AS r MATCH (f:Fact {edge_id: r.f}), (e:Entity {entity_id: r.e}) "
-                "CREATE (f)-[:SUBJECT]->(e)",
-                {"rows": subj},
-            )
-            if obj:
-                g.execute(
-                    "UNWIND $rows AS r MATCH (f:Fact {edge_id: r.f}), (e:Entity {entity_id: r.e}) "
-                    "CREATE (f)-[:OBJECT]->(e)",
-                    {"rows": obj},
-                )
-            g.execute(
-                "UNWIND $rows AS r MATCH (f:Fact {edge_id: r.f}), (m:Message {msg_id: r.m}) CREATE "
-                "(f)-[:FROM_MSG]->(m)",
-                {"rows": ev},
-            )
-        dirty = [
-            self.items[f]
-            for f in sorted(self._dirty)
-            if f in self.items and not f.startswith("rec_")
-        ]
-        if dirty:
-            rows = [
-                {
-                    "id": i.edge_id,
-                    "inv": _naive(i.invalid_at),
-                    "exp": _naive(i.expired_at),
-                    "upd": _naive(i.updated_at),
-                    "mat": i.maturity,
-                    "conf": i.confidence,
-                    "reuse": i.reuse_count,
-                    "val": i.validations,
-                    "util": i.utility,
-                    "lv": _naive(i.last_validated),
-                    "ev": i.evidence_ids,
-                }
-                for i in dirty
-            ]
-            g.execute(
-                "UNWIND $rows AS r MATCH (f:Fact {edge_id: r.id}) SET f.invalid_at = CAST(r.inv AS "
-                "TIMESTAMP), f.expired_at = CAST(r.exp AS TIMESTAMP), "
-                "f.updated_at = r.upd, f.maturity = r.mat, f.confidence = r.conf, f.reuse_count = "
-                "r.reuse, "
-                "f.validations = r.val, f.utility = r.util, f.last_validated = CAST(r.lv AS "
-                "TIMESTAMP), f.evidence_ids = r.ev",
-                {"rows": rows},
-            )
-        if self._supersedes:
-            rows = [{"a": a, "b": b} for a, b in self._supersedes]
-            g.execute(
-                "UNWIND $rows AS r MATCH (a:Fact {edge_id: r.a}), (b:Fact {edge_id: r.b}) CREATE "
-                "(a)-[:SUPERSEDES]->(b)",
-                {"rows": rows},
-            )
-
-    def _ensure_entities(self, ids: set[str]) -> None:
-        missing = [e for e in ids if e not in self.entities]
-        if missing:
-            self.put_entities(
-                [
-                    Entity(
-                        entity_id=e,
-                        group_id=self.group_id,
-                        name=e.split(":", 1)[-1],
-                        etype=e.split(":", 1)[0] if ":" in e else "unknown",
-                    )
-                    for e in missing
-                ]
-            )
-            rows = [self.entities[e].model_dump() for e in missing]
-            self.graph.execute(
-                "UNWIND $rows AS r MERGE (e:Entity {entity_id: r.entity_id}) SET e.group_id = "
-                "r.group_id, "
-                "e.name = r.name, e.etype = r.etype, e.aliases = r.aliases",
-                {"rows": rows},
-            )
-            self._ents_dirty -= set(missing)
-
-    def to_edges(self) -> list[RelationEdge]:
-        """Every stored fact as a validated :class:`RelationEdge` (for exports and checks)."""
-        return [
-            RelationEdge(**i.row()) for i in self.items.values() if not i.edge_id.startswith("rec_")
-        ]
+        """Write the pending changes to Kuzu (:func:`.fact_flush.flush`); returns their count."""
+        return fact_flush.flush(self)

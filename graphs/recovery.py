@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 from . import batch
 from .append import index_columns
 from .batch import failpoint
-from .facts import recover_facts
-from .forget import recover_forget
+from .fact_flush import recover_facts
+from .forget_apply import recover_forget
 from .records import _columns, record_row_docs, recover_records
 from .tables import StoreError
 
