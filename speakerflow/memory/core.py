@@ -181,10 +181,16 @@ class Memory(OpenGroups):
         from speakerflow.pipelines.query_path import answer_question
 
         # one query fills every per-store cache the query path keeps (message and record
-        # embeddings of the new rows, the group view, the record view); its answer is dropped.
-        # The default rules pipeline: the caches are the store's, whichever pipeline asks
+        # embeddings of the new rows, the group view, the record view), without the answer
+        # stage: its caches are the process's (sentences and their vectors by text), and
+        # answering cost most of a warm query (the evidence sentences encoded: ~300 of ~420 ms
+        # of CPU per warm of the sample group at load 10), paid twice per write and once per
+        # reader process. The default rules pipeline: the caches are the store's, whichever
+        # pipeline asks
         if self._warm_config is None:
-            self._warm_config = self.config.model_copy(update={"backend": "rules"})
+            self._warm_config = self.config.model_copy(
+                update={"backend": "rules", "answer_question": False}
+            )
         answer_question(store, "what was said?", self._warm_config)
         message_rows(store)
 
