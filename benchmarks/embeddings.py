@@ -50,7 +50,8 @@ def locomo_texts(path: Path = LOCOMO, groups: tuple[str, ...] = DEV) -> tuple[li
 
 
 def make(kind: str, threads: int, batch_size: int):
-    from speakerflow.ops.text.embed import MiniLMEmbedder, OnnxMiniLMEmbedder
+    from speakerflow.ops.text.embed import MiniLMEmbedder
+    from speakerflow.ops.text.onnx_minilm import OnnxMiniLMEmbedder
 
     if kind == "torch":
         return MiniLMEmbedder(batch_size=batch_size)

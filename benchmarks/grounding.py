@@ -24,7 +24,7 @@ from typing import Any
 from speakerflow.graphs import GroupStore
 from speakerflow.graphs.records import all_records
 from speakerflow.ops.loaders import load
-from speakerflow.ops.write.contract import MIN_SUPPORT, grounding
+from speakerflow.ops.write.grounding import MIN_SUPPORT, grounding
 from speakerflow.pipelines.write_path import write_group
 
 SHARED_DATA = Path(

@@ -44,7 +44,7 @@ def dense_queries(
     from speakerflow.graphs import ann
     from speakerflow.ops.query.group_view import GroupView
     from speakerflow.ops.text.dense_index import ANN_K, dense_scores, group_index
-    from speakerflow.ops.text.embed import cached_embeddings
+    from speakerflow.ops.text.embed_cache import cached_embeddings
 
     emb = CachedEmbedder(stream_embedder(precision), embed_cache)
     view = GroupView.of(store)

@@ -191,7 +191,8 @@ def stream_embedder(precision: str | None = None, threads: int = 1):
     """MiniLM for the dense columns: ``precision`` (``torch``, ``fp32``, ``int8``; default
     ``$SPEAKERFLOW_EMBEDDER_PRECISION`` as the query path reads it), ``threads`` for batches
     (questions run on one thread either way)."""
-    from speakerflow.ops.text.embed import MiniLMEmbedder, OnnxMiniLMEmbedder, minilm_embedder
+    from speakerflow.ops.text.embed import MiniLMEmbedder, minilm_embedder
+    from speakerflow.ops.text.onnx_minilm import OnnxMiniLMEmbedder
 
     emb = minilm_embedder(precision)
     if isinstance(emb, OnnxMiniLMEmbedder):  # no torch in the process (nor in its RSS)

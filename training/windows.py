@@ -24,7 +24,8 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from speakerflow.ops.write.contract import Batch, _stem, check_action
+from speakerflow.ops.write.contract import Batch, check_action
+from speakerflow.ops.write.grounding import stem
 from speakerflow.ops.write.interfaces import Segment
 from speakerflow.ops.write.writer.prompt import (
     COMPACT_PROMPT_VERSION,
@@ -53,7 +54,7 @@ def windows(segment: Segment, size: int) -> list[Segment]:
 
 
 def _stems(text: str) -> set[str]:
-    return {_stem(t) for t in tokens(text) if len(t) >= 3}
+    return {stem(t) for t in tokens(text) if len(t) >= 3}
 
 
 def support(content: str, messages: list[dict[str, Any]]) -> float:

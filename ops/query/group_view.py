@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from speakerflow.ops.text.embed import Embedder, cached_embeddings
+from speakerflow.ops.text.embed import Embedder
+from speakerflow.ops.text.embed_cache import cached_embeddings
 
 
 @dataclass

@@ -128,7 +128,7 @@ def unembedded_messages(store, embedder: Embedder | None) -> int:
     first dense question would embed (0 without an embedder)."""
     if embedder is None:
         return 0
-    from speakerflow.ops.text.embed import cached_ids
+    from speakerflow.ops.text.embed_cache import cached_ids
 
     ids = GroupView.of(store).ids
     have = cached_ids(store, embedder, "messages-labelled")

@@ -10,7 +10,8 @@ import numpy as np
 
 from speakerflow.graphs import query_terms
 from speakerflow.ops.query.group_view import GroupView
-from speakerflow.ops.text.embed import Embedder, cached_embeddings, encode_query
+from speakerflow.ops.text.embed import Embedder, encode_query
+from speakerflow.ops.text.embed_cache import cached_embeddings
 
 
 @dataclass

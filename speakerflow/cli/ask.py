@@ -79,7 +79,7 @@ def warm_up(store, config, group: str) -> None:
 
     from speakerflow.ops.query.recall import unembedded_messages, warm_message_embeddings
     from speakerflow.ops.query.record_view import warm_record_embeddings
-    from speakerflow.ops.text.embed import cached_ids
+    from speakerflow.ops.text.embed_cache import cached_ids
     from speakerflow.pipelines.query_path import embedder_for
 
     embedder = embedder_for(config)

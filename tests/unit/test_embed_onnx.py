@@ -1,5 +1,5 @@
-"""The ONNX MiniLM embedder (ops/text/embed.py): int8 vectors close to the torch fp32 model, the
-export/quantisation cache built once, and clear errors for a missing or broken model.
+"""The ONNX MiniLM embedder (ops/text/onnx_minilm.py): int8 vectors close to the torch fp32
+model, the export/quantisation cache built once, and clear errors for a missing or broken model.
 
 One export (optimum, from the installed package; offline) and one quantisation into a
 temporary cache folder for the whole module: about 10 s on an idle core.
@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from speakerflow.ops.text import embed as E
+from speakerflow.ops.text import onnx_minilm as O
 
 pytestmark = pytest.mark.slow
 
@@ -30,9 +31,9 @@ SENTENCES = [
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory):
     folder = tmp_path_factory.mktemp("model-cache")
-    before = len(E.BUILDS)
-    E.onnx_model("int8", cache_dir=folder)  # exports fp32, then quantises it
-    built = E.BUILDS[before:]
+    before = len(O.BUILDS)
+    O.onnx_model("int8", cache_dir=folder)  # exports fp32, then quantises it
+    built = O.BUILDS[before:]
     assert [p for p, _ in built] == ["fp32", "int8"]
     assert all(path.is_file() and path.is_relative_to(folder) for _, path in built)
     return folder
@@ -44,8 +45,8 @@ def _cos(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def test_int8_and_fp32_vectors_match_the_torch_model(cache):
     ref = E.MiniLMEmbedder().encode(SENTENCES)
-    int8 = E.OnnxMiniLMEmbedder("int8", cache_dir=cache).encode(SENTENCES)
-    fp32 = E.OnnxMiniLMEmbedder("fp32", cache_dir=cache).encode(SENTENCES)
+    int8 = O.OnnxMiniLMEmbedder("int8", cache_dir=cache).encode(SENTENCES)
+    fp32 = O.OnnxMiniLMEmbedder("fp32", cache_dir=cache).encode(SENTENCES)
     assert int8.shape == fp32.shape == (len(SENTENCES), 384)
     assert int8.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(int8, axis=1), 1.0, atol=1e-5)
@@ -62,38 +63,38 @@ def test_int8_and_fp32_vectors_match_the_torch_model(cache):
 
 def test_batched_encode_keeps_the_order_of_the_texts(cache):
     """Texts are sorted by length into batches; each row still belongs to its own text."""
-    emb = E.OnnxMiniLMEmbedder("fp32", cache_dir=cache, batch_size=2, small_batch=0)
+    emb = O.OnnxMiniLMEmbedder("fp32", cache_dir=cache, batch_size=2, small_batch=0)
     together = emb.encode(SENTENCES)
     one_by_one = np.vstack([emb.encode([t]) for t in SENTENCES])
     np.testing.assert_allclose(together, one_by_one, atol=2e-5)
     # int8 quantises activations with one scale per model call, so each text runs alone
     # (on worker threads): its vector is the same bytes whatever it is encoded with
-    q = E.OnnxMiniLMEmbedder("int8", cache_dir=cache, threads=2, small_batch=0)
+    q = O.OnnxMiniLMEmbedder("int8", cache_dir=cache, threads=2, small_batch=0)
     alone = np.vstack([q.encode([t]) for t in SENTENCES])
     assert np.array_equal(q.encode(SENTENCES), alone)
     assert np.array_equal(q.encode(SENTENCES[::-1] + SENTENCES)[len(SENTENCES) :], alone)
 
 
 def test_the_cache_is_built_once(cache):
-    before = len(E.BUILDS)
-    path = E.onnx_model("int8", cache_dir=cache)
+    before = len(O.BUILDS)
+    path = O.onnx_model("int8", cache_dir=cache)
     stamp = path.stat().st_mtime_ns
-    emb = E.OnnxMiniLMEmbedder("int8", cache_dir=cache)
+    emb = O.OnnxMiniLMEmbedder("int8", cache_dir=cache)
     emb.encode(["a question"])
     emb.encode(SENTENCES)
-    assert E.onnx_model("int8", cache_dir=cache) == path
+    assert O.onnx_model("int8", cache_dir=cache) == path
     assert path.stat().st_mtime_ns == stamp
-    assert len(E.BUILDS) == before  # nothing exported or quantised again
+    assert len(O.BUILDS) == before  # nothing exported or quantised again
     assert sorted(p.name for p in path.parent.iterdir()) == ["model-int8.onnx", "model.onnx"]
 
 
 def test_a_broken_cached_model_is_a_clear_error(cache, tmp_path):
-    built = E.onnx_model("int8", cache_dir=cache).parent
+    built = O.onnx_model("int8", cache_dir=cache).parent
     broken = tmp_path / built.name
     shutil.copytree(built, broken)
     (broken / "model-int8.onnx").write_bytes(b"not an onnx file")
-    emb = E.OnnxMiniLMEmbedder("int8", cache_dir=tmp_path)
-    with pytest.raises(E.EmbedderModelError, match="cannot load the cached ONNX MiniLM") as err:
+    emb = O.OnnxMiniLMEmbedder("int8", cache_dir=tmp_path)
+    with pytest.raises(O.EmbedderModelError, match="cannot load the cached ONNX MiniLM") as err:
         emb.encode(["hello"])
     assert str(broken / "model-int8.onnx") in str(err.value)
     assert f"delete {broken}" in str(err.value)
@@ -101,18 +102,18 @@ def test_a_broken_cached_model_is_a_clear_error(cache, tmp_path):
 
 def test_a_missing_model_folder_is_a_clear_error(tmp_path):
     (tmp_path / "config.json").write_text("{}")
-    with pytest.raises(E.EmbedderModelError, match=r"lacks model\.safetensors, tokenizer\.json"):
-        E.onnx_model("int8", source=tmp_path, cache_dir=tmp_path / "cache")
-    with pytest.raises(E.EmbedderModelError, match="lacks"):
-        E.OnnxMiniLMEmbedder("fp32", source=tmp_path, cache_dir=tmp_path / "c").encode(["x"])
+    with pytest.raises(O.EmbedderModelError, match=r"lacks model\.safetensors, tokenizer\.json"):
+        O.onnx_model("int8", source=tmp_path, cache_dir=tmp_path / "cache")
+    with pytest.raises(O.EmbedderModelError, match="lacks"):
+        O.OnnxMiniLMEmbedder("fp32", source=tmp_path, cache_dir=tmp_path / "c").encode(["x"])
     assert not (tmp_path / "cache").exists()
 
 
 def test_an_unwritable_cache_is_a_clear_error(tmp_path):
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the cache folder should go")
-    with pytest.raises(E.EmbedderModelError, match="SPEAKERFLOW_MODEL_CACHE"):
-        E.onnx_model("fp32", cache_dir=blocker / "models")
+    with pytest.raises(O.EmbedderModelError, match="SPEAKERFLOW_MODEL_CACHE"):
+        O.onnx_model("fp32", cache_dir=blocker / "models")
 
 
 def test_make_embedder_reads_the_precision(monkeypatch):
@@ -127,4 +128,4 @@ def test_make_embedder_reads_the_precision(monkeypatch):
     with pytest.raises(ValueError, match="fp32, int8, torch"):
         E.make_embedder("minilm")
     with pytest.raises(ValueError, match="fp32 or int8"):
-        E.OnnxMiniLMEmbedder("fp16")
+        O.OnnxMiniLMEmbedder("fp16")

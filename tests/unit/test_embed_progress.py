@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from speakerflow.ops.text.embed import PROGRESS_CHUNK, HashingEmbedder, _encode_with_progress
+from speakerflow.ops.text.embed import HashingEmbedder
+from speakerflow.ops.text.embed_cache import PROGRESS_CHUNK, encode_with_progress
 
 
 def test_chunked_encode_equals_one_call():
@@ -10,6 +11,6 @@ def test_chunked_encode_equals_one_call():
     texts = [
         f"Ana: message number {i} about the trip to Porto" for i in range(PROGRESS_CHUNK * 2 + 7)
     ]
-    chunked = _encode_with_progress(emb, texts, "messages")
+    chunked = encode_with_progress(emb, texts, "messages")
     assert chunked.shape == (len(texts), 64)
     np.testing.assert_allclose(chunked, emb.encode(texts))

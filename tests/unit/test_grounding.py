@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from speakerflow.ops.write.contract import Batch, check_action, grounding, instructs_memory
+from speakerflow.ops.write.contract import Batch, check_action
+from speakerflow.ops.write.grounding import grounding, instructs_memory
 from speakerflow.ops.write.interfaces import Segment
 from speakerflow.training.action_report import report_actions
 from speakerflow.training.state import WriterState

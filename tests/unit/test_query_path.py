@@ -12,7 +12,8 @@ from speakerflow.ops.query.channels import RecallConfig, fuse, window_scores
 from speakerflow.ops.query.compose import count_tokens
 from speakerflow.ops.query.group_view import GroupView
 from speakerflow.ops.query.recall import Recall, recall
-from speakerflow.ops.text.embed import HashingEmbedder, cached_embeddings
+from speakerflow.ops.text.embed import HashingEmbedder
+from speakerflow.ops.text.embed_cache import cached_embeddings
 from speakerflow.pipelines.query_path import QueryConfig, answer_question
 from speakerflow.schemas import KnowledgeItem, Message, to_table
 

@@ -446,7 +446,7 @@ class RulesWriter(SlotFinder):
                 )
             )
         if self.config.attribute:
-            from speakerflow.ops.write.contract import grounding
+            from speakerflow.ops.write.grounding import grounding
 
             texts = {m["msg_id"]: m["text"] for m in known}
             for act in actions:
