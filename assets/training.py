@@ -207,7 +207,8 @@ def writer_learning_curve(
     context: dg.AssetExecutionContext, config: CurveConfig, store: StoreResource
 ) -> dg.MaterializeResult:
     """The learned Writer's learning curve: SFT loss per step, GRPO reward, Phi_SL
-    (SpeakerLevenshtein potential) and the share of actions Validate refuses per step."""
+    (SpeakerLevenshtein potential) and the share of actions Validate refuses per step (a
+    GRPO run folder; an SFT adapter folder shows its loss curve only)."""
     import json
 
     from speakerflow.ops.write.writer.local import SHIPPED_ADAPTER
@@ -216,10 +217,15 @@ def writer_learning_curve(
     run = Path(config.run_dir) if config.run_dir else SHIPPED_ADAPTER
     curve_file = run / "curve.json"
     if not curve_file.is_file():
-        raise dg.Failure(f"{curve_file} is missing: point run_dir at a `train grpo --base` output")
-    grpo = json.loads(curve_file.read_text())
+        raise dg.Failure(
+            f"{curve_file} is missing: point run_dir at a `train sft|grpo --base` output"
+        )
+    rows = json.loads(curve_file.read_text())
     sft_file = run / "sft" / "curve.json"
-    sft = json.loads(sft_file.read_text()) if sft_file.is_file() else []
+    if any("reward" in r for r in rows):  # a GRPO run (its SFT adapter copied into sft/)
+        grpo, sft = rows, json.loads(sft_file.read_text()) if sft_file.is_file() else []
+    else:  # an SFT adapter (the shipped one): its loss curve only
+        grpo, sft = [], rows
     out = _folder(store, "writer_learning_curve")
     report: dict[str, Any] = {
         "grpo_steps": len(grpo),

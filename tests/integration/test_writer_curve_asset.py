@@ -41,9 +41,20 @@ def test_curve_asset_shows_reward_phi_and_refusals_per_step(tmp_path):
 
 def test_curve_asset_without_a_curve_says_what_to_do(tmp_path):
     store = HomeStore(home=str(tmp_path / "home"))
-    with pytest.raises(dg.Failure, match="train grpo --base"):
+    with pytest.raises(dg.Failure, match="train sft|grpo --base"):
         dg.materialize(
             [training.writer_learning_curve],
             resources={"store": store},
             run_config={"ops": {"writer_learning_curve": {"config": {"run_dir": str(tmp_path)}}}},
         )
+
+
+def test_curve_asset_reads_the_shipped_sft_adapter_by_default(tmp_path):
+    from speakerflow.ops.write.writer.local import SHIPPED_ADAPTER
+
+    shipped = json.loads((SHIPPED_ADAPTER / "curve.json").read_text())
+    store = HomeStore(home=str(tmp_path / "home"))
+    result = dg.materialize([training.writer_learning_curve], resources={"store": store})
+    meta = _meta(result)
+    assert meta["grpo_steps"] == 0 and meta["sft_steps"] == len(shipped) > 0
+    assert meta["sft_loss_first"] == shipped[0]["loss"]
