@@ -29,8 +29,11 @@ from typing import Any
 
 import numpy as np
 
+from .percentiles import pct
+from .qa_data import LOCOMO_SPLITS
+
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
-DEV = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")
+DEV = LOCOMO_SPLITS["dev"]
 KINDS = ("torch", "fp32", "int8")
 
 
@@ -56,10 +59,6 @@ def make(kind: str, threads: int, batch_size: int):
     if kind == "torch":
         return MiniLMEmbedder(batch_size=batch_size)
     return OnnxMiniLMEmbedder(kind, batch_size=batch_size, threads=threads)
-
-
-def _pct(xs: list[float], q: float) -> float:
-    return round(float(np.percentile(xs, q)), 3)
 
 
 def run(
@@ -131,15 +130,15 @@ def run(
             "load_s": load_s[k],
             "texts_per_s": round(len(texts) / statistics.median(wall[k]), 1),
             "texts_per_cpu_s": round(len(texts) / statistics.median(cpu[k]), 1),
-            "query_p50_ms": _pct(query_ms[k], 50),
-            "query_p95_ms": _pct(query_ms[k], 95),
-            "query_cpu_p50_ms": _pct(query_cpu_ms[k], 50),
+            "query_p50_ms": pct(query_ms[k], 50),
+            "query_p95_ms": pct(query_ms[k], 95),
+            "query_cpu_p50_ms": pct(query_cpu_ms[k], 50),
         }
         if ref is not None:
             cos = np.sum(vecs[k] * ref, axis=1)
             row.update(
                 cosine_to_torch_mean=round(float(cos.mean()), 5),
-                cosine_to_torch_p1=round(float(np.percentile(cos, 1)), 5),
+                cosine_to_torch_p1=pct(cos, 1, 5),
                 cosine_to_torch_min=round(float(cos.min()), 5),
             )
         out["embedders"][k] = row

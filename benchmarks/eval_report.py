@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .percentiles import pct
+
 
 def ablation_gain(
     full: dict,
@@ -45,15 +47,12 @@ def ablation_gain(
     rng = random.Random(seed)
     draws = sorted(mean([rng.choice(groups) for _ in groups]) for _ in range(resamples))
 
-    def pct(q: float) -> float:
-        return round(draws[min(len(draws) - 1, int(q * len(draws)))], 4)
-
     return {
         "k": int(k),
         "gain": round(mean(groups), 4),
         "groups": len(groups),
         "questions": sum(len(v) for v in rows.values()),
-        "percentiles": {"5": pct(0.05), "50": pct(0.5), "95": pct(0.95)},
+        "percentiles": {"5": pct(draws, 5, 4), "50": pct(draws, 50, 4), "95": pct(draws, 95, 4)},
         "threshold": threshold,
         "share_at_least_threshold": round(sum(d >= threshold for d in draws) / len(draws), 4),
         "share_above_zero": round(sum(d > 0 for d in draws) / len(draws), 4),

@@ -57,6 +57,7 @@ from speakerflow.pipelines.query_path import ABLATIONS, QueryConfig, answer_ques
 from speakerflow.schemas import EvidenceItem
 
 from .eval_report import ablation_gain, ablation_line, markdown_summary, write_outputs
+from .percentiles import pct
 from .qa_data import LOCOMO_SPLITS, QAData, load_qa
 
 #: the report helpers live in :mod:`.eval_report`; these names stay importable from here
@@ -373,8 +374,8 @@ def summarise(rows: list[dict], ks, splits: dict[str, tuple[str, ...]] | None = 
         "splits": by_split,
         "token_f1": round(float(np.mean([r["token_f1"] for r in rows])), 4) if rows else 0.0,
         "latency_ms": {
-            "p50": round(float(np.percentile(lat, 50)), 2),
-            "p95": round(float(np.percentile(lat, 95)), 2),
+            "p50": pct(lat, 50, 2),
+            "p95": pct(lat, 95, 2),
         },
         "context_tokens": {
             "mean": round(float(np.mean([r["context_tokens"] for r in rows])), 1) if rows else 0.0

@@ -27,12 +27,14 @@ from speakerflow.ops.loaders import load
 from speakerflow.ops.write.grounding import MIN_SUPPORT, grounding
 from speakerflow.pipelines.write_path import write_group
 
+from .qa_data import LOCOMO_SPLITS
+
 SHARED_DATA = Path(
     os.environ.get(
         "SPEAKERFLOW_SHARED_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"
     )
 )
-DEV_LOCOMO = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")
+DEV_LOCOMO = LOCOMO_SPLITS["dev"]
 
 
 def _inputs(data: Path) -> list[tuple[str, str, str]]:

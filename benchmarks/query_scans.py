@@ -26,6 +26,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .percentiles import pct
+from .qa_data import LOCOMO_SPLITS
 from .scale_stream import questions_with_sources, slices, synthetic_stream
 
 
@@ -115,8 +117,8 @@ def run(
                 answers[label] = out
                 report.setdefault(label, []).append(
                     {
-                        "p50_ms": round(float(np.percentile(ms, 50)), 1),
-                        "p95_ms": round(float(np.percentile(ms, 95)), 1),
+                        "p50_ms": pct(ms, 50, 1),
+                        "p95_ms": pct(ms, 95, 1),
                     }
                 )
     finally:
@@ -149,7 +151,7 @@ def run(
 
 def locomo_index_check(
     data: str | Path,
-    groups: tuple[str, ...] = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43"),
+    groups: tuple[str, ...] = LOCOMO_SPLITS["dev"],
 ) -> dict:
     """LoCoMo: the text index written by the ingest path (Arrow, JSON lines) against one written
     by the old per-row path from the same messages: every QA question's BM25 hits (ids, scores,

@@ -27,6 +27,7 @@ from typing import Any
 
 import httpx
 
+from speakerflow.benchmarks.percentiles import pct
 from speakerflow.settings import BUNDLED_SAMPLE
 
 from .serve_server import Server
@@ -95,19 +96,12 @@ VERBS = [
 ]
 
 
-def _pct(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))], 2)
-
-
 def _summary(values: list[float]) -> dict[str, Any]:
     return {
         "count": len(values),
-        "p50_ms": _pct(values, 0.50),
-        "p95_ms": _pct(values, 0.95),
-        "p99_ms": _pct(values, 0.99),
+        "p50_ms": pct(values, 50, 2),
+        "p95_ms": pct(values, 95, 2),
+        "p99_ms": pct(values, 99, 2),
         "mean_ms": round(statistics.fmean(values), 2) if values else None,
     }
 
@@ -371,19 +365,19 @@ def run(
         "error_samples": (res["errors"] + write_errors)[:5] + ([] if alive else ["server died"]),
         "ask": {
             **_summary(res["ask_ms"]),
-            "query_path_p50_ms": _pct(res["ask_query_ms"], 0.5),
-            "query_path_p95_ms": _pct(res["ask_query_ms"], 0.95),
-            "server_p50_ms": _pct(res["ask_server_ms"], 0.5),
-            "server_p95_ms": _pct(res["ask_server_ms"], 0.95),
-            "group_wait_p50_ms": _pct(res["ask_wait_ms"], 0.5),
-            "group_wait_p95_ms": _pct(res["ask_wait_ms"], 0.95),
+            "query_path_p50_ms": pct(res["ask_query_ms"], 50, 2),
+            "query_path_p95_ms": pct(res["ask_query_ms"], 95, 2),
+            "server_p50_ms": pct(res["ask_server_ms"], 50, 2),
+            "server_p95_ms": pct(res["ask_server_ms"], 95, 2),
+            "group_wait_p50_ms": pct(res["ask_wait_ms"], 50, 2),
+            "group_wait_p95_ms": pct(res["ask_wait_ms"], 95, 2),
             "with_citations": res["counts"]["asks_with_citations"],
         },
         "ingest": {**_summary(res["ingest_ms"]), "messages": res["counts"]["ingested_messages"]},
         "ask_one_client": {
             **_summary(res["solo"]["ask_ms"]),
-            "server_p50_ms": _pct(res["solo"]["server_ms"], 0.5),
-            "query_path_p50_ms": _pct(res["solo"]["query_ms"], 0.5),
+            "server_p50_ms": pct(res["solo"]["server_ms"], 50, 2),
+            "query_path_p50_ms": pct(res["solo"]["query_ms"], 50, 2),
         },
         # where the clients' time went (Little's law: the mean number of clients in each kind
         # of request = its requests/s x its mean latency); clients parked on ingests do not ask

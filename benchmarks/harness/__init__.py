@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from speakerflow.benchmarks.percentiles import pct
+
 from .baselines import NAMES
 from .runner import run_seed
 from .stats import bootstrap_ci, paired_wilcoxon
@@ -69,8 +71,8 @@ def aggregate(rows: list[dict], seeds: list[int]) -> dict:
             float(np.mean([x["gold"] for s in seeds for x in by[(n, s)]["all"]])), 4
         )
         report[n]["retrieval_latency_ms"] = {
-            "p50": round(float(np.percentile(lat[n], 50)), 4),
-            "p95": round(float(np.percentile(lat[n], 95)), 4),
+            "p50": pct(lat[n], 50, 4),
+            "p95": pct(lat[n], 95, 4),
         }
         report[n]["per_round"] = {
             str(k): {

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
 
+from speakerflow.benchmarks.percentiles import pct
 from speakerflow.graphs.facts import FactGraph, FactItem
 from speakerflow.graphs.kuzu_graph import KuzuGraph
 from speakerflow.ops.inject import InjectConfig, PassiveInjector
@@ -23,11 +24,6 @@ from speakerflow.ops.knowledge.canonicalize import Canonicalizer
 from speakerflow.schemas import EDGE_SCHEMA, ENTITY_SCHEMA
 
 RELS = ["fee", "regime", "liquidity", "win_rate", "max_drawdown", "status", "exposed_to"]
-
-
-def _pct(xs, q):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
 def run(edges: int = 100_000, events: int = 500, seed: int = 0, budget: int = 600) -> dict:
@@ -184,14 +180,14 @@ def run(edges: int = 100_000, events: int = 500, seed: int = 0, budget: int = 60
         "events": events,
         "budget": budget,
         "p50_ms": round(p50, 3),
-        "p95_ms": round(_pct(lat, 0.95), 3),
+        "p95_ms": pct(lat, 95),
         "p50_cpu_ms": round(statistics.median(cpu), 3),
         "uncued_p50_ms": round(statistics.median(lat_plain), 3),
-        "uncued_p95_ms": round(_pct(lat_plain, 0.95), 3),
+        "uncued_p95_ms": pct(lat_plain, 95),
         "uncued_max_ms": round(max(lat_plain), 3),
         "uncued_shapes": len(shapes),
         "uncued_new_wording_p50_ms": round(statistics.median(lat_fresh), 3),
-        "uncued_new_wording_p95_ms": round(_pct(lat_fresh, 0.95), 3),
+        "uncued_new_wording_p95_ms": pct(lat_fresh, 95),
         "classifier_warm_s": round(warm_s, 2),
         "max_tokens": max(toks),
         "events_over_budget": over,
