@@ -134,3 +134,35 @@ def test_local_writer_batches_windows_and_maps_ids(monkeypatch):
                               "content": "lives in Lyon", "from_ids": ["n_s1_t001"]}  # fmt: skip
     assert "_invalid" in out.actions[1] and writer.parse_errors == 1
     assert out.model_calls == 2 and writer.throughput()["messages"] == 3
+
+
+def test_models_command_lists_wheels_and_cache(tmp_path, monkeypatch, capsys):
+    from speakerflow.cli import main
+
+    monkeypatch.setenv("SPEAKERFLOW_MODEL_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "cache" / "my-model").mkdir(parents=True)
+    (tmp_path / "cache" / "my-model" / "config.json").write_text("{}")
+    try:
+        packaged_gguf(KNOWN_MODELS["smollm2-135m"])
+        wheel = True
+    except BackendConfigError:
+        wheel = False
+    assert main(["models", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    kinds = {m["name"]: m for m in report["models"]}
+    assert kinds["my-model"]["kind"] == "converted" and report["cache"] == str(tmp_path / "cache")
+    if wheel:  # installed here by make install; converted on first use into the (empty) cache
+        assert kinds["smollm2-135m"]["path"].endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
+        assert kinds["smollm2-135m"]["converted"].startswith("not yet")
+
+
+def test_models_command_without_any_model_names_the_install(tmp_path, monkeypatch, capsys):
+    from speakerflow.cli import main
+
+    def absent(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "distribution", absent)
+    monkeypatch.setenv("SPEAKERFLOW_MODEL_CACHE", str(tmp_path / "empty"))
+    assert main(["models", "--json"]) == 1
+    assert "requirements/models.txt" in capsys.readouterr().err
