@@ -5,14 +5,15 @@ are rejected with a reason (:attr:`KnowledgeExtractor.rejects`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from speakerflow.ops.backends.json_repair import repair_json
 from speakerflow.ops.knowledge.candidates import Candidate, Event
 from speakerflow.ops.knowledge.values import read_value
 
-if TYPE_CHECKING:
-    from speakerflow.ops.knowledge.extract_knowledge import KnowledgeExtractor
+#: the calling :class:`~speakerflow.ops.knowledge.extract_knowledge.KnowledgeExtractor`, typed
+#: loosely so that this module and its caller do not import each other
+KnowledgeExtractor = Any
 
 
 def chat_extract(x: KnowledgeExtractor, ev: Event) -> list[Candidate]:
