@@ -9,18 +9,17 @@ module naming the same broker (docs/scaling.md). Needs ``dagster-celery``.
 
 from __future__ import annotations
 
-import os
-
 import dagster as dg
 from dagster_celery import celery_executor
 
 from speakerflow.pipelines.resources import default_resources
+from speakerflow.settings import setting
 
 from . import ingestion, memory
 from .jobs import INGEST_ASSETS
 
-BROKER = os.environ.get("SPEAKERFLOW_CELERY_BROKER", "redis://127.0.0.1:6379/0")
-BACKEND = os.environ.get("SPEAKERFLOW_CELERY_BACKEND", "redis://127.0.0.1:6379/1")
+BROKER = setting("celery_broker")
+BACKEND = setting("celery_backend")
 
 ingest_job = dg.define_asset_job(
     "ingest_job",

@@ -12,7 +12,6 @@ mechanism; there is no string-based import helper.
 """
 
 import base64
-import os
 import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -21,13 +20,14 @@ from typing import Any
 import dagster as dg
 
 from speakerflow.pipelines import constants as C
+from speakerflow.settings import env_name, setting
 
 #: One partition per group id; added by the inbox sensor, the UI, or
 #: ``instance.add_dynamic_partitions``.
 GROUPS = dg.DynamicPartitionsDefinition(name=C.GROUPS_PARTITION)
 
 #: Environment variable: groups per run of a backfill of the ingest assets (default below).
-BACKFILL_PARTITIONS_ENV = "SPEAKERFLOW_BACKFILL_PARTITIONS_PER_RUN"
+BACKFILL_PARTITIONS_ENV = env_name("backfill_partitions_per_run")
 #: Default groups per backfill run: Dagster's fixed cost of a run (launch the run process,
 #: load the code location, one worker or Celery hand-off per step) is paid once per 10
 #: groups instead of once per group (docs/scaling.md "Dagster backfill").
@@ -46,8 +46,10 @@ def backfill_policy() -> dg.BackfillPolicy:
     ``$SPEAKERFLOW_BACKFILL_PARTITIONS_PER_RUN`` (default 10) groups per run. A run over a
     range loops over its groups, one store writer per group at a time; single-partition
     runs (the inbox sensor, the UI's "Materialize" of one group) are unchanged."""
-    raw = os.environ.get(BACKFILL_PARTITIONS_ENV, "").strip()
-    n = int(raw) if raw.isdigit() and int(raw) > 0 else BACKFILL_PARTITIONS_PER_RUN
+    try:
+        n = setting("backfill_partitions_per_run") or BACKFILL_PARTITIONS_PER_RUN
+    except ValueError:  # a value that is no positive count keeps the default
+        n = BACKFILL_PARTITIONS_PER_RUN
     return dg.BackfillPolicy.multi_run(max_partitions_per_run=n)
 
 

@@ -18,6 +18,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from speakerflow.settings import env_name
+
 from .percentiles import pct
 
 BIN = Path(sys.executable).parent
@@ -26,7 +28,7 @@ CELERY_LOCATION = "speakerflow.assets.celery_definitions"
 JOB = "ingest_job"
 #: Groups per backfill run of the ingest assets (read by ``assets/common.py``; named here as
 #: a string: benchmarks sit below the assets layer).
-PARTITIONS_PER_RUN_ENV = "SPEAKERFLOW_BACKFILL_PARTITIONS_PER_RUN"
+PARTITIONS_PER_RUN_ENV = env_name("backfill_partitions_per_run")
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 LAUNCH_BACKFILL = """
 mutation($params: LaunchBackfillParams!) {

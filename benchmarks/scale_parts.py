@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from speakerflow.settings import env_name
+
 from .percentiles import pct
 from .scale_dense import dense_queries
 from .scale_stream import GROUP_SIZE, folder_bytes, questions, slices
@@ -28,7 +30,7 @@ def exact_against_bounded(store, qs: list[str], cfg) -> dict[str, Any]:
     from speakerflow.ops.query.recall_bounded import bm25_cap, bounded_above
     from speakerflow.pipelines.query_path import answer_question
 
-    saved = os.environ.get("SPEAKERFLOW_BOUNDED_RECALL_ABOVE")
+    saved = os.environ.get(env_name("bounded_recall_above"))  # restored below
     out: dict[str, Any] = {
         "bounded_above": bounded_above(),
         "bm25_cap": bm25_cap(),
@@ -37,7 +39,7 @@ def exact_against_bounded(store, qs: list[str], cfg) -> dict[str, Any]:
     res: dict[str, list] = {}
     try:
         for label, above in (("exact", str(10**12)), ("bounded", saved or "")):
-            os.environ["SPEAKERFLOW_BOUNDED_RECALL_ABOVE"] = above
+            os.environ[env_name("bounded_recall_above")] = above
             answer_question(store, qs[0], cfg)  # warm-up
             ms, got = [], []
             for q in qs:
@@ -49,9 +51,9 @@ def exact_against_bounded(store, qs: list[str], cfg) -> dict[str, Any]:
             out[f"query_{label}_p50_ms"], out[f"query_{label}_p95_ms"] = pct(ms, 50), pct(ms, 95)
     finally:
         if saved is None:
-            os.environ.pop("SPEAKERFLOW_BOUNDED_RECALL_ABOVE", None)
+            os.environ.pop(env_name("bounded_recall_above"), None)
         else:
-            os.environ["SPEAKERFLOW_BOUNDED_RECALL_ABOVE"] = saved
+            os.environ[env_name("bounded_recall_above")] = saved
     pairs = list(zip(res["exact"], res["bounded"], strict=True))
     out["same_cited10_and_answer"] = sum(a == b for a, b in pairs)
     out["same_answer"] = sum(a[1] == b[1] for a, b in pairs)

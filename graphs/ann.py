@@ -35,8 +35,10 @@ from typing import Any
 
 import numpy as np
 
+from speakerflow.settings import setting
+
 #: vectors in a group above which the dense channel uses the index (brute force below)
-THRESHOLD = int(os.environ.get("SPEAKERFLOW_ANN_THRESHOLD", 20_000))
+THRESHOLD = setting("ann_threshold")
 #: share of indexed rows no longer in the group past which :meth:`AnnIndex.sync` rebuilds
 STALE_SHARE = 0.2
 _BUILD_LOCK = threading.Lock()

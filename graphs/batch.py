@@ -27,24 +27,26 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from speakerflow.settings import setting
+
 MANIFEST = "batch.json"
 _HITS: Counter[str] = Counter()
 
 
 def failpoint(name: str) -> None:
     """A named step boundary: log it and, when the environment names it, die (or pause) here."""
-    log = os.environ.get("SPEAKERFLOW_FAILPOINT_LOG")
+    log = setting("failpoint_log")
     if log:
         with open(log, "a") as fh:
             fh.write(name + "\n")
-    spec = os.environ.get("SPEAKERFLOW_FAILPOINT")
+    spec = setting("failpoint")
     if not spec:
         return
     _HITS[name] += 1
     target, _, nth = spec.partition("@")
     if target != name or _HITS[name] != (int(nth) if nth else 1):
         return
-    if os.environ.get("SPEAKERFLOW_FAILPOINT_ACTION") == "pause":
+    if setting("failpoint_action") == "pause":
         print(f"paused at {name}", file=sys.stderr, flush=True)
         time.sleep(3600)
         return

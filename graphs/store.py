@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from speakerflow.schemas import MESSAGE_SCHEMA, RECORD_SCHEMA
+from speakerflow.settings import setting
 
 from . import append, batch, recovery
 from .tables import (
@@ -114,7 +115,7 @@ class GroupStore:
         """Take the group's writer lock, waiting up to ``wait_s`` seconds (default
         ``$SPEAKERFLOW_LOCK_WAIT``, else 0: fail at once) for another writer to finish."""
         if wait_s is None:
-            wait_s = float(os.environ.get("SPEAKERFLOW_LOCK_WAIT") or 0)
+            wait_s = setting("lock_wait")
         fd = os.open(self.root / ".writer.lock", os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + max(0.0, wait_s)
         while True:
@@ -175,10 +176,8 @@ class GroupStore:
             # a writable store keeps one index writer until it is closed: its merges run in
             # the background of the next appends (``SPEAKERFLOW_INDEX_KEEP_WRITER=0``: one
             # writer per commit, waiting for its merges)
-            keep = os.environ.get("SPEAKERFLOW_INDEX_KEEP_WRITER", "1") == "1"
-            self._index = TantivyIndex(
-                self.root / "index", writable=self.writable, keep_writer=keep
-            )
+            keep = setting("index_keep_writer")
+            self._index = TantivyIndex(self.root / "index", self.writable, keep_writer=keep)
         return self._index
 
     def _require_writable(self) -> None:

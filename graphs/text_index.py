@@ -15,10 +15,12 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
+
+from speakerflow.settings import setting
 
 #: Filterable fields (exact match, raw tokenizer).
 FILTER_FIELDS = ("doc_id", "kind", "group_id", "speaker", "owner", "layer", "session_id")
@@ -55,9 +57,9 @@ def doc_keys(doc_ids: list[str]) -> np.ndarray:
 def index_threads() -> int:
     """Indexing threads of a Tantivy writer: ``$SPEAKERFLOW_INDEX_THREADS``, else one per
     two cores (at least 1, at most 4: the Kuzu COPY of the same batch runs beside it)."""
-    env = os.environ.get("SPEAKERFLOW_INDEX_THREADS")
-    if env:
-        return max(1, int(env))
+    threads = setting("index_threads")
+    if threads is not None:
+        return threads
     return max(1, min(4, (os.cpu_count() or 1) // 2))
 
 
@@ -85,15 +87,6 @@ class SearchFilter:
     session_id: str | None = None
     since: datetime | None = None
     until: datetime | None = None
-
-
-class TextIndex(Protocol):
-    """Interface of a text index."""
-
-    def add(self, docs: list[dict[str, Any]]) -> None: ...
-    def search(self, query: str, k: int = 10, flt: SearchFilter | None = None) -> list[Hit]: ...
-    def count(self) -> int: ...
-    def close(self) -> None: ...
 
 
 class TantivyIndex:
@@ -134,13 +127,9 @@ class TantivyIndex:
         self.threads = threads or index_threads()
         self._heap = heap_mb * 1024 * 1024 * self.threads  # ``heap_mb`` per indexing thread
         #: keep one writer across commits (merges run in the background; waited for on
-        #: :meth:`close`) instead of a writer per commit that waits for its merges
-        #: (default: ``$SPEAKERFLOW_INDEX_KEEP_WRITER=1``, else not)
-        self.keep_writer = (
-            os.environ.get("SPEAKERFLOW_INDEX_KEEP_WRITER") == "1"
-            if keep_writer is None
-            else keep_writer
-        )
+        #: :meth:`close`) instead of a writer per commit that waits for its merges (a store's
+        #: index: ``$SPEAKERFLOW_INDEX_KEEP_WRITER``, on by default; any other index: off)
+        self.keep_writer = bool(keep_writer)
         self._writer = None
         self._stale = False  # a commit since the last reload: reload before the next search
         self.writable = writable

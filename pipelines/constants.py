@@ -6,10 +6,8 @@ Nothing here is a secret; secrets (API keys) only ever come from the environment
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from speakerflow.graphs.home import INBOX_DIRNAME  # noqa: F401 - one name for <home>/inbox
+from speakerflow.settings import env_name, setting
 
 #: Name of the dynamic partitions definition: one partition per group id.
 GROUPS_PARTITION = "groups"
@@ -42,13 +40,10 @@ MAX_CONCURRENT_STEPS = 4
 #: Rows shown in Markdown previews in the UI.
 PREVIEW_ROWS = 8
 
-_REPO = Path(__file__).resolve().parents[1]
 #: The shared data folder (LoCoMo, SocialMemBench); ``$SPEAKERFLOW_SHARED_DATA`` overrides.
-SHARED_DATA = Path(os.environ.get("SPEAKERFLOW_SHARED_DATA", _REPO.parent / "shared" / "data"))
+SHARED_DATA = setting("shared_data")
 LOCOMO_PATH = str(SHARED_DATA / "locomo" / "locomo10.json")
 SOCIALMEM_PATH = str(SHARED_DATA / "socialmem" / "training")
 SOCIALMEM_TEACHER_PATH = str(SHARED_DATA / "socialmem" / "teacher")
 #: Environment variable holding the OpenAI-compatible API key (read only when used).
-OPENAI_KEY_ENV = "SPEAKERFLOW_OPENAI_API_KEY"
-#: Environment variable choosing the Writer backend of the default definitions.
-WRITER_BACKEND_ENV = "SPEAKERFLOW_WRITER_BACKEND"
+OPENAI_KEY_ENV = env_name("openai_api_key")

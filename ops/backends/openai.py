@@ -24,7 +24,6 @@ the same cap.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -37,11 +36,9 @@ from speakerflow.ops.backends.errors import (
     BackendResponseError,
     BackendUnavailableError,
 )
+from speakerflow.settings import setting
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-BASE_URL_ENV = ("SPEAKERFLOW_OPENAI_BASE_URL", "OPENAI_BASE_URL")
-MODEL_ENV = ("SPEAKERFLOW_OPENAI_MODEL", "OPENAI_MODEL")
-API_KEY_ENV = ("SPEAKERFLOW_OPENAI_API_KEY", "OPENAI_API_KEY")
 RETRY_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))  # what the SDK retries
 CONFIG_STATUS = {
     401: "the API key was refused",
@@ -77,14 +74,6 @@ class OpenAIConfig(BaseModel):
     extra_body: dict[str, Any] = Field(default_factory=dict)
 
 
-def _first_env(names: Sequence[str]) -> str | None:
-    for name in names:
-        value = os.environ.get(name, "").strip()
-        if value:
-            return value
-    return None
-
-
 def estimate_tokens(text: str) -> int:
     """A rough token count (about four characters per token) when ``usage`` is missing."""
     return (len(text) + 3) // 4
@@ -102,19 +91,20 @@ class OpenAIChat:
     def __init__(self, config: OpenAIConfig | None = None, **overrides: Any):
         base_cfg = config.model_dump() if config is not None else {}
         self.config = OpenAIConfig(**{**base_cfg, **overrides})
-        base = (self.config.base_url or _first_env(BASE_URL_ENV) or DEFAULT_BASE_URL).rstrip("/")
+        base = (self.config.base_url or setting("openai_base_url") or DEFAULT_BASE_URL).rstrip("/")
         if not base.startswith(("http://", "https://")):
             raise BackendConfigError(
                 f"openai backend: base URL {base!r} must start with http:// "
                 "or https:// (set base_url or $SPEAKERFLOW_OPENAI_BASE_URL)"
             )
         self.base_url = base
-        self.model = self.config.model or _first_env(MODEL_ENV)
+        self.model = self.config.model or setting("openai_model")
         if not self.model:
             raise BackendConfigError(
                 "openai backend: no model name; pass model=... or set $SPEAKERFLOW_OPENAI_MODEL"
             )
-        self._key = _first_env(API_KEY_ENV)
+        key = setting("openai_api_key")
+        self._key = key.get_secret_value() if key is not None else None
         if self._key is None and base == DEFAULT_BASE_URL:
             raise BackendConfigError(
                 "openai backend: api.openai.com needs a key; set "

@@ -122,7 +122,7 @@ def constant_vectors(embedder, texts: list[str]) -> np.ndarray:
     neither encodes them again nor loads the model's many-text session for it. A row's
     vector does not depend on its batch (fp32) or is encoded alone (int8), so the cached
     rows are the ones a fresh encode gives."""
-    from speakerflow.ops.text.onnx_minilm import model_cache_dir
+    from speakerflow.settings import model_cache_dir
 
     name = getattr(embedder, "name", None)
     if name is None:

@@ -32,7 +32,6 @@ The fused score vector handed to Select and Resolve stays one float per message 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -46,6 +45,7 @@ from speakerflow.ops.query.channels import (
     protect_confident,
     query_weights,
 )
+from speakerflow.settings import setting
 
 #: BM25 candidates per question in a large group (measured, docs/scaling.md)
 BM25_CAP = 2_000
@@ -55,12 +55,14 @@ BOUNDED_ABOVE = 20_000
 
 def bounded_above() -> int:
     """Message count above which recall is bounded (``$SPEAKERFLOW_BOUNDED_RECALL_ABOVE``)."""
-    return int(os.environ.get("SPEAKERFLOW_BOUNDED_RECALL_ABOVE") or BOUNDED_ABOVE)
+    above = setting("bounded_recall_above")
+    return BOUNDED_ABOVE if above is None else above
 
 
 def bm25_cap() -> int:
     """BM25 candidates per question on the bounded path (``$SPEAKERFLOW_BM25_CAP``)."""
-    return int(os.environ.get("SPEAKERFLOW_BM25_CAP") or BM25_CAP)
+    cap = setting("bm25_cap")
+    return BM25_CAP if cap is None else cap
 
 
 def is_large(view) -> bool:

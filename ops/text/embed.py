@@ -37,6 +37,7 @@ import numpy as np
 
 from speakerflow.ops.text.onnx_minilm import OnnxMiniLMEmbedder, onnx_stack
 from speakerflow.ops.text.vectors import MODEL_LOCK, MODELS, Embedder, normalise
+from speakerflow.settings import setting
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -137,7 +138,7 @@ def minilm_embedder(precision: str | None = None) -> Embedder:
     sentence-transformers reference); ``None`` reads ``$SPEAKERFLOW_EMBEDDER_PRECISION``, and
     when that is unset too: :data:`DEFAULT_PRECISION`, or ``torch`` where onnxruntime or
     optimum is not installed (the ``models`` extra)."""
-    precision = precision or os.environ.get("SPEAKERFLOW_EMBEDDER_PRECISION")
+    precision = precision or setting("embedder_precision")
     if not precision:  # the default, where onnxruntime (and optimum, to export) are installed
         precision = DEFAULT_PRECISION if onnx_stack() else "torch"
     if precision == "torch":

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from speakerflow.ops.text.vectors import MODEL_LOCK, MODELS, normalise
+from speakerflow.settings import model_cache_dir, setting
 
 #: files the package's model folder must hold for an export
 SOURCE_FILES = ("config.json", "model.safetensors", "tokenizer.json")
@@ -25,15 +26,6 @@ INT8_RECIPE = {"weight_type": "QInt8", "per_channel": True, "op_types": "default
 class EmbedderModelError(RuntimeError):
     """The embedding model cannot be found, built or loaded (the message says which file and
     what to do)."""
-
-
-def model_cache_dir() -> Path:
-    """Where exported and quantised models are cached (built once, never downloaded)."""
-    env = os.environ.get("SPEAKERFLOW_MODEL_CACHE")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "speakerflow" / "models"
 
 
 def minilm_source() -> Path:
@@ -210,8 +202,7 @@ class OnnxMiniLMEmbedder:
         self.name = "minilm-l6-v2" if precision == "fp32" else "minilm-l6-v2-int8-v2"
         self.batch_size = batch_size
         self.small_batch = small_batch
-        env_threads = os.environ.get("SPEAKERFLOW_EMBED_THREADS")
-        self.threads = threads if threads is not None else int(env_threads or 0)
+        self.threads = threads if threads is not None else setting("embed_threads")
         self.source = source
         self.cache_dir = cache_dir
         self._parts: dict[str, Any] = {}

@@ -16,6 +16,7 @@ from tqdm import tqdm
 from speakerflow.ops.loaders import FORMATS, detect_format, load
 from speakerflow.ops.write.writer.registry import WRITER_KINDS, make_writer
 from speakerflow.pipelines.write_path import write_group
+from speakerflow.settings import setting
 
 from .common import add_home, add_json, home_of, print_json
 
@@ -57,7 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--embedder",
-        default=os.environ.get("SPEAKERFLOW_INGEST_EMBEDDER", "minilm"),
+        default=setting("ingest_embedder"),
         choices=["minilm", "hashing", "none"],
         help="embed the new messages now, so no question pays for it (default minilm, or "
         "$SPEAKERFLOW_INGEST_EMBEDDER; none: ingest stays model-free and the first dense "

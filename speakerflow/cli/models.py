@@ -28,7 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from speakerflow.ops.backends.models import cache_dir, find_models, resolve_spec
+    from speakerflow.ops.backends.models import find_models, resolve_spec
+    from speakerflow.settings import model_cache_dir
 
     converted = None
     if args.convert:
@@ -37,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     for line in missing:
         print(f"speakerflow: {line}", file=sys.stderr)
     report = {
-        "cache": str(cache_dir()),
+        "cache": str(model_cache_dir()),
         "models": [
             {
                 "name": m.name,

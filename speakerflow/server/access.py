@@ -6,12 +6,12 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
-import os
 from urllib.parse import unquote
 
 from speakerflow.graphs import check_group_id
+from speakerflow.settings import env_name, setting
 
-KEYS_ENV = "SPEAKERFLOW_API_KEYS"
+KEYS_ENV = env_name("api_keys")
 
 
 def is_group_id(name: str) -> bool:
@@ -70,9 +70,10 @@ class Access:
 
     @classmethod
     def from_env(cls, open_access: bool = False) -> Access:
-        raw = os.environ.get(KEYS_ENV)
-        if not raw:
+        secret = setting("api_keys")
+        if secret is None:
             return cls(None, open_access)
+        raw = secret.get_secret_value()
         try:
             keys = json.loads(raw)
         except ValueError as exc:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -24,13 +23,13 @@ import yaml
 from pydantic import ValidationError
 
 from speakerflow.ops.knowledge.domain.schema import DomainPack, PackIssue, check_pack
+from speakerflow.settings import setting
 
 #: where a group keeps the pack it was ingested with
 GROUP_FILE = "domain.json"
 #: the file a pack folder holds
 PACK_FILE = "pack.yaml"
 DEFAULT_NAME = "trading"
-ENV = "SPEAKERFLOW_DOMAIN"
 
 
 class PackError(ValueError):
@@ -194,7 +193,7 @@ _DEFAULT: dict[str, DomainPack] = {}
 
 def default_pack() -> DomainPack:
     """``$SPEAKERFLOW_DOMAIN`` (a path or bundled name) when set, else the bundled trading pack."""
-    spec = os.environ.get(ENV) or DEFAULT_NAME
+    spec = setting("domain") or DEFAULT_NAME
     if spec not in _DEFAULT:
         _DEFAULT[spec] = load_pack(spec)
     return _DEFAULT[spec]
