@@ -50,6 +50,7 @@ test: $(STAMP) test-deps
 	$(BIN)/ruff format --check .
 	LINT_IMPORTS=$(BIN)/lint-imports scripts/lint-imports.sh
 	MYPY=$(BIN)/mypy scripts/typecheck.sh
+	VULTURE=$(BIN)/vulture scripts/vulture.sh
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
@@ -57,6 +58,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	LINT_IMPORTS=$(BIN)/lint-imports scripts/lint-imports.sh
 	MYPY=$(BIN)/mypy scripts/typecheck.sh
+	VULTURE=$(BIN)/vulture scripts/vulture.sh
 
 clean:
 	rm -rf $(VENV) .speakerflow build *.egg-info

@@ -27,8 +27,6 @@ from speakerflow import __version__
 from speakerflow.graphs import GroupBusyError, check_group_id
 from speakerflow.memory import Memory
 
-TOOLS = ("remember", "ask", "search", "memory", "inject")
-
 
 @contextmanager
 def _told() -> Iterator[None]:

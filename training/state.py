@@ -40,9 +40,6 @@ class WriterState:
         """Current records (not superseded), in write order."""
         return [e for e in self.entries.values() if not e.get("superseded_by")]
 
-    def head_ids(self) -> set[str]:
-        return {e["entry_id"] for e in self.heads()}
-
     def edge_records(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """UPDATE edges as ``(old record, new record)`` pairs (what the chain reward reads)."""
         return [

@@ -25,7 +25,6 @@ from speakerflow.ops.core.base import Context, Operator, OperatorConfig, put_col
 from speakerflow.ops.core.registry import register
 from speakerflow.ops.knowledge.lexicon import Lexicon, lexicon_for, norm, words_rx
 
-RISK_CLASSES: tuple[str, ...] = ("low", "medium", "high")
 HANDLE = re.compile(r"@[A-Za-z][A-Za-z0-9_]{1,30}")
 CAPWORD = re.compile(r"\b[A-Z][a-z]{3,}\b")
 #: a bare handle: a snake_case token ("trend_owl") or a CamelCase one

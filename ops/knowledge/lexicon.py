@@ -174,7 +174,6 @@ class Lexicon:
         self.text_relations = tuple(r for r in self.relations if r.value == "text")
         #: entity relations with one value at a time (a new value replaces the old one)
         self.single_entity = frozenset(r.name for r in self.relations if not r.literal and r.single)
-        self.literal_relations = frozenset(r.name for r in self.relations if r.literal)
         self.owner_constraints = frozenset(r.name for r in self.relations if r.owner_scoped)
         self.state_relation = p.state.relation if p.state else None
         self.state_label = p.state.label if p.state else "state"
@@ -250,17 +249,6 @@ class Lexicon:
             )
             for intent, needs in self.intent_needs.items()
         }
-
-    def category_of(self, relation: str, text: str) -> str | None:
-        """The canonical category of ``relation`` expressed in ``text`` (first word found)."""
-        best: tuple[int, str] | None = None
-        low = text.lower()
-        for value, words in self.categories.get(relation, {}).items():
-            for w in words:
-                m = re.search(r"\b" + re.escape(w.lower()) + r"\b", low)
-                if m and (best is None or m.start() < best[0]):
-                    best = (m.start(), value)
-        return best[1] if best else None
 
 
 _COMPILED: dict[str, Lexicon] = {}

@@ -25,7 +25,6 @@ class AnswerConfig(OperatorConfig):
     backend: str = "rules"
     picker: str = "scored"
     max_tokens: int = 200
-    max_sentences_per_row: int = 1
     dense_weight: float = 4.0
     question_penalty: float = 2.0
     type_bonus: float = 1.5

@@ -18,9 +18,6 @@ from speakerflow.ops.query.record_view import record_channel
 from speakerflow.ops.text.dense_index import dense_scores
 from speakerflow.ops.text.embed import Embedder, encode_query
 
-#: Channels a fusion may use.
-CHANNELS = ("bm25", "window", "session", "dense", "dense_window", "records")
-
 
 def window_scores(view: GroupView, base: np.ndarray, weight: float = 0.5) -> np.ndarray:
     """``base`` plus ``weight`` times the neighbours' ``base`` (same session only)."""

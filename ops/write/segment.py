@@ -59,27 +59,13 @@ def segment_ids(table: pa.Table, window: int = 25) -> list[str]:
     return out.tolist()
 
 
-def segment_order(table: pa.Table) -> list[str]:
-    """Segment ids by the time of their first message (then id): the order they are written."""
-    first: dict[str, tuple] = {}
-    for sid, ts, turn in zip(
-        table["segment_id"].to_pylist(),
-        table["ts"].to_pylist(),
-        table["turn"].to_pylist(),
-        strict=True,
-    ):
-        key = (ts, turn)
-        if sid not in first or key < first[sid]:
-            first[sid] = key
-    return sorted(first, key=lambda s: (first[s], s))
-
-
 @register
 class Segmenter(Operator):
     """Adds a ``segment_id`` column (passthrough) and hands the rows on in write order.
 
     Every input column flows on. Rows come out grouped by segment, segments in the order
-    they are written (:func:`segment_order`), messages of a segment in (ts, turn) order, so
+    they are written (by the (ts, turn) of their first message, then id), messages of a
+    segment in (ts, turn) order, so
     ``ForEach("segment_id", ...)`` visits the segments in write order.
     """
 
@@ -108,7 +94,7 @@ class Segmenter(Operator):
             return table
         # write order, column-wise: a segment's first message in (ts, turn) order is the first
         # row of its run in (session, ts, turn) order; rows sort by that message's (ts, turn),
-        # then segment id (= segment_order), then their own (ts, turn), then row
+        # then segment id, then their own (ts, turn), then row
         order, _, _ = _session_runs(table)
         seg = table["segment_id"].take(pa.array(order)).combine_chunks()
         codes = pc.dictionary_encode(seg).indices.to_numpy()
