@@ -246,9 +246,13 @@ async def _load(
         elapsed = time.perf_counter() - start
         cpu_end, own_end = cpu_probe(), time.process_time()
         cpu = {
-            "server_cpu_s": round(cpu_end - cpu_start, 1)
-            if cpu_start is not None and cpu_end is not None
+            "server_cpu_s": round(sum(cpu_end.values()) - sum(cpu_start.values()), 1)
+            if cpu_start and cpu_end
             else None,
+            # per process of the server (--workers N: supervisor, writer, each reader)
+            "server_cpu_by_process": {
+                k: round(v - (cpu_start or {}).get(k, 0.0), 1) for k, v in (cpu_end or {}).items()
+            },
             "client_cpu_s": round(own_end - own_start, 1),
         }
         await _wait_written(client, groups, keys, timeout=600)
@@ -333,7 +337,7 @@ def run(
                     ingest_share,
                     seed,
                     progress,
-                    cpu_probe=server.cpu_s,
+                    cpu_probe=server.cpu_by_process,
                 )
             )
             load_after = os.getloadavg()[0]
@@ -429,6 +433,9 @@ def format_report(report: dict[str, Any]) -> str:
         f"used meanwhile: server {report.get('server_cpu_s')}, "
         f"clients {report.get('client_cpu_s')}",
     ]
+    if len(report.get("server_cpu_by_process") or {}) > 1:
+        by = report["server_cpu_by_process"]
+        lines.append("  server CPU s  " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())))
     lines += [f"  error: {e}" for e in report["error_samples"]]
     return "\n".join(lines)
 

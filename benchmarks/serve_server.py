@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -147,11 +148,27 @@ class Server:
     def pids(self) -> list[int]:
         return process_tree(self.proc.pid)
 
+    def cpu_by_process(self) -> dict[str, float]:
+        """CPU seconds (user + system) each of the server's processes has used so far, by
+        role: ``server`` (the process started: the whole server with ``--workers 1``, the
+        supervisor otherwise), ``writer``, ``reader 0`` ... (from the log's ``[role pid]``
+        lines), ``other`` (e.g. multiprocessing's resource tracker)."""
+        roles = {
+            int(pid): role
+            for role, pid in re.findall(r"\[(writer|reader \d+) (\d+)\]", self.log.read_text())
+        }
+        out: dict[str, float] = {}
+        for pid in self.pids():
+            cpu = proc_cpu_s(pid)
+            if cpu is not None:
+                role = "server" if pid == self.proc.pid else roles.get(pid, "other")
+                out[role] = out.get(role, 0.0) + cpu
+        return out
+
     def cpu_s(self) -> float | None:
         """CPU seconds (user + system) the server's processes have used so far."""
-        values = [proc_cpu_s(p) for p in self.pids()]
-        known = [v for v in values if v is not None]
-        return sum(known) if known else None
+        by = self.cpu_by_process()
+        return sum(by.values()) if by else None
 
     def rss_mb(self) -> tuple[float | None, float | None]:
         """RSS now and peak, summed over the server's processes (pages they share, such

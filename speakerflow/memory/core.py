@@ -95,6 +95,9 @@ class Memory(OpenGroups):
         #: load each group's knowledge onto its read snapshots, so ``inject`` needs no lock
         #: (the server does; off by default: it costs a Kuzu read per write)
         self.snapshot_knowledge = False
+        #: build the query path's caches on each new snapshot, so no read pays for them
+        #: (the server's writer process does not: its reader processes serve the reads)
+        self.warm_snapshots = True
         #: called as ``on_publish(store, snapshot)`` after each new read snapshot (the group's
         #: lock held; ``snapshot`` None for a group past the ANN threshold, read under the
         #: lock): the server's writer process publishes it to its reader processes
@@ -223,7 +226,7 @@ class Memory(OpenGroups):
         if g.reader is None and not empty:
             g.reader = TantivyIndex(store.root / "index", writable=False)
         snap = ReadSnapshot(store, g.version, g.reader)
-        if not empty:
+        if not empty and self.warm_snapshots:
             self._warm(snap)
         if self.snapshot_knowledge:
             from speakerflow.ops.knowledge.load import load_knowledge

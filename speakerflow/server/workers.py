@@ -227,6 +227,7 @@ def _writer_main(opts: ServeOptions, access: Access, sock_path: str, ready: Any)
     )
     publisher = SnapshotPublisher()
     memory.on_publish = publisher.publish
+    memory.warm_snapshots = False  # the readers warm their own copies
     app = create_app(
         memory,
         access,
