@@ -29,6 +29,7 @@ import hashlib
 import json
 import re
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -81,12 +82,49 @@ def plan_forget(
     deleted and every remaining message leaves the writer watermark, so the Writer derives
     the group's records again from what remains (what a group that never had the messages
     would hold), instead of the cascade."""
-
     if sum(bool(x) for x in (speaker, message_ids, everything)) != 1:
         raise StoreError("forget needs exactly one of: a speaker, message ids, or everything")
     msgs = store.messages().select(["msg_id", "speaker", "text"]).to_pylist()
     mode = "all" if everything else "speaker" if speaker else "messages"
-    roster_remove: list[str] = []
+    targets, roster_remove, person_names = _selected(store, msgs, speaker, message_ids)
+    quotes = _quoting(store, msgs, targets)
+    recs = store.records().to_pylist()
+    delete, trim = _records_hit(recs, targets, roster_remove, quotes, everything)
+    by_id = {r["entry_id"]: r for r in recs}
+    # messages that stay but lost a record (it quoted forgotten text, or its other evidence
+    # was forgotten): they leave the writer watermark so the Writer derives them again
+    rederive = sorted(
+        {m for rid in delete for m in (by_id[rid]["from_ids"] or []) if m not in targets}
+    )
+    if rewrite_records and not everything:
+        delete, trim = set(by_id), {}
+        rederive = sorted({m["msg_id"] for m in msgs} - targets)
+    facts = _facts_hit(store, targets, person_names, quotes, everything)
+    return {
+        "kind": "forget",
+        "batch_id": uuid.uuid4().hex,
+        "at": datetime.now(UTC).isoformat(),
+        "mode": mode,
+        "selector_sha256": _selector_hash(
+            store.group_id, mode, speaker or sorted(message_ids or []) or "all"
+        ),
+        "msg_ids": sorted(targets),
+        "roster_remove": roster_remove,
+        "person_names": sorted(person_names),
+        "new": [],  # readers hide nothing extra: forgotten ids are what they must stop seeing
+        "hide": sorted(targets | delete),
+        "delete_records": sorted(delete),
+        "trim_records": trim,
+        "relink": _relinks(recs, by_id, delete),
+        **facts,
+        "rederive": [] if everything else rederive,
+    }
+
+
+def _selected(
+    store: Any, msgs: list[dict], speaker: str | None, message_ids: list[str] | None
+) -> tuple[set[str], list[str], set[str]]:
+    """(message ids forgotten, roster names removed, the person's names) of the selector."""
     if speaker:
         names = {speaker} | {n for n, al in store.aliases().items() if speaker in al}
         name = next((n for n in store.roster() if n in names), None)
@@ -96,9 +134,8 @@ def plan_forget(
             )
         name = name or speaker
         targets = {m["msg_id"] for m in msgs if m["speaker"] == name}
-        roster_remove = [name]
-        person_names: set[str] = {name, *store.aliases().get(name, [])}
-    elif message_ids:
+        return targets, [name], {name, *store.aliases().get(name, [])}
+    if message_ids:
         have = {m["msg_id"] for m in msgs}
         unknown = [m for m in message_ids if m not in have]
         if unknown:
@@ -106,12 +143,14 @@ def plan_forget(
                 f"group {store.group_id!r} has no message(s) {unknown[:5]}"
                 f"{' ...' if len(unknown) > 5 else ''}; nothing was forgotten"
             )
-        targets = set(message_ids)
-        person_names = set()
-    else:
-        targets = {m["msg_id"] for m in msgs}
-        roster_remove = list(store.roster())
-        person_names = set(roster_remove)
+        return set(message_ids), [], set()
+    roster = list(store.roster())
+    return {m["msg_id"] for m in msgs}, roster, set(roster)
+
+
+def _quoting(store: Any, msgs: list[dict], targets: set[str]) -> Callable[[str | None], bool]:
+    """Whether a text quotes a forgotten message: shares a shingle only forgotten messages
+    have (names and pronouns folded, see :func:`shingles`)."""
     gone_sh: set[str] = set()
     kept_sh: set[str] = set()
     name_words = frozenset(
@@ -128,9 +167,18 @@ def plan_forget(
     def quotes(text: str | None) -> bool:
         return bool(exclusive) and not shingles(text or "", names=name_words).isdisjoint(exclusive)
 
-    # -- records ----------------------------------------------------------------------
-    recs = store.records().to_pylist()
-    by_id = {r["entry_id"]: r for r in recs}
+    return quotes
+
+
+def _records_hit(
+    recs: list[dict],
+    targets: set[str],
+    roster_remove: list[str],
+    quotes: Callable[[str | None], bool],
+    everything: bool,
+) -> tuple[set[str], dict[str, list[str]]]:
+    """Records deleted (all their evidence forgotten, sourced by a removed person, quoting
+    forgotten text) and records trimmed (some evidence forgotten: what remains of it)."""
     delete: set[str] = set()
     trim: dict[str, list[str]] = {}
     for r in recs:
@@ -146,14 +194,12 @@ def plan_forget(
             delete.add(r["entry_id"])
         elif hit:
             trim[r["entry_id"]] = [m for m in ev if m not in targets]
-    # messages that stay but lost a record (it quoted forgotten text, or its other evidence
-    # was forgotten): they leave the writer watermark so the Writer derives them again
-    rederive = sorted(
-        {m for rid in delete for m in (by_id[rid]["from_ids"] or []) if m not in targets}
-    )
-    if rewrite_records and not everything:
-        delete, trim = set(by_id), {}
-        rederive = sorted({m["msg_id"] for m in msgs} - targets)
+    return delete, trim
+
+
+def _relinks(recs: list[dict], by_id: dict[str, dict], delete: set[str]) -> dict[str, list[Any]]:
+    """Kept records whose update chain ran through a deleted one: their new neighbours
+    (supersedes, superseded_by, the new invalid_at)."""
     relink: dict[str, list[Any]] = {}
     for r in recs:
         if r["entry_id"] in delete:
@@ -166,73 +212,63 @@ def plan_forget(
         if (sup, sb) != (r["supersedes"], r["superseded_by"]):
             inv = by_id[sb]["valid_at"] if sb is not None and sb in by_id else None
             relink[r["entry_id"]] = [sup, sb, inv.isoformat() if inv is not None else None]
-    # -- facts and entities (on-disk stores with an entity graph) ----------------------
+    return relink
+
+
+def _facts_hit(
+    store: Any,
+    targets: set[str],
+    person_names: set[str],
+    quotes: Callable[[str | None], bool],
+    everything: bool,
+) -> dict[str, Any]:
+    """What goes of the entity graph (on-disk stores that have one): facts deleted or
+    trimmed, facts a deleted fact superseded (reset to current), the person's entities."""
+    out: dict[str, Any] = {
+        "delete_facts": [],
+        "trim_facts": {},
+        "reset_facts": [],
+        "delete_entities": [],
+    }
+    if store.in_memory or not (Path(store.root) / "graph.kuzu").exists():
+        return out
+    g = store.graph
+    ents = g.rows("MATCH (e:Entity) RETURN e.entity_id AS id, e.name AS name, e.aliases AS aliases")
+    low = {n.lower() for n in person_names}
+    del_ents = sorted(
+        e["id"]
+        for e in ents
+        if everything
+        or (e["name"] or "").lower() in low
+        or any((a or "").lower() in low for a in e["aliases"] or [])
+    )
+    de = set(del_ents)
     del_facts: set[str] = set()
     trim_facts: dict[str, list[str]] = {}
-    reset_facts: list[str] = []
-    del_ents: list[str] = []
-    if not store.in_memory and (Path(store.root) / "graph.kuzu").exists():
-        g = store.graph
-        ents = g.rows(
-            "MATCH (e:Entity) RETURN e.entity_id AS id, e.name AS name, e.aliases AS aliases"
-        )
-        low = {n.lower() for n in person_names}
-        del_ents = sorted(
-            e["id"]
-            for e in ents
-            if everything
-            or (e["name"] or "").lower() in low
-            or any((a or "").lower() in low for a in e["aliases"] or [])
-        )
-        de = set(del_ents)
-        for f in g.rows(
-            "MATCH (f:Fact) RETURN f.edge_id AS id, f.evidence_ids AS ev, f.description AS d, "
-            "f.subject_id AS s, f.object_id AS o"
+    for f in g.rows(
+        "MATCH (f:Fact) RETURN f.edge_id AS id, f.evidence_ids AS ev, f.description AS d, "
+        "f.subject_id AS s, f.object_id AS o"
+    ):
+        ev = list(f["ev"] or [])
+        hit = [m for m in ev if m in targets]
+        if (
+            everything
+            or (ev and len(hit) == len(ev))
+            or f["s"] in de
+            or f["o"] in de
+            or quotes(f["d"])
         ):
-            ev = list(f["ev"] or [])
-            hit = [m for m in ev if m in targets]
-            if (
-                everything
-                or (ev and len(hit) == len(ev))
-                or f["s"] in de
-                or f["o"] in de
-                or quotes(f["d"])
-            ):
-                del_facts.add(f["id"])
-            elif hit:
-                trim_facts[f["id"]] = [m for m in ev if m not in targets]
-        superseders: dict[str, list[str]] = {}
-        for r in g.rows(
-            "MATCH (a:Fact)-[:SUPERSEDES]->(b:Fact) RETURN a.edge_id AS a, b.edge_id AS b"
-        ):
-            superseders.setdefault(r["b"], []).append(r["a"])
-        reset_facts = sorted(
-            b
-            for b, al in superseders.items()
-            if b not in del_facts and all(a in del_facts for a in al)
-        )
-    return {
-        "kind": "forget",
-        "batch_id": uuid.uuid4().hex,
-        "at": datetime.now(UTC).isoformat(),
-        "mode": mode,
-        "selector_sha256": _selector_hash(
-            store.group_id, mode, speaker or sorted(message_ids or []) or "all"
-        ),
-        "msg_ids": sorted(targets),
-        "roster_remove": roster_remove,
-        "person_names": sorted(person_names),
-        "new": [],  # readers hide nothing extra: forgotten ids are what they must stop seeing
-        "hide": sorted(targets | delete),
-        "delete_records": sorted(delete),
-        "trim_records": trim,
-        "relink": relink,
-        "delete_facts": sorted(del_facts),
-        "trim_facts": trim_facts,
-        "reset_facts": reset_facts,
-        "delete_entities": del_ents,
-        "rederive": [] if everything else rederive,
-    }
+            del_facts.add(f["id"])
+        elif hit:
+            trim_facts[f["id"]] = [m for m in ev if m not in targets]
+    superseders: dict[str, list[str]] = {}
+    for r in g.rows("MATCH (a:Fact)-[:SUPERSEDES]->(b:Fact) RETURN a.edge_id AS a, b.edge_id AS b"):
+        superseders.setdefault(r["b"], []).append(r["a"])
+    out["reset_facts"] = sorted(
+        b for b, al in superseders.items() if b not in del_facts and all(a in del_facts for a in al)
+    )
+    out.update(delete_facts=sorted(del_facts), trim_facts=trim_facts, delete_entities=del_ents)
+    return out
 
 
 def forget(
