@@ -54,8 +54,6 @@ from speakerflow.ops.write.writer.rules_content import (
     Slot,
     attributed,
     cap,
-    concise,
-    dated,
     day_str,
     last_clause,
     merge_statements,
@@ -63,7 +61,7 @@ from speakerflow.ops.write.writer.rules_content import (
 )
 from speakerflow.ops.write.writer.rules_message import MessageReader
 from speakerflow.ops.write.writer.rules_norms import NormWriter
-from speakerflow.ops.write.writer.rules_revise import revised_slot
+from speakerflow.ops.write.writer.rules_revise import revised_slot, write_revision
 from speakerflow.ops.write.writer.rules_slots import SlotFinder, matter_key, parse_key
 from speakerflow.schemas import GROUP_OWNER
 
@@ -251,7 +249,9 @@ class RulesWriter(SlotFinder):
             if revised is not None:
                 # a change of mind: the person's statements of this message update the record
                 # they revise (its chain's head becomes the current view)
-                candidates = self._revise(segment, msg, revised, candidates, actions, known, at)
+                candidates = write_revision(
+                    self.config, segment, msg, revised, candidates, actions, known, at
+                )
             for act, fam, topics in candidates:
                 if act["owner"] != GROUP_OWNER and (
                     (
@@ -457,55 +457,6 @@ class RulesWriter(SlotFinder):
                 if grounding(content, evidence, names=segment.roster).reason() is None:
                     act["content"] = content
         return WriterOutput(actions=actions[: segment.max_actions])
-
-    def _revise(
-        self,
-        segment: Segment,
-        msg: dict[str, Any],
-        slot: Slot,
-        candidates: list,
-        actions: list[dict[str, Any]],
-        known: list[dict[str, Any]],
-        at: dict[str, int],
-    ) -> list:
-        """Write the UPDATE of ``slot`` that ``msg`` revises; returns the candidates left."""
-        from speakerflow.ops.write.upsert import entry_id
-
-        own = [
-            c
-            for c in candidates
-            if c[0]["owner"] == slot.owner
-            and not c[0]["content"].startswith(("asked: ", "Asked by "))
-        ]
-        content = "; ".join(c[0]["content"] for c in own) or dated(
-            concise(
-                rt.third_person(rt.strip_filler(msg["text"]), msg["speaker"]),
-                slot.owner,
-                msg["speaker"],
-                self.config.elide,
-            ),
-            msg.get("ts"),
-        )
-        before = known[at[slot.from_ids[-1]]]["ts"] if slot.from_ids[-1] in at else None
-        content = f"{content} (before, {day_str(before)}: {last_clause(slot.content)})"
-        new = [i for c in own for i in c[0]["from_ids"]] or [msg["msg_id"]]
-        cited = cap(list(dict.fromkeys([*slot.from_ids, *new])), self.config.max_cited)
-        utype = own[0][0]["utype"] if own else slot.utype
-        actions.append(
-            {
-                "action": "UPDATE",
-                "entry_id": slot.entry_id,
-                "content": content,
-                "utype": utype,
-                "event": matter_key(slot.family, slot.topics),
-                "from_ids": cited,
-            }
-        )
-        slot.content, slot.from_ids, slot.utype, slot.pending = content, cited, utype, None
-        slot.entry_id = entry_id(
-            segment.group_id, segment.segment_id, "UPDATE", slot.entry_id, content
-        )
-        return [c for c in candidates if c[0]["owner"] != slot.owner]
 
     def _words_memo(self, group_id: str) -> dict[str, frozenset[str]]:
         """Content words per message id, kept across the segments of one group."""

@@ -28,9 +28,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from speakerflow.ops.write.interfaces import Segment
 from speakerflow.ops.write.writer import consolidate as cs
 from speakerflow.ops.write.writer import rules_text as rt
-from speakerflow.ops.write.writer.rules_content import Slot
+from speakerflow.ops.write.writer.rules_content import (
+    Slot,
+    cap,
+    concise,
+    dated,
+    day_str,
+    last_clause,
+)
+from speakerflow.ops.write.writer.rules_slots import matter_key
 from speakerflow.schemas import GROUP_OWNER
 
 #: reconsidering, in general words (the examples the Writer issue gives)
@@ -110,3 +119,51 @@ def revised_slot(
         if changes_state(msg["text"], old_text, exclude):
             return slot
     return None
+
+
+def write_revision(
+    config: Any,
+    segment: Segment,
+    msg: dict[str, Any],
+    slot: Slot,
+    candidates: list,
+    actions: list[dict[str, Any]],
+    known: list[dict[str, Any]],
+    at: dict[str, int],
+) -> list:
+    """Append the UPDATE of ``slot`` that ``msg`` revises to ``actions`` (``config``: the
+    Writer's RulesConfig); returns the candidates of ``msg`` left to write."""
+    from speakerflow.ops.write.upsert import entry_id
+
+    own = [
+        c
+        for c in candidates
+        if c[0]["owner"] == slot.owner and not c[0]["content"].startswith(("asked: ", "Asked by "))
+    ]
+    content = "; ".join(c[0]["content"] for c in own) or dated(
+        concise(
+            rt.third_person(rt.strip_filler(msg["text"]), msg["speaker"]),
+            slot.owner,
+            msg["speaker"],
+            config.elide,
+        ),
+        msg.get("ts"),
+    )
+    before = known[at[slot.from_ids[-1]]]["ts"] if slot.from_ids[-1] in at else None
+    content = f"{content} (before, {day_str(before)}: {last_clause(slot.content)})"
+    new = [i for c in own for i in c[0]["from_ids"]] or [msg["msg_id"]]
+    cited = cap(list(dict.fromkeys([*slot.from_ids, *new])), config.max_cited)
+    utype = own[0][0]["utype"] if own else slot.utype
+    actions.append(
+        {
+            "action": "UPDATE",
+            "entry_id": slot.entry_id,
+            "content": content,
+            "utype": utype,
+            "event": matter_key(slot.family, slot.topics),
+            "from_ids": cited,
+        }
+    )
+    slot.content, slot.from_ids, slot.utype, slot.pending = content, cited, utype, None
+    slot.entry_id = entry_id(segment.group_id, segment.segment_id, "UPDATE", slot.entry_id, content)
+    return [c for c in candidates if c[0]["owner"] != slot.owner]

@@ -1,0 +1,264 @@
+"""Scoring and picking for the scoring answer picker (:mod:`.answer_pick`): one score per
+sentence of the evidence, and the choice among the sentences close to the best by the
+question's time focus (see :mod:`.answer_pick` for the whole method)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+import numpy as np
+
+from speakerflow.graphs import query_terms
+from speakerflow.ops.query.answer_config import AnswerConfig
+from speakerflow.ops.query.answer_dates import has_date
+from speakerflow.ops.query.answer_intent import (
+    CALENDAR,
+    CURRENT_Q,
+    NAME_WORD,
+    ORIGINAL_Q,
+    PLACE,
+    REASON,
+    SETTLE,
+    Intent,
+)
+from speakerflow.ops.query.answer_units import Messages, TextMemo, Unit, stem, terms
+from speakerflow.schemas import Projection
+
+_NUMBER_WORDS = frozenset(
+    "one two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty "
+    "hundred thousand half dozen noon midnight".split()
+)
+
+
+def has_number(text: str) -> bool:
+    return any(ch.isdigit() for ch in text) or bool(
+        _NUMBER_WORDS & {w.lower().strip(".,!?") for w in text.split()}
+    )
+
+
+def proper_nouns(text: str, names: set[str]) -> list[str]:
+    """Capitalised words that are neither a roster name, a calendar word nor a common word
+    (a sentence-initial "Porto it is." names a place; "The" does not)."""
+    out = []
+    for m in NAME_WORD.finditer(text):
+        w = m.group(0).strip("'")
+        low = w.lower()
+        if low in names or low in CALENDAR or not query_terms(w):
+            continue
+        out.append(w)
+    return out
+
+
+def mentions(u: Unit, person: str) -> bool:
+    first = person.split()[0].lower()
+    return any(m.group(0).lower().rstrip("'s") == first for m in NAME_WORD.finditer(u.text))
+
+
+# --- scoring -----------------------------------------------------------------------------------
+
+
+def focus_words(projection: Projection, names: list[str]) -> set[str]:
+    """The question's content words without names and the words of its time focus."""
+    words = terms(projection.issue) | terms(projection.question)
+    drop = {stem(n) for name in names for n in name.split()}
+    timeish = terms(" ".join(m.group(0) for m in CURRENT_Q.finditer(projection.question)))
+    timeish |= terms(" ".join(m.group(0) for m in ORIGINAL_Q.finditer(projection.question)))
+    return words - drop - timeish
+
+
+def _cosines(
+    units: list[Unit], question: str, messages: Messages | None, embedder, memo: TextMemo
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per unit: the cosine of its sentence and of its message to the question (zeros
+    without an embedder)."""
+    n = len(units)
+    if embedder is None or n == 0:
+        return np.zeros(n), np.zeros(n)
+    from speakerflow.ops.text.embed import encode_query
+
+    try:
+        qvec = encode_query(embedder, question)
+        labelled = [f"{u.speaker}: {u.text}" if u.speaker else u.text for u in units]
+        sent = memo.encode(embedder, labelled) @ qvec
+        msg = np.zeros(n)
+        if messages is not None:
+            view = messages.view
+            mat = view.dense_matrix(embedder)
+            for i, u in enumerate(units):
+                row = view.pos.get(u.msg_id) if u.msg_id else None
+                msg[i] = float(mat[row] @ qvec) if row is not None else sent[i]
+        else:
+            msg = sent.copy()
+    except Exception:  # noqa: BLE001 - a missing model or cache only loses this signal
+        return np.zeros(n), np.zeros(n)
+    return np.asarray(sent, dtype=np.float64), np.asarray(msg, dtype=np.float64)
+
+
+def _type_hit(u: Unit, intent: Intent, names: set[str], question: str, memo: TextMemo) -> float:
+    """How well the sentence holds what the question type asks for (0, 0.5 or 1)."""
+    q = intent.qtype
+    if q == "when" or intent.focus is not None and "date" in question.lower():
+        return has_date(u, memo)
+    if intent.quantity:
+        return 1.0 if has_number(u.text) else 0.0
+    if q == "where":
+        place = any(m.group(0).split()[-1].lower() not in CALENDAR for m in PLACE.finditer(u.text))
+        return 1.0 if place else 0.5 if proper_nouns(u.text, names) else 0.0
+    if q == "why":
+        return (
+            1.0
+            if REASON.search(u.text)
+            else 0.5
+            if any(REASON.search(x) for x in u.siblings)
+            else 0.0
+        )
+    if q == "who":
+        asked = question.lower()
+        return 1.0 if any(n in u.text.lower() and n not in asked for n in names) else 0.0
+    if q == "decision":
+        return 1.0 if u.settles or SETTLE.search(u.text) else 0.5 if "GROUP" in u.rows else 0.0
+    return 0.0
+
+
+def _person_fit(u: Unit, intent: Intent) -> float:
+    if intent.source and intent.about:
+        if u.speaker == intent.source and mentions(u, intent.about):
+            return 1.0
+        if u.speaker == intent.source:
+            return 0.5
+        return 0.5 if u.speaker != intent.about and mentions(u, intent.about) else 0.0
+    if intent.people and not intent.per_person:
+        return 1.0 if u.speaker in intent.people or set(intent.people) & u.rows else 0.0
+    return 0.0
+
+
+def score_units(
+    units: list[Unit],
+    projection: Projection,
+    intent: Intent,
+    names: list[str],
+    messages: Messages | None,
+    embedder,
+    config: AnswerConfig,
+    memo: TextMemo,
+    gate: bool = True,
+) -> list[tuple[float, Unit]]:
+    """(score, unit) of every unit that may answer, best first (see the module doc);
+    ``gate=False`` keeps the units without any match too (a person's line on the matter is
+    their closest statement, whatever its words)."""
+    words = focus_words(projection, names)
+    lowered = {n.lower() for name in names for n in name.split()}
+    n = len(units)
+    df: Counter = Counter()
+    for u in units:
+        df.update(words & u.terms)
+    idf = {w: math.log(1 + n / df[w]) for w in df}
+    total = sum(idf.values()) or 1.0
+    whole: dict[str | None, set[str]] = {}
+    for u in units:
+        whole.setdefault(u.msg_id, set()).update(u.terms)
+    sent, msg = _cosines(units, projection.question, messages, embedder, memo)
+    # a date, a number, a place or a name is the answer itself, not a side cue
+    asked_type = intent.qtype in ("when", "where", "who") or intent.quantity
+    out = []
+    for i, u in enumerate(units):
+        lex = sum(idf.get(w, 0.0) for w in words & u.terms) / total
+        lex_msg = sum(idf.get(w, 0.0) for w in words & whole.get(u.msg_id, u.terms)) / total
+        hit = _type_hit(u, intent, lowered, projection.question, memo)
+        if gate and not (lex or lex_msg or hit or sent[i] >= config.min_similarity):
+            continue
+        s = (
+            config.sentence_weight * sent[i]
+            + config.message_weight * msg[i]
+            + config.lexical_weight * (lex + 0.5 * lex_msg)
+            + config.type_weight * hit * (2.0 if asked_type else 1.0)
+            + config.person_weight * _person_fit(u, intent)
+            + 0.1 / (1 + u.rank)
+        )
+        if u.text.rstrip().endswith("?"):
+            s -= config.question_penalty
+        out.append((s, u))
+    out.sort(key=lambda su: (-su[0], su[1].rank))
+    return out
+
+
+# --- picking -----------------------------------------------------------------------------------
+
+#: a sentence that says what is *not* (any more) the case: under a "now" question the state
+#: it rejects is the old one ("it wasn't the printer, the cable was loose")
+NEGATION = re.compile(r"\b(not|no longer|never|instead of|rather than)\b|n['\u2019]t\b", re.I)
+
+
+def close_to_best(ranked: list[tuple[float, Unit]], margin: float) -> list[Unit]:
+    """The units within ``margin`` of the best, not questions themselves."""
+    top = ranked[0][0]
+    return [u for s, u in ranked if s >= top - margin and not u.text.rstrip().endswith("?")]
+
+
+def by_time(cands: list[Unit], latest: bool) -> Unit:
+    dated = [u for u in cands if u.ts is not None] or cands
+    if latest:
+        return max(dated, key=lambda u: (u.ts is not None, u.ts, -u.rank))
+    return min(dated, key=lambda u: (u.ts is None, u.ts, u.rank))
+
+
+def best_of_message(ranked: list[tuple[float, Unit]], unit: Unit, current: bool) -> Unit:
+    """The best sentence of ``unit``'s message; for the current state one that rejects
+    nothing when there is one."""
+    mine = [(s, u) for s, u in ranked if u.msg_id == unit.msg_id]
+    if current:
+        plain = [
+            (s, u) for s, u in mine if not NEGATION.search(u.text) and len(u.text.split()) >= 3
+        ]
+        mine = plain or mine
+    return max(mine, key=lambda su: su[0])[1] if mine else unit
+
+
+def message_terms(u: Unit) -> set[str]:
+    return set().union(*(terms(x) for x in u.siblings or (u.text,)))
+
+
+def on_matter(ranked: list[tuple[float, Unit]], words: set[str], share: float) -> list[Unit]:
+    """Units scoring at least ``share`` of the best whose message holds a question word that
+    the best unit's message holds too, or one of the matter's values: a name the best message says,
+    or a name said beside it elsewhere (the alternatives argued over: "A or B?" makes a later
+    "B is fine" the same matter). The same matter said at another time, though worded apart."""
+    best = ranked[0][1]
+    mine = message_terms(best)
+    values = {stem(v) for v in proper_nouns(" ".join(best.siblings or (best.text,)), set())}
+    if values:
+        for _, u in ranked:
+            said = {stem(v) for v in proper_nouns(" ".join(u.siblings or (u.text,)), set())}
+            if said & values:
+                values |= said
+    shared = (words & mine) | values
+    if not shared:
+        return []
+    top = ranked[0][0]
+    return [
+        u
+        for s, u in ranked
+        if s >= top * share and not u.text.rstrip().endswith("?") and shared & message_terms(u)
+    ]
+
+
+def pick(
+    ranked: list[tuple[float, Unit]],
+    intent: Intent,
+    config: AnswerConfig,
+    words: set[str] | None = None,
+) -> Unit:
+    """The answer unit for a question with one answer (see the module doc)."""
+    timed = intent.focus in ("current", "original")
+    if timed or intent.present:
+        margin = config.margin if timed else config.present_margin
+        cands = close_to_best(ranked, margin)
+        if words:  # a "now" question reads the matter wider than a present-tense one
+            cands += on_matter(ranked, words, config.matter_share if timed else 0.8)
+        if intent.focus == "original":
+            return best_of_message(ranked, by_time(cands, latest=False), False)
+        cands = [u for u in cands if not u.history] or cands or [ranked[0][1]]
+        return best_of_message(ranked, by_time(cands, latest=True), intent.focus == "current")
+    return ranked[0][1]
