@@ -72,8 +72,9 @@ def _key(_: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)]) -> 
 
 
 def json_response(obj: Any, status: int = 200) -> Response:
-    """``obj`` as a JSON response, rendered by pydantic-core (dates, pydantic models and
-    numpy-free plain values; about 5-10x faster than FastAPI's encoder for these bodies)."""
+    """``obj`` as a JSON response, rendered by pydantic-core in one pass (dates, pydantic
+    models, plain values; no ``jsonable_encoder`` walk first: the per-route CPU is in
+    docs/serving.md, "The framework's share of a request")."""
     return Response(to_json(obj), status_code=status, media_type="application/json")
 
 
