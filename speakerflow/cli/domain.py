@@ -32,16 +32,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     n = dsub.add_parser("new", help="write a commented skeleton pack NAME/pack.yaml")
     n.add_argument("name", help="pack name: lower-case letters, digits, underscores")
     n.add_argument("--out", default=".", help="folder to create NAME/ in (default: here)")
+    add_json(n, "the files written")
     n.set_defaults(func=run_new)
     s = dsub.add_parser("schema", help="print the JSON Schema of a domain pack")
+    add_json(s, "the schema (it is JSON either way)")
     s.set_defaults(func=run_schema)
     b = dsub.add_parser("list", help="the bundled packs")
+    add_json(b, "the packs")
     b.set_defaults(func=run_list)
     x = dsub.add_parser(
         "strip", help="write a pack without its examples: descriptions only (an experiment)"
     )
     x.add_argument("pack", help="pack file, folder or bundled name")
     x.add_argument("out", help="the file to write (YAML)")
+    add_json(x, "the file written")
     x.set_defaults(func=run_strip)
     e = dsub.add_parser("bench", help="score a pack on an event stream with probes")
     e.add_argument("pack", help="pack file, folder or bundled name")
@@ -172,6 +176,14 @@ def run_new(args: argparse.Namespace) -> int:
     (folder / "sample_events.jsonl").write_text(
         "".join(json.dumps(e) + "\n" for e in events), encoding="utf-8"
     )
+    if args.json:
+        print_json(
+            {
+                "pack": str(folder / "pack.yaml"),
+                "sample_events": str(folder / "sample_events.jsonl"),
+            }
+        )
+        return 0
     print(f"wrote {folder}/pack.yaml and {folder}/sample_events.jsonl")
     print(f"next: edit it, then `speakerflow domain check {folder}` (docs/custom-domains.md)")
     return 0
@@ -187,8 +199,15 @@ def run_schema(args: argparse.Namespace) -> int:
 def run_list(args: argparse.Namespace) -> int:
     from speakerflow.ops.knowledge.domain.load import bundled, load_pack
 
-    for name, path in bundled().items():
-        print(f"{name}: {load_pack(path).title} ({path})")
+    packs = [
+        {"name": name, "title": load_pack(path).title, "path": str(path)}
+        for name, path in bundled().items()
+    ]
+    if args.json:
+        print_json(packs)
+        return 0
+    for p in packs:
+        print(f"{p['name']}: {p['title']} ({p['path']})")
     return 0
 
 
@@ -223,5 +242,8 @@ def run_strip(args: argparse.Namespace) -> int:
     data.pop("chatter", None)
     data.pop("sample_events", None)
     Path(args.out).write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    if args.json:
+        print_json({"out": args.out, "name": data["name"]})
+        return 0
     print(f"wrote {args.out} ({data['name']}, descriptions only)")
     return 0

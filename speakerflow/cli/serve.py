@@ -174,6 +174,9 @@ def add_bench(bsub: argparse._SubParsersAction) -> None:
     o.add_argument("--requests", type=int, default=300, help="requests per route and round")
     o.add_argument("--rounds", type=int, default=3, help="rounds (the median is reported)")
     o.add_argument("--out", default=None, help="write the report JSON here")
+    o.add_argument(
+        "--json", action="store_true", help="print the report as JSON (it is either way)"
+    )
     o.set_defaults(func=run_overhead)
 
 
