@@ -165,11 +165,6 @@ class Server:
                 out[role] = out.get(role, 0.0) + cpu
         return out
 
-    def cpu_s(self) -> float | None:
-        """CPU seconds (user + system) the server's processes have used so far."""
-        by = self.cpu_by_process()
-        return sum(by.values()) if by else None
-
     def rss_mb(self) -> tuple[float | None, float | None]:
         """RSS now and peak, summed over the server's processes (pages they share, such
         as the model files, count once per process)."""
