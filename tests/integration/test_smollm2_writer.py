@@ -102,7 +102,7 @@ def test_one_grpo_step_stacks_an_adapter_over_the_sft_one(sft_adapter, example, 
 
     out = tmp_path / "grpo"
     settings = WindowGRPOSettings(
-        steps=1, group_size=2, max_new_tokens=4, lora_r=4, lora_layers=1, lr=1e-3
+        steps=1, group_size=2, max_new_tokens=8, lora_r=4, lora_layers=1, lr=1e-3
     )
     report = train_grpo_windows(sft_adapter[0], [example], out, settings)
     [row] = report["curve"]
