@@ -23,9 +23,8 @@ def test_dual_track_answers_on_tantivy_and_kuzu(home):
         cfg = QueryConfig(embedder="hashing")
         decision = answer_question(store, "Where did the group decide to hold the offsite?", cfg)
         assert "s2-t05" in decision.cited_ids(5) and "Porto" in decision.context
-        assert (
-            "Porto" in decision.answer and "settled" in decision.answer
-        )  # the settling message answers
+        # the settling message answers: its speaker and its place (the picker may quote a clause)
+        assert decision.answer.startswith("Ana") and "Porto" in decision.answer
         rollup = answer_question(store, "What does each person prefer for the offsite city?", cfg)
         assert {e.row for e in rollup.evidence[:4]} == {"Ana", "Ben", "Chloe", "Dev"}
         assert any(
