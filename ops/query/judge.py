@@ -75,19 +75,23 @@ score is the fraction of members recalled correctly. Output JSON only: {"score":
 _FINAL = re.compile(r"final\s*:\s*(correct|incorrect)", re.I)
 
 
+def _ask(chat, system: str, user: str, max_tokens: int):
+    """One greedy (temperature 0) reply of ``chat`` to a system prompt and a user turn."""
+    return chat.chat(
+        [{"role": "system", "content": system}, {"role": "user", "content": user}],
+        max_tokens=max_tokens,
+        temperature=0.0,
+    )
+
+
 def llm_judge(chat, question: str, gold: str, answer: str, question_id: str = "") -> Judgment:
     """Binary verdict (1.0 correct, 0.0 incorrect) from a chat model; ``ValueError`` if it gives
     none."""
-    reply = chat.chat(
-        [
-            {"role": "system", "content": JUDGE_PROMPT},
-            {
-                "role": "user",
-                "content": f"Question: {question}\nGold Answer: {gold}\nAgent Answer: {answer}",
-            },
-        ],
+    reply = _ask(
+        chat,
+        JUDGE_PROMPT,
+        f"Question: {question}\nGold Answer: {gold}\nAgent Answer: {answer}",
         max_tokens=300,
-        temperature=0.0,
     )
     verdicts = _FINAL.findall(reply.text)
     if not verdicts:
@@ -103,16 +107,11 @@ def llm_judge(chat, question: str, gold: str, answer: str, question_id: str = ""
 def rubric_score(chat, question: str, gold: str, answer: str, question_id: str = "") -> Judgment:
     """SocialMemBench rubric score in [0, 1] from a chat model; ``ValueError`` on unusable
     output."""
-    reply = chat.chat(
-        [
-            {"role": "system", "content": RUBRIC_PROMPT},
-            {
-                "role": "user",
-                "content": f"Question: {question}\nGold answer: {gold}\nGenerated answer: {answer}",
-            },
-        ],
+    reply = _ask(
+        chat,
+        RUBRIC_PROMPT,
+        f"Question: {question}\nGold answer: {gold}\nGenerated answer: {answer}",
         max_tokens=200,
-        temperature=0.0,
     )
     match = re.search(r"\{.*\}", reply.text, re.S)
     try:
