@@ -5,28 +5,7 @@ framework), ``loaders``, ``write`` (SpeakerMem write path), ``query`` (query pat
 ``knowledge`` (InKH), ``inject``, ``text`` (text tools) and ``backends`` (chat models).
 """
 
-from speakerflow.ops.core import (
-    Context,
-    ForEach,
-    Lambda,
-    MissingDependencyError,
-    Operator,
-    OperatorConfig,
-    OperatorStats,
-    Pipeline,
-    SchemaMismatchError,
-    register,
-)
+from speakerflow.ops import core
+from speakerflow.ops.core import *  # noqa: F403  (the framework's names, listed once in core)
 
-__all__ = [
-    "Context",
-    "ForEach",
-    "Lambda",
-    "MissingDependencyError",
-    "Operator",
-    "OperatorConfig",
-    "OperatorStats",
-    "Pipeline",
-    "SchemaMismatchError",
-    "register",
-]
+__all__ = list(core.__all__)

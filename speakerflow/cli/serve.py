@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from . import CliError
 from .common import add_home
@@ -250,40 +252,25 @@ def run_bench(args: argparse.Namespace) -> int:
 
     if any(n < 1 for n in args.workers):
         raise CliError("--workers values must be at least 1")
+    options: dict[str, Any] = {
+        "clients": args.clients,
+        "seconds": args.seconds,
+        "groups": args.groups,
+        "ingest_share": args.ingest_share,
+        "embedder": args.embedder,
+        "progress": not args.json,
+        "reads": args.reads,
+        "batch_queries": not args.no_query_batching,
+        "ask_threads": args.ask_threads,
+        "write_nice": args.write_nice,
+    }
+    formatted: Callable[[dict[str, Any]], str]
     if len(args.workers) > 1:
-        report = run_many(
-            args.workers,
-            clients=args.clients,
-            seconds=args.seconds,
-            groups=args.groups,
-            ingest_share=args.ingest_share,
-            embedder=args.embedder,
-            progress=not args.json,
-            reads=args.reads,
-            batch_queries=not args.no_query_batching,
-            ask_threads=args.ask_threads,
-            write_nice=args.write_nice,
-        )
-        text = json.dumps(report, indent=2)
-        if args.out:
-            Path(args.out).write_text(text + "\n")
-        print(text if args.json else format_comparison(report))
-        return 0 if report["errors"] == 0 else 1
-    report = run(
-        workers=args.workers[0],
-        clients=args.clients,
-        seconds=args.seconds,
-        groups=args.groups,
-        ingest_share=args.ingest_share,
-        embedder=args.embedder,
-        progress=not args.json,
-        reads=args.reads,
-        batch_queries=not args.no_query_batching,
-        ask_threads=args.ask_threads,
-        write_nice=args.write_nice,
-    )
+        report, formatted = run_many(args.workers, **options), format_comparison
+    else:
+        report, formatted = run(workers=args.workers[0], **options), format_report
     text = json.dumps(report, indent=2)
     if args.out:
         Path(args.out).write_text(text + "\n")
-    print(text if args.json else format_report(report))
+    print(text if args.json else formatted(report))
     return 0 if report["errors"] == 0 else 1
