@@ -37,6 +37,7 @@ from speakerflow.ops.query.answer import Answer, AnswerConfig
 from speakerflow.ops.query.compose import Compose, ComposeConfig
 from speakerflow.ops.query.project import Project, ProjectConfig
 from speakerflow.ops.query.query_tables import (
+    ANSWER_SAID,
     ANSWERS,
     COMPOSED,
     PROJECTION,
@@ -87,7 +88,9 @@ class QueryResult:
 
     ``latency_ms`` covers projection, retrieval and composition (not the answerer);
     ``answer_ms`` the answerer; ``tokens`` the context tokens; ``model_tokens`` tokens
-    spent by chat backends (0 with rules).
+    spent by chat backends (0 with rules). ``said``: the day the answering message was said
+    when a date answer means another day ("4 May 2026" said on "27 April 2026"), else
+    ``None``; shown beside the answer, never inside it.
     """
 
     question: str
@@ -102,6 +105,7 @@ class QueryResult:
     stats: dict[str, float] = field(default_factory=dict)
     #: the cited ids in composed order as Compose fused them (``None``: evidence order)
     cited: list[str] | None = None
+    said: str | None = None
 
     def cited_ids(self, limit: int | None = None) -> list[str]:
         """Distinct message ids the evidence cites, in composed order."""
@@ -111,6 +115,7 @@ class QueryResult:
         return {
             "question": self.question,
             "answer": self.answer,
+            "said": self.said,
             "projection": self.projection.model_dump(),
             "evidence": [e.model_dump() for e in self.evidence],
             "context_tokens": self.tokens,
@@ -276,6 +281,7 @@ def _result(question: str, run: Pipeline, out: Batch, total_ms: float) -> QueryR
         for key, value in step.stats.extra.items():
             extra[key] = extra.get(key, 0) + value
     composed = out.get(COMPOSED)[0]
+    said = out.get(ANSWER_SAID)[0] if "answer_said" in out.column_names else None
     return QueryResult(
         question,
         out.get(ANSWERS)[0] if "answer" in out.column_names else "",
@@ -288,6 +294,7 @@ def _result(question: str, run: Pipeline, out: Batch, total_ms: float) -> QueryR
         sum(s.stats.tokens for s in run.steps),
         extra,
         composed.cited_ids(),
+        said,
     )
 
 

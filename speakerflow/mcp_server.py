@@ -84,6 +84,7 @@ def build_server(memory: Memory, access: Any = None) -> MCPServer:
             result, cited = memory.ask_cited(group, question)
             return {
                 "answer": result.answer,
+                "said": result.said,
                 "cited_ids": result.cited_ids(),
                 "cited": [
                     m.model_dump(mode="json", include={"msg_id", "speaker", "ts", "text"})

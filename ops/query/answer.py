@@ -21,10 +21,11 @@ from speakerflow.ops.query.answer_config import AnswerConfig
 from speakerflow.ops.query.answer_intent import question_type
 from speakerflow.ops.query.answer_old import answer_old
 from speakerflow.ops.query.answer_pick import answer_scored
-from speakerflow.ops.query.answer_text import NO_INFO, annotate
+from speakerflow.ops.query.answer_text import NO_INFO, Answered, annotate
 from speakerflow.ops.query.answer_units import Messages, TextMemo, build_units, stem
 from speakerflow.ops.query.group_view import GroupView
 from speakerflow.ops.query.query_tables import (
+    ANSWER_SAID,
     ANSWERS,
     COMPOSED,
     PROJECTION,
@@ -37,9 +38,11 @@ __all__ = [
     "NO_INFO",
     "Answer",
     "AnswerConfig",
+    "Answered",
     "Messages",
     "annotate",
     "answer_chat",
+    "answer_line",
     "answer_rules",
     "question_type",
     "stem",
@@ -64,9 +67,22 @@ def answer_rules(
     embedder=None,
     roster: list[str] | None = None,
 ) -> str:
-    """The extractive answer. ``view`` (a GroupView) lets records answer with their messages'
-    own words; ``embedder`` adds the question-message cosine; ``roster`` names the people
-    (default: the view's speakers, else those of the evidence)."""
+    """The extractive answer line (:func:`answer_line`'s text)."""
+    return answer_line(projection, evidence, config, view, embedder, roster).text
+
+
+def answer_line(
+    projection: Projection,
+    evidence: list[EvidenceItem],
+    config: AnswerConfig | None = None,
+    view=None,
+    embedder=None,
+    roster: list[str] | None = None,
+) -> Answered:
+    """The extractive answer and the day its message was said when a date answer means
+    another (:class:`Answered`). ``view`` (a GroupView) lets records answer with their
+    messages' own words; ``embedder`` adds the question-message cosine; ``roster`` names the
+    people (default: the view's speakers, else those of the evidence)."""
     config = config or AnswerConfig()
     if config.picker not in PICKERS:
         raise ValueError(f"AnswerConfig.picker={config.picker!r}: use one of {sorted(PICKERS)}")
@@ -80,9 +96,12 @@ def answer_rules(
     memo = TextMemo.of(view) if view is not None else TextMemo()
     units = build_units(evidence, messages, memo)
     if not units:
-        return NO_INFO
+        return Answered(NO_INFO)
     pick = PICKERS[config.picker]
-    return pick(projection, evidence, units, names, messages, embedder, config, memo) or NO_INFO
+    got = pick(projection, evidence, units, names, messages, embedder, config, memo)
+    if isinstance(got, Answered):
+        return got if got.text else Answered(NO_INFO)
+    return Answered(got or NO_INFO)
 
 
 #: the rules answer pickers by name (``AnswerConfig.picker``)
@@ -112,13 +131,14 @@ def answer_chat(
 @register
 class Answer(Operator):
     """Compose's ``evidence`` and ``context`` + the projection -> ``answer`` (never empty:
-    :data:`NO_INFO` when nothing answers). With ``backend="chat"`` it asks
+    :data:`NO_INFO` when nothing answers) and ``answer_said`` (the day the answering message
+    was said when a date answer means another day, else null). With ``backend="chat"`` it asks
     ``ctx.backends["answer"]`` (model calls and tokens metered). The rules answerer reads
     the messages of ``ctx.store`` (when there is one) and ``ctx.backends["embedder"]``."""
 
     name = "answer"
     consumes = ("question_id", *PROJECTION_COLUMNS, "evidence", "context")
-    produces = schema_of(("answer", pa.string()))
+    produces = schema_of(("answer", pa.string()), ("answer_said", pa.string()))
     passthrough = True
     Config = AnswerConfig
     config: AnswerConfig
@@ -133,15 +153,18 @@ class Answer(Operator):
         view = None
         if self.config.backend != "chat" and ctx.store is not None:
             view = GroupView.of(ctx.store)
-        answers = []
+        answers: list[str] = []
+        said: list[str | None] = []
         for projection, composed in zip(batch.get(PROJECTION), batch.get(COMPOSED), strict=True):
             evidence, context = composed.evidence, composed.context
             if self.config.backend == "chat":
                 answer, used = answer_chat(projection, context, chat, self.config)
                 self.stats.count_model_call(used)
+                line = Answered(answer)
             else:
-                answer = answer_rules(
+                line = answer_line(
                     projection, evidence, self.config, view, ctx.backends.get("embedder")
                 )
-            answers.append(answer or NO_INFO)
-        return batch.put(ANSWERS, answers)
+            answers.append(line.text or NO_INFO)
+            said.append(line.said)
+        return batch.put(ANSWERS, answers).put(ANSWER_SAID, said)

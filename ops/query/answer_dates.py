@@ -3,9 +3,9 @@
 An explicit date ("Monday 4 May", "2026-05-29") beats a relative word ("on Friday",
 "tomorrow") of the same sentence, and of several expressions the one said nearest the
 question's own words is meant ("the fair is on 3 July and the stalls must be booked by 12
-June" asked about the stalls: 12 June). The answer is that date, with the day the message
-was said beside it when they differ (``AnswerConfig.said_date``): a reader can check a
-resolved "on Friday" against the message.
+June" asked about the stalls: 12 June). The answer is that date; the day the message was
+said is carried beside it, not in the line, when they differ (``Answered.said``, switched by
+``AnswerConfig.said_date``): a reader can check a resolved "on Friday" against the message.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 
 from speakerflow.ops.query.answer_config import AnswerConfig
 from speakerflow.ops.query.answer_intent import CALENDAR
-from speakerflow.ops.query.answer_text import date_of, who_of
+from speakerflow.ops.query.answer_text import Answered, date_of, who_of
 from speakerflow.ops.query.answer_units import TextMemo, Unit, stem, terms
 from speakerflow.ops.text.temporal import TimeSpan, describe
 
@@ -65,19 +65,20 @@ def meant(u: Unit, question: str, memo: TextMemo) -> TimeSpan | None:
 
 def date_answer(
     u: Unit, question: str, two_asks: bool, config: AnswerConfig, memo: TextMemo
-) -> str:
+) -> Answered:
     """The date ``u`` means for ``question`` (else the day it was said), with the message day
-    beside it when they differ; ``two_asks`` ("when and where") adds the sentence."""
+    as ``said`` when they differ; ``two_asks`` ("when and where") adds the sentence."""
     span = meant(u, question, memo)
     said = date_of(u.ts)
+    note = None
     if span is None:
         answer = said
     else:
         answer = describe(span, anchored=True)
         day = u.ts.date() if u.ts is not None else None
         if config.said_date and not (span.start == span.end == day) and said not in answer:
-            answer += f" (said {said})"
+            note = said
     if two_asks or config.when_quote:
         who = who_of(u)
         answer += f" ({who}: {u.text})" if who else f" ({u.text})"
-    return answer
+    return Answered(answer, note)

@@ -29,7 +29,8 @@ days") the latest (an earlier message of a record's update chain is set aside); 
 (with their dates); otherwise the best. A per-person question writes one line per person from
 their own best sentence (their earliest or latest with a time focus), reading the person's
 own messages of the group when the evidence holds none of theirs on the matter. A date
-question answers with the date meant (:mod:`.answer_dates`).
+question answers with the date meant (:mod:`.answer_dates`), the day its message was said
+beside it (:class:`~.answer_text.Answered`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from speakerflow.ops.query.answer_score import (
     score_units,
 )
 from speakerflow.ops.query.answer_text import (
+    Answered,
     clause_of,
     date_of,
     full_sentence,
@@ -136,7 +138,7 @@ def answer_scored(
     embedder,
     config: AnswerConfig,
     memo: TextMemo,
-) -> str | None:
+) -> str | Answered | None:
     """The scoring picker's answer (see the module doc); ``None`` when nothing answers."""
     intent = read_intent(projection, is_rollup(projection))
     if intent.focus is None and intent.qtype in config.old_types:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from speakerflow.ops.query.answer_config import AnswerConfig
 from speakerflow.ops.query.answer_intent import REASON, RELATIVE
@@ -12,6 +13,17 @@ from speakerflow.ops.query.answer_units import Unit, terms
 from speakerflow.ops.text.temporal import describe, resolve
 
 NO_INFO = "There is no information available in the conversation to answer this question."
+
+
+@dataclass(frozen=True)
+class Answered:
+    """An answer line and, beside it, the day its message was said when the answer means
+    another day (``said``: ``"27 April 2026"`` for "4 May 2026" said a week before; ``None``
+    otherwise). The line holds the date meant only; the CLI, ``ask --json``, ``Memory``, the
+    HTTP server and MCP show ``said`` beside it."""
+
+    text: str
+    said: str | None = None
 
 
 def date_of(ts) -> str:

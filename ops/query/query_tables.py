@@ -18,7 +18,7 @@ Select         ``selected``: the System 1 top-k after Expand and ASK (via = reca
 Resolve        ``memory``: System 2 items by row (:data:`MEMORY_ITEM`)
 Compose        ``evidence`` (:data:`EVIDENCE_ITEM` = the EvidenceItem fields, in composed
                order), ``context``, ``tokens``, ``cited_ids``
-Answer         ``answer``
+Answer         ``answer``, ``answer_said`` (the message's day when the answer means another)
 =============  ==============================================================================
 
 :func:`evidence_table` flattens the ``evidence`` column into an
@@ -230,6 +230,8 @@ COMPOSED = Column(
     ],
 )
 ANSWERS = Column("answer", [pa.field("answer", pa.string())])
+#: the day the answering message was said, when a date answer means another day (else null)
+ANSWER_SAID = Column("answer_said", [pa.field("answer_said", pa.string())])
 
 
 def _projection_columns(ps: list[Projection]) -> list[pa.ChunkedArray]:

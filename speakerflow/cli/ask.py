@@ -57,6 +57,8 @@ def print_result(result, by_id: dict[str, dict]) -> None:
     """Human-readable answer, projection and cited messages."""
     proj = result.projection
     print(f"A: {result.answer}")
+    if result.said:
+        print(f"   said on {result.said} (the answer is the day meant)")
     extra = f", owner={proj.owner}, source={proj.source}" if proj.owner else ""
     as_of = f", as_of={proj.as_of:%Y-%m-%d}" if proj.as_of else ""
     print(

@@ -5,7 +5,15 @@ change from a record that spans two messages (no embedder: lexical scoring only)
 from datetime import UTC, datetime, timedelta
 
 from speakerflow.graphs import GroupStore
-from speakerflow.ops.query.answer import NO_INFO, annotate, answer_rules, question_type, stem
+from speakerflow.ops.query.answer import (
+    NO_INFO,
+    Answered,
+    annotate,
+    answer_line,
+    answer_rules,
+    question_type,
+    stem,
+)
 from speakerflow.ops.query.project import project_rules
 from speakerflow.ops.query.recall import GroupView
 from speakerflow.schemas import EvidenceItem, Message, to_table
@@ -75,15 +83,22 @@ def test_when_answers_with_the_day_meant_not_the_message_date():
         ex(0, "Chloe", "I booked my flight to Porto yesterday."),
         ex(1, "Dev", "Porto is lovely."),
     ]
-    # the day meant, and the day it was said beside it
-    assert ask("When did Chloe book her flight to Porto?", evidence) == (
-        "9 April 2026 (said 10 April 2026)"
-    )
+    # the line holds the day meant; the day it was said is carried beside it
+    question = "When did Chloe book her flight to Porto?"
+    assert ask(question, evidence) == "9 April 2026"
+    line = answer_line(project_rules(question, ROSTER), evidence, roster=ROSTER)
+    assert line == Answered("9 April 2026", said="10 April 2026")
     # no time expression: the day it was said
     assert (
         ask("When did Dev praise Porto?", [ex(0, "Dev", "Porto is lovely, I praise it.")])
         == "10 April 2026"
     )
+    dev = answer_line(
+        project_rules("When did Dev praise Porto?", ROSTER),
+        [ex(0, "Dev", "Porto is lovely, I praise it.")],
+        roster=ROSTER,
+    )
+    assert dev.said is None  # the day meant is the day said: nothing beside it
     weekly = ask("When did Ana go hiking?", [ex(0, "Ana", "I went hiking last week.")])
     assert weekly == "the week before 10 April 2026 (30 March-5 April 2026)"
 

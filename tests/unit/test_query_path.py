@@ -207,6 +207,30 @@ def test_no_information_when_nothing_supports_an_answer(store):
     assert r.answer.startswith("There is no information")
 
 
+def test_a_date_answer_carries_the_day_said_beside_it_not_in_it():
+    s = GroupStore("/tmp/unused", "d", in_memory=True)
+    said = datetime(2026, 4, 10, 10, 0, tzinfo=UTC)
+    s.append_messages(
+        to_table(
+            [
+                Message(
+                    msg_id="d0",
+                    group_id="d",
+                    session_id="s1",
+                    turn=0,
+                    ts=said,
+                    speaker="Ana",
+                    text="I booked the ferry to Split yesterday.",
+                )
+            ],
+            Message,
+        )
+    )
+    r = answer_question(s, "When did Ana book the ferry to Split?", CFG)
+    assert (r.answer, r.said) == ("9 April 2026", "10 April 2026")
+    assert r.to_dict()["said"] == "10 April 2026"
+
+
 def test_ablations_switch_tracks_off(store):
     q = "What did the group decide about the offsite?"
     no_s2 = answer_question(store, q, CFG.model_copy(update={"ablate": "s2"}))
