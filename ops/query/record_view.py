@@ -96,11 +96,16 @@ def record_channel(
     embedder: Embedder | None,
     layers,
     top: int = 20,
-    heads_only: bool = True,
 ) -> np.ndarray:
     """System 2 as one more System 1 recall channel: the ``top`` records most similar to the
     question (MiniLM over ``"owner: content"``) rank the messages they rest on; a message
     scores the similarity of its best such record (0 when no chosen record cites it).
+
+    Every state of a chain takes part, superseded and invalidated ones too: recall finds the
+    messages that were said, and an earlier state still says what its messages are about
+    (an UPDATE's head is worded for the new state and cites at most ``max_cited`` messages).
+    Reading heads only cost LoCoMo recall@10 once the rules Writer linked changes of mind
+    (docs/query-path.md, "Recall and update chains").
 
     Fused as a low-weight reciprocal-rank list, a record that spans messages (across
     sessions, too) lifts all of them without displacing what the other channels found.
@@ -109,14 +114,9 @@ def record_channel(
     if embedder is None or not len(view):
         return out
     records = RecordView.of(view.store)
-    key = (embedder.name, tuple(layers), heads_only, len(view))
+    key = (embedder.name, tuple(layers), len(view))
     if key not in records.channel_cache:
-        usable = [
-            i
-            for i, r in enumerate(records.rows)
-            if r["layer"] in layers
-            and (not heads_only or (r.get("superseded_by") is None and r.get("invalid_at") is None))
-        ]
+        usable = [i for i, r in enumerate(records.rows) if r["layer"] in layers]
         ids = [records.rows[i]["entry_id"] for i in usable]
         texts = [f"{records.rows[i]['owner']}: {records.rows[i]['content']}" for i in usable]
         mat = cached_embeddings(view.store, embedder, ids, texts, kind="records")

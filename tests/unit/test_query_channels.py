@@ -3,6 +3,7 @@
 import numpy as np
 from test_query_path import CFG, store  # noqa: F401  (fixture)
 
+from speakerflow.graphs import GroupStore
 from speakerflow.ops.query.channels import RecallConfig
 from speakerflow.ops.query.group_view import GroupView
 from speakerflow.ops.query.recall import recall, warm_message_embeddings
@@ -10,9 +11,28 @@ from speakerflow.ops.query.record_view import record_channel
 from speakerflow.ops.query.select import Selected, merge_rows, person_rows
 from speakerflow.ops.text.embed import HashingEmbedder
 from speakerflow.pipelines.query_path import QueryConfig, _recall_config, answer_question
-from speakerflow.schemas import Projection
+from speakerflow.schemas import KnowledgeItem, Projection, to_table
 
 LAYERS = ("per_speaker_core", "per_speaker_profile", "group_interaction", "group_insight")
+
+
+def test_records_channel_reads_superseded_states_too():
+    from test_query_path import _msgs, _record
+
+    s = GroupStore("/nonexistent", "g", in_memory=True)
+    s.append_messages(_msgs())
+    records = [  # the head cites only the revising message (a capped chain)
+        _record(
+            "old", "Ben", "Ben", "prefers Lisbon, flights are cheap", ["m1"], 1, superseded_by="new"
+        ),
+        _record("new", "Ben", "Ben", "switched to the Ribeira hotel", ["m5"], 5, supersedes="old"),
+    ]
+    s.set_records_table(to_table(records, KnowledgeItem))
+    view = GroupView.of(s)
+    scores = record_channel(
+        view, "prefers Lisbon, flights are cheap", HashingEmbedder(64), LAYERS, top=1
+    )
+    assert view.ids[int(np.argmax(scores))] == "m1" and np.count_nonzero(scores) == 1
 
 
 def test_dense_window_embeds_each_message_with_its_session_neighbours(store):  # noqa: F811
