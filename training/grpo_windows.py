@@ -1,7 +1,10 @@
 """Speaker-conditioned GRPO of the local Writer with TRL's ``GRPOTrainer``, on windows.
 
 Each training prompt is one window of :mod:`speakerflow.training.windows` (the compact
-prompt over the teacher's heads before the session); TRL samples ``num_generations``
+prompt over the teacher's heads before the session), rendered as text that ends with the
+forced reply opening the Writer gets at inference (:func:`forced_prompt`), so the samples
+are continuations of ``{"actions": [{"action": "`` and valid JSON is a few tokens away; the
+reward parses opening + completion. TRL samples ``num_generations``
 completions of it (G = 4 by default) and normalises their rewards within the group (the
 paper's position-wise advantage, here with one writing position per group). The reward of
 a completion is the local part of the paper's return (Eq. 9 without the terminal QA term,
@@ -36,7 +39,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from speakerflow.ops.write.interfaces import Segment
-from speakerflow.ops.write.writer.prompt import build_compact_messages, unalias_actions
+from speakerflow.ops.write.writer.prompt import (
+    REPLY_OPENING,
+    build_compact_messages,
+    unalias_actions,
+)
 
 from .action_report import parse_actions
 from .reward import DEFAULT_REWARD, RewardConfig, step_reward
@@ -92,6 +99,7 @@ class WindowReward:
         self.last: dict[str, float] = {}
 
     def score(self, text: str, example: dict[str, Any], cut: bool) -> tuple[float, Any, Any]:
+        """Reward of the reply ``text`` (the forced opening included) to ``example``."""
         seg, state = window_segment(example)
         prompt = build_compact_messages(seg)
         ref = state.copy()
@@ -116,9 +124,9 @@ class WindowReward:
         keys = [k for k in columns if k not in ("trainer_state", "log_extra", "environments")]
         rewards, phis, refused, attempted, valid, cuts = [], [], 0, 0, 0, 0
         for i, completion in enumerate(completions):
-            text = completion[0]["content"] if isinstance(completion, list) else str(completion)
             ids = list(completion_ids[i]) if completion_ids is not None else []
             cut = bool(ids) and self.eos_id is not None and self.eos_id not in ids
+            text = REPLY_OPENING + str(completion)  # TRL samples after the forced opening
             r, sr, rep = self.score(text, {k: columns[k][i] for k in keys}, cut)
             rewards.append(r)
             phis.append(sr.phi)
@@ -138,6 +146,32 @@ class WindowReward:
             for name in ("phi_sl", "refused", "json_valid", "cut"):
                 log_metric(name, self.last[name])
         return rewards
+
+
+def forced_prompt(tokenizer: Any, chat: Sequence[dict[str, Any]]) -> str:
+    """The text GRPO samples after: ``chat`` through the chat template with its assistant
+    header, then :data:`~speakerflow.ops.write.writer.prompt.REPLY_OPENING`, as
+    :class:`~speakerflow.ops.write.writer.local.LocalWriter` prompts at inference. TRL
+    tokenises a text prompt with the tokenizer's special tokens, so a leading BOS that the
+    template writes and the tokenizer adds again is dropped from the text: the ids are then
+    the ones inference feeds."""
+    text = tokenizer.apply_chat_template(list(chat), tokenize=False, add_generation_prompt=True)
+    bos, bos_id = getattr(tokenizer, "bos_token", None), getattr(tokenizer, "bos_token_id", None)
+    if bos and text.startswith(bos) and tokenizer("")["input_ids"][:1] == [bos_id]:
+        text = text[len(bos) :]
+    return text + REPLY_OPENING
+
+
+#: Columns of a window example the reward reads (besides the prompt).
+REWARD_COLUMNS = ("state", "window_messages", "target_actions", "position", "network_id")
+
+
+def grpo_rows(examples: Sequence[dict[str, Any]], tokenizer: Any) -> list[dict[str, Any]]:
+    """GRPO dataset rows: the :func:`forced_prompt` text and the reward's columns."""
+    return [
+        {"prompt": forced_prompt(tokenizer, ex["prompt"]), **{k: ex[k] for k in REWARD_COLUMNS}}
+        for ex in examples
+    ]
 
 
 def train_grpo_windows(
@@ -160,8 +194,7 @@ def train_grpo_windows(
     tokenizer.padding_side = "left"
     n_layers = int(getattr(model.config, "num_hidden_layers", 0))
     reward = WindowReward(tokenizer.eos_token_id)
-    columns = ("prompt", "state", "window_messages", "target_actions", "position", "network_id")
-    data = Dataset.from_list([{k: ex[k] for k in columns} for ex in examples])
+    data = Dataset.from_list(grpo_rows(examples, tokenizer))
     config = GRPOConfig(
         output_dir=str(out / "checkpoints"),
         max_steps=s.steps,

@@ -112,6 +112,18 @@ def test_one_grpo_step_stacks_an_adapter_over_the_sft_one(sft_adapter, example, 
     assert [p.name for p in chain] == ["sft", "grpo"] and (base / "config.json").is_file()
 
 
+def test_grpo_prompt_forces_the_opening_as_a_token_prefix_of_the_sft_target(smollm2, example):
+    from transformers import AutoTokenizer
+
+    from speakerflow.training.grpo_windows import forced_prompt
+
+    tok = AutoTokenizer.from_pretrained(str(smollm2))
+    prompt_ids = tok(forced_prompt(tok, example["prompt"]))["input_ids"]  # as TRL tokenises
+    full = tok.apply_chat_template(example["prompt"] + example["completion"], tokenize=True)
+    full = full["input_ids"] if isinstance(full, dict) else full
+    assert full[: len(prompt_ids)] == prompt_ids  # the sampled tokens continue the SFT target
+
+
 def test_learned_writer_writes_through_validate_only(sft_adapter):
     from speakerflow.graphs import GroupStore
     from speakerflow.graphs.records import all_records

@@ -30,7 +30,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from speakerflow.ops.write.interfaces import Segment, WriterOutput
 from speakerflow.ops.write.writer.chat import parse_writer_text
-from speakerflow.ops.write.writer.prompt import build_compact_messages, unalias_actions
+from speakerflow.ops.write.writer.prompt import (
+    REPLY_OPENING,
+    build_compact_messages,
+    unalias_actions,
+)
 
 #: The trained adapter committed with the repository (see its TRAINING_CARD.md).
 SHIPPED_ADAPTER = Path(__file__).with_name("smollm2_writer")
@@ -42,8 +46,9 @@ class LocalWriterConfig(BaseModel):
     ``backend`` ``auto`` picks ``onnx`` for a folder holding ``model.onnx``, else
     ``transformers``; ``window`` messages per prompt; ``max_heads`` current-memory entries
     shown; ``max_new_tokens`` per window; ``temperature`` 0 = greedy; ``batch`` windows per
-    ``generate`` call; ``reply_prefix`` is forced as the start of every reply (the opening of
-    the JSON the contract asks for; training targets start the same way), "" for none.
+    ``generate`` call; ``reply_prefix`` is forced as the start of every reply
+    (:data:`~speakerflow.ops.write.writer.prompt.REPLY_OPENING`: the opening of the JSON the
+    contract asks for, token for token as every training target starts), "" for none.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", protected_namespaces=())
@@ -56,7 +61,7 @@ class LocalWriterConfig(BaseModel):
     max_new_tokens: int = Field(default=160, ge=1)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     batch: int = Field(default=8, ge=1)
-    reply_prefix: str = '{"actions": ['
+    reply_prefix: str = REPLY_OPENING
 
 
 def backend_kind(model: str, choice: str = "auto") -> str:

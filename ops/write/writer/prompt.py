@@ -234,6 +234,13 @@ def render_actions(actions: Iterable[Mapping[str, Any]]) -> str:
 #: Version of the compact wording (recorded in training data and adapter cards).
 COMPACT_PROMPT_VERSION = "sf-writer-compact-1"
 
+#: The opening forced at the start of a local Writer's reply (inference and GRPO sampling).
+#: Every :func:`render_actions` target starts with it, and it ends on a token boundary of
+#: those targets (``' [{'``, ``'"'``, ``'action'``, ``'":'``, ``' "'`` in SmolLM2's
+#: tokenizer), so the forced tokens are exactly the ones SFT trained on; ``{"actions": [``
+#: would end on ``' ['``, a token no target contains.
+REPLY_OPENING = '{"actions": [{"action": "'
+
 COMPACT_SYSTEM_PROMPT = f"""You write the memory of a group chat. For the NEW MESSAGES return JSON
 {{"actions": [...]}} with one action per new atomic fact, stance, decision, relation or norm.
 ADD: {{"action": "ADD", "owner": whom it is about (a roster name or {GROUP_OWNER}), "source": who \
