@@ -55,6 +55,7 @@ from speakerflow.ops.query.record_view import warm_record_embeddings
 from speakerflow.ops.text.embed import clear_query_memo
 from speakerflow.pipelines.query_path import ABLATIONS, QueryConfig, answer_question, embedder_for
 from speakerflow.schemas import EvidenceItem
+from speakerflow.words import ENGLISH_STOPWORDS
 
 from .eval_report import ablation_gain, ablation_line, markdown_summary, write_outputs
 from .percentiles import pct
@@ -82,31 +83,12 @@ BASELINE_WEIGHTS = {
 
 _PLAIN_INDEX: dict[str, tuple[InMemoryIndex, dict[str, int]]] = {}
 #: The common English stopword list (NLTK's), as bm25s uses for ``stopwords="en"``.
-_EN_STOPWORDS = frozenset(
-    """
-a about above after again against ain all am an and any are aren aren't as at be because been before
-being below between both but by can couldn couldn't d did didn didn't do does doesn doesn't doing
-don
-don't down during each few for from further had hadn hadn't has hasn hasn't have haven haven't
-having
-he her here hers herself him himself his how i if in into is isn isn't it it's its itself just ll m
-ma
-me mightn mightn't more most mustn mustn't my myself needn needn't no nor not now o of off on once
-only
-or other our ours ourselves out over own re s same shan shan't she she's should should've shouldn
-shouldn't so some such t than that that'll the their theirs them themselves then there these they
-this
-those through to too under until up ve very was wasn wasn't we were weren weren't what when where
-which
-while who whom why will with won won't wouldn wouldn't y you you'd you'll you're you've your yours
-yourself yourselves""".split()
-)
 _WORD2 = re.compile(r"(?u)\b\w\w+\b")
 
 
 def _bm25s_terms(text: str) -> list[str]:
     """bm25s's default analysis: lower-case, words of two or more characters, no stopwords."""
-    return [w for w in _WORD2.findall(text.lower()) if w not in _EN_STOPWORDS]
+    return [w for w in _WORD2.findall(text.lower()) if w not in ENGLISH_STOPWORDS]
 
 
 def _plain_bm25(view: GroupView, question: str, depth: int) -> list[tuple[int, float]]:

@@ -27,19 +27,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from speakerflow.words import words as word_runs
+
 from . import batch
 from .batch import failpoint
 from .forget_apply import ForgetReport, apply_forget
 from .tables import StoreError
 
-_WORD = re.compile(r"[a-z0-9]+")
 SHINGLE = 5
 
 
@@ -55,11 +55,7 @@ def shingles(text: str, n: int = SHINGLE, names: frozenset[str] = frozenset()) -
     so a Writer's rewording of a quote ("is this your own painting" -> "is this Mel's own
     painting") still matches the message it came from.
     """
-    words = [
-        "_" if w in _FOLD or w in names else w
-        for w in _WORD.findall((text or "").lower())
-        if w != "s"
-    ]
+    words = ["_" if w in _FOLD or w in names else w for w in word_runs(text or "") if w != "s"]
     if len(words) < n:
         return {" ".join(words)} if len(words) >= 3 else set()
     return {" ".join(words[i : i + n]) for i in range(len(words) - n + 1)}
@@ -156,7 +152,7 @@ def _quoting(store: Any, msgs: list[dict], targets: set[str]) -> Callable[[str |
     name_words = frozenset(
         w
         for n in [*store.roster(), *(a for al in store.aliases().values() for a in al)]
-        for w in _WORD.findall(n.lower())
+        for w in word_runs(n)
     )
     for m in msgs:
         (gone_sh if m["msg_id"] in targets else kept_sh).update(

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-import re
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -21,17 +20,10 @@ import numpy as np
 import pyarrow as pa
 
 from speakerflow.settings import setting
+from speakerflow.words import STOPWORDS, words
 
 #: Filterable fields (exact match, raw tokenizer).
 FILTER_FIELDS = ("doc_id", "kind", "group_id", "speaker", "owner", "layer", "session_id")
-_WORD = re.compile(r"[A-Za-z0-9]+")
-STOPWORDS = frozenset(
-    "a an and are as at be but by did do does for from had has have he her hers him his how i if "
-    "in "
-    "into is it its me my of on or our she so that the their them they this to was we were what "
-    "when "
-    "where which who whom why will with you your".split()
-)
 
 
 #: i64 fast field holding :func:`doc_key` of the document id (indexes created since it exists)
@@ -65,7 +57,7 @@ def index_threads() -> int:
 
 def query_terms(text: str) -> list[str]:
     """Lower-cased word tokens of ``text`` without stopwords (what a BM25 query searches for)."""
-    return [w for w in (t.lower() for t in _WORD.findall(text)) if w not in STOPWORDS]
+    return [w for w in words(text) if w not in STOPWORDS]
 
 
 @dataclass(frozen=True)

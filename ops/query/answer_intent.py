@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from speakerflow.ops.text.temporal import MONTHS, WEEKDAYS
 from speakerflow.schemas import Projection
+from speakerflow.words import CHANGE_QUESTION as CHANGE_Q
 
 WHEN = re.compile(
     r"^\s*(when|what (date|day|time|year|month|week)|(in )?which (year|month|day|week)|"
@@ -28,11 +29,6 @@ WHO = re.compile(r"^\s*(who|whom|whose)\b|^\s*which (person|member|one|of (them|
 WHERE = re.compile(
     r"^\s*where\b|\b(what|which) (place|city|country|town|venue|location|restaurant|street)\b|"
     r"\bin which (city|place|country|town)\b",
-    re.I,
-)
-CHANGE_Q = re.compile(
-    r"\b(chang\w*|no longer|any ?more|shift\w*|evolv\w*|switch\w*|became|become|"
-    r"develop\w*|progress\w*)\b",
     re.I,
 )
 EACH = re.compile(r"\b(each|every(one|body)?|respective(ly)?|both)\b", re.I)

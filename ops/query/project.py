@@ -38,6 +38,7 @@ from speakerflow.ops.query.query_tables import (
 from speakerflow.ops.text.people import PersonResolver
 from speakerflow.schemas import PROJECTION_SCHEMA, Projection
 from speakerflow.schemas.records import GROUP_OWNER
+from speakerflow.words import CHANGE_OR_PAST_QUESTION, QUESTION_STOPWORDS
 
 ALL = "ALL"
 _ROLLUP = re.compile(
@@ -57,13 +58,6 @@ _GROUP = re.compile(
     r"\b(decid\w*|decision|agree\w*|consensus|settled?|chose|chosen|norms?|rules?|expect\w*|"
     r"usually|tradition\w*|the group|shared|final(ly)?|plan(ned|s)?|custom|habit\w*|"
     r"collective(ly)?)\b",
-    re.I,
-)
-_CHANGE = re.compile(
-    r"\b(chang\w*|used to|originally|at first|initially|before|earlier|previous(ly)?|evolv\w*|"
-    r"shift\w*|"
-    r"over time|no longer|any ?more|became|become|switch\w*|revis\w*|at the time|back (in|then)|"
-    r"history)\b",
     re.I,
 )
 _MONTHS = (
@@ -87,18 +81,6 @@ _PERCEIVE = re.compile(
 #: "what has A noticed about B", "what did A write regarding B": B is the matter, A the source
 _ABOUT = re.compile(r"\b(about|regarding|concerning)\s+(?:\w+\s+)?$", re.I)
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\u2019-]*")
-_QUESTION_WORDS = frozenset(
-    "what when where who whom whose which why how did does do is are was were has have had will "
-    "would "
-    "could should can the a an of to in on at for about with and or as by from that this these "
-    "those it "
-    "its their his her they them he she you your i me my we our be been being any some there than "
-    "then "
-    "into onto up out over so if not no yes "
-    # roll-up and perception words say whose rows to read, not what the matter is
-    "each every everyone everybody all person people member members anyone anybody group's "
-    "think thinks thought feel feels felt view views see sees say says said".split()
-)
 
 
 def as_of_date(question: str) -> datetime | None:
@@ -136,7 +118,7 @@ _AGGREGATE = re.compile(
     r"\b(has|have)\b|\bhow many\b|\bboth\b|\b(what|which) (\w+ )?\w+s (has|have|does|do|did)\b",
     re.I,
 )
-_BROAD = re.compile("|".join(p.pattern for p in (_ROLLUP, _GROUP, _CHANGE)), re.I)
+_BROAD = re.compile("|".join(p.pattern for p in (_ROLLUP, _GROUP, CHANGE_OR_PAST_QUESTION)), re.I)
 
 
 def question_kind(question: str) -> str:
@@ -149,7 +131,7 @@ def question_kind(question: str) -> str:
     - ``broad``: roll-ups, group matters, changes (System 2's own ground): as configured;
     - ``focused``: a single fact; System 1's confident hits are protected from System 2.
     """
-    if _AGGREGATE.search(question) and not _CHANGE.search(question):
+    if _AGGREGATE.search(question) and not CHANGE_OR_PAST_QUESTION.search(question):
         return "aggregate"
     return "broad" if _BROAD.search(question) else "focused"
 
@@ -160,7 +142,7 @@ def issue_of(question: str, names: list[str]) -> str:
     words = []
     for w in _WORD.findall(question):
         bare = re.sub(r"['\u2019]s?$", "", w).lower()
-        if bare and bare not in _QUESTION_WORDS and bare not in drop:
+        if bare and bare not in QUESTION_STOPWORDS and bare not in drop:
             words.append(re.sub(r"['\u2019]s?$", "", w))
     return " ".join(words) or question.strip()
 
@@ -194,7 +176,7 @@ def project_rules(
     else:
         rows = [ALL]
     as_of = as_of_date(question)
-    full = bool(_CHANGE.search(question) or _DATE_WORDS.search(question) or as_of)
+    full = bool(CHANGE_OR_PAST_QUESTION.search(question) or _DATE_WORDS.search(question) or as_of)
     # "what does A think of B": B's name stays in the issue (the matter is B)
     issue = issue_of(question, ([source] if source else []) if owner else names)
     return Projection(

@@ -31,15 +31,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 
 import numpy as np
 
 from speakerflow.ops.text.onnx_minilm import OnnxMiniLMEmbedder, onnx_stack
 from speakerflow.ops.text.vectors import MODEL_LOCK, MODELS, Embedder, normalise
 from speakerflow.settings import setting
-
-_WORD = re.compile(r"[a-z0-9]+")
+from speakerflow.words import words as word_runs
 
 #: ``make_embedder("minilm")`` precision when ``$SPEAKERFLOW_EMBEDDER_PRECISION`` is unset:
 #: fp32 (the published model). int8 (each text alone) holds LoCoMo recall@10 (0.7705 against
@@ -69,7 +67,7 @@ class HashingEmbedder:
     def encode(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for i, text in enumerate(texts):
-            words = _WORD.findall(text.lower())
+            words = word_runs(text)
             for tok in words + [f"{a}_{b}" for a, b in zip(words, words[1:], strict=False)]:
                 j, sign = self._bucket(tok)
                 out[i, j] += sign

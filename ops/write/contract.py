@@ -47,7 +47,6 @@ Repairs the check made on the way (``alias``, ``utype_coerced``, ``update_to_add
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -57,6 +56,7 @@ from speakerflow.ops.text.people import PersonResolver
 from speakerflow.ops.write.grounding import grounding
 from speakerflow.ops.write.upsert import add_entry_id, entry_id
 from speakerflow.schemas import GROUP_LAYERS, GROUP_OWNER, LAYERS, PERSON_LAYERS, RECORD_TYPES
+from speakerflow.words import words
 
 __all__ = [
     "Batch",
@@ -73,7 +73,6 @@ __all__ = [
 VerdictKind = Literal["write", "noop", "duplicate", "truncated", "reject"]
 #: Budget of a writing position: max(MIN_BUDGET, 2 * number of messages).
 MIN_BUDGET = 8
-_WORDS = re.compile(r"[a-z0-9]+")
 #: Fields a Writer writes (what :func:`writer_form` keeps), in a fixed order.
 WRITER_FIELDS = (
     "action",
@@ -94,7 +93,7 @@ IdScheme = Callable[["Batch", dict[str, Any]], str]
 def norm_text(text: Any) -> str:
     """Lower-cased words joined by single spaces: how contents compare (no-op UPDATEs,
     duplicates)."""
-    return " ".join(_WORDS.findall(str(text or "").lower()))
+    return " ".join(words(str(text or "")))
 
 
 def store_ids(batch: Batch, action: dict[str, Any]) -> str:
@@ -120,9 +119,9 @@ def fill_provenance(
     msgs = list(messages)
     if not msgs:
         return []
-    words = set(_WORDS.findall(content.lower()))
+    said = set(words(content))
     own = [m for m in msgs if m["speaker"] == source] or msgs
-    best = max(own, key=lambda m: (len(words & set(_WORDS.findall(m["text"].lower()))), m["ts"]))
+    best = max(own, key=lambda m: (len(said & set(words(m["text"]))), m["ts"]))
     return [best["msg_id"]]
 
 

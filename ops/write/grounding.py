@@ -11,23 +11,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from speakerflow.words import STATEMENT_STOPWORDS
+
 #: Share of a record's content words (names and numbers aside) that its evidence must contain.
 #: Calibrated on the rules Writer's own records (LoCoMo dev conversations + SocialMemBench
 #: training networks: ``python -m speakerflow.benchmarks.grounding``, docs/reliability.md).
 MIN_SUPPORT = 0.5
-_STOP = frozenset(
-    "a an and are as at be been being but by can could did do does doing for from had has have "
-    "having he her "
-    "here hers him his how i if in into is it its just me more most my no nor not now of off on "
-    "once only or "
-    "other our ours out over own she should so some such than that the their theirs them then "
-    "there these they "
-    "this those through to too under until up very was we were what when where which while who "
-    "whom why will "
-    "with would you your yours also am let lets s t ll re ve d m don didn doesn isn wasn aren "
-    "weren won yes "
-    "yeah oh wow really".split()
-)
 _MONTHS = (
     "january february march april may june july august september october november december "
     "jan feb mar apr jun jul aug sep sept oct nov dec"
@@ -180,11 +169,11 @@ def grounding(
                 continue
             prev = sent[: m.start()].rstrip()
             inside = bool(prev) and prev[-1] not in ':"([-–—*' and i > 0
-            if tok[0].isupper() and inside and low not in _STOP and low != "i":
+            if tok[0].isupper() and inside and low not in STATEMENT_STOPWORDS and low != "i":
                 if stem(low) not in ev_words:
                     missing_names.append(tok.split("'")[0])
                 continue
-            if len(low) >= 3 and low not in _STOP:
+            if len(low) >= 3 and low not in STATEMENT_STOPWORDS:
                 words.append(low)
     found = [w for w in words if stem(w) in ev_words]
     support = len(found) / len(words) if words else 1.0

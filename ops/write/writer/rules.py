@@ -64,6 +64,7 @@ from speakerflow.ops.write.writer.rules_norms import NormWriter
 from speakerflow.ops.write.writer.rules_revise import revised_slot, write_revision
 from speakerflow.ops.write.writer.rules_slots import SlotFinder, matter_key, parse_key
 from speakerflow.schemas import GROUP_OWNER
+from speakerflow.words import CHANGE_STATEMENT
 
 
 class RulesConfig(BaseModel):
@@ -327,7 +328,7 @@ class RulesWriter(SlotFinder):
                     before = known[at[slot.from_ids[-1]]]["ts"] if slot.from_ids else None
                     change = (
                         act["owner"] != GROUP_OWNER
-                        and bool(rt.CHANGE.search(content))
+                        and bool(CHANGE_STATEMENT.search(content))
                         and before is not None
                     )
                     supersedes = slot.pending is None and (

@@ -11,9 +11,10 @@ A message *revises* an earlier record when both hold:
   rare).
   Candidates are the speaker's own records and the GROUP records they announced, newest first;
 - **a different state**: the message says the matter differently, by one of general signals,
-  none of them a phrase of any data set: a change word of :data:`~.rules_text.CHANGE`
-  ("instead", "no longer", "changed my mind" ...) or of :data:`RECONSIDER` (the issue's own
-  examples: "actually", "on second thought", "I was wrong" and "scratch that"); numbers that
+  none of them a phrase of any data set: a change word of
+  :data:`~speakerflow.words.CHANGE_STATEMENT` ("instead", "no longer", "changed my mind" ...)
+  or of :data:`RECONSIDER` (the issue's own examples: "actually", "on second thought", "I was
+  wrong" and "scratch that"); numbers that
   moved, each side holding one the other lacks (40 -> 55; digits or number words); a negated
   word of the record ("it's not the cable" after "it's the cable"); or a turned stance on a
   shared word, one of the two said with a negation and the other without ("I don't want a
@@ -41,6 +42,7 @@ from speakerflow.ops.write.writer.rules_content import (
 )
 from speakerflow.ops.write.writer.rules_slots import matter_key
 from speakerflow.schemas import GROUP_OWNER
+from speakerflow.words import CHANGE_STATEMENT
 
 #: reconsidering, in general words (the examples the Writer issue gives)
 RECONSIDER = re.compile(
@@ -69,7 +71,7 @@ def _numbers(text: str) -> set[str]:
 
 def changes_state(text: str, old_text: str, exclude: set[str]) -> bool:
     """Does ``text`` say the matter of ``old_text`` differently (see the module doc)?"""
-    if rt.CHANGE.search(text) or RECONSIDER.search(text):
+    if CHANGE_STATEMENT.search(text) or RECONSIDER.search(text):
         return True
     new_numbers, old_numbers = _numbers(text), _numbers(old_text)
     if new_numbers - old_numbers and old_numbers - new_numbers:

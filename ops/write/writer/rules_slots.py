@@ -12,6 +12,7 @@ from speakerflow.ops.write.writer import consolidate as cs
 from speakerflow.ops.write.writer import rules_text as rt
 from speakerflow.ops.write.writer.rules_content import Slot
 from speakerflow.schemas import GROUP_OWNER
+from speakerflow.words import CHANGE_STATEMENT
 
 
 def matter_key(fam: str, topics: set[str]) -> str:
@@ -94,6 +95,6 @@ class SlotFinder:
         change cue."""
         if fam == "habit":
             return False
-        if rt.CHANGE.search(content):
+        if CHANGE_STATEMENT.search(content):
             return False
         return topics <= slot.topics and rt.numbers(content) <= rt.numbers(slot.content)

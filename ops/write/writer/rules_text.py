@@ -23,6 +23,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from speakerflow.words import TOPIC_STOPWORDS
+
 # sentence ends: punctuation, line breaks, spaced dashes, and emoji (chat punctuation)
 _SENT_END = re.compile(
     r"(?<=[.!?])\s+|\n+|\s+[-\u2013\u2014]\s+|\s*[\U0001F300-\U0001FAFF\u2600-\u27BF\uFE0F]+\s*"
@@ -44,31 +46,6 @@ _LEAD_FILLER = re.compile(
     re.I,
 )
 
-STOPWORDS = frozenset(
-    """a about above after again all also am an and any are as at be because been before being below
-    between both but by can can't could did do does doing don't down during each few for from
-    further had
-    has have having he her here hers herself him himself his how i i'm i've i'll i'd if in into is
-    it it's
-    its itself just let's me more most my myself no nor not now of off on once only or other our
-    ours
-    ourselves out over own same she should so some such than that that's the their theirs them
-    themselves
-    then there these they this those through to too under until up very was we we're we've we'll
-    were what
-    when where which while who whom why will with would you you're your yours yourself yourselves
-    still
-    really actually maybe think thought feel know yeah yes ok okay oh well like get got go going
-    gonna
-    one thing things lot bit much many way something anything everything sure though even back
-    right good great nice thanks thank ha haha lol honestly probably definitely literally pretty
-    kind
-    already always never usually sometimes every everyone everybody anyone someone today tomorrow
-    yesterday tonight week weeks day days time times last next new said say says tell told see mine
-    course usual ago wow awesome amazing cool looks look sounds sound glad hear congrats
-    congratulations
-    lovely super fantastic incredible wonderful""".split()
-)
 #: Cue words of stances and preferences: they say HOW someone holds a matter, not WHAT it is,
 #: so they are not topic words ("I prefer Lisbon" and "I prefer Porto" are one matter).
 CUE_WORDS = frozenset(
@@ -131,11 +108,6 @@ HABIT = re.compile(
     r"\b(always|never|usually|normally|as usual|of course|again|every (?:single )?(?:day|morning|"
     r"evening|night|week|weekend|time|year|month)"
     r"|each (?:morning|day|week|time)|habit|tend to|routinely|whenever|as always|per usual)\b",
-    re.I,
-)
-CHANGE = re.compile(
-    r"\b(changed my mind|now|anymore|no longer|moved|switched|instead|update|used to|not any "
-    r"more)\b",
     re.I,
 )
 FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -274,7 +246,7 @@ def topic_words(text: str, exclude: Iterable[str] = ()) -> set[str]:
     return {
         lemma(w)
         for w in words(text)
-        if w not in STOPWORDS
+        if w not in TOPIC_STOPWORDS
         and w not in CUE_WORDS
         and lemma(w) not in skip
         and len(w) > 2
@@ -316,7 +288,7 @@ def habit_verb(text: str, exclude: Iterable[str] = ()) -> str:
         "again",
     }
     for w in words(text):
-        if w not in STOPWORDS and w not in skip and len(w) > 2 and not _NUMBER.fullmatch(w):
+        if w not in TOPIC_STOPWORDS and w not in skip and len(w) > 2 and not _NUMBER.fullmatch(w):
             base = w[:-3] if w.endswith("ing") and len(w) > 5 else w
             base = base[:-2] if base.endswith("ed") and len(base) > 4 else base
             return lemma(base)
