@@ -48,6 +48,11 @@ class AnswerConfig(OperatorConfig):
     own_messages: int = 3
     session_weight: float = 0.3
     discussion_turns: int = 12
+    #: per-person lines: the exchange is read from this many of the best-scored messages, and
+    #: runs this many turns past one per person asked about
+    exchange_anchors: int = 5
+    exchange_slack: int = 3
+    exchange_share: float = 0.9
     said_date: bool = True
     #: question types without a time focus that the scoring picker hands to the old one
     old_types: tuple[str, ...] = ("who", "decision", "per-person")

@@ -7,7 +7,7 @@ import numpy as np
 
 from speakerflow.ops.query.answer_config import AnswerConfig
 from speakerflow.ops.query.answer_intent import Intent
-from speakerflow.ops.query.answer_score import by_time, focus_words, pick, score_units
+from speakerflow.ops.query.answer_score import focus_words, pick, score_units
 from speakerflow.ops.query.answer_text import statement_of, write_line
 from speakerflow.ops.query.answer_units import Messages, TextMemo, Unit
 from speakerflow.schemas import EvidenceItem, Projection
@@ -77,6 +77,10 @@ def with_own(
     return units + [u for u in found if u.msg_id not in seen]
 
 
+def _row(u: Unit, messages: Messages) -> int:
+    return messages.view.pos.get(u.msg_id, -1) if u.msg_id else -1
+
+
 def near(u: Unit, anchor: Unit, window: range | None, messages: Messages) -> float:
     """1 for a message in the discussion window, 0.5 elsewhere in its session, else 0."""
     row = messages.view.pos.get(u.msg_id) if u.msg_id else None
@@ -105,21 +109,12 @@ def person_lines(
         if p in names
     ]
     empty = {e.row for e in evidence if e.kind == "empty_row"}
-    # the matter is discussed in one place: each person's view is what they said there (the
-    # session of the best answers; the earliest of them for "at first", the latest for "now")
+    # the matter is discussed in one place: each person's view is what they said there
     overall = score_units(units, projection, intent, names, messages, embedder, config, memo)
-    window = anchor = None
-    if overall:
-        top = [u for _, u in overall[:3]]
-        anchor = (
-            by_time(top, latest=intent.focus == "current")
-            if intent.focus in ("original", "current")
-            else top[0]
-        )
-        row = messages.view.pos.get(anchor.msg_id) if messages and anchor.msg_id else None
-        if row is not None:
-            # the discussion: from a few turns before the anchor to the turns after it
-            window = range(max(0, row - 2), row + config.discussion_turns + 1)
+    anchor, window = exchange(
+        overall, people, intent, messages, config, embedder, projection.question
+    )
+    after = _row(anchor, messages) if messages is not None and anchor is not None else -1
     lines = []
     for person in people:
         mine = [u for u in units if u.speaker == person and not u.is_record]
@@ -130,7 +125,11 @@ def person_lines(
             mine, projection, intent, names, messages, embedder, config, memo, gate=False
         )
         if anchor is not None and messages is not None:
-            ranked = sorted(
+            there = [(s, u) for s, u in ranked if near(u, anchor, window, messages) == 1.0]
+            # the views answer the opener: what a person said after it, when they did
+            there = [(s, u) for s, u in there if _row(u, messages) > after] or there
+            # what they said in the exchange is their view; elsewhere only when they were silent
+            ranked = there or sorted(
                 (
                     (s + config.session_weight * near(u, anchor, window, messages), u)
                     for s, u in ranked
@@ -147,3 +146,72 @@ def person_lines(
         elif person in empty:
             lines.append(f"{person}: no record on this matter")
     return "\n".join(lines)
+
+
+def exchange(
+    overall: list[tuple[float, Unit]],
+    people: list[str],
+    intent: Intent,
+    messages: Messages | None,
+    config: AnswerConfig,
+    embedder=None,
+    question: str = "",
+) -> tuple[Unit | None, range | None]:
+    """The exchange where the people asked about give their views. Of the messages of the
+    ``exchange_anchors`` best-scored sentences (a question to the group counts here: the
+    views follow it), the windows from two turns before to ``len(people) + exchange_slack``
+    after (within the session, at most ``discussion_turns``) that hold the most of those
+    people speaking on the matter (with an embedder each person counts with the best cosine
+    of their messages there to the question, so a round of greetings counts little; the
+    windows within ``exchange_share`` of the best count as most); of these, the ones scoring
+    within ``margin`` of the best, the earliest
+    for "at first", the latest for "now", else the best. Returns the anchor and the window
+    of view rows (``None`` without messages)."""
+    if not overall or messages is None:
+        return None, None
+    view = messages.view
+    width = min(config.discussion_turns, len(people) + config.exchange_slack)
+    sims = None
+    if embedder is not None:
+        from speakerflow.ops.text.embed import encode_query
+
+        sims = view.dense_matrix(embedder) @ encode_query(embedder, question)
+    asked = [
+        (s + (config.question_penalty if u.text.rstrip().endswith("?") else 0.0), u)
+        for s, u in overall
+    ]
+    asked.sort(key=lambda su: -su[0])
+    found: list[tuple[int, float, Unit, range]] = []
+    seen: set[int] = set()
+    for score, u in asked:
+        row = view.pos.get(u.msg_id) if u.msg_id else None
+        if row is None or row in seen:
+            continue
+        seen.add(row)
+        if len(seen) > config.exchange_anchors:
+            break
+        rows = [
+            r
+            for r in range(max(0, row - 2), min(len(view), row + width + 1))
+            if view.sessions[r] == view.sessions[row]
+        ]
+        best_of: dict[str, float] = {}
+        for r in rows:
+            if view.speakers[r] in people:
+                fit = float(sims[r]) if sims is not None else 1.0
+                best_of[view.speakers[r]] = max(best_of.get(view.speakers[r], 0.0), fit)
+        found.append((sum(best_of.values()), score, u, range(rows[0], rows[-1] + 1)))
+    if not found:
+        return None, None
+    most = max(f[0] for f in found)
+    pool = [f for f in found if f[0] >= most * config.exchange_share]
+    top = max(f[1] for f in pool)
+    close = [f for f in pool if f[1] >= top - config.margin]
+    if intent.focus in ("original", "current"):
+        dated = [f for f in close if f[2].ts is not None] or close
+        pick_ = (min if intent.focus == "original" else max)(
+            dated, key=lambda f: f[2].ts.timestamp() if f[2].ts is not None else 0.0
+        )
+    else:
+        pick_ = max(close, key=lambda f: f[1])
+    return pick_[2], pick_[3]

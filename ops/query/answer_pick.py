@@ -35,6 +35,8 @@ beside it (:class:`~.answer_text.Answered`).
 
 from __future__ import annotations
 
+import re
+
 from speakerflow.ops.query.answer_config import AnswerConfig
 from speakerflow.ops.query.answer_dates import date_answer, has_date
 from speakerflow.ops.query.answer_intent import Intent, read_intent
@@ -45,8 +47,10 @@ from speakerflow.ops.query.answer_score import (
     close_to_best,
     focus_words,
     has_number,
+    holds_value,
     mentions,
     pick,
+    proper_nouns,
     score_units,
 )
 from speakerflow.ops.query.answer_text import (
@@ -87,6 +91,31 @@ def _with_focus(u: Unit, words: set[str]) -> str:
     return f"{text} {following}" if words & terms(following) else text
 
 
+#: the alternative a statement turns down: ", not X", "instead of X", "rather than X"
+_ALT = r"(?:[^,.;:!?]|\.(?=\d))+"  # up to the clause's end (a decimal point is no end)
+_REJECTED = re.compile(rf",\s*not\s+{_ALT}|\s*\b(?:instead of|rather than)\s+{_ALT}", re.I)
+
+
+def without_rejected(text: str) -> str:
+    """``text`` without the alternative it turns down: under a "now" question the value
+    rejected is the old state, not part of the answer ("on 1 litre now, not 1.5, because ..."
+    -> "on 1 litre now, because ...")."""
+    return _REJECTED.sub("", text).strip() or text
+
+
+def _announces(u: Unit, names: list[str]) -> bool:
+    """A short sentence that names no value (no number, no proper noun beside the roster) and
+    is followed by another of its message: it announces what the next one states ("Quick
+    update on the plan. We go by train.")."""
+    return (
+        u.index + 1 < len(u.siblings)
+        and len(u.text.split()) <= 8
+        and not has_number(u.text)
+        # a sentence's first word is capitalised anyway
+        and not proper_nouns(u.text.split(maxsplit=1)[-1], set(names))
+    )
+
+
 def _write(u: Unit, intent: Intent, names: list[str], question: str, config: AnswerConfig) -> str:
     words = terms(question) - {stem(n) for name in names for n in name.split()}
     if intent.qtype == "why":
@@ -103,7 +132,9 @@ def _write(u: Unit, intent: Intent, names: list[str], question: str, config: Ans
     if intent.focus == "current":
         # the sentence that states the state, not the whole message with the one it replaces
         text = u.text if len(u.text.split()) >= 3 else _with_focus(u, words)
-        return write_line(u, config, text)
+        if _announces(u, names):
+            text = f"{text} {u.siblings[u.index + 1]}"
+        return write_line(u, config, without_rejected(text))
     if intent.qtype in ("decision", "per-person") or intent.focus:
         return write_line(u, config, statement_of(u, config))
     wanted = has_number if intent.quantity else None
@@ -170,5 +201,6 @@ def answer_scored(
         return date_answer(best, projection.question, intent.two_asks, config, memo)
     if intent.focus == "change":
         return _change(ranked, config)
-    best = pick(ranked, intent, config, words)
+    valued = holds_value(intent, names, projection.question, memo)
+    best = pick(ranked, intent, config, words, valued)
     return _write(best, intent, names, projection.question, config)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 
@@ -244,19 +245,36 @@ def on_matter(ranked: list[tuple[float, Unit]], words: set[str], share: float) -
     ]
 
 
+def holds_value(
+    intent: Intent, names: list[str], question: str, memo: TextMemo
+) -> Callable[[Unit], bool] | None:
+    """For a question whose answer is a number ("how many/much", "what price"): does a
+    sentence hold one? ``None`` for other questions (places are not read reliably enough:
+    a lowercase "the library" is no place to the cue patterns)."""
+    if not intent.quantity:
+        return None
+    lowered = {n.lower() for name in names for n in name.split()}
+    return lambda u: _type_hit(u, intent, lowered, question, memo) >= 1.0
+
+
 def pick(
     ranked: list[tuple[float, Unit]],
     intent: Intent,
     config: AnswerConfig,
     words: set[str] | None = None,
+    valued: Callable[[Unit], bool] | None = None,
 ) -> Unit:
-    """The answer unit for a question with one answer (see the module doc)."""
+    """The answer unit for a question with one answer (see the module doc); ``valued``
+    (:func:`holds_value`) keeps a dated choice to the statements that say a value when some
+    do (the latest statement on how many may come names a number)."""
     timed = intent.focus in ("current", "original")
     if timed or intent.present:
         margin = config.margin if timed else config.present_margin
         cands = close_to_best(ranked, margin)
         if words:  # a "now" question reads the matter wider than a present-tense one
             cands += on_matter(ranked, words, config.matter_share if timed else 0.8)
+        if valued is not None:
+            cands = [u for u in cands if valued(u)] or cands
         if intent.focus == "original":
             return best_of_message(ranked, by_time(cands, latest=False), False)
         cands = [u for u in cands if not u.history] or cands or [ranked[0][1]]

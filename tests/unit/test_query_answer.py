@@ -169,6 +169,37 @@ def test_change_reads_a_record_that_spans_two_messages():
     assert "I live in Munich now." in answer  # the person's own words, not the Writer's restatement
 
 
+def test_per_person_lines_come_from_the_exchange_where_the_people_answer():
+    s = GroupStore("/nonexistent", "g", in_memory=True)
+    turns = [  # (day, speaker, text)
+        (0, "Ana", "Picnic spot: where would everyone like the picnic?"),
+        (0, "Tom", "The riverside meadow, it has shade."),
+        (0, "Chloe", "Rooftop garden for me."),
+        (0, "Dev", "Anywhere near the station."),
+        (0, "Ana", "I'd go for the botanical gardens."),
+        (9, "Tom", "Where the picnic goes, I'm happy: I'll bring the picnic blanket."),
+        (9, "Chloe", "Is the picnic still on? I want to bring the picnic cake."),
+    ]
+    rows = [
+        Message(
+            msg_id=f"m{i}",
+            group_id="g",
+            session_id=f"s{day}",
+            turn=i,
+            ts=T + timedelta(days=day, minutes=i),
+            speaker=who,
+            text=text,
+        )
+        for i, (day, who, text) in enumerate(turns)
+    ]
+    s.append_messages(to_table(rows, Message))
+    evidence = [ex(i, m.speaker, m.text, ts=m.ts, mid=m.msg_id) for i, m in enumerate(rows)]
+    question = "At first, where did Ana, Tom, Chloe and Dev each want the picnic?"
+    lines = ask(question, evidence, view=GroupView.of(s)).splitlines()
+    by = {line.split(":")[0]: line for line in lines}
+    assert "riverside" in by["Tom"] and "Rooftop" in by["Chloe"] and "station" in by["Dev"]
+
+
 def test_no_information_and_stemming():
     assert ask("What is the wifi password?", [ex(0, "Tom", "Lovely weather today.")]) == NO_INFO
     assert (
@@ -188,11 +219,38 @@ def test_now_reads_the_latest_statement_on_the_matter_and_at_first_the_earliest(
         ex(2, "Tom", "Fine, the garden gets the steel bench instead of oak.", ts=LATER, mid="c"),
     ]
     now = ask("Which bench does Tom want for the garden now?", evidence)
-    assert now.startswith("Tom:") and "steel" in now
+    assert now.startswith("Tom:") and "steel" in now and "oak" not in now  # the rejected one
     first = ask("Which bench did Tom want for the garden at first?", evidence)
     assert first.startswith("Tom:") and "oak bench, it lasts" in first
     change = ask("How did Tom's choice of bench change?", evidence)
     assert change.index("oak bench, it lasts") < change.index("steel")
+
+
+def test_now_states_the_value_an_announcing_sentence_leads_to_without_the_rejected_one():
+    evidence = [
+        ex(0, "Dev", "For the trip I'll take the coach to Leeds.", mid="a"),
+        ex(
+            1,
+            "Dev",
+            "Small change of plan for the trip. I'm going by train, not coach.",
+            ts=LATER,
+            mid="b",
+        ),
+    ]
+    now = ask("How is Dev travelling for the trip now?", evidence)
+    assert "going by train" in now and "coach" not in now
+
+
+def test_now_how_many_takes_the_latest_statement_that_says_a_number():
+    evidence = [
+        ex(0, "Ana", "The hall holds 80 guests for the dinner.", mid="a"),
+        ex(1, "Ana", "Update: the hall now holds 60 guests for the dinner.", ts=LATER, mid="b"),
+        ex(
+            2, "Ana", "The dinner guests will love the hall.", ts=LATER + timedelta(days=1), mid="c"
+        ),
+    ]
+    now = ask("How many guests can the hall hold for the dinner now?", evidence)
+    assert "60" in now and "80" not in now
 
 
 def test_a_named_person_is_answered_from_their_own_words():
