@@ -181,7 +181,7 @@ def exchange(
         for s, u in overall
     ]
     asked.sort(key=lambda su: -su[0])
-    found: list[tuple[int, float, Unit, range]] = []
+    found: list[tuple[float, float, Unit, range]] = []
     seen: set[int] = set()
     for score, u in asked:
         row = view.pos.get(u.msg_id) if u.msg_id else None
