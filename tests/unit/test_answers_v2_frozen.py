@@ -1,9 +1,10 @@
 """The frozen answer dev set v2 (issue 23): any edit to its files fails; errata go in its README."""
 
-import hashlib
 import json
 from collections import Counter
 from pathlib import Path
+
+from frozen import assert_files_unchanged
 
 ROOT = Path(__file__).resolve().parents[1] / "data" / "answers_v2"
 TYPES = set("current original change per-person decision cross-person date why fact".split())
@@ -33,11 +34,7 @@ def _load(name):
 
 
 def test_files_unchanged():
-    paths = [p for p in ROOT.rglob("*") if p.is_file() and p.name != "README.md"]
-    files = {p.name: p for p in paths}
-    assert len(files) == len(paths) and sorted(files) == sorted(SHA256)
-    for name, path in files.items():
-        assert hashlib.sha256(path.read_bytes()).hexdigest() == SHA256[name], name
+    assert_files_unchanged(ROOT, SHA256, skip=("README.md",))
 
 
 def test_conversations():

@@ -1,10 +1,11 @@
 """The frozen date-expression set dates_v1: any edit to its files fails (see its README)."""
 
-import hashlib
 import json
 from collections import Counter
 from datetime import date, datetime
 from pathlib import Path
+
+from frozen import assert_files_unchanged
 
 ROOT = Path(__file__).resolve().parents[1] / "data" / "dates_v1"
 KINDS = set(
@@ -23,10 +24,7 @@ def _rows():
 
 
 def test_files_unchanged():
-    paths = [p for p in ROOT.rglob("*") if p.is_file()]
-    assert sorted(p.name for p in paths) == sorted(SHA256)
-    for path in paths:
-        assert hashlib.sha256(path.read_bytes()).hexdigest() == SHA256[path.name], path.name
+    assert_files_unchanged(ROOT, SHA256)
 
 
 def test_rows():
