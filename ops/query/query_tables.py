@@ -32,7 +32,9 @@ table is built between stages, and the columns above are made only when a table 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -201,6 +203,15 @@ FUSED = Column(
     encode=lambda vectors: {"fused": fused_array(vectors)},
     decode=fused_scores,
 )
+#: what a stage after Recall reads: the question, its projection, Recall's pool and scores
+RECALLED_COLUMNS = ("question_id", *PROJECTION_COLUMNS, "pool", "fused")
+
+
+def recalled_rows(batch: Batch) -> Iterator[tuple[Any, Any, Any]]:
+    """``(projection, pool, fused)`` of each row of a batch that Recall has passed."""
+    return zip(batch.get(PROJECTION), batch.get(POOL), batch.get(FUSED), strict=True)
+
+
 SELECTED = Column("selected", [pa.field("selected", pa.list_(CANDIDATE))])
 MEMORY = Column("memory", [pa.field("memory", pa.list_(MEMORY_ITEM))])
 #: one :class:`Composed` per row, standing for ``evidence``, ``context``, ``tokens``, ``cited_ids``

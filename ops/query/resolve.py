@@ -32,12 +32,10 @@ from speakerflow.ops.core.base import Batch, Context, Operator, OperatorConfig
 from speakerflow.ops.core.registry import register
 from speakerflow.ops.query.group_view import GroupView
 from speakerflow.ops.query.query_tables import (
-    FUSED,
     MEMORY,
     MEMORY_ITEM,
-    POOL,
-    PROJECTION,
-    PROJECTION_COLUMNS,
+    RECALLED_COLUMNS,
+    recalled_rows,
     schema_of,
 )
 from speakerflow.ops.query.recall_bounded import fallback_rows, is_large
@@ -263,7 +261,7 @@ class Resolve(Operator):
     """
 
     name = "resolve"
-    consumes = ("question_id", *PROJECTION_COLUMNS, "pool", "fused")
+    consumes = RECALLED_COLUMNS
     produces = schema_of(("memory", pa.list_(MEMORY_ITEM)))
     passthrough = True
     Config = ResolveConfig
@@ -273,9 +271,7 @@ class Resolve(Operator):
         view = GroupView.of(ctx.store)
         roster = ctx.store.roster()
         out = []
-        for projection, pool, fused in zip(
-            batch.get(PROJECTION), batch.get(POOL), batch.get(FUSED), strict=True
-        ):
+        for projection, pool, fused in recalled_rows(batch):
             items = (
                 resolve_rows(
                     view,

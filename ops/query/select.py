@@ -40,11 +40,9 @@ from speakerflow.ops.query.channels import RecallConfig, RecallResult
 from speakerflow.ops.query.group_view import GroupView
 from speakerflow.ops.query.query_tables import (
     CANDIDATE,
-    FUSED,
-    POOL,
-    PROJECTION,
-    PROJECTION_COLUMNS,
+    RECALLED_COLUMNS,
     SELECTED,
+    recalled_rows,
     schema_of,
 )
 from speakerflow.ops.query.recall import recall
@@ -409,7 +407,7 @@ class Select(Operator):
     """
 
     name = "select"
-    consumes = ("question_id", *PROJECTION_COLUMNS, "pool", "fused")
+    consumes = RECALLED_COLUMNS
     produces = schema_of(("selected", pa.list_(CANDIDATE)))
     passthrough = True
     Config = SelectConfig
@@ -421,9 +419,7 @@ class Select(Operator):
         recall_cfg = self.config.ask_recall or RecallConfig()
         roster = ctx.store.roster()
         out: list[Any] = []
-        for projection, pool, fused in zip(
-            batch.get(PROJECTION), batch.get(POOL), batch.get(FUSED), strict=True
-        ):
+        for projection, pool, fused in recalled_rows(batch):
             if not self.config.enabled:
                 out.append([])
                 continue
