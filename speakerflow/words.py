@@ -6,6 +6,7 @@ words as the operators above it.
 
 * :func:`words`: lower-cased ASCII letter and digit runs, the plain tokenizer of the BM25
   query, the hashing embedder, content comparison and quote shingles.
+* :func:`count_tokens`: the budget tokens of a context (word runs and punctuation marks).
 * :data:`STOPWORDS`: the base list, English function words (articles, pronouns, auxiliaries,
   prepositions, conjunctions, wh-words). Every other stopword set here is the base plus a
   named extension, each saying which job needs it and why.
@@ -26,6 +27,17 @@ WORD = re.compile(r"[a-z0-9]+")
 def words(text: str) -> list[str]:
     """The lower-cased letter and digit runs of ``text``, in order."""
     return WORD.findall(text.lower())
+
+
+#: A budget token: a run of word characters or one punctuation character. Deterministic and
+#: model-free; it over-counts slightly against BPE tokenisers on prose.
+TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def count_tokens(text: str) -> int:
+    """Number of budget tokens in ``text`` (word runs + punctuation marks): how the query
+    path's context and passive injection measure their budgets."""
+    return len(TOKEN.findall(text))
 
 
 def _set(text: str) -> frozenset[str]:

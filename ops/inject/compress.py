@@ -1,8 +1,8 @@
 """Compress: one short cited line per knowledge item; the deterministic token counter.
 
-Token counting (documented, deterministic, model-free): a token is a run of word
-characters or one punctuation character (``re.findall(r"\\w+|[^\\w\\s]")``). It
-over-counts slightly against BPE tokenisers on prose and is exact for budgeting here.
+Token counting (documented, deterministic, model-free) is :func:`speakerflow.words.count_tokens`:
+a token is a run of word characters or one punctuation character. It over-counts slightly
+against BPE tokenisers on prose and is exact for budgeting here.
 
 A line reads ``<subject> <relation>: <value> [<maturity>, since <date>, u=<utility>] {ev: id, id}``;
 items of the same slot and value are merged into one line with the union of their evidence.
@@ -10,17 +10,11 @@ items of the same slot and value are merged into one line with the union of thei
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-_TOKEN = re.compile(r"\w+|[^\w\s]")
-
-
-def count_tokens(text: str) -> int:
-    """Number of tokens in ``text`` (word runs + punctuation marks)."""
-    return len(_TOKEN.findall(text))
+from speakerflow.words import count_tokens
 
 
 @dataclass

@@ -32,8 +32,6 @@ The context text has two parts, as the answerer expects::
 
 from __future__ import annotations
 
-import re
-
 import pyarrow as pa
 
 from speakerflow.ops.core.base import Batch, Context, Operator, OperatorConfig
@@ -52,8 +50,7 @@ from speakerflow.ops.query.query_tables import (
 )
 from speakerflow.ops.query.select import Selected, selections
 from speakerflow.schemas import EvidenceItem, Projection
-
-_TOKEN = re.compile(r"\w+|[^\w\s]")
+from speakerflow.words import count_tokens
 
 
 class ComposeConfig(OperatorConfig):
@@ -76,11 +73,6 @@ class ComposeConfig(OperatorConfig):
     id_rrf_k: float = 5.0
     id_s2_weight: float = 0.1
     row_first: bool = True
-
-
-def count_tokens(text: str) -> int:
-    """Word and punctuation tokens of ``text``."""
-    return len(_TOKEN.findall(text))
 
 
 def _fmt_ts(ts) -> str:
