@@ -98,8 +98,8 @@ _REJECTED = re.compile(rf",\s*not\s+{_ALT}|\s*\b(?:instead of|rather than)\s+{_A
 
 def without_rejected(text: str) -> str:
     """``text`` without the alternative it turns down: under a "now" question the value
-    rejected is the old state, not part of the answer ("on 1 litre now, not 1.5, because ..."
-    -> "on 1 litre now, because ...")."""
+    rejected is the old state, not part of the answer ("I take the 9.10 bus, not the 8.40,
+    since ..." -> "I take the 9.10 bus, since ...")."""
     return _REJECTED.sub("", text).strip() or text
 
 

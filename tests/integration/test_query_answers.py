@@ -108,10 +108,10 @@ def test_answer_share_and_what_records_add(full_and_ablated):
     full, ablated = full_and_ablated
     s_full, s_abl = shares(full), shares(ablated)
     assert len(full) == 30
-    # measured with the scoring picker (the default since issue 23): 0.633 (19/30) full, 0.567
+    # measured with the scoring picker (the default since issue 23): 0.700 (21/30) full, 0.633
     # without System 2 (docs/query-path.md). The floor is what it measures: these questions were
     # tuned against before (the old picker answers 0.733 of them), so they are no held-out figure.
-    assert s_full["all"] >= 0.63, [(r["id"], r["answer"]) for r in full if not r["correct"]]
+    assert s_full["all"] >= 0.70, [(r["id"], r["answer"]) for r in full if not r["correct"]]
     assert s_full["records-types"] > s_abl["records-types"]
     # change, decision and per-person questions: none answered worse with the records
     # (measured 0.75 / 1.00 / 0.60 with, 0.50 / 0.75 / 0.20 without)
