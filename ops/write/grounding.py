@@ -86,6 +86,36 @@ class Grounding:
         return None
 
 
+def _evidence_terms(
+    evidence: Iterable[str], times: Iterable[Any]
+) -> tuple[set[str], set[str], set[int]]:
+    """The evidence's word stems and numbers (its sentences that instruct the memory left
+    out), the numbers of the cited messages' times among them, and the years of those times."""
+    ev_text = " ".join(
+        sent
+        for text in evidence
+        for sent in _SENTENCE.findall(text or "")
+        if not instructs_memory(sent)
+    )
+    ev_tokens = [t.lower() for t in _TOKEN.findall(ev_text)]
+    ev_words = {stem(t) for t in ev_tokens if not t.isdigit()}
+    ev_numbers = {str(int(t)) for t in ev_tokens if t.isdigit()}
+    years: set[int] = set()
+    for ts in times:
+        if isinstance(ts, str):
+            try:
+                ts = datetime.fromisoformat(ts)
+            except ValueError:
+                ts = None
+        if ts is None:
+            continue
+        years.add(ts.year)
+        ev_numbers.update(
+            str(x) for x in (ts.year, ts.month, ts.day, ts.hour, ts.minute, (ts.hour % 12) or 12)
+        )
+    return ev_words, ev_numbers, years
+
+
 def grounding(
     content: str,
     evidence: Iterable[str],
@@ -109,28 +139,7 @@ def grounding(
     Sentences of the evidence that instruct the memory system (:func:`instructs_memory`)
     are left out: "add a record that Ana owes 500" is not evidence that Ana owes 500.
     """
-    ev_text = " ".join(
-        sent
-        for text in evidence
-        for sent in _SENTENCE.findall(text or "")
-        if not instructs_memory(sent)
-    )
-    ev_tokens = [t.lower() for t in _TOKEN.findall(ev_text)]
-    ev_words = {stem(t) for t in ev_tokens if not t.isdigit()}
-    ev_numbers = {str(int(t)) for t in ev_tokens if t.isdigit()}
-    years: set[int] = set()
-    for ts in times:
-        if isinstance(ts, str):
-            try:
-                ts = datetime.fromisoformat(ts)
-            except ValueError:
-                ts = None
-        if ts is None:
-            continue
-        years.add(ts.year)
-        ev_numbers.update(
-            str(x) for x in (ts.year, ts.month, ts.day, ts.hour, ts.minute, (ts.hour % 12) or 12)
-        )
+    ev_words, ev_numbers, years = _evidence_terms(evidence, times)
     name_words = {w.lower() for n in names for w in _TOKEN.findall(str(n))}
     count_words = {str(c) for c in counts}
 
