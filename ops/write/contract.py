@@ -248,6 +248,34 @@ def check_action(raw: Any, batch: Batch, position: int) -> Verdict:
     once per action, in order.
     """
     repairs: list[str] = []
+    shaped = _shaped(raw, batch, position, repairs)
+    if isinstance(shaped, Verdict):
+        return shaped
+    raw, kind, content = shaped
+    if kind == "UPDATE":
+        updated = _update(raw, batch, content, repairs)
+        if updated is not None:
+            return updated
+    placed = _placed(raw, batch, repairs)
+    if isinstance(placed, Verdict):
+        return placed
+    owner, source, layer = placed
+    if (owner, layer, norm_text(content)) in batch.head_keys:
+        return Verdict(
+            "duplicate",
+            reason="duplicate of a current head (same owner, layer and content)",
+            repairs=tuple(repairs),
+        )
+    return _finish(
+        batch, raw, "ADD", owner, source, layer, raw.get("utype"), content, None, repairs
+    )
+
+
+def _shaped(
+    raw: Any, batch: Batch, position: int, repairs: list[str]
+) -> Verdict | tuple[dict[str, Any], str, str]:
+    """``(raw, kind, content)`` of an ADD or UPDATE object with a content; else its verdict
+    (over the limit, not an object, not an action, NOOP, no content)."""
     if position >= batch.max_actions:
         size = f" for {len(batch.messages)} message(s)" if batch.messages else ""
         return Verdict("truncated", reason=f"over the limit: max_actions={batch.max_actions}{size}")
@@ -265,35 +293,47 @@ def check_action(raw: Any, batch: Batch, position: int) -> Verdict:
     content = raw.get("content")
     if not isinstance(content, str) or not content.strip():
         return _reject("content: missing or empty; an action needs the memory text", repairs)
-    content = content.strip()
-    if kind == "UPDATE":
-        head = batch.target(raw.get("entry_id"))
-        if head is not None:
-            if norm_text(head["content"]) == norm_text(content):
-                return Verdict(
-                    "noop",
-                    reason="UPDATE changes nothing",
-                    proposal=writer_form({**raw, "action": "UPDATE"}),
-                )
-            return _finish(
-                batch,
-                raw,
-                "UPDATE",
-                head["owner"],
-                head["source"],
-                head["layer"],
-                raw.get("utype") or head.get("utype"),
-                content,
-                head["entry_id"],
-                repairs,
+    return raw, kind, content.strip()
+
+
+def _update(raw: dict[str, Any], batch: Batch, content: str, repairs: list[str]) -> Verdict | None:
+    """The verdict of an UPDATE of a current head; ``None`` when it names no current head
+    and carries owner, source and layer, so that it is checked as an ADD (``update_to_add``)."""
+    head = batch.target(raw.get("entry_id"))
+    if head is not None:
+        if norm_text(head["content"]) == norm_text(content):
+            return Verdict(
+                "noop",
+                reason="UPDATE changes nothing",
+                proposal=writer_form({**raw, "action": "UPDATE"}),
             )
-        repairs.append("update_to_add")
-        if not all(raw.get(k) for k in ("owner", "source", "layer")):
-            return _reject(
-                f"entry_id: {raw.get('entry_id')!r} is not a current head, and the action "
-                "lacks owner/source/layer to be added instead",
-                repairs,
-            )
+        return _finish(
+            batch,
+            raw,
+            "UPDATE",
+            head["owner"],
+            head["source"],
+            head["layer"],
+            raw.get("utype") or head.get("utype"),
+            content,
+            head["entry_id"],
+            repairs,
+        )
+    repairs.append("update_to_add")
+    if not all(raw.get(k) for k in ("owner", "source", "layer")):
+        return _reject(
+            f"entry_id: {raw.get('entry_id')!r} is not a current head, and the action "
+            "lacks owner/source/layer to be added instead",
+            repairs,
+        )
+    return None
+
+
+def _placed(
+    raw: dict[str, Any], batch: Batch, repairs: list[str]
+) -> Verdict | tuple[str, str, str]:
+    """``(owner, source, layer)`` of an ADD, names resolved through the roster's aliases;
+    else the verdict that refuses it (unknown person, unknown layer, owner unfit for it)."""
     raw_owner = str(raw.get("owner") or "")
     owner = (
         GROUP_OWNER if raw_owner.strip().upper() == GROUP_OWNER else batch.people.resolve(raw_owner)
@@ -317,15 +357,7 @@ def check_action(raw: Any, batch: Batch, position: int) -> Verdict:
         return _reject(f"owner: layer {layer} holds GROUP records, owner is {owner!r}", repairs)
     if layer in PERSON_LAYERS and owner == GROUP_OWNER:
         return _reject(f"owner: layer {layer} holds person records, owner is GROUP", repairs)
-    if (owner, layer, norm_text(content)) in batch.head_keys:
-        return Verdict(
-            "duplicate",
-            reason="duplicate of a current head (same owner, layer and content)",
-            repairs=tuple(repairs),
-        )
-    return _finish(
-        batch, raw, "ADD", owner, source, layer, raw.get("utype"), content, None, repairs
-    )
+    return owner, source, layer
 
 
 def _finish(
@@ -341,25 +373,9 @@ def _finish(
     repairs: list[str],
 ) -> Verdict:
     cited = raw.get("from_ids")
-    if cited:
-        if not isinstance(cited, list) or not all(isinstance(c, str) for c in cited):
-            return _reject("from_ids: must be a list of message ids", repairs)
-        if batch.msg_ids is not None:
-            outside = [c for c in cited if c not in batch.msg_ids and c not in batch.history_ids]
-            if outside:
-                return _reject(
-                    f"from_ids: {outside} are not messages of segment {batch.segment_id}", repairs
-                )
-            if not any(c in batch.msg_ids for c in cited):
-                return _reject(
-                    f"from_ids: cite at least one message of segment {batch.segment_id} "
-                    "(earlier messages only beside it)",
-                    repairs,
-                )
-        from_ids = list(dict.fromkeys(cited))
-    else:
-        repairs.append("provenance_filled")
-        from_ids = fill_provenance(batch.messages, source, content)
+    from_ids = _provenance(cited, batch, source, content, repairs)
+    if isinstance(from_ids, Verdict):
+        return from_ids
     if utype not in RECORD_TYPES:
         if utype is not None:
             repairs.append("utype_coerced")
@@ -410,3 +426,28 @@ def _finish(
     ):  # a Writer names the record it continues; owner, source and layer are inherited
         proposal = {k: v for k, v in proposal.items() if k not in ("owner", "source", "layer")}
     return Verdict("write", action=action, entry_id=new, repairs=tuple(repairs), proposal=proposal)
+
+
+def _provenance(
+    cited: Any, batch: Batch, source: str, content: str, repairs: list[str]
+) -> Verdict | list[str]:
+    """The message ids an action cites (each once, in order), checked against the segment;
+    when it cites none, the source's best-matching message (``provenance_filled``)."""
+    if not cited:
+        repairs.append("provenance_filled")
+        return fill_provenance(batch.messages, source, content)
+    if not isinstance(cited, list) or not all(isinstance(c, str) for c in cited):
+        return _reject("from_ids: must be a list of message ids", repairs)
+    if batch.msg_ids is not None:
+        outside = [c for c in cited if c not in batch.msg_ids and c not in batch.history_ids]
+        if outside:
+            return _reject(
+                f"from_ids: {outside} are not messages of segment {batch.segment_id}", repairs
+            )
+        if not any(c in batch.msg_ids for c in cited):
+            return _reject(
+                f"from_ids: cite at least one message of segment {batch.segment_id} "
+                "(earlier messages only beside it)",
+                repairs,
+            )
+    return list(dict.fromkeys(cited))
