@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime
+from typing import Any
 
 import pyarrow as pa
 from pydantic import Field
@@ -75,24 +76,7 @@ class Upsert(Operator):
         closing: list[tuple[str, str, datetime]] = []
         for i, a in enumerate(table.to_pylist()):
             seg = segments[a["segment_id"]]
-            msgs = {m["msg_id"]: m for m in seg.messages}
-            if (
-                seg.history and not set(a["from_ids"]) <= msgs.keys()
-            ):  # a record spanning earlier messages
-                msgs.update((m["msg_id"], m) for m in seg.history if m["msg_id"] in a["from_ids"])
-            last = max((msgs[m] for m in a["from_ids"]), key=lambda m: (m["ts"], m["turn"]))
-            coords = {
-                "group_id": store.group_id,
-                "session_id": last["session_id"],
-                "turn": last["turn"],
-                "valid_at": utc(last["ts"]),
-                "first_seen": utc(last["ts"]),
-                "from_ids": a["from_ids"],
-                "confidence": self.config.confidence,
-                "content": a["content"],
-                "event": a["event"],
-                "utype": a["utype"] or "fact",
-            }
+            coords = _coords(store.group_id, seg, a, self.config.confidence)
             if a["action"] == "UPDATE":
                 old_id = a["entry_id"]
                 while old_id in moved:
@@ -144,3 +128,24 @@ class Upsert(Operator):
         if pending:  # the messages these records come from (and those that gave none) are done
             mark_written(store, pending)
         return to_table(new, KnowledgeItem)
+
+
+def _coords(group_id: str, seg: Segment, a: dict[str, Any], confidence: float) -> dict[str, Any]:
+    """The fields of the record action ``a`` writes that it takes from its latest cited
+    message (session, turn, time) and from itself (content, event, type, provenance)."""
+    msgs = {m["msg_id"]: m for m in seg.messages}
+    if seg.history and not set(a["from_ids"]) <= msgs.keys():  # a record spanning earlier messages
+        msgs.update((m["msg_id"], m) for m in seg.history if m["msg_id"] in a["from_ids"])
+    last = max((msgs[m] for m in a["from_ids"]), key=lambda m: (m["ts"], m["turn"]))
+    return {
+        "group_id": group_id,
+        "session_id": last["session_id"],
+        "turn": last["turn"],
+        "valid_at": utc(last["ts"]),
+        "first_seen": utc(last["ts"]),
+        "from_ids": a["from_ids"],
+        "confidence": confidence,
+        "content": a["content"],
+        "event": a["event"],
+        "utype": a["utype"] or "fact",
+    }
