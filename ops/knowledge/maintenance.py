@@ -108,18 +108,11 @@ def apply_review(store, edge_id: str, decision: str, now: datetime | None = None
     return entry
 
 
-def tick(store, now: datetime | None = None, seed: int = 0, pack=None) -> dict:
-    """One maintenance tick on a writable group store; returns the report. ``pack``: a domain
-    pack to read the group with instead of its own."""
-    now = now or datetime.now(UTC)
-    rng = random.Random(seed)
-    probe = sample_probe(rng)
-    fg, canon, _ = load_knowledge(store, with_records=False, pack=pack)
-    eps = GovernanceConfig().epsilon
-    log: list[dict[str, Any]] = []
-    queue: list[dict[str, Any]] = []
+def _stale_sweep(fg, canon, now: datetime, eps: float, queue: list, log: list) -> int:
+    """Deprecate the current items whose effective confidence fell below ``eps`` (a proven
+    one is queued for review instead); returns how many were deprecated."""
     fixes = 0
-    for k in list(fg.items.values()):  # staleness sweep
+    for k in list(fg.items.values()):
         if (
             k.invalid_at is None
             and k.maturity != "deprecated"
@@ -138,19 +131,26 @@ def tick(store, now: datetime | None = None, seed: int = 0, pack=None) -> dict:
                 fg.touch(k.edge_id)
                 fixes += 1
                 log.append({"fix": "deprecated_stale", "edge_id": k.edge_id})
+    return fixes
+
+
+def _probe_findings(probe: str, fg, log: list) -> list[dict[str, Any]]:
+    """What the tick's sampled ``probe`` queues for review (hubs, links, merges, splits);
+    the quality probe logs unvalidated hearsay instead."""
+    found: list[dict[str, Any]] = []
     degree = Counter({e: len(v) for e, v in fg.by_entity.items()})
     if probe == "hub":
         for e, d in degree.most_common(3):
             if d >= 50:
-                queue.append({"kind": "hub_review", "entity_id": e, "degree": d})
+                found.append({"kind": "hub_review", "entity_id": e, "degree": d})
     elif probe == "link":
-        queue += discover_links(fg)
+        found += discover_links(fg)
     elif probe == "merge":
         ents = sorted(fg.entities.values(), key=lambda e: e.entity_id)
         for i, a in enumerate(ents):
             for b in ents[i + 1 :]:
                 if a.etype == b.etype and fuzz.ratio(a.name.lower(), b.name.lower()) >= 90:
-                    queue.append(
+                    found.append(
                         {
                             "kind": "merge",
                             "keep": a.entity_id,
@@ -166,11 +166,26 @@ def tick(store, now: datetime | None = None, seed: int = 0, pack=None) -> dict:
                 and min(fuzz.partial_ratio(names[0], n) for n in names) < 30
                 and ent.etype != "asset"
             ):
-                queue.append({"kind": "split", "entity_id": ent.entity_id, "aliases": ent.aliases})
+                found.append({"kind": "split", "entity_id": ent.entity_id, "aliases": ent.aliases})
     elif probe == "quality":
         for k in fg.items.values():
             if k.invalid_at is None and k.trust_tier >= 3 and k.validations == 0:
                 log.append({"check": "unvalidated_hearsay", "edge_id": k.edge_id})
+    return found
+
+
+def tick(store, now: datetime | None = None, seed: int = 0, pack=None) -> dict:
+    """One maintenance tick on a writable group store; returns the report. ``pack``: a domain
+    pack to read the group with instead of its own."""
+    now = now or datetime.now(UTC)
+    rng = random.Random(seed)
+    probe = sample_probe(rng)
+    fg, canon, _ = load_knowledge(store, with_records=False, pack=pack)
+    eps = GovernanceConfig().epsilon
+    log: list[dict[str, Any]] = []
+    queue: list[dict[str, Any]] = []
+    fixes = _stale_sweep(fg, canon, now, eps, queue, log)
+    queue += _probe_findings(probe, fg, log)
     changed = recompute(fg, now)
     fg.flush()
     lines: list[dict[str, Any]] = [{"at": now.isoformat(), "probe": probe, **x} for x in log]
