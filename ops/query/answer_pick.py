@@ -94,13 +94,16 @@ def _with_focus(u: Unit, words: set[str]) -> str:
 #: the alternative a statement turns down: ", not X", "instead of X", "rather than X"
 _ALT = r"(?:[^,.;:!?]|\.(?=\d))+"  # up to the clause's end (a decimal point is no end)
 _REJECTED = re.compile(rf",\s*not\s+{_ALT}|\s*\b(?:instead of|rather than)\s+{_ALT}", re.I)
+#: "I'd rather take A than B": the B it is preferred to
+_RATHER = re.compile(rf"(\brather\b(?:[^,.;:!?](?!\bthan\b))*?)\s+than\s+{_ALT}", re.I)
 
 
 def without_rejected(text: str) -> str:
-    """``text`` without the alternative it turns down: under a "now" question the value
+    """``text`` without the alternative it turns down (", not X", "instead of X", "rather
+    than X", "rather A than X"): under a "now" question the value
     rejected is the old state, not part of the answer ("I take the 9.10 bus, not the 8.40,
     since ..." -> "I take the 9.10 bus, since ...")."""
-    return _REJECTED.sub("", text).strip() or text
+    return _RATHER.sub(r"\1", _REJECTED.sub("", text)).strip() or text
 
 
 def _announces(u: Unit, names: list[str]) -> bool:

@@ -45,9 +45,9 @@ def proper_nouns(text: str, names: set[str]) -> list[str]:
     out = []
     for m in NAME_WORD.finditer(text):
         w = m.group(0).strip("'")
-        low = w.lower()
-        if low in names or low in CALENDAR or not query_terms(w):
-            continue
+        low = w.lower().replace("\u2019", "'")
+        if low in names or low in CALENDAR or low.startswith("i'") or not query_terms(w):
+            continue  # "I've", "I'd" are the speaker, no name
         out.append(w)
     return out
 

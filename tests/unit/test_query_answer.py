@@ -269,3 +269,15 @@ def test_an_explicit_date_beats_a_weekday_in_the_same_message():
 def test_the_readme_snippet_answers_its_question():
     # the README's Memory example: one message, no word in common with the question
     assert ask("Where is the offsite?", [ex(0, "Ana", "Porto it is.")]) == "Ana: Porto it is."
+
+
+def test_a_now_line_drops_the_alternative_it_turns_down():
+    from speakerflow.ops.query.answer_pick import without_rejected
+
+    assert without_rejected("I'd rather walk to the park than drive, it's sunny.") == (
+        "I'd rather walk to the park, it's sunny."
+    )
+    assert without_rejected("I take the 9.10 bus, not the 8.40, since it is quicker.") == (
+        "I take the 9.10 bus, since it is quicker."
+    )
+    assert without_rejected("I'm not coming, sorry.") == "I'm not coming, sorry."
