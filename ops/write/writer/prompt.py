@@ -234,7 +234,7 @@ def render_actions(actions: Iterable[Mapping[str, Any]]) -> str:
 #: Version of the compact wording (recorded in training data and adapter cards).
 COMPACT_PROMPT_VERSION = "sf-writer-compact-1"
 
-#: The opening forced at the start of a local Writer's reply (inference and GRPO sampling).
+#: The opening forced before a local Writer's reply (inference and GRPO sampling).
 #: Every :func:`render_actions` target starts with it, and it ends on a token boundary of
 #: those targets (``' [{'``, ``'"'``, ``'action'``, ``'":'``, ``' "'`` in SmolLM2's
 #: tokenizer), so the forced tokens are exactly the ones SFT trained on; ``{"actions": [``
