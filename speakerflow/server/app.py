@@ -173,6 +173,7 @@ def add_read_routes(app: FastAPI, memory: Memory, ask_threads: int = 32) -> None
         body = AskOut.model_construct(
             question=result.question,
             answer=result.answer,
+            said=result.said,
             cited_ids=result.cited_ids(),
             cited=[m.model_dump(mode="json", include=CITED_FIELDS) for m in cited],
             evidence=[e.model_dump(mode="json") for e in result.evidence],

@@ -48,6 +48,9 @@ CITED_FIELDS: set[str] = {"msg_id", "speaker", "ts", "session_id", "text"}
 class AskOut(BaseModel):
     question: str
     answer: str
+    said: str | None = Field(
+        None, description="the day the answering message was said, when a date answer means another"
+    )
     cited_ids: list[str]
     cited: list[dict[str, Any]]
     evidence: list[dict[str, Any]]

@@ -191,6 +191,7 @@ def test_real_server_ingest_then_ask_cites_messages(tmp_path):
             "/v1/groups/team/ask", json={"question": "Where will the offsite be?"}, headers=auth
         ).json()
         assert "s2-t05" in body["cited_ids"] and body["answer"]
+        assert "said" in body  # the day said, beside a date answer (None here)
         assert body["evidence"] and body["latency_ms"] >= 0
         assert any(m["msg_id"] == "s2-t05" for m in body["cited"])
         assert c.get("/v1/groups/other/status", headers=auth).status_code == 403
