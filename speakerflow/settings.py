@@ -33,9 +33,9 @@ BUNDLED_SAMPLE = Path(__file__).parent / "data" / "sample_team.jsonl"
 _SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
-def _either(name: str, fallback: str) -> AliasChoices:
-    """A variable read as ``SPEAKERFLOW_<name>``, else as the plain ``fallback``."""
-    return AliasChoices(PREFIX + name, fallback)
+def _either(name: str) -> AliasChoices:
+    """A variable read as ``SPEAKERFLOW_<name>``, else as the plain ``<name>``."""
+    return AliasChoices(PREFIX + name, name)
 
 
 class Settings(BaseSettings):
@@ -108,17 +108,17 @@ class Settings(BaseSettings):
     # -- chat backends and serving --------------------------------------------------------
     openai_api_key: SecretStr | None = Field(
         None,
-        validation_alias=_either("OPENAI_API_KEY", "OPENAI_API_KEY"),
+        validation_alias=_either("OPENAI_API_KEY"),
         description="Key of the OpenAI-compatible chat backend (else $OPENAI_API_KEY).",
     )
     openai_base_url: str | None = Field(
         None,
-        validation_alias=_either("OPENAI_BASE_URL", "OPENAI_BASE_URL"),
+        validation_alias=_either("OPENAI_BASE_URL"),
         description="Its URL (else $OPENAI_BASE_URL, else https://api.openai.com/v1).",
     )
     openai_model: str | None = Field(
         None,
-        validation_alias=_either("OPENAI_MODEL", "OPENAI_MODEL"),
+        validation_alias=_either("OPENAI_MODEL"),
         description="Its model name (else $OPENAI_MODEL).",
     )
     api_keys: SecretStr | None = Field(
