@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from writer_sample import MSGS
 
 from speakerflow.ops.backends.errors import BackendConfigError
 from speakerflow.ops.write.interfaces import Segment
@@ -18,12 +19,6 @@ from speakerflow.ops.write.writer.prompt import build_compact_messages, render_a
 
 pytestmark = [pytest.mark.timeout(900), pytest.mark.slow]
 
-MSGS = (
-    {"msg_id": "t_s1_t000", "speaker": "Ana", "text": "We agreed: the offsite is in Porto.",
-     "ts": "2026-03-02T09:00:00Z", "session_id": "s1", "turn": 0},
-    {"msg_id": "t_s1_t001", "speaker": "Ben", "text": "Great, I love Porto.",
-     "ts": "2026-03-02T09:01:00Z", "session_id": "s1", "turn": 1},
-)  # fmt: skip
 TARGET = [
     {"action": "ADD", "owner": "GROUP", "source": "Ana", "layer": "group_interaction",
      "utype": "decision", "content": "the offsite is in Porto"},

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from writer_sample import MSGS
+
 from speakerflow.ops.write.interfaces import Segment
 from speakerflow.ops.write.writer.local import LocalWriterConfig
 from speakerflow.ops.write.writer.prompt import (
@@ -15,12 +17,6 @@ from speakerflow.ops.write.writer.prompt import (
 from speakerflow.training.grpo_windows import WindowReward, forced_prompt, grpo_rows
 from speakerflow.training.state import WriterState
 
-MSGS = (
-    {"msg_id": "t_s1_t000", "speaker": "Ana", "text": "We agreed: the offsite is in Porto.",
-     "ts": "2026-03-02T09:00:00Z", "session_id": "s1", "turn": 0},
-    {"msg_id": "t_s1_t001", "speaker": "Ben", "text": "Great, I love Porto.",
-     "ts": "2026-03-02T09:01:00Z", "session_id": "s1", "turn": 1},
-)  # fmt: skip
 TARGET = [
     {"action": "ADD", "owner": "GROUP", "source": "Ana", "layer": "group_interaction",
      "utype": "decision", "content": "the offsite is in Porto", "from_ids": ["t_s1_t000"]},
