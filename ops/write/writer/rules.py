@@ -41,14 +41,14 @@ message the sentence came from.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from speakerflow.ops.text.people import PersonResolver
 from speakerflow.ops.write.interfaces import Segment, WriterOutput
 from speakerflow.ops.write.writer import consolidate as cs
 from speakerflow.ops.write.writer import rules_text as rt
+from speakerflow.ops.write.writer.rules_config import RulesConfig
 from speakerflow.ops.write.writer.rules_content import (
     VIEWS,
     Slot,
@@ -67,116 +67,46 @@ from speakerflow.schemas import GROUP_OWNER
 from speakerflow.words import CHANGE_STATEMENT
 
 
-class RulesConfig(BaseModel):
-    """Knobs of the rules Writer."""
+@dataclass
+class _Run:
+    """What one segment's proposal reads and builds up, message by message."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    min_topic_words: int = Field(
-        default=2,
-        ge=0,
-        description="content words a person record needs (its message's statements about one "
-        "person together; one says too little: 'Booked!', 'Uncle Emmanuel is WRONG'); each "
-        "statement needs one",
+    segment: Segment
+    people: PersonResolver
+    exclude: set[str]
+    known: list[dict[str, Any]]  # the history, then the segment's messages
+    at: dict[str, int]  # msg id -> its position in ``known``
+    stats: cs.WordStats
+    slots: list[Slot]  # the heads, then the records made in this segment
+    by_id: dict[str, dict[str, Any]]  # the segment's messages by id
+    texts: dict[str, str]  # msg id -> text, of ``known``
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    # msg id -> (its GROUP action, topics)
+    group_acts: dict[str, tuple[dict[str, Any], set[str]]] = field(default_factory=dict)
+    # msg id of a GROUP action -> agreeing messages
+    agreed: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+def _head_slot(head: dict[str, Any], exclude: set[str], at: dict[str, int]) -> Slot:
+    """The slot of an existing head (its cited messages: those still known)."""
+    fam, topics = parse_key(head.get("event"), head["content"], exclude)
+    return Slot(
+        head["entry_id"],
+        head["owner"],
+        head["source"],
+        head["layer"],
+        fam,
+        topics,
+        head["content"],
+        [i for i in (head.get("from_ids") or []) if i in at],
+        head.get("utype") or "fact",
     )
-    min_claim_words: int = Field(
-        default=2, ge=0, description="content words an unattributed claim needs (rule 6)"
-    )
-    slot_overlap: float = Field(
-        default=1 / 3, ge=0.0, le=1.0, description="topic Jaccard to continue a slot"
-    )
-    min_question_words: int = Field(
-        default=3, ge=0, description="content words a question needs to be recorded"
-    )
-    short_answer_words: int = Field(
-        default=14, ge=1, description="an answer this short is stored with its question"
-    )
-    # consolidation (records spanning messages)
-    thread_similarity: float = Field(
-        default=0.15,
-        ge=0.0,
-        le=1.0,
-        description="IDF-weighted word similarity (with a shared rare word) that continues a "
-        "thread",
-    )
-    thread_clauses: int = Field(
-        default=3, ge=1, description="statements a thread record keeps in its content (newest)"
-    )
-    max_cited: int = Field(
-        default=8,
-        ge=1,
-        description="messages a record cites at most: the newest (a decision "
-        "two more: its proposal and the newest); older ones stay cited by the chain's earlier "
-        "records",
-    )
-    decision_lookback: int = Field(
-        default=10,
-        ge=0,
-        description="messages of the session before a decision searched for its discussion",
-    )
-    norms: bool = Field(
-        default=True, description="write recurring-activity norms (who keeps / misses them)"
-    )
-    min_norm_sessions: int = Field(
-        default=2, ge=1, description="sessions an activity must come up in to be a norm"
-    )
-    min_record_words: int = Field(
-        default=4,
-        ge=0,
-        description="words a person record's content needs (shorter ones "
-        "say too little to be worth a record; the message stays in System 1)",
-    )
-    update_on: str = Field(
-        default="change",
-        pattern="^(change|continue)$",
-        description="when a statement continuing an earlier session's record supersedes it: "
-        "'change' only when the state changes (a change cue, a single-valued matter, a later "
-        "decision); other continuations become this session's own record citing the earlier "
-        "messages. 'continue': every continuation is an UPDATE (the thread is one chain)",
-    )
-    consensus_record: bool = Field(
-        default=True,
-        description="write agreement with a group proposal as a separate "
-        "record ('Ben, Chloe with Ana (date): ...'); else the proposal itself becomes "
-        "the group's decision, citing the agreeing messages",
-    )
-    merge_words: int = Field(
-        default=22,
-        ge=0,
-        description="words a record merged from one segment's statements "
-        "may reach; a statement that would make it longer starts its own record",
-    )
-    questions: bool = Field(
-        default=True, description="record substantive questions as 'asked: ...' observations"
-    )
-    elide: bool = Field(
-        default=True,
-        description="a self-report does not repeat its owner's name ('team is at eight', not "
-        "'Mei's team is at eight'): the owner field says whose it is",
-    )
-    message_merge: bool = Field(
-        default=False,
-        description="a person's consecutive statements about themselves in one message are one "
-        "record whatever the matter (SpeakerLevenshtein +0.004, but LoCoMo dev recall@10 -0.005 "
-        "with attribute on: off by default)",
-    )
-    revise: bool = Field(
-        default=True,
-        description="a later message of a person that revises their record on the same matter "
-        "(rules_revise: words shared with the record's messages, and a change word, moved "
-        "numbers, a negated word of it or a turned stance) becomes an UPDATE of it",
-    )
-    revise_similarity: float = Field(
-        default=0.1,
-        ge=0.0,
-        le=1.0,
-        description="IDF-weighted word similarity (with a shared rare word) between a message "
-        "(read with the one before it) and a record's messages for a revision",
-    )
-    attribute: bool = Field(
-        default=True,
-        description="a view of another member opens with its source ('Ana says Ben ...', "
-        "'Ana asks ...'): the record's owner is whom it is about, its words say who holds it",
-    )
+
+
+def _move(slot: Slot, topics: set[str], content: str, cited: list[str], key: str) -> None:
+    """``slot`` now holds ``content`` on the matter ``key`` (its entry id is the caller's)."""
+    slot.topics, slot.content, slot.from_ids = topics, content, cited
+    slot.family = key.partition(":")[0]
 
 
 class RulesWriter(SlotFinder):
@@ -190,245 +120,300 @@ class RulesWriter(SlotFinder):
 
     # -- WriterBackend ------------------------------------------------------------------
     def propose(self, segment: Segment) -> WriterOutput:
-        from speakerflow.ops.write.upsert import add_entry_id, entry_id
+        run = self._start(segment)
+        previous: dict[str, Any] | None = None
+        for msg in segment.messages:
+            self._read(run, msg, previous)
+            previous = msg
+        self._consensus(run)
+        if self.config.norms:
+            run.actions.extend(
+                NormWriter(self.config, self.__dict__["_memo"]).norms(
+                    segment, run.known, run.stats, run.people, run.slots
+                )
+            )
+        if self.config.attribute:
+            self._attribute(run)
+        return WriterOutput(actions=run.actions[: segment.max_actions])
 
-        people = PersonResolver(segment.roster, segment.aliases)
+    def _start(self, segment: Segment) -> _Run:
+        """The state of a segment's proposal before its first message."""
         exclude = {w.lower() for name in segment.roster for w in name.split()}
         known = [*segment.history, *segment.messages]
         at = {m["msg_id"]: i for i, m in enumerate(known)}
-        stats = cs.WordStats(known, exclude, self._words_memo(segment.group_id))
-        slots = []
-        for h in segment.heads:
-            fam, topics = parse_key(h.get("event"), h["content"], exclude)
-            slots.append(
-                Slot(
-                    h["entry_id"],
-                    h["owner"],
-                    h["source"],
-                    h["layer"],
-                    fam,
-                    topics,
-                    h["content"],
-                    [i for i in (h.get("from_ids") or []) if i in at],
-                    h.get("utype") or "fact",
-                )
+        return _Run(
+            segment=segment,
+            people=PersonResolver(segment.roster, segment.aliases),
+            exclude=exclude,
+            known=known,
+            at=at,
+            stats=cs.WordStats(known, exclude, self._words_memo(segment.group_id)),
+            slots=[_head_slot(h, exclude, at) for h in segment.heads],
+            by_id={m["msg_id"]: m for m in segment.messages},
+            texts={m["msg_id"]: m["text"] for m in known},
+        )
+
+    def _read(self, run: _Run, msg: dict[str, Any], previous: dict[str, Any] | None) -> None:
+        """Write the statements of one message (``previous``: the message before it)."""
+        target = run.by_id.get(msg.get("reply_to") or "") or previous
+        if (
+            target is not None
+            and target["msg_id"] in run.group_acts
+            and target["speaker"] != msg["speaker"]
+            and cs.accepts(msg["text"])
+        ):
+            run.agreed.setdefault(target["msg_id"], []).append(msg)
+        candidates = merge_statements(
+            list(self.reader.actions(msg, previous, run.by_id, run.people, run.exclude)),
+            self.config.message_merge,
+        )
+        for act, _, topics in candidates:
+            if act["owner"] == GROUP_OWNER and msg["msg_id"] not in run.group_acts:
+                run.group_acts[msg["msg_id"]] = (act, topics)
+        revised = (
+            revised_slot(
+                msg,
+                previous,
+                run.slots,
+                run.texts,
+                run.stats,
+                run.exclude,
+                self.config.revise_similarity,
             )
-        by_id = {m["msg_id"]: m for m in segment.messages}
-        texts = {m["msg_id"]: m["text"] for m in known}
-        actions: list[dict[str, Any]] = []
-        previous: dict[str, Any] | None = None
-        group_acts: dict[
-            str, tuple[dict[str, Any], set[str]]
-        ] = {}  # msg id -> (its GROUP action, topics)
-        agreed: dict[
-            str, list[dict[str, Any]]
-        ] = {}  # msg id of a GROUP action -> agreeing messages
-        for msg in segment.messages:
-            target = by_id.get(msg.get("reply_to") or "") or previous
-            if (
-                target is not None
-                and target["msg_id"] in group_acts
-                and target["speaker"] != msg["speaker"]
-                and cs.accepts(msg["text"])
-            ):
-                agreed.setdefault(target["msg_id"], []).append(msg)
-            candidates = merge_statements(
-                list(self.reader.actions(msg, previous, by_id, people, exclude)),
-                self.config.message_merge,
+            if self.config.revise
+            else None
+        )
+        if revised is not None:
+            # a change of mind: the person's statements of this message update the record
+            # they revise (its chain's head becomes the current view)
+            candidates = write_revision(
+                self.config, run.segment, msg, revised, candidates, run.actions, run.known, run.at
             )
-            for act, _, topics in candidates:
-                if act["owner"] == GROUP_OWNER and msg["msg_id"] not in group_acts:
-                    group_acts[msg["msg_id"]] = (act, topics)
-            revised = (
-                revised_slot(
-                    msg, previous, slots, texts, stats, exclude, self.config.revise_similarity
-                )
-                if self.config.revise
-                else None
+        for act, fam, topics in candidates:
+            if not self._says_little(act, fam, topics):
+                self._write(run, msg, act, fam, topics)
+
+    def _says_little(self, act: dict[str, Any], fam: str, topics: set[str]) -> bool:
+        """A person record too short, or with too few topic words, to be worth writing."""
+        if act["owner"] == GROUP_OWNER:
+            return False
+        if self.config.min_record_words and (
+            len(rt.words(act["content"])) < self.config.min_record_words
+        ):
+            return True
+        # "Booked!", "Uncle Emmanuel is WRONG": one content word says too little;
+        # a habit's verb and a view without a topic are exempt
+        return (
+            len(topics) < self.config.min_topic_words
+            and fam not in rt.OPEN_TOPIC
+            and fam != "habit"
+        )
+
+    def _write(
+        self, run: _Run, msg: dict[str, Any], act: dict[str, Any], fam: str, topics: set[str]
+    ) -> None:
+        """Write one statement: into the slot it continues, else as a new record."""
+        if act["utype"] == "decision":  # the proposal, objections and agreement that led to it
+            argued = cs.discussion(
+                run.known, run.at[msg["msg_id"]], topics, run.stats, self.config.decision_lookback
             )
-            previous = msg
-            if revised is not None:
-                # a change of mind: the person's statements of this message update the record
-                # they revise (its chain's head becomes the current view)
-                candidates = write_revision(
-                    self.config, segment, msg, revised, candidates, actions, known, at
-                )
-            for act, fam, topics in candidates:
-                if act["owner"] != GROUP_OWNER and (
-                    (
-                        self.config.min_record_words
-                        and len(rt.words(act["content"])) < self.config.min_record_words
-                    )
-                    # "Booked!", "Uncle Emmanuel is WRONG": one content word says too little;
-                    # a habit's verb and a view without a topic are exempt
-                    or (
-                        len(topics) < self.config.min_topic_words
-                        and fam not in rt.OPEN_TOPIC
-                        and fam != "habit"
-                    )
-                ):
-                    continue
-                if (
-                    act["utype"] == "decision"
-                ):  # the proposal, objections and agreement that led to it
-                    argued = cs.discussion(
-                        known, at[msg["msg_id"]], topics, stats, self.config.decision_lookback
-                    )
-                    act["from_ids"] = cap(
-                        list(dict.fromkeys([*argued, *act["from_ids"]])),
-                        self.config.max_cited + 2,
-                        keep_first=True,
-                    )
-                slot = self._find_slot(slots, act, fam, topics)
-                if (
-                    slot is not None
-                    and act["utype"] == "decision"
-                    and slot.source != act["source"]
-                    and fam not in rt.SINGLE_VALUED
-                ):
-                    # a decision is the announcer's record, not an update of someone's proposal
-                    slot = None
-                thread = False
-                if slot is None and act["owner"] != GROUP_OWNER:
-                    slot = self._find_thread(slots, act, msg["msg_id"], topics, stats)
-                    thread = slot is not None
-                if slot is not None:
-                    if not thread and self._restates(slot, act["content"], topics, fam):
-                        continue
-                    new_topics = (slot.topics | topics) if fam not in rt.SINGLE_VALUED else topics
-                    content = act["content"]
-                    decision = act["utype"] == "decision"
-                    cited = cap(
-                        list(dict.fromkeys([*slot.from_ids, *act["from_ids"]])),
-                        self.config.max_cited + 2 * decision,
-                        keep_first=decision,
-                    )
-                    key = matter_key(slot.family if thread else fam, new_topics)
-                    merged = (
-                        thread_content(slot.content, content, self.config.thread_clauses + 2)
-                        if last_clause(content) not in slot.content
-                        else slot.content
-                    )
-                    if (
-                        slot.pending is not None
-                        and len(rt.words(merged)) <= self.config.merge_words
-                    ):
-                        # the record was made in this segment: one record per person and matter per
-                        # segment, the statements joined (no chain inside one segment)
-                        content = merged
-                        slot.pending.update(content=content, from_ids=cited, event=key)
-                        if act["utype"] == "decision" or slot.utype == "fact":
-                            slot.pending["utype"] = slot.utype = act["utype"]
-                        slot.topics, slot.content, slot.from_ids = new_topics, content, cited
-                        slot.family = key.partition(":")[0]
-                        slot.entry_id = add_entry_id(
-                            segment.group_id, segment.segment_id, slot.owner, slot.layer, content
-                        )
-                        continue
-                    before = known[at[slot.from_ids[-1]]]["ts"] if slot.from_ids else None
-                    change = (
-                        act["owner"] != GROUP_OWNER
-                        and bool(CHANGE_STATEMENT.search(content))
-                        and before is not None
-                    )
-                    supersedes = slot.pending is None and (
-                        self.config.update_on == "continue"
-                        or change
-                        or fam in rt.SINGLE_VALUED
-                        or (fam == "habit" and not thread)  # a recurring behaviour seen again
-                        # a view moves: a new preference / stance on the matter replaces the earlier
-                        # one
-                        or ((fam in rt.OPEN_TOPIC or act["utype"] in VIEWS) and slot.utype in VIEWS)
-                        or (decision and slot.utype == "decision")
-                    )
-                    if not supersedes:
-                        # the matter continues in a new session: this session's own record, citing
-                        # the
-                        # earlier messages on it (the earlier record stays a current head)
-                        act["from_ids"] = cap(
-                            list(dict.fromkeys([*slot.from_ids, *act["from_ids"]])),
-                            self.config.max_cited,
-                            keep_first=False,
-                        )
-                        topics, fam = new_topics, key.partition(":")[0]
-                    else:
-                        if change:
-                            old = last_clause(slot.content)
-                            content = f"{content} (before, {day_str(before)}: {old})"
-                        elif thread:
-                            content = thread_content(
-                                slot.content, content, self.config.thread_clauses
-                            )
-                        elif fam == "habit":
-                            content = f"{content} (again, {day_str(msg['ts'])})"
-                        actions.append(
-                            {
-                                "action": "UPDATE",
-                                "entry_id": slot.entry_id,
-                                "content": content,
-                                "utype": act["utype"],
-                                "event": key,
-                                "from_ids": cited,
-                            }
-                        )
-                        slot.topics, slot.content, slot.from_ids = new_topics, content, cited
-                        slot.family = key.partition(":")[0]
-                        slot.entry_id = entry_id(
-                            segment.group_id, segment.segment_id, "UPDATE", slot.entry_id, content
-                        )
-                        continue
-                said = {act["content"], attributed(act["content"], act["source"])}
-                if any(
-                    sl.owner == act["owner"] and sl.layer == act["layer"] and sl.content in said
-                    for sl in slots
-                ):
-                    continue  # said before in the same words: that record stands
-                act["event"] = matter_key(fam, topics)
-                actions.append(act)
-                eid = add_entry_id(
-                    segment.group_id, segment.segment_id, act["owner"], act["layer"], act["content"]
-                )
-                slots.append(
-                    Slot(
-                        eid,
-                        act["owner"],
-                        act["source"],
-                        act["layer"],
-                        fam,
-                        topics,
-                        act["content"],
-                        list(act["from_ids"]),
-                        act["utype"],
-                        pending=act,
-                    )
-                )
-        for target_id, msgs in agreed.items():
-            act, topics = group_acts[target_id]
+            act["from_ids"] = cap(
+                list(dict.fromkeys([*argued, *act["from_ids"]])),
+                self.config.max_cited + 2,
+                keep_first=True,
+            )
+        slot, thread = self._continued(run, msg, act, fam, topics)
+        if slot is not None:
+            if not thread and self._restates(slot, act["content"], topics, fam):
+                return
+            rest = self._continue(run, msg, act, fam, topics, slot, thread)
+            if rest is None:
+                return
+            fam, topics = rest
+        self._add(run, act, fam, topics)
+
+    def _continued(
+        self, run: _Run, msg: dict[str, Any], act: dict[str, Any], fam: str, topics: set[str]
+    ) -> tuple[Slot | None, bool]:
+        """The slot the statement continues (or None) and whether it is a thread."""
+        slot = self._find_slot(run.slots, act, fam, topics)
+        if (
+            slot is not None
+            and act["utype"] == "decision"
+            and slot.source != act["source"]
+            and fam not in rt.SINGLE_VALUED
+        ):
+            # a decision is the announcer's record, not an update of someone's proposal
+            slot = None
+        if slot is None and act["owner"] != GROUP_OWNER:
+            slot = self._find_thread(run.slots, act, msg["msg_id"], topics, run.stats)
+            return slot, slot is not None
+        return slot, False
+
+    def _continue(
+        self,
+        run: _Run,
+        msg: dict[str, Any],
+        act: dict[str, Any],
+        fam: str,
+        topics: set[str],
+        slot: Slot,
+        thread: bool,
+    ) -> tuple[str, set[str]] | None:
+        """Continue ``slot`` with the statement: join it to a record of this segment, or
+        UPDATE the head (None: done); else the (family, topics) of this session's own record
+        on the matter, citing the earlier messages."""
+        from speakerflow.ops.write.upsert import add_entry_id
+
+        segment = run.segment
+        new_topics = (slot.topics | topics) if fam not in rt.SINGLE_VALUED else topics
+        content = act["content"]
+        decision = act["utype"] == "decision"
+        cited = cap(
+            list(dict.fromkeys([*slot.from_ids, *act["from_ids"]])),
+            self.config.max_cited + 2 * decision,
+            keep_first=decision,
+        )
+        key = matter_key(slot.family if thread else fam, new_topics)
+        merged = (
+            thread_content(slot.content, content, self.config.thread_clauses + 2)
+            if last_clause(content) not in slot.content
+            else slot.content
+        )
+        if slot.pending is not None and len(rt.words(merged)) <= self.config.merge_words:
+            # the record was made in this segment: one record per person and matter per
+            # segment, the statements joined (no chain inside one segment)
+            slot.pending.update(content=merged, from_ids=cited, event=key)
+            if decision or slot.utype == "fact":
+                slot.pending["utype"] = slot.utype = act["utype"]
+            _move(slot, new_topics, merged, cited, key)
+            slot.entry_id = add_entry_id(
+                segment.group_id, segment.segment_id, slot.owner, slot.layer, merged
+            )
+            return None
+        before = run.known[run.at[slot.from_ids[-1]]]["ts"] if slot.from_ids else None
+        change = (
+            act["owner"] != GROUP_OWNER
+            and bool(CHANGE_STATEMENT.search(content))
+            and before is not None
+        )
+        if not self._supersedes(act, fam, slot, thread, change):
+            # the matter continues in a new session: this session's own record, citing the
+            # earlier messages on it (the earlier record stays a current head)
+            act["from_ids"] = cap(
+                list(dict.fromkeys([*slot.from_ids, *act["from_ids"]])),
+                self.config.max_cited,
+                keep_first=False,
+            )
+            return key.partition(":")[0], new_topics
+        if change:
+            content = f"{content} (before, {day_str(before)}: {last_clause(slot.content)})"
+        elif thread:
+            content = thread_content(slot.content, content, self.config.thread_clauses)
+        elif fam == "habit":
+            content = f"{content} (again, {day_str(msg['ts'])})"
+        self._update(run, slot, act["utype"], content, key, cited, new_topics)
+        return None
+
+    def _supersedes(
+        self, act: dict[str, Any], fam: str, slot: Slot, thread: bool, change: bool
+    ) -> bool:
+        """Whether the statement replaces an earlier session's head (an UPDATE) rather than
+        starting this session's own record on the matter."""
+        return slot.pending is None and (
+            self.config.update_on == "continue"
+            or change
+            or fam in rt.SINGLE_VALUED
+            or (fam == "habit" and not thread)  # a recurring behaviour seen again
+            # a view moves: a new preference / stance on the matter replaces the earlier one
+            or ((fam in rt.OPEN_TOPIC or act["utype"] in VIEWS) and slot.utype in VIEWS)
+            or (act["utype"] == "decision" and slot.utype == "decision")
+        )
+
+    @staticmethod
+    def _update(
+        run: _Run,
+        slot: Slot,
+        utype: str,
+        content: str,
+        key: str,
+        cited: list[str],
+        topics: set[str],
+    ) -> None:
+        """Append the UPDATE of ``slot``'s head; the slot holds the new head."""
+        from speakerflow.ops.write.upsert import entry_id
+
+        run.actions.append(
+            {
+                "action": "UPDATE",
+                "entry_id": slot.entry_id,
+                "content": content,
+                "utype": utype,
+                "event": key,
+                "from_ids": cited,
+            }
+        )
+        _move(slot, topics, content, cited, key)
+        slot.entry_id = entry_id(
+            run.segment.group_id, run.segment.segment_id, "UPDATE", slot.entry_id, content
+        )
+
+    @staticmethod
+    def _add(run: _Run, act: dict[str, Any], fam: str, topics: set[str]) -> None:
+        """Append ``act`` as a new record and its slot, unless its owner's layer already
+        holds it in the same words."""
+        from speakerflow.ops.write.upsert import add_entry_id
+
+        said = {act["content"], attributed(act["content"], act["source"])}
+        if any(
+            sl.owner == act["owner"] and sl.layer == act["layer"] and sl.content in said
+            for sl in run.slots
+        ):
+            return  # said before in the same words: that record stands
+        act["event"] = matter_key(fam, topics)
+        run.actions.append(act)
+        eid = add_entry_id(
+            run.segment.group_id,
+            run.segment.segment_id,
+            act["owner"],
+            act["layer"],
+            act["content"],
+        )
+        run.slots.append(
+            Slot(
+                eid,
+                act["owner"],
+                act["source"],
+                act["layer"],
+                fam,
+                topics,
+                act["content"],
+                list(act["from_ids"]),
+                act["utype"],
+                pending=act,
+            )
+        )
+
+    def _consensus(self, run: _Run) -> None:
+        """The agreement with each GROUP proposal of the segment: a consensus record (or, with
+        ``consensus_record`` off, the proposal's record becomes the group's decision)."""
+        for target_id, msgs in run.agreed.items():
+            act, topics = run.group_acts[target_id]
             names = list(dict.fromkeys(m["speaker"] for m in msgs))
             agreeing = [m["msg_id"] for m in msgs]
-            # the record the proposal went into (made or updated in this segment)
-            into = next(
-                (
-                    a
-                    for a in reversed(actions)
-                    if target_id in (a.get("from_ids") or [])
-                    and a["action"] == "ADD"
-                    and a.get("owner") == GROUP_OWNER
-                ),
-                None,
-            )
+            into = _proposal_record(run.actions, target_id)
             if not self.config.consensus_record and into is not None:
                 # agreed: the proposal is what the group settled; its record cites the agreement
                 into["from_ids"] = list(dict.fromkeys([*into["from_ids"], *agreeing]))
                 into.update(utype="decision", layer="group_interaction")
                 continue
-            proposal = by_id[target_id]
+            proposal = run.by_id[target_id]
             # in the cited messages' words (Validate refuses content they do not support)
             content = (
                 f"{', '.join(names)} with {proposal['speaker']} ({day_str(proposal['ts'])}): "
                 f"{act['content']}"
             )
-            actions.append(
+            run.actions.append(
                 {
                     "action": "ADD",
                     "owner": GROUP_OWNER,
@@ -440,24 +425,20 @@ class RulesWriter(SlotFinder):
                     "from_ids": [target_id, *agreeing],
                 }
             )
-        if self.config.norms:
-            actions.extend(
-                NormWriter(self.config, self.__dict__["_memo"]).norms(
-                    segment, known, stats, people, slots
-                )
-            )
-        if self.config.attribute:
-            from speakerflow.ops.write.grounding import grounding
 
-            texts = {m["msg_id"]: m["text"] for m in known}
-            for act in actions:
-                if act["action"] != "ADD" or act["layer"] != "per_speaker_profile":
-                    continue
-                content = attributed(act["content"], act["source"])
-                evidence = [texts[i] for i in act["from_ids"] if i in texts]
-                if grounding(content, evidence, names=segment.roster).reason() is None:
-                    act["content"] = content
-        return WriterOutput(actions=actions[: segment.max_actions])
+    @staticmethod
+    def _attribute(run: _Run) -> None:
+        """Open each new view of another member with its source ('Ana says Ben ...') where
+        the cited messages still ground it."""
+        from speakerflow.ops.write.grounding import grounding
+
+        for act in run.actions:
+            if act["action"] != "ADD" or act["layer"] != "per_speaker_profile":
+                continue
+            content = attributed(act["content"], act["source"])
+            evidence = [run.texts[i] for i in act["from_ids"] if i in run.texts]
+            if grounding(content, evidence, names=run.segment.roster).reason() is None:
+                act["content"] = content
 
     def _words_memo(self, group_id: str) -> dict[str, frozenset[str]]:
         """Content words per message id, kept across the segments of one group."""
@@ -467,8 +448,16 @@ class RulesWriter(SlotFinder):
             memo["group"], memo["words"] = group_id, {}
         return memo["words"]
 
-    # -- consolidation ------------------------------------------------------------------
 
-    # -- one message -> candidate ADDs -----------------------------------------------------
-
-    # -- slots --------------------------------------------------------------------------
+def _proposal_record(actions: list[dict[str, Any]], target_id: str) -> dict[str, Any] | None:
+    """The GROUP record a proposal went into (the newest ADD of this segment citing it)."""
+    return next(
+        (
+            a
+            for a in reversed(actions)
+            if target_id in (a.get("from_ids") or [])
+            and a["action"] == "ADD"
+            and a.get("owner") == GROUP_OWNER
+        ),
+        None,
+    )

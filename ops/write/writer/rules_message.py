@@ -65,7 +65,7 @@ _KIN = frozenset("mum mom mam mama mommy mummy dad daddy papa grandma grandpa na
 
 
 class MessageReader:
-    """The candidate records of one message under a :class:`~.rules.RulesConfig`."""
+    """The candidate records of one message under a :class:`~.rules_config.RulesConfig`."""
 
     def __init__(self, config):
         self.config = config
