@@ -20,6 +20,7 @@ action get the NOOP target. Targets are rendered with the prompt's short ids.
 from __future__ import annotations
 
 import json
+import random
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -189,6 +190,30 @@ def window_examples(
 def _plain(message: dict[str, Any]) -> dict[str, Any]:
     """A message dict with JSON-safe values (timestamps as ISO text)."""
     return {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in message.items()}
+
+
+def is_noop(example: dict[str, Any]) -> bool:
+    """Whether a windowed example's target is NOOP (no teacher action kept for the window)."""
+    return not json.loads(example["target_actions"])
+
+
+def thin_noop(
+    examples: list[dict[str, Any]], keep: float, seed: int = 0
+) -> tuple[list[dict[str, Any]], int]:
+    """``examples`` with a seeded ``keep`` share of the NOOP-target windows (rounded, at least
+    one when any exists and ``keep`` > 0) and every window with actions, in their order;
+    returns them and how many NOOP windows were dropped.
+
+    NOOP windows are about a third of the teacher windows and their target is six tokens, so
+    their loss falls first and greedy decoding learns NOOP before it learns any action; fewer
+    of them balance what SFT sees (``keep`` 1 keeps all, 0 none)."""
+    if not 0.0 <= keep <= 1.0:
+        raise ValueError(f"noop keep share must be in [0, 1], got {keep}")
+    noop = [i for i, ex in enumerate(examples) if is_noop(ex)]
+    n_keep = 0 if keep == 0 or not noop else max(1, round(keep * len(noop)))
+    dropped = set(noop) - set(random.Random(seed).sample(noop, n_keep))
+    out = [ex for i, ex in enumerate(examples) if i not in dropped]
+    return out, len(noop) - n_keep
 
 
 def build_window_dataset(

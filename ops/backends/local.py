@@ -146,15 +146,48 @@ class LocalChatBackend:
         max_tokens: int = 512,
         temperature: float = 0.0,
         prefix: str = "",
+        gate: tuple[str, float] | None = None,
     ) -> list[ChatResult]:
         """One completion per chat, ``max_batch`` chats per ``generate`` call (left-padded,
         KV cache on); greedy decoding gives each chat the text it gets alone, up to float
         rounding of the padded batch. ``prefix`` starts every reply (constrained decoding of
-        its first tokens, e.g. ``{"actions": [``); the returned texts include it."""
+        its first tokens, e.g. ``{"actions": [``); the returned texts include it.
+
+        ``gate`` ``(text, min_p)``: the first token of ``text`` (after ``prefix``) may open a
+        reply only where the model gives it a probability of at least ``min_p`` there; below,
+        decoding takes the best other token (a calibrated threshold instead of the argmax
+        for one decision, e.g. NOOP or not: see :mod:`speakerflow.training.noop_gate`)."""
         out: list[ChatResult] = []
         step = self.config.max_batch
         for i in range(0, len(chats), step):
-            out += self._generate(chats[i : i + step], max_tokens, temperature, prefix)
+            out += self._generate(chats[i : i + step], max_tokens, temperature, prefix, gate)
+        return out
+
+    def first_token(self, prefix: str, text: str) -> int:
+        """The id of the first token of ``text`` when it follows ``prefix`` (as generation
+        sees it: the prefix tokenised alone, then ``text`` continuing it)."""
+        head = self.tokenizer(prefix, add_special_tokens=False)["input_ids"]
+        full = self.tokenizer(prefix + text, add_special_tokens=False)["input_ids"]
+        if full[: len(head)] != head or len(full) == len(head):
+            raise BackendRequestError(
+                f"{self.name} backend: {text!r} does not start a new token after {prefix!r}"
+            )
+        return int(full[len(head)])
+
+    def first_probs(self, chats: Sequence[Sequence[ChatMessage]], prefix: str, token: int) -> list:
+        """The probability of ``token`` as the first reply token after ``prefix``, per chat
+        (one forward pass each, no generation)."""
+        import torch
+
+        out = []
+        for chat in chats:
+            enc = self.tokenizer(
+                self.render(chat) + prefix, return_tensors="pt", add_special_tokens=False
+            )
+            enc = {k: v.to(self._input_device()) for k, v in enc.items()}
+            with torch.no_grad():
+                logits = self.model(**enc).logits[0, -1].float()
+            out.append(float(torch.softmax(logits, dim=-1)[token]))
         return out
 
     def _generate(
@@ -163,6 +196,7 @@ class LocalChatBackend:
         max_tokens: int,
         temperature: float,
         prefix: str = "",
+        gate: tuple[str, float] | None = None,
     ) -> list[ChatResult]:
         import torch
 
@@ -178,6 +212,11 @@ class LocalChatBackend:
                 f"at most {limit}; use smaller segments (window) or a longer-context model"
             )
         gen = self._gen_args(min(max_tokens, (limit or 10**9) - width), temperature)
+        if gate is not None:
+            token = self.first_token(prefix, gate[0])
+            from transformers import LogitsProcessorList
+
+            gen["logits_processor"] = LogitsProcessorList([FirstTokenGate(token, gate[1], width)])
         with torch.no_grad():
             generated = self.model.generate(**enc, **gen)
         eos = self.tokenizer.eos_token_id
@@ -191,3 +230,21 @@ class LocalChatBackend:
             text = prefix + self.tokenizer.decode(row, skip_special_tokens=True)
             results.append(ChatResult(text, int(n_prompt), len(row)))
         return results
+
+
+class FirstTokenGate:
+    """A ``generate`` logits processor: at the first new token (input width ``start``),
+    ``token`` stays possible only in the rows that give it a probability of at least
+    ``min_p`` (under the scores decoding sees); elsewhere it is masked out."""
+
+    def __init__(self, token: int, min_p: float, start: int):
+        if not 0.0 <= min_p <= 1.0:
+            raise BackendConfigError(f"gate min_p must be in [0, 1], got {min_p}")
+        self.token, self.min_p, self.start = token, min_p, start
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        if input_ids.shape[1] != self.start:
+            return scores
+        low = scores.float().softmax(dim=-1)[:, self.token] < self.min_p
+        scores[low, self.token] = float("-inf")
+        return scores

@@ -1,9 +1,9 @@
-"""``speakerflow train data|sft|grpo|export-onnx``: Writer training (see docs/training.md).
+"""``speakerflow train data|sft|grpo|calibrate-noop|export-onnx``: Writer training.
 
-Every sub-command prints its report as text (``--json``: as JSON). ``sft`` and ``grpo`` split the
-data by whole
-network with the same ``--heldout-fraction`` / ``--seed`` (so both see the same held-out
-networks, listed in the report) and train only on the training side.
+See docs/training.md. Every sub-command prints its report as text (``--json``: as JSON).
+``sft`` and ``grpo`` split the data by whole network with the same ``--heldout-fraction`` /
+``--seed`` (so both see the same held-out networks, listed in the report)
+and train only on the training side.
 """
 
 from __future__ import annotations
@@ -100,6 +100,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument(
         "--max-length", type=int, default=8192, help="drop pairs longer than this (tokens)"
     )
+    s.add_argument(
+        "--noop-keep",
+        type=float,
+        default=0.25,
+        help="--base: share of the NOOP-target windows kept (seeded by --seed; 1 keeps all, "
+        "default 0.25): NOOP is learnt first and crowds out the actions otherwise",
+    )
     s.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
     s.set_defaults(func=run_sft)
 
@@ -145,6 +152,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--qa-embedder", default="minilm", help="query-path embedder for the QA gain")
     g.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
     g.set_defaults(func=run_grpo)
+
+    c = tsub.add_parser(
+        "calibrate-noop",
+        help="choose the local Writer's NOOP threshold on the training windows (decoding.json)",
+    )
+    data_args(c)
+    c.add_argument("--model", required=True, help="the local Writer's adapter or model folder")
+    c.add_argument("--window", type=int, default=4, help="messages per window (default 4)")
+    c.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
+    c.set_defaults(func=run_calibrate_noop, max_examples=None)
 
     e = tsub.add_parser(
         "export-onnx", help="export a model folder to ONNX (KV cache) and check parity"
@@ -262,7 +279,11 @@ def run_sft(args: argparse.Namespace) -> int:
         raise CliError("train sft: give --model FOLDER (full model) or --base MODEL (LoRA)")
     build = None
     if args.base:
+        from speakerflow.training.windows import thin_noop
+
         train, held, refused, build = _windows(args)
+        train, build["noop_dropped"] = thin_noop(train, args.noop_keep, args.seed)
+        build["sft_windows"] = len(train)
     else:
         train, held, refused = _pairs(args)
     settings = SFTSettings(
@@ -365,6 +386,21 @@ def run_grpo(args: argparse.Namespace) -> int:
             args.model, train, args.out, settings, ref_dir=args.ref, qa_gain=qa_gain
         )
     report.update(train_networks=_ids(train), heldout_networks=_ids(held), refused_networks=refused)
+    emit(report, args.json)
+    return 0
+
+
+def run_calibrate_noop(args: argparse.Namespace) -> int:
+    """``train calibrate-noop``: the NOOP gate of ``--model`` from the training windows only."""
+    from speakerflow.training.noop_gate import calibrate_folder
+
+    train, held, _, _ = _windows(args)
+    try:
+        with _quiet():
+            report = calibrate_folder(args.model, train, _ids(train))
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    report["heldout_networks"] = _ids(held)
     emit(report, args.json)
     return 0
 

@@ -15,7 +15,11 @@ from writer_sample import MSGS
 
 from speakerflow.ops.backends.errors import BackendConfigError
 from speakerflow.ops.write.interfaces import Segment
-from speakerflow.ops.write.writer.prompt import build_compact_messages, render_actions
+from speakerflow.ops.write.writer.prompt import (
+    REPLY_OPENING,
+    build_compact_messages,
+    render_actions,
+)
 
 pytestmark = [pytest.mark.timeout(900), pytest.mark.slow]
 
@@ -64,7 +68,7 @@ def sft_adapter(smollm2, example, tmp_path_factory) -> tuple[Path, dict]:
     return out, train_sft("smollm2-135m", [example, example], out, settings)
 
 
-def test_real_model_loads_with_its_turn_end_and_generates_in_batches(smollm2):
+def test_real_model_loads_with_its_turn_end_and_generates_in_batches(smollm2, example):
     from speakerflow.ops.backends import make_backend
 
     chat = make_backend("transformers", model_dir="smollm2-135m", device="cpu", max_batch=2)
@@ -76,6 +80,19 @@ def test_real_model_loads_with_its_turn_end_and_generates_in_batches(smollm2):
     assert a.completion_tokens > 0 and a.prompt_tokens < b.prompt_tokens + 50
     assert a.text == c.text  # greedy: the same chat gives the same text within a batch
     assert chat.chat(hi, max_tokens=6).completion_tokens <= 6
+    # the NOOP gate: a reply opens with NOOP only where its probability reaches min_p
+    token = chat.first_token(REPLY_OPENING, "NOOP")
+    [p] = chat.first_probs([example["prompt"]], REPLY_OPENING, token)
+    assert 0.0 < p < 1.0
+    run = [example["prompt"]]
+    free, open_gate = (
+        chat.chat_batch(run, max_tokens=2, prefix=REPLY_OPENING, gate=g)[0].text
+        for g in (None, ("NOOP", 0.0))
+    )
+    [shut] = chat.chat_batch(run, max_tokens=2, prefix=REPLY_OPENING, gate=("NOOP", 1.0))
+    assert free == open_gate  # a gate every probability passes changes nothing
+    noop_start = REPLY_OPENING + chat.tokenizer.decode([token])
+    assert shut.text.startswith(REPLY_OPENING) and not shut.text.startswith(noop_start)
 
 
 def test_one_sft_step_trains_a_lora_adapter_over_the_pypi_base(sft_adapter):

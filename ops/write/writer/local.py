@@ -6,7 +6,8 @@ A segment (one session window of the write path, up to 25 messages) is cut into 
 window gets the compact prompt
 (:func:`~speakerflow.ops.write.writer.prompt.build_compact_messages`: the segment's heads,
 short ``[n]`` / ``E<k>`` ids) and all windows of the segment are generated as one padded
-batch (greedy by default). The replies are repaired and parsed like the chat Writer's, their
+batch (greedy by default; NOOP only above a calibrated probability when the model folder
+says so: ``noop_min_p``). The replies are repaired and parsed like the chat Writer's, their
 short ids are mapped back, and the actions of all windows go on, unvalidated, to ``Validate``
 (nothing reaches the store without it). A window whose reply is not usable JSON adds one
 ``{"_invalid": ...}`` item, which Validate refuses with the reason; the other windows'
@@ -21,6 +22,7 @@ ONNX export folder (``model.onnx``: the ``onnx`` backend). Default: the adapter 
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -38,6 +40,19 @@ from speakerflow.ops.write.writer.prompt import (
 
 #: The trained adapter committed with the repository (see its TRAINING_CARD.md).
 SHIPPED_ADAPTER = Path(__file__).with_name("smollm2_writer")
+#: Decoding settings calibrated for a model folder, read from beside its weights.
+DECODING_FILE = "decoding.json"
+
+
+def folder_noop_min_p(model: str) -> float:
+    """The ``noop_min_p`` of ``model``'s :data:`DECODING_FILE` (0.0 when the folder has none)."""
+    path = Path(model) / DECODING_FILE
+    if not path.is_file():
+        return 0.0
+    value = json.loads(path.read_text()).get("noop_min_p", 0.0)
+    if not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"{path}: noop_min_p must be a number in [0, 1], got {value!r}")
+    return float(value)
 
 
 class LocalWriterConfig(BaseModel):
@@ -48,7 +63,11 @@ class LocalWriterConfig(BaseModel):
     shown; ``max_new_tokens`` per window; ``temperature`` 0 = greedy; ``batch`` windows per
     ``generate`` call; ``reply_prefix`` is forced as the start of every reply
     (:data:`~speakerflow.ops.write.writer.prompt.REPLY_OPENING`: the opening of the JSON the
-    contract asks for, token for token as every training target starts), "" for none.
+    contract asks for, token for token as every training target starts), "" for none;
+    ``noop_min_p``: a reply may open with NOOP only where the model gives NOOP at least this
+    probability there (otherwise the best action opens it), None = the ``noop_min_p`` of the
+    model folder's :data:`DECODING_FILE` (written by ``speakerflow train calibrate-noop`` on
+    the training windows), else 0 (plain greedy).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", protected_namespaces=())
@@ -62,6 +81,7 @@ class LocalWriterConfig(BaseModel):
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     batch: int = Field(default=8, ge=1)
     reply_prefix: str = REPLY_OPENING
+    noop_min_p: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
 def backend_kind(model: str, choice: str = "auto") -> str:
@@ -92,6 +112,7 @@ class LocalWriter:
             kind, model_dir=cfg.model, device=cfg.device, max_batch=cfg.batch
         )
         self.name = f"local:{kind}"
+        self.noop_min_p = folder_noop_min_p(cfg.model) if cfg.noop_min_p is None else cfg.noop_min_p
         self.windows = self.parse_errors = self.messages = 0
         self.generate_s = 0.0
         self.repairs: dict[str, int] = {}
@@ -111,6 +132,7 @@ class LocalWriter:
             max_tokens=cfg.max_new_tokens,
             temperature=cfg.temperature,
             prefix=cfg.reply_prefix,
+            **({"gate": ("NOOP", self.noop_min_p)} if self.noop_min_p > 0 else {}),
         )
         self.generate_s += time.perf_counter() - start
         self.windows += len(wins)
