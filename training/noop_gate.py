@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from speakerflow.ops.write.writer.local import DECODING_FILE
+from speakerflow.ops.write.writer.local import DECODING_FILE, LocalWriter
 from speakerflow.ops.write.writer.prompt import REPLY_OPENING
 
 from .windows import is_noop
@@ -68,14 +68,34 @@ def calibrate(probs: Sequence[float], noop: Sequence[bool]) -> dict[str, Any]:
     }
 
 
-def noop_probs(model: str, examples: Sequence[dict[str, Any]]) -> list[float]:
-    """P(NOOP first token) after the forced opening for each windowed example's prompt,
-    under the local Writer's model (an adapter folder or base spec)."""
-    from speakerflow.ops.write.writer.local import LocalWriter
+def window_scores(backend: Any, examples: Sequence[dict[str, Any]]) -> list[tuple[float, float]]:
+    """Per windowed example, one teacher-forced forward pass of prompt + target under a local
+    chat backend: ``(P(NOOP first token after REPLY_OPENING), mean target-token loss)``.
 
-    backend = LocalWriter(model=model, noop_min_p=0.0).backend
-    token = backend.first_token(REPLY_OPENING, "NOOP")
-    return backend.first_probs([ex["prompt"] for ex in examples], REPLY_OPENING, token)
+    The target starts with :data:`REPLY_OPENING` token for token (the SFT targets do), so
+    the distribution at the last opening token is the one decoding sees after the forced
+    opening; the loss is over the target's tokens (its turn end included), as SFT's
+    completion-only loss."""
+    import torch
+
+    tok = backend.tokenizer
+    noop = backend.first_token(REPLY_OPENING, "NOOP")
+    out = []
+    for ex in examples:
+        head = tok(backend.render(ex["prompt"]) + REPLY_OPENING, add_special_tokens=False)
+        n_head = len(head["input_ids"])
+        n_prompt = len(tok(backend.render(ex["prompt"]), add_special_tokens=False)["input_ids"])
+        full = tok.apply_chat_template(list(ex["prompt"]) + list(ex["completion"]), tokenize=True)
+        full = full["input_ids"] if isinstance(full, dict) else full
+        if full[:n_head] != head["input_ids"]:
+            raise ValueError(f"{ex.get('segment_id')}: the target does not open with REPLY_OPENING")
+        ids = torch.tensor([full], device=backend.model.device)
+        with torch.no_grad():
+            logits = backend.model(input_ids=ids).logits[0].float()
+        p_noop = float(torch.softmax(logits[n_head - 1], dim=-1)[noop])
+        loss = torch.nn.functional.cross_entropy(logits[n_prompt - 1 : -1], ids[0, n_prompt:])
+        out.append((p_noop, float(loss)))
+    return out
 
 
 def calibrate_folder(
@@ -86,15 +106,22 @@ def calibrate_folder(
     folder = Path(model)
     if not (folder / "adapter_config.json").is_file() and not (folder / "config.json").is_file():
         raise ValueError(f"{folder}: not a model or adapter folder (decoding.json goes there)")
-    probs = noop_probs(str(folder), examples)
+    scores = window_scores(LocalWriter(model=str(folder), noop_min_p=0.0).backend, examples)
+    probs = [p for p, _ in scores]
     kinds = [is_noop(ex) for ex in examples]
     report = calibrate(probs, kinds)
+
+    def by_kind(i: int) -> dict[str, float | None]:
+        pick = [s[i] for s, k in zip(scores, kinds, strict=True)]
+        return {
+            "noop_windows": _mean([x for x, k in zip(pick, kinds, strict=True) if k]),
+            "action_windows": _mean([x for x, k in zip(pick, kinds, strict=True) if not k]),
+        }
+
     report.update(
         calibrated_on=sorted(networks),
-        mean_p_noop={
-            "noop_windows": _mean([p for p, k in zip(probs, kinds, strict=True) if k]),
-            "action_windows": _mean([p for p, k in zip(probs, kinds, strict=True) if not k]),
-        },
+        mean_p_noop=by_kind(0),
+        mean_target_loss=by_kind(1),
         prompt_opening=REPLY_OPENING,
     )
     (folder / DECODING_FILE).write_text(json.dumps(report, indent=1) + "\n")

@@ -174,22 +174,6 @@ class LocalChatBackend:
             )
         return int(full[len(head)])
 
-    def first_probs(self, chats: Sequence[Sequence[ChatMessage]], prefix: str, token: int) -> list:
-        """The probability of ``token`` as the first reply token after ``prefix``, per chat
-        (one forward pass each, no generation)."""
-        import torch
-
-        out = []
-        for chat in chats:
-            enc = self.tokenizer(
-                self.render(chat) + prefix, return_tensors="pt", add_special_tokens=False
-            )
-            enc = {k: v.to(self._input_device()) for k, v in enc.items()}
-            with torch.no_grad():
-                logits = self.model(**enc).logits[0, -1].float()
-            out.append(float(torch.softmax(logits, dim=-1)[token]))
-        return out
-
     def _generate(
         self,
         chats: Sequence[Sequence[ChatMessage]],

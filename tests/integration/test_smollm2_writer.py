@@ -81,9 +81,11 @@ def test_real_model_loads_with_its_turn_end_and_generates_in_batches(smollm2, ex
     assert a.text == c.text  # greedy: the same chat gives the same text within a batch
     assert chat.chat(hi, max_tokens=6).completion_tokens <= 6
     # the NOOP gate: a reply opens with NOOP only where its probability reaches min_p
+    from speakerflow.training.noop_gate import window_scores
+
     token = chat.first_token(REPLY_OPENING, "NOOP")
-    [p] = chat.first_probs([example["prompt"]], REPLY_OPENING, token)
-    assert 0.0 < p < 1.0
+    [(p, loss)] = window_scores(chat, [example])
+    assert 0.0 < p < 1.0 and loss > 0
     run = [example["prompt"]]
     free, open_gate = (
         chat.chat_batch(run, max_tokens=2, prefix=REPLY_OPENING, gate=g)[0].text
