@@ -5,6 +5,7 @@ statements, other claims, substantive questions, and short answers kept with the
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from speakerflow.ops.text.people import PersonResolver
@@ -63,6 +64,36 @@ _LEAD_NAME = re.compile(
 #: kinship words used to address a member ("Mum I wanted to mention something")
 _KIN = frozenset("mum mom mam mama mommy mummy dad daddy papa grandma grandpa nan nana".split())
 
+#: a candidate record: (action, slot family, topic words)
+Candidate = tuple[dict[str, Any], str, set[str]]
+
+
+def _unaddressed(
+    sent: str,
+    speaker: str,
+    people: PersonResolver,
+    addressee: str | None,
+    named: bool,
+    asking: bool,
+) -> tuple[str, str | None, bool, bool]:
+    """(sentence, addressee, named, asking) with an opening vocative dropped ("Chloe, are you
+    ...", "Adaora I will be making egusi", "Mum there will be enough food"): the member it
+    names is the addressee from here on."""
+    voc = _VOCATIVE.match(sent)
+    if voc and (who := people.resolve(voc.group(1))) and who != speaker:
+        sent = sent[voc.end() :]
+        sent = sent[:1].upper() + sent[1:]
+        return sent, who, True, asking or rt.is_question(sent)
+    if (lead := _LEAD_NAME.match(sent)) and (
+        (who := people.resolve(lead.group(1))) or lead.group(1).lower() in _KIN
+    ):
+        # a vocative, not the subject
+        if who and who != speaker:
+            addressee, named = who, True
+        if who != speaker:
+            sent = sent[lead.end() :]
+    return sent, addressee, named, asking
+
 
 class MessageReader:
     """The candidate records of one message under a :class:`~.rules_config.RulesConfig`."""
@@ -77,181 +108,144 @@ class MessageReader:
         by_id: dict[str, Any],
         people: PersonResolver,
         exclude: set[str],
-    ):
-        speaker = msg["speaker"]
+    ) -> Iterator[Candidate]:
+        """The candidates (action, family, topics) of ``msg``: a short answer to a question put
+        to its speaker is one record with its question; else each sentence by rules 1-7."""
+        speaker, text = msg["speaker"], msg["text"]
         asked = self._question_for(msg, previous, by_id, people)
-        text = msg["text"]
         if (
             asked is not None
             and len(rt.words(text)) <= self.config.short_answer_words
             and not text.rstrip().endswith("?")
         ):
-            asker, question, asked_id = asked
-            question = (
-                re.sub(rf"^\W*{re.escape(speaker)}\W+", "", question) or question
-            )  # drop "Chloe, "
-            q = rt.third_person(rt.strip_filler(question), asker, addressee=speaker)
-            answer = rt.third_person(rt.strip_filler(text) or text, speaker)
-            content = f'Asked by {asker} "{q}", {speaker} answered: {answer}'
-            topics = rt.topic_words(f"{question} {text}", exclude)
-            if topics or rt.words(answer):
-                act = self._add(speaker, speaker, "per_speaker_core", utype_of(text), content, msg)
-                act["from_ids"] = [
-                    asked_id,
-                    msg["msg_id"],
-                ]  # the question is half of what the record says
-                yield act, rt.family(text + " " + question), topics
+            answer = self._answer(msg, asked, exclude)
+            if answer is not None:
+                yield answer
             return
         addressee, named = self._addressee(msg, previous, by_id, people)
+        replying = (by_id.get(msg.get("reply_to") or "") or previous or {}).get("speaker") not in (
+            None,
+            speaker,
+        )
         for raw in rt.sentences(text):
             sent = rt.strip_filler(raw)
             asking = rt.is_question(raw) or rt.is_question(sent)
-            voc = _VOCATIVE.match(sent)
-            if voc and (who := people.resolve(voc.group(1))) and who != speaker:
-                addressee, named, sent = who, True, sent[voc.end() :]
-                sent = sent[:1].upper() + sent[1:]
-                asking = asking or rt.is_question(sent)
-            elif (lead := _LEAD_NAME.match(sent)) and (
-                (who := people.resolve(lead.group(1))) or lead.group(1).lower() in _KIN
-            ):
-                # "Adaora I will be making egusi", "Mum there will be enough food": a vocative,
-                # not the subject
-                if who and who != speaker:
-                    addressee, named = who, True
-                if who != speaker:
-                    sent = sent[lead.end() :]
+            sent, addressee, named, asking = _unaddressed(
+                sent, speaker, people, addressee, named, asking
+            )
             you = (
                 named or bool(re.search(r"\b(you|your|you're|you've|yours)\b", sent, re.I))
             ) and not _GENERIC_YOU.search(sent)
+            about = addressee if you else None
             if asking:  # a question says what the asker wants to know or cares about
                 if not self.config.questions:
                     continue
-                topics = rt.topic_words(sent, exclude)
-                if len(topics) >= self.config.min_question_words:
-                    target = self._about(sent, speaker, addressee if you else None, people)
-                    opening = people.mentions(sent[:40])  # "Priya, how's the practice going?"
-                    if (
-                        target is None
-                        and opening
-                        and opening[0][1] < 2
-                        and opening[0][0] != speaker
-                    ):
-                        target = opening[0][0]
-                    owner, layer = (
-                        (target, "per_speaker_profile") if target else (speaker, "per_speaker_core")
-                    )
-                    content = rt.third_person(
-                        sent, speaker, addressee=target if target == addressee else None
-                    )
-                    content = "asked: " + content
-                    yield (
-                        self._add(owner, speaker, layer, "observation", content, msg),
-                        "asked",
-                        topics,
-                    )
-                continue
-            topics = rt.topic_words(sent, exclude)
-            fam = rt.family(sent)
-            # "Either works for me" is a stance and "I'll book mine, as usual" a habit, though short
-            # a sentence needs a content word; the record a message's statements make needs
-            # min_topic_words (checked in propose, after the statements are merged)
-            needed = 0 if fam in rt.OPEN_TOPIC and rt.first_person(sent) else 1
-            if not sent or len(topics) < needed:
-                continue
-            replying = (by_id.get(msg.get("reply_to") or "") or previous or {}).get(
-                "speaker"
-            ) not in (None, speaker)
-            if rt.DECISION.search(sent) or (replying and cs.concludes(sent)):
-                yield (
-                    self._add(
-                        GROUP_OWNER,
-                        speaker,
-                        "group_interaction",
-                        "decision",
-                        said(sent, speaker),
-                        msg,
-                    ),
-                    fam,
-                    topics,
-                )
-            elif rt.NORM.search(sent):
-                yield (
-                    self._add(
-                        GROUP_OWNER, speaker, "group_insight", "norm", said(sent, speaker), msg
-                    ),
-                    fam,
-                    topics,
-                )
-            elif rt.PROPOSAL.search(sent):
-                yield (
-                    self._add(
-                        GROUP_OWNER,
-                        speaker,
-                        "group_interaction",
-                        "procedure",
-                        rt.third_person(sent, speaker),
-                        msg,
-                    ),
-                    fam,
-                    topics,
-                )
-            elif rt.PLAN.search(sent):
-                yield (
-                    self._add(
-                        GROUP_OWNER,
-                        speaker,
-                        "group_interaction",
-                        "procedure",
-                        said(sent, speaker),
-                        msg,
-                    ),
-                    fam,
-                    topics,
-                )
-            elif (
-                target := self._about(sent, speaker, addressee if you else None, people)
-            ) is not None:
-                content = rt.third_person(
-                    sent, speaker, addressee=target if target == addressee else None
-                )
-                yield (
-                    self._add(
-                        target,
-                        speaker,
-                        "per_speaker_profile",
-                        utype_of(sent, profile=True),
-                        content,
-                        msg,
-                    ),
-                    fam,
-                    topics,
-                )
-            elif rt.first_person(sent):
-                yield (
-                    self._add(
-                        speaker,
-                        speaker,
-                        "per_speaker_core",
-                        utype_of(sent),
-                        rt.elided_to_third(sent, speaker),
-                        msg,
-                    ),
-                    fam,
-                    topics,
-                )
-            elif len(topics) >= self.config.min_claim_words:
-                yield (
-                    self._add(
-                        speaker,
-                        speaker,
-                        "per_speaker_core",
-                        utype_of(sent),
-                        f"{speaker} says: {sent}",
-                        msg,
-                    ),
-                    fam,
-                    topics,
-                )
+                cand = self._asked(sent, msg, about, addressee, people, exclude)
+            else:
+                cand = self._statement(sent, msg, about, addressee, replying, people, exclude)
+            if cand is not None:
+                yield cand
+
+    def _answer(
+        self, msg: dict[str, Any], asked: tuple[str, str, str], exclude: set[str]
+    ) -> Candidate | None:
+        """A short answer recorded with the question it answers ("Asked by Ben ..., Chloe
+        answered: ...")."""
+        speaker, text = msg["speaker"], msg["text"]
+        asker, question, asked_id = asked
+        question = (
+            re.sub(rf"^\W*{re.escape(speaker)}\W+", "", question) or question
+        )  # drop "Chloe, "
+        q = rt.third_person(rt.strip_filler(question), asker, addressee=speaker)
+        answer = rt.third_person(rt.strip_filler(text) or text, speaker)
+        content = f'Asked by {asker} "{q}", {speaker} answered: {answer}'
+        topics = rt.topic_words(f"{question} {text}", exclude)
+        if not (topics or rt.words(answer)):
+            return None
+        act = self._add(speaker, speaker, "per_speaker_core", utype_of(text), content, msg)
+        act["from_ids"] = [asked_id, msg["msg_id"]]  # the question is half of what the record says
+        return act, rt.family(text + " " + question), topics
+
+    def _asked(
+        self,
+        sent: str,
+        msg: dict[str, Any],
+        about: str | None,
+        addressee: str | None,
+        people: PersonResolver,
+        exclude: set[str],
+    ) -> Candidate | None:
+        """A substantive question as an "asked: ..." observation of the asker, or of the member
+        it asks about (rule 7)."""
+        speaker = msg["speaker"]
+        topics = rt.topic_words(sent, exclude)
+        if len(topics) < self.config.min_question_words:
+            return None
+        target = self._about(sent, speaker, about, people)
+        opening = people.mentions(sent[:40])  # "Priya, how's the practice going?"
+        if target is None and opening and opening[0][1] < 2 and opening[0][0] != speaker:
+            target = opening[0][0]
+        owner, layer = (target, "per_speaker_profile") if target else (speaker, "per_speaker_core")
+        content = rt.third_person(sent, speaker, addressee=target if target == addressee else None)
+        content = "asked: " + content
+        return self._add(owner, speaker, layer, "observation", content, msg), "asked", topics
+
+    def _statement(
+        self,
+        sent: str,
+        msg: dict[str, Any],
+        about: str | None,
+        addressee: str | None,
+        replying: bool,
+        people: PersonResolver,
+        exclude: set[str],
+    ) -> Candidate | None:
+        """A statement's record by the first of rules 1-6 that fits, if it says something."""
+        speaker = msg["speaker"]
+        topics = rt.topic_words(sent, exclude)
+        fam = rt.family(sent)
+        # "Either works for me" is a stance and "I'll book mine, as usual" a habit, though short
+        # a sentence needs a content word; the record a message's statements make needs
+        # min_topic_words (checked in propose, after the statements are merged)
+        needed = 0 if fam in rt.OPEN_TOPIC and rt.first_person(sent) else 1
+        if not sent or len(topics) < needed:
+            return None
+        record = self._record(sent, speaker, about, addressee, replying, people, topics)
+        if record is None:
+            return None
+        owner, layer, utype, content = record
+        return self._add(owner, speaker, layer, utype, content, msg), fam, topics
+
+    def _record(
+        self,
+        sent: str,
+        speaker: str,
+        about: str | None,
+        addressee: str | None,
+        replying: bool,
+        people: PersonResolver,
+        topics: set[str],
+    ) -> tuple[str, str, str, str] | None:
+        """(owner, layer, utype, content) of a statement by rules 1-6, or None."""
+        if rt.DECISION.search(sent) or (replying and cs.concludes(sent)):
+            return GROUP_OWNER, "group_interaction", "decision", said(sent, speaker)
+        if rt.NORM.search(sent):
+            return GROUP_OWNER, "group_insight", "norm", said(sent, speaker)
+        if rt.PROPOSAL.search(sent):
+            return GROUP_OWNER, "group_interaction", "procedure", rt.third_person(sent, speaker)
+        if rt.PLAN.search(sent):
+            return GROUP_OWNER, "group_interaction", "procedure", said(sent, speaker)
+        target = self._about(sent, speaker, about, people)
+        if target is not None:
+            content = rt.third_person(
+                sent, speaker, addressee=target if target == addressee else None
+            )
+            return target, "per_speaker_profile", utype_of(sent, profile=True), content
+        if rt.first_person(sent):
+            return speaker, "per_speaker_core", utype_of(sent), rt.elided_to_third(sent, speaker)
+        if len(topics) >= self.config.min_claim_words:
+            return speaker, "per_speaker_core", utype_of(sent), f"{speaker} says: {sent}"
+        return None
 
     def _add(
         self, owner: str, source: str, layer: str, utype: str, content: str, msg: dict[str, Any]
