@@ -24,6 +24,37 @@ def home_of(args: argparse.Namespace) -> Home:
     return Home(home_root(args.home))
 
 
+class _HidePandas:
+    """A meta-path finder under which ``import pandas`` fails (see :func:`skip_pandas_probe`)."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "pandas":
+            raise ModuleNotFoundError("pandas hidden from pyarrow's probe", name=name)
+
+
+def skip_pandas_probe() -> None:
+    """Keep pyarrow from importing pandas in a command that never uses pandas.
+
+    pyarrow imports pandas (about 0.6 s of CPU here) the first time it converts Python
+    objects (``pa.array`` or ``pa.table`` of lists), only to ask whether they are pandas
+    objects. This makes that first probe with pandas hidden: pyarrow notes "no pandas" and
+    converts lists as lists. Its pandas functions (``to_pandas``, ``from_pandas``) still
+    import pandas when called, and from then on it knows pandas again; until then a pandas
+    object given to ``pa.array`` converts as a plain sequence, so commands that hand pyarrow
+    pandas objects (none of speakerflow's own code does) must not call this. Nothing happens
+    once pandas is imported."""
+    if "pandas" in sys.modules:
+        return
+    import pyarrow as pa
+
+    hide = _HidePandas()
+    sys.meta_path.insert(0, hide)
+    try:
+        pa.array(["probe"])
+    finally:
+        sys.meta_path.remove(hide)
+
+
 def print_json(obj: Any) -> None:
     json.dump(obj, sys.stdout, indent=2, default=str, ensure_ascii=False)
     sys.stdout.write("\n")

@@ -6,7 +6,7 @@ import argparse
 from datetime import UTC, datetime
 from typing import Any
 
-from .common import add_home, add_json, emit, home_of, print_text
+from .common import add_home, add_json, emit, home_of, print_text, skip_pandas_probe
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,6 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    skip_pandas_probe()
     from speakerflow.ops.knowledge.domain.load import load_pack, record_pack
     from speakerflow.ops.knowledge.maintenance import apply_review, tick
     from speakerflow.pipelines.entity_path import build_entity_graph
