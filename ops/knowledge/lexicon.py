@@ -20,6 +20,7 @@ from typing import Any
 
 from speakerflow.ops.knowledge.domain.load import default_pack, pack_digest
 from speakerflow.ops.knowledge.domain.schema import OTHER, PERSON, DomainPack, word_regex
+from speakerflow.ops.knowledge.domain.schema import Relation as PackRelation
 
 
 def norm(text: str) -> str:
@@ -69,6 +70,28 @@ class Relation:
         return self.value != "entity"
 
 
+def _relation(r: PackRelation) -> Relation:
+    """The reader's :class:`Relation` of a pack's relation."""
+    return Relation(
+        r.name,
+        r.subject,
+        tuple(r.phrases),
+        r.value,
+        r.scope == "private",
+        r.half_life_days,
+        r.named_by_values,
+        tuple(r.descriptions),
+        tuple(r.kinds),
+        r.object,
+        tuple(r.examples),
+        tuple(r.anaphors),
+        r.statistic,
+        r.magnitude,
+        r.single,
+        r.quiet_on_endings,
+    )
+
+
 @dataclass
 class Lexicon:
     """A compiled domain pack (``pack=None``: the default pack)."""
@@ -76,31 +99,20 @@ class Lexicon:
     pack: DomainPack = field(default_factory=default_pack)
 
     def __post_init__(self) -> None:
-        p = self.pack
-        self.name = p.name
-        self.digest = pack_digest(p)
-        self.relations: tuple[Relation, ...] = tuple(
-            Relation(
-                r.name,
-                r.subject,
-                tuple(r.phrases),
-                r.value,
-                r.scope == "private",
-                r.half_life_days,
-                r.named_by_values,
-                tuple(r.descriptions),
-                tuple(r.kinds),
-                r.object,
-                tuple(r.examples),
-                tuple(r.anaphors),
-                r.statistic,
-                r.magnitude,
-                r.single,
-                r.quiet_on_endings,
-            )
-            for r in p.relations
-        )
+        self.name = self.pack.name
+        self.digest = pack_digest(self.pack)
+        self.relations: tuple[Relation, ...] = tuple(_relation(r) for r in self.pack.relations)
         self.relation_by_name = {r.name: r for r in self.relations}
+        self._compile_categories()
+        self._compile_types()
+        self._compile_references()
+        self._compile_relation_sets()
+        self._compile_intents()
+        self._compile_reader()
+
+    def _compile_categories(self) -> None:
+        """Category relations: their values, the words that say them, and example values."""
+        p = self.pack
         #: relation -> canonical value -> the words that say it (the value itself among them)
         self.categories: dict[str, dict[str, tuple[str, ...]]] = {
             r.name: {v: tuple(ws) if v in ws else (v, *ws) for v, ws in r.values.items()}
@@ -124,6 +136,10 @@ class Lexicon:
         self.value_examples = {
             r.name: dict(r.value_examples) for r in p.relations if r.value_examples
         }
+
+    def _compile_types(self) -> None:
+        """Entity types: names (people last), masks, open / code / handle types, patterns."""
+        p = self.pack
         self.types = dict(p.entity_types)
         self.type_names = (*[t for t in p.entity_types if t != PERSON], PERSON)
         self.masks = {t: (et.mask or f"the {t}") for t, et in p.entity_types.items()}
@@ -133,6 +149,14 @@ class Lexicon:
         )
         self.code_types = tuple(t for t, et in p.entity_types.items() if et.codes)
         self.handle_type = next((t for t, et in p.entity_types.items() if et.handles), None)
+        #: (type, pattern) of the types named by patterns ("INC-4821")
+        self.patterns = [
+            (t, re.compile(rx)) for t, et in p.entity_types.items() for rx in et.patterns
+        ]
+
+    def _compile_references(self) -> None:
+        """The reference entities: code tables, and names and aliases of the other types."""
+        p = self.pack
         #: code types: norm(code or alias) -> canonical code (the reference table)
         self.reference: dict[str, dict[str, str]] = {
             t: {norm(n): e.id for e in p.entity_types[t].entities for n in (e.id, *e.aliases)}
@@ -157,13 +181,14 @@ class Lexicon:
                 self.vocab[norm(e.id)] = t
                 for a in e.aliases:
                     self.vocab_alias[norm(a)] = f"{t}:{norm(e.id)}"
-        #: (type, pattern) of the types named by patterns ("INC-4821")
-        self.patterns = [
-            (t, re.compile(rx)) for t, et in p.entity_types.items() for rx in et.patterns
-        ]
         for t in self.code_types:
             for key in self.reference[t]:
                 self.vocab[key] = t
+
+    def _compile_relation_sets(self) -> None:
+        """What the relations take together: subject and number types, text, single-valued
+        and owner-scoped relations, the state relation."""
+        p = self.pack
         self.subject_types = tuple(
             t for t in self.type_names if any(r.subject == t for r in self.relations)
         )
@@ -177,7 +202,10 @@ class Lexicon:
         self.owner_constraints = frozenset(r.name for r in self.relations if r.owner_scoped)
         self.state_relation = p.state.relation if p.state else None
         self.state_label = p.state.label if p.state else "state"
-        # -- requests ---------------------------------------------------------------------
+
+    def _compile_intents(self) -> None:
+        """Requests: the intents, their risks, subjects, needs, cues and concerns."""
+        p = self.pack
         self.intents: tuple[str, ...] = (*[i.name for i in p.intents], OTHER)
         self.base_risk = {i.name: i.risk for i in p.intents} | {OTHER: "low"}
         self.intent_subjects = {i.name: tuple(i.subjects) for i in p.intents}
@@ -209,7 +237,11 @@ class Lexicon:
         )
         esc = words_rx(p.risk_escalation)
         self.escalate = re.compile(esc, re.IGNORECASE) if esc else None
-        # -- reader -----------------------------------------------------------------------
+
+    def _compile_reader(self) -> None:
+        """The reader's trust confidences, source tiers and word lists, and the extraction
+        prompt."""
+        p = self.pack
         self.trust_confidence = dict(p.trust.confidence)
         self.hedge_factor = p.trust.hedge_factor
         self.source_tiers = dict(p.trust.sources)
