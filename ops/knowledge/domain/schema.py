@@ -271,6 +271,41 @@ def word_regex(entry: str, prefix: bool = False) -> str:
 def check_pack(p: DomainPack) -> None:
     """Cross-references of a pack: types, kinds, values, regexes; raises :class:`PackIssue`."""
     types = set(p.entity_types) | {PERSON}
+    _check_types(p)
+    _words(("reader",), p.reader.model_dump())
+    _words(("risk_escalation",), {"": p.risk_escalation})
+    seen: set[str] = set()
+    kinds: set[str] = set()
+    for i, r in enumerate(p.relations):
+        loc: tuple[str | int, ...] = ("relations", i)
+        if r.name in seen:
+            raise PackIssue((*loc, "name"), f"relation {r.name!r} is defined twice")
+        seen.add(r.name)
+        _check_relation(loc, r, types)
+        kinds |= set(r.kinds)
+    names = seen
+    seen = set()
+    ids = {e.id for et in p.entity_types.values() for e in et.entities}
+    for i, it in enumerate(p.intents):
+        loc = ("intents", i)
+        if it.name == OTHER or it.name in seen:
+            raise PackIssue((*loc, "name"), f"intent {it.name!r} is reserved or defined twice")
+        seen.add(it.name)
+        _check_intent(loc, it, types, kinds, names, ids)
+    if p.state is not None:
+        rel = next((r for r in p.relations if r.name == p.state.relation), None)
+        if rel is None or rel.value != "category":
+            raise PackIssue(
+                ("state", "relation"),
+                f"{p.state.relation!r} is not a category relation of the pack",
+            )
+    for st in p.trust.sources.values():
+        if st not in p.trust.confidence:
+            raise PackIssue(("trust", "sources"), f"tier {st} has no confidence")
+
+
+def _check_types(p: DomainPack) -> None:
+    """The entity types: 'person' plain, codes or handles, valid patterns, no empty alias."""
     if PERSON in p.entity_types:
         t = p.entity_types[PERSON]
         if t.codes or t.handles or t.patterns:
@@ -293,77 +328,61 @@ def check_pack(p: DomainPack) -> None:
             for j, a in enumerate(e.aliases):
                 if not a.strip():
                     raise PackIssue(("entity_types", name, "entities", i, "aliases", j), "empty")
-    _words(("reader",), p.reader.model_dump())
-    _words(("risk_escalation",), {"": p.risk_escalation})
-    seen: set[str] = set()
-    kinds: set[str] = set()
-    for i, r in enumerate(p.relations):
-        loc: tuple[str | int, ...] = ("relations", i)
-        if r.name in seen:
-            raise PackIssue((*loc, "name"), f"relation {r.name!r} is defined twice")
-        seen.add(r.name)
-        if r.subject not in types:
+
+
+def _check_relation(loc: tuple[str | int, ...], r: Relation, types: set[str]) -> None:
+    """One relation: its subject and object types, and the fields its value kind allows."""
+    if r.subject not in types:
+        raise PackIssue(
+            (*loc, "subject"), f"{r.subject!r} is no entity type; use one of {sorted(types)}"
+        )
+    if r.value == "entity":
+        if r.object not in types:
             raise PackIssue(
-                (*loc, "subject"), f"{r.subject!r} is no entity type; use one of {sorted(types)}"
+                (*loc, "object"), f"value 'entity' needs 'object': one of {sorted(types)}"
             )
-        if r.value == "entity":
-            if r.object not in types:
-                raise PackIssue(
-                    (*loc, "object"), f"value 'entity' needs 'object': one of {sorted(types)}"
-                )
-        elif r.object is not None:
-            raise PackIssue((*loc, "object"), f"only an entity value has an object ({r.value})")
-        if r.value == "category":
-            _check_values(loc, r)
-        elif r.values or r.value_examples or r.named_by_values:
-            raise PackIssue((*loc, "values"), f"only a category has values ({r.value})")
-        if r.scope == "private" and r.subject != PERSON:
+    elif r.object is not None:
+        raise PackIssue((*loc, "object"), f"only an entity value has an object ({r.value})")
+    if r.value == "category":
+        _check_values(loc, r)
+    elif r.values or r.value_examples or r.named_by_values:
+        raise PackIssue((*loc, "values"), f"only a category has values ({r.value})")
+    if r.scope == "private" and r.subject != PERSON:
+        raise PackIssue((*loc, "scope"), "a private relation describes a person (subject: person)")
+    if r.anaphors and r.value != "entity":
+        raise PackIssue((*loc, "anaphors"), "anaphors refer back to an entity value")
+    if r.cardinality == "many" and r.value != "entity":
+        raise PackIssue((*loc, "cardinality"), "a literal value is one at a time")
+    if r.magnitude and r.value not in ("percent", "money", "duration"):
+        raise PackIssue((*loc, "magnitude"), "only a number has a magnitude")
+    if not r.phrases and not r.descriptions:
+        raise PackIssue((*loc, "phrases"), "a relation needs phrases or a description")
+    _words(loc, {"phrases": r.phrases})
+
+
+def _check_intent(
+    loc: tuple[str | int, ...],
+    it: Intent,
+    types: set[str],
+    kinds: set[str],
+    names: set[str],
+    ids: set[str],
+) -> None:
+    """One intent: its subjects are entity types, its needs relation kinds or relations, its
+    cues valid, its concerns reference entities (``ids``)."""
+    for j, s in enumerate((*it.subjects, *it.answers_unless_naming)):
+        if s not in types:
+            raise PackIssue((*loc, "subjects", j), f"{s!r} is no entity type")
+    for j, n in enumerate((*it.needs, *it.answers)):
+        if n not in kinds and n not in names:
             raise PackIssue(
-                (*loc, "scope"), "a private relation describes a person (subject: person)"
+                (*loc, "needs", j),
+                f"{n!r} is neither a relation kind {sorted(kinds)} nor a relation",
             )
-        if r.anaphors and r.value != "entity":
-            raise PackIssue((*loc, "anaphors"), "anaphors refer back to an entity value")
-        if r.cardinality == "many" and r.value != "entity":
-            raise PackIssue((*loc, "cardinality"), "a literal value is one at a time")
-        if r.magnitude and r.value not in ("percent", "money", "duration"):
-            raise PackIssue((*loc, "magnitude"), "only a number has a magnitude")
-        if not r.phrases and not r.descriptions:
-            raise PackIssue((*loc, "phrases"), "a relation needs phrases or a description")
-        _words(loc, {"phrases": r.phrases})
-        kinds |= set(r.kinds)
-    names = seen
-    seen = set()
-    for i, it in enumerate(p.intents):
-        loc = ("intents", i)
-        if it.name == OTHER or it.name in seen:
-            raise PackIssue((*loc, "name"), f"intent {it.name!r} is reserved or defined twice")
-        seen.add(it.name)
-        for j, s in enumerate((*it.subjects, *it.answers_unless_naming)):
-            if s not in types:
-                raise PackIssue((*loc, "subjects", j), f"{s!r} is no entity type")
-        for j, n in enumerate((*it.needs, *it.answers)):
-            if n not in kinds and n not in names:
-                raise PackIssue(
-                    (*loc, "needs", j),
-                    f"{n!r} is neither a relation kind {sorted(kinds)} nor a relation",
-                )
-        _words(loc, {"cues": it.cues})
-        ids = {e.id for et in p.entity_types.values() for e in et.entities}
-        for j, ref in enumerate(it.concerns):
-            if ref not in ids:
-                raise PackIssue(
-                    (*loc, "concerns", j), f"{ref!r} is no reference entity of the pack"
-                )
-    if p.state is not None:
-        rel = next((r for r in p.relations if r.name == p.state.relation), None)
-        if rel is None or rel.value != "category":
-            raise PackIssue(
-                ("state", "relation"),
-                f"{p.state.relation!r} is not a category relation of the pack",
-            )
-    for st in p.trust.sources.values():
-        if st not in p.trust.confidence:
-            raise PackIssue(("trust", "sources"), f"tier {st} has no confidence")
+    _words(loc, {"cues": it.cues})
+    for j, ref in enumerate(it.concerns):
+        if ref not in ids:
+            raise PackIssue((*loc, "concerns", j), f"{ref!r} is no reference entity of the pack")
 
 
 def _check_values(loc: tuple[str | int, ...], r: Relation) -> None:
