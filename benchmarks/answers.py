@@ -259,6 +259,37 @@ def run(
     return report
 
 
+def failures(report: dict[str, Any], variant: str) -> str:
+    """The wrong answers of ``variant`` by question type: each with whether its gold messages
+    were cited (all / any in the first 10) and the other variants that answered it right, so
+    a picking loss (gold cited, answer wrong) reads apart from a recall loss."""
+    rows = report["variants"][variant]["answers"]
+    right = {
+        name: {r["id"] for r in v["answers"] if r["correct"]}
+        for name, v in report["variants"].items()
+        if name != variant
+    }
+    by_type: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        if not r["correct"]:
+            by_type[r["type"]].append(r)
+    out = []
+    for qtype, wrong in sorted(by_type.items()):
+        total = sum(r["type"] == qtype for r in rows)
+        cited = sum(r["gold_any_10"] for r in wrong)
+        out.append(f"## {qtype}: {len(wrong)} of {total} wrong ({cited} with gold cited)")
+        for r in wrong:
+            gold = "all" if r["gold_all_10"] else "any" if r["gold_any_10"] else "none"
+            others = [name for name, ids in right.items() if r["id"] in ids]
+            out.append(
+                f"- {r['id']} [gold cited: {gold}]"
+                + (f" [right in: {', '.join(others)}]" if others else "")
+                + f" {r['question']}\n    "
+                + r["answer"].replace("\n", "\n    ")
+            )
+    return "\n".join(out)
+
+
 def _variant(text: str) -> tuple[str, dict]:
     name, _, fields = text.partition("=")
     try:
@@ -286,6 +317,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", nargs="*", default=None, help="conversations to run (default all)")
     p.add_argument("--out", default=None, help="write the full report (every answer) here")
     p.add_argument("-v", action="store_true", help="print every wrong answer of each variant")
+    p.add_argument(
+        "--failures",
+        metavar="VARIANT",
+        default=None,
+        help="print VARIANT's wrong answers by question type, with whether the gold was cited "
+        "and which other variants answered them right",
+    )
     args = p.parse_args(argv)
     try:
         report = run(args.folder, dict(args.variant) or None, args.embedder, args.only)
@@ -294,6 +332,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
+    if args.failures:
+        if args.failures not in report["variants"]:
+            print(f"error: --failures {args.failures!r}: no such variant", file=sys.stderr)
+            return 2
+        print(failures(report, args.failures))
     for name, v in report["variants"].items():
         if args.v:
             for r in v["answers"]:

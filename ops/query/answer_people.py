@@ -176,10 +176,7 @@ def exchange(
         from speakerflow.ops.text.embed import encode_query
 
         sims = view.dense_matrix(embedder) @ encode_query(embedder, question)
-    asked = [
-        (s + (config.question_penalty if u.text.rstrip().endswith("?") else 0.0), u)
-        for s, u in overall
-    ]
+    asked = [(s + (config.question_penalty if u.asks else 0.0), u) for s, u in overall]
     asked.sort(key=lambda su: -su[0])
     found: list[tuple[float, float, Unit, range]] = []
     seen: set[int] = set()

@@ -141,22 +141,47 @@ def _write(u: Unit, intent: Intent, names: list[str], question: str, config: Ans
     if intent.qtype in ("decision", "per-person") or intent.focus:
         return write_line(u, config, statement_of(u, config))
     wanted = has_number if intent.quantity else None
-    text = clause_of(u, words, config.clause_words, wanted)
+    text = clause_of(u, words, config.sentence_words, wanted)
     return write_line(u, config, text if words & terms(text) else _with_focus(u, words))
 
 
+def chain_ends(ranked: list[tuple[float, Unit]], top: int = 5) -> tuple[Unit, Unit] | None:
+    """The best sentences of the first and the last message of the best-ranked record (among
+    the ``top`` units) that spans several messages of one person: the earlier state and the
+    one that replaced it, as the Writer's update chain links them."""
+    for _, u in ranked[:top]:
+        if len(u.record_span) < 2:
+            continue
+        ends = [
+            next((v for _, v in ranked if v.msg_id == mid and not v.asks), None)
+            for mid in (u.record_span[0], u.record_span[-1])
+        ]
+        first, last = ends
+        if first is not None and last is not None and first.speaker == last.speaker:
+            return first, last
+    return None
+
+
 def _change(ranked: list[tuple[float, Unit]], config: AnswerConfig) -> str:
-    """The earliest and the latest statement on the matter: the latest of the closest
+    """The earliest and the latest statement on the matter: the ends of the person's update
+    chain when a top unit rests on one (:func:`chain_ends`); else the latest of the closest
     answers, and the best of the same person's earlier ones."""
-    late = by_time(close_to_best(ranked, config.margin), latest=True)
-    earlier = [
-        u
-        for _, u in ranked
-        if u.ts is not None and late.ts is not None and u.ts < late.ts and u.speaker == late.speaker
-    ] or [u for _, u in ranked if u.ts is not None and late.ts is not None and u.ts < late.ts]
-    if not earlier:
-        return write_line(late, config, statement_of(late, config))
-    early = earlier[0]
+    ends = chain_ends(ranked)
+    if ends is not None:
+        early, late = ends
+    else:
+        late = by_time(close_to_best(ranked, config.margin), latest=True)
+        earlier = [
+            u
+            for _, u in ranked
+            if u.ts is not None
+            and late.ts is not None
+            and u.ts < late.ts
+            and u.speaker == late.speaker
+        ] or [u for _, u in ranked if u.ts is not None and late.ts is not None and u.ts < late.ts]
+        if not earlier:
+            return write_line(late, config, statement_of(late, config))
+        early = earlier[0]
     return (
         f"at first ({date_of(early.ts)}): {write_line(early, config, statement_of(early, config))}"
         f"; later ({date_of(late.ts)}): {write_line(late, config, statement_of(late, config))}"

@@ -168,6 +168,7 @@ def score_units(
         lex = sum(idf.get(w, 0.0) for w in words & u.terms) / total
         lex_msg = sum(idf.get(w, 0.0) for w in words & whole.get(u.msg_id, u.terms)) / total
         hit = _type_hit(u, intent, lowered, projection.question, memo)
+        u.proposes = asked_type and hit >= 0.75
         if gate and not (lex or lex_msg or hit or sent[i] >= config.min_similarity):
             continue
         s = (
@@ -178,7 +179,7 @@ def score_units(
             + config.person_weight * _person_fit(u, intent)
             + 0.1 / (1 + u.rank)
         )
-        if u.text.rstrip().endswith("?"):
+        if u.asks:
             s -= config.question_penalty
         out.append((s, u))
     out.sort(key=lambda su: (-su[0], su[1].rank))
@@ -195,7 +196,7 @@ NEGATION = re.compile(r"\b(not|no longer|never|instead of|rather than)\b|n['\u20
 def close_to_best(ranked: list[tuple[float, Unit]], margin: float) -> list[Unit]:
     """The units within ``margin`` of the best, not questions themselves."""
     top = ranked[0][0]
-    return [u for s, u in ranked if s >= top - margin and not u.text.rstrip().endswith("?")]
+    return [u for s, u in ranked if s >= top - margin and not u.asks]
 
 
 def by_time(cands: list[Unit], latest: bool) -> Unit:
@@ -238,11 +239,15 @@ def on_matter(ranked: list[tuple[float, Unit]], words: set[str], share: float) -
     if not shared:
         return []
     top = ranked[0][0]
-    return [
-        u
-        for s, u in ranked
-        if s >= top * share and not u.text.rstrip().endswith("?") and shared & message_terms(u)
-    ]
+    return [u for s, u in ranked if s >= top * share and not u.asks and shared & message_terms(u)]
+
+
+def successors(ranked: list[tuple[float, Unit]], cands: list[Unit]) -> list[Unit]:
+    """The units of the latest message of the records that ``cands``' history units belong
+    to, said by the same person: the head of the person's chain supersedes an earlier state
+    however it is worded ("nah, ... I'd rather have the other one")."""
+    heads = {(u.record_span[-1], u.speaker) for u in cands if u.history and u.record_span}
+    return [u for _, u in ranked if (u.msg_id, u.speaker) in heads and not u.asks]
 
 
 def holds_value(
@@ -277,6 +282,7 @@ def pick(
             cands = [u for u in cands if valued(u)] or cands
         if intent.focus == "original":
             return best_of_message(ranked, by_time(cands, latest=False), False)
+        cands += successors(ranked, cands)
         cands = [u for u in cands if not u.history] or cands or [ranked[0][1]]
         return best_of_message(ranked, by_time(cands, latest=True), intent.focus == "current")
     return ranked[0][1]

@@ -155,6 +155,14 @@ class Unit:
         False  # the message that settled a GROUP record (its source's latest cited message)
     )
     context: float = 0.0  # the best question match among the records citing it (set by _score)
+    #: a question that offers the value asked for ("shall we meet on Thursday?" sets the date
+    #: of a when-question): no mere question (set by the scoring picker)
+    proposes: bool = False
+
+    @property
+    def asks(self) -> bool:
+        """A question that offers no answer itself."""
+        return self.text.rstrip().endswith("?") and not self.proposes
 
 
 class Messages:

@@ -281,3 +281,53 @@ def test_a_now_line_drops_the_alternative_it_turns_down():
         "I take the 9.10 bus, since it is quicker."
     )
     assert without_rejected("I'm not coming, sorry.") == "I'm not coming, sorry."
+
+
+def test_a_question_that_proposes_the_day_answers_a_when_question():
+    # "shall we ... on Saturday?" sets the day; a later statement of another date does not
+    evidence = [
+        ex(0, "Maya", "Shall we repaint the shed on Saturday, weather permitting?", mid="a"),
+        ex(1, "Tom", "The paint shop closes on 30 April for the holiday.", mid="b"),
+    ]
+    assert ask("What day are they repainting the shed?", evidence).startswith("11 April 2026")
+
+
+def test_a_now_question_reads_the_head_of_the_persons_chain():
+    # the later message is worded apart from the question; the record ties it to the matter
+    s = GroupStore("/nonexistent", "g", in_memory=True)
+    texts = ["I want the blue tent for the camping trip.", "meh, take the green one instead"]
+    rows = [
+        Message(
+            msg_id=f"m{i}",
+            group_id="g",
+            session_id="s0",
+            turn=i,
+            ts=T + timedelta(days=i),
+            speaker="Dev",
+            text=text,
+        )
+        for i, text in enumerate(texts)
+    ]
+    s.append_messages(to_table(rows, Message))
+    record = EvidenceItem(
+        rank=0,
+        kind="record",
+        row="Dev",
+        text="Dev takes the green tent (before: the blue tent)",
+        msg_ids=["m0", "m1"],
+        speaker="Dev",
+        ts=T + timedelta(days=1),
+        entry_id="r1",
+    )
+    answer = ask("Which tent is Dev taking on the camping trip?", [record], view=GroupView.of(s))
+    assert "green" in answer and "blue" not in answer
+
+
+def test_a_long_sentence_keeps_the_value_after_its_comma():
+    text = (
+        "The heater in the back office is fixed, the engineer came round this morning and "
+        "replaced the thermostat"
+    )
+    assert "thermostat" in ask(
+        "What happened with the heater in the back office?", [ex(0, "Ana", text)]
+    )
