@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,10 +117,34 @@ def generate(out: str | Path) -> list[Case]:
     """Write the corpus under ``out``; returns the cases (>= 500)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    cases: list[Case] = []
-    n = [0]
+    corpus = _Corpus(out)
+    # -- line formats: jsonl (group from --group) and events --------------------------
+    fields: tuple[str, ...]
+    for fmt, rows_of, fields, group in (
+        ("jsonl", _jsonl_rows, ("msg_id", "speaker", "text", "ts", "session_id"), "g1"),
+        ("events", _event_rows, ("event_id", "source", "content", "ts", "source_type"), None),
+    ):
+        _line_format(corpus, fmt, rows_of, fields, group)
+    # -- whole-file formats: locomo and socialmem --------------------------------------
+    for fmt, maker, fields in (
+        ("locomo", _locomo_turn, ("dia_id", "speaker", "text")),
+        ("socialmem", _social_turn, ("turn", "speaker", "content", "ts")),
+    ):
+        _file_format(corpus, fmt, maker, fields)
+    _file_fields(corpus)
+    _stored_ids(corpus)
+    return corpus.cases
+
+
+class _Corpus:
+    """The corpus folder and the cases written to it so far (files numbered in order)."""
+
+    def __init__(self, out: Path):
+        self.out = out
+        self.cases: list[Case] = []
 
     def put(
+        self,
         data: bytes,
         fmt: str,
         category: str,
@@ -128,158 +153,197 @@ def generate(out: str | Path) -> list[Case]:
         ext: str | None = None,
         store_level: bool = False,
     ) -> None:
-        n[0] += 1
         slug = re.sub(r"[^a-z0-9]+", "_", category)
         suffix = ext or ("jsonl" if fmt in ("jsonl", "events") else "json")
-        path = out / f"{n[0]:04d}-{fmt}-{slug}.{suffix}"
+        path = self.out / f"{len(self.cases) + 1:04d}-{fmt}-{slug}.{suffix}"
         path.write_bytes(data)
-        cases.append(Case(path, fmt, group, category, field, store_level))
+        self.cases.append(Case(path, fmt, group, category, field, store_level))
 
-    # -- line formats: jsonl (group from --group) and events --------------------------
-    fields: tuple[str, ...]
-    for fmt, rows_of, fields, group in (
-        ("jsonl", _jsonl_rows, ("msg_id", "speaker", "text", "ts", "session_id"), "g1"),
-        ("events", _event_rows, ("event_id", "source", "content", "ts", "source_type"), None),
-    ):
-        # the loader's name for an events field: event_id -> msg_id, source -> speaker, content ->
-        # text
-        alias = (
-            {"event_id": "msg_id", "source": "speaker", "content": "text"}
-            if fmt == "events"
-            else {}
-        )
-        good = _lines(rows_of())
-        for frac in (0.1, 0.3, 0.5, 0.7, 0.9):
-            cut = int(len(good) * frac)
-            while good[cut - 1 : cut] in (b"\n", b"}"):  # cut inside an object, not between lines
-                cut -= 1
-            put(good[:cut], fmt, "truncated", None, group)
-        for at in (0, 2, 3):
-            for f in fields:
-                for bad in WRONG:
-                    if f == "source_type" and bad is None:
-                        continue
-                    rows = rows_of()
-                    rows[at][f] = bad
-                    want = "source_type" if f == "source_type" else alias.get(f, f)
-                    if (
-                        f in ("msg_id", "event_id", "speaker", "source", "text", "content", "ts")
-                        and bad is None
-                    ):
-                        want = alias.get(f, f)
-                    put(_lines(rows), fmt, f"wrong type {f}={type(bad).__name__}", want, group)
-                if f == "session_id":
-                    continue  # optional: defaults to "s1"
-                rows = rows_of()
-                del rows[at][f]
-                put(_lines(rows), fmt, f"missing {f}", alias.get(f, f), group)
-            raw = _lines(rows_of()).split(b"\n")
-            text_key = b"hostile test" if fmt == "jsonl" else b"event number"
-            raw[at] = raw[at].replace(text_key, b"\xff\xfe" + text_key)
-            put(
-                b"\n".join(raw),
-                fmt,
-                "invalid utf-8",
-                alias.get("text", "text") if fmt == "jsonl" else "content",
-                group,
-            )
-            raw = _lines(rows_of()).split(b"\n")
-            raw[at] = raw[at].replace(text_key, b"\x00" + text_key)
-            put(b"\n".join(raw), fmt, "raw NUL byte", None, group)
-            tf, sf = ("text", "speaker") if fmt == "jsonl" else ("content", "source")
-            for f in (tf, sf):
-                rows = rows_of()
-                rows[at][f] = "a\u0000b"
-                put(_lines(rows), fmt, f"NUL in {f}", alias.get(f, f), group)
+
+def _line_format(
+    corpus: _Corpus,
+    fmt: str,
+    rows_of: Callable[[], list[dict[str, Any]]],
+    fields: tuple[str, ...],
+    group: str | None,
+) -> None:
+    """The cases of a line format (jsonl, events): truncated files, then per row position
+    bad fields and values, then a 10 MB message, a non-object and an empty file."""
+    # the loader's name for an events field: event_id -> msg_id, source -> speaker, content ->
+    # text
+    alias = (
+        {"event_id": "msg_id", "source": "speaker", "content": "text"} if fmt == "events" else {}
+    )
+    good = _lines(rows_of())
+    for frac in (0.1, 0.3, 0.5, 0.7, 0.9):
+        cut = int(len(good) * frac)
+        while good[cut - 1 : cut] in (b"\n", b"}"):  # cut inside an object, not between lines
+            cut -= 1
+        corpus.put(good[:cut], fmt, "truncated", None, group)
+    for at in (0, 2, 3):
+        _line_fields(corpus, fmt, rows_of, fields, group, alias, at)
+        _line_values(corpus, fmt, rows_of, group, alias, at)
+    tf = "text" if fmt == "jsonl" else "content"
+    rows = rows_of()
+    rows[1][alias and "content" or "text"] = "x" * BIG
+    corpus.put(_lines(rows), fmt, "10 MB message", alias.get(tf, tf), group)
+    corpus.put(b"[1, 2, 3]\n", fmt, "not an object", None, group)
+    corpus.put(b"", fmt, "empty file", None, group)
+
+
+def _line_fields(
+    corpus: _Corpus,
+    fmt: str,
+    rows_of: Callable[[], list[dict[str, Any]]],
+    fields: tuple[str, ...],
+    group: str | None,
+    alias: dict[str, str],
+    at: int,
+) -> None:
+    """Each field of row ``at`` with a value of the wrong type, and missing."""
+    for f in fields:
+        for bad in WRONG:
+            if f == "source_type" and bad is None:
+                continue
             rows = rows_of()
-            rows[at][tf] = [[[[[["deep"]]]]]]
-            put(_lines(rows), fmt, "nested value", alias.get(tf, tf), group)
-            raw = _lines(rows_of()).split(b"\n")
-            raw[at] = b'{"' + tf.encode() + b'": ' + b"[" * 100_000 + b"1" + b"]" * 100_000 + b"}"
-            put(b"\n".join(raw), fmt, "deep nesting", None, group)
-            rows = rows_of()
-            idf = "event_id" if fmt == "events" else "msg_id"
-            rows[at][idf] = rows[(at + 1) % 4][idf]
-            put(_lines(rows), fmt, "duplicate id with different text", "msg_id", group)
-            for ts in (*BAD_TS, "2026-03-02T09:00:00", 1e20):
-                rows = rows_of()
-                rows[at]["ts"] = ts
-                put(_lines(rows), fmt, f"timestamp {ts!r}", "ts", group)
-            for g in BAD_GROUPS:
-                rows = rows_of()
-                for r in rows:
-                    r["group_id"] = g
-                put(_lines(rows), fmt, f"group id {g[:20]!r}", "group_id", None)
-            rows = rows_of()
-            rows[at]["group_id"] = "other-group"
-            put(_lines(rows), fmt, "claims another group", "group_id", "g1")
+            rows[at][f] = bad
+            want = "source_type" if f == "source_type" else alias.get(f, f)
+            if (
+                f in ("msg_id", "event_id", "speaker", "source", "text", "content", "ts")
+                and bad is None
+            ):
+                want = alias.get(f, f)
+            corpus.put(_lines(rows), fmt, f"wrong type {f}={type(bad).__name__}", want, group)
+        if f == "session_id":
+            continue  # optional: defaults to "s1"
         rows = rows_of()
-        rows[1][alias and "content" or "text"] = "x" * BIG
-        put(_lines(rows), fmt, "10 MB message", alias.get(tf, tf), group)
-        put(b"[1, 2, 3]\n", fmt, "not an object", None, group)
-        put(b"", fmt, "empty file", None, group)
+        del rows[at][f]
+        corpus.put(_lines(rows), fmt, f"missing {f}", alias.get(f, f), group)
 
-    # -- whole-file formats: locomo and socialmem --------------------------------------
-    def locomo_turn(i: int, key: str, value: Any) -> bytes:
-        data = _locomo()
-        turn = data[0]["conversation"]["session_1"][i]
-        if value is _DEL:
-            del turn[key]
-        else:
-            turn[key] = value
-        return json.dumps(data).encode()
 
-    def social_turn(i: int, key: str, value: Any) -> bytes:
-        data = _social()
-        turn = data["sessions"][0]["turns"][i]
-        if value is _DEL:
-            del turn[key]
-        else:
-            turn[key] = value
-        return json.dumps(data).encode()
+def _line_values(
+    corpus: _Corpus,
+    fmt: str,
+    rows_of: Callable[[], list[dict[str, Any]]],
+    group: str | None,
+    alias: dict[str, str],
+    at: int,
+) -> None:
+    """Row ``at`` with bad bytes (invalid UTF-8, NUL), a nested or deeply nested value, a
+    duplicate id, a bad timestamp, a bad group id, or another group's id."""
+    raw = _lines(rows_of()).split(b"\n")
+    text_key = b"hostile test" if fmt == "jsonl" else b"event number"
+    raw[at] = raw[at].replace(text_key, b"\xff\xfe" + text_key)
+    corpus.put(
+        b"\n".join(raw),
+        fmt,
+        "invalid utf-8",
+        alias.get("text", "text") if fmt == "jsonl" else "content",
+        group,
+    )
+    raw = _lines(rows_of()).split(b"\n")
+    raw[at] = raw[at].replace(text_key, b"\x00" + text_key)
+    corpus.put(b"\n".join(raw), fmt, "raw NUL byte", None, group)
+    tf, sf = ("text", "speaker") if fmt == "jsonl" else ("content", "source")
+    for f in (tf, sf):
+        rows = rows_of()
+        rows[at][f] = "a\u0000b"
+        corpus.put(_lines(rows), fmt, f"NUL in {f}", alias.get(f, f), group)
+    rows = rows_of()
+    rows[at][tf] = [[[[[["deep"]]]]]]
+    corpus.put(_lines(rows), fmt, "nested value", alias.get(tf, tf), group)
+    raw = _lines(rows_of()).split(b"\n")
+    raw[at] = b'{"' + tf.encode() + b'": ' + b"[" * 100_000 + b"1" + b"]" * 100_000 + b"}"
+    corpus.put(b"\n".join(raw), fmt, "deep nesting", None, group)
+    rows = rows_of()
+    idf = "event_id" if fmt == "events" else "msg_id"
+    rows[at][idf] = rows[(at + 1) % 4][idf]
+    corpus.put(_lines(rows), fmt, "duplicate id with different text", "msg_id", group)
+    for ts in (*BAD_TS, "2026-03-02T09:00:00", 1e20):
+        rows = rows_of()
+        rows[at]["ts"] = ts
+        corpus.put(_lines(rows), fmt, f"timestamp {ts!r}", "ts", group)
+    for g in BAD_GROUPS:
+        rows = rows_of()
+        for r in rows:
+            r["group_id"] = g
+        corpus.put(_lines(rows), fmt, f"group id {g[:20]!r}", "group_id", None)
+    rows = rows_of()
+    rows[at]["group_id"] = "other-group"
+    corpus.put(_lines(rows), fmt, "claims another group", "group_id", "g1")
 
-    for fmt, maker, fields in (
-        ("locomo", locomo_turn, ("dia_id", "speaker", "text")),
-        ("socialmem", social_turn, ("turn", "speaker", "content", "ts")),
-    ):
-        good = json.dumps(_locomo() if fmt == "locomo" else _social(), indent=1).encode()
-        for frac in (0.05, 0.2, 0.4, 0.6, 0.8, 0.95):
-            put(good[: int(len(good) * frac)], fmt, "truncated", None)
-        for at in (0, 1, 3):
-            for f in fields:
-                for bad in WRONG:
-                    put(maker(at, f, bad), fmt, f"wrong type {f}={type(bad).__name__}", f)
-                put(maker(at, f, _DEL), fmt, f"missing {f}", f)
-            tf = "text" if fmt == "locomo" else "content"
-            bad_utf8 = maker(at, tf, "MARK bad bytes").replace(b"MARK", b"\xc3\x28")
-            put(bad_utf8, fmt, "invalid utf-8", tf)
-            put(maker(at, tf, "a\u0000b"), fmt, "NUL in text", "text")
-            put(maker(at, "speaker", "A\u0000n"), fmt, "NUL in speaker", "speaker")
-            put(maker(at, tf, [[["deep"]]]), fmt, "nested value", tf)
-            deep = maker(at, tf, "DEEP").replace(b'"DEEP"', b"[" * 100_000 + b"1" + b"]" * 100_000)
-            put(deep, fmt, "deep nesting", None)
-            idf = "dia_id" if fmt == "locomo" else "turn"
-            put(
-                maker(at, idf, "D1:0" if fmt == "locomo" else "t0")
-                if at
-                else maker(at, idf, "D1:1" if fmt == "locomo" else "t1"),
-                fmt,
-                "duplicate id with different text",
-                "msg_id",
-            )
-        put(
-            maker(1, "text" if fmt == "locomo" else "content", "x" * BIG),
+
+def _locomo_turn(i: int, key: str, value: Any) -> bytes:
+    """The LoCoMo file with turn ``i``'s ``key`` set to ``value`` (``_DEL``: removed)."""
+    data = _locomo()
+    turn = data[0]["conversation"]["session_1"][i]
+    if value is _DEL:
+        del turn[key]
+    else:
+        turn[key] = value
+    return json.dumps(data).encode()
+
+
+def _social_turn(i: int, key: str, value: Any) -> bytes:
+    """The SocialMem file with turn ``i``'s ``key`` set to ``value`` (``_DEL``: removed)."""
+    data = _social()
+    turn = data["sessions"][0]["turns"][i]
+    if value is _DEL:
+        del turn[key]
+    else:
+        turn[key] = value
+    return json.dumps(data).encode()
+
+
+def _file_format(
+    corpus: _Corpus, fmt: str, maker: Callable[[int, str, Any], bytes], fields: tuple[str, ...]
+) -> None:
+    """The cases of a whole-file format (locomo, socialmem): truncated files, per turn bad
+    fields and values, a 10 MB message, binary garbage and an empty file."""
+    good = json.dumps(_locomo() if fmt == "locomo" else _social(), indent=1).encode()
+    for frac in (0.05, 0.2, 0.4, 0.6, 0.8, 0.95):
+        corpus.put(good[: int(len(good) * frac)], fmt, "truncated", None)
+    for at in (0, 1, 3):
+        for f in fields:
+            for bad in WRONG:
+                corpus.put(maker(at, f, bad), fmt, f"wrong type {f}={type(bad).__name__}", f)
+            corpus.put(maker(at, f, _DEL), fmt, f"missing {f}", f)
+        tf = "text" if fmt == "locomo" else "content"
+        bad_utf8 = maker(at, tf, "MARK bad bytes").replace(b"MARK", b"\xc3\x28")
+        corpus.put(bad_utf8, fmt, "invalid utf-8", tf)
+        corpus.put(maker(at, tf, "a\u0000b"), fmt, "NUL in text", "text")
+        corpus.put(maker(at, "speaker", "A\u0000n"), fmt, "NUL in speaker", "speaker")
+        corpus.put(maker(at, tf, [[["deep"]]]), fmt, "nested value", tf)
+        deep = maker(at, tf, "DEEP").replace(b'"DEEP"', b"[" * 100_000 + b"1" + b"]" * 100_000)
+        corpus.put(deep, fmt, "deep nesting", None)
+        idf = "dia_id" if fmt == "locomo" else "turn"
+        corpus.put(
+            maker(at, idf, "D1:0" if fmt == "locomo" else "t0")
+            if at
+            else maker(at, idf, "D1:1" if fmt == "locomo" else "t1"),
             fmt,
-            "10 MB message",
-            "text",
+            "duplicate id with different text",
+            "msg_id",
         )
-        put(b"\x00" * 64, fmt, "binary garbage", None)
-        put(b"", fmt, "empty file", None)
+    corpus.put(
+        maker(1, "text" if fmt == "locomo" else "content", "x" * BIG),
+        fmt,
+        "10 MB message",
+        "text",
+    )
+    corpus.put(b"\x00" * 64, fmt, "binary garbage", None)
+    corpus.put(b"", fmt, "empty file", None)
+
+
+def _file_fields(corpus: _Corpus) -> None:
+    """Whole-file fields outside the turns: timestamps, LoCoMo session times, group ids, and
+    a conversation / sessions / turns of the wrong type."""
     data: Any
+    bad: Any
     for ts in (*BAD_TS, 12345):
         data = _social()
         data["sessions"][0]["turns"][2]["ts"] = ts
-        put(json.dumps(data).encode(), "socialmem", f"timestamp {ts!r}", "ts")
+        corpus.put(json.dumps(data).encode(), "socialmem", f"timestamp {ts!r}", "ts")
     for d in (
         "1:56 pm on 8 May, 1066",
         "1:56 pm on 8 May, 2999",
@@ -288,7 +352,7 @@ def generate(out: str | Path) -> list[Case]:
     ):
         data = _locomo()
         data[0]["conversation"]["session_1_date_time"] = d
-        put(
+        corpus.put(
             json.dumps(data).encode(),
             "locomo",
             f"session time {d!r}",
@@ -297,30 +361,34 @@ def generate(out: str | Path) -> list[Case]:
     for g in BAD_GROUPS:
         data = _locomo()
         data[0]["sample_id"] = g
-        put(json.dumps(data).encode(), "locomo", f"group id {g[:20]!r}", "sample_id")
+        corpus.put(json.dumps(data).encode(), "locomo", f"group id {g[:20]!r}", "sample_id")
         if g:  # an empty network id falls back to the file name (documented)
             data = _social()
             data["meta"]["network_id"] = g
-            put(json.dumps(data).encode(), "socialmem", f"group id {g[:20]!r}", "meta.network_id")
+            corpus.put(
+                json.dumps(data).encode(), "socialmem", f"group id {g[:20]!r}", "meta.network_id"
+            )
     for bad in ([], "x", 5):
         data = _locomo()
         data[0]["conversation"] = bad
-        put(json.dumps(data).encode(), "locomo", "wrong type conversation", "conversation")
+        corpus.put(json.dumps(data).encode(), "locomo", "wrong type conversation", "conversation")
     for bad in ({}, "x", 5):
         data = _social()
         data["sessions"] = bad
-        put(json.dumps(data).encode(), "socialmem", "wrong type sessions", "sessions")
+        corpus.put(json.dumps(data).encode(), "socialmem", "wrong type sessions", "sessions")
         data = _social()
         data["sessions"][0]["turns"] = bad
-        put(json.dumps(data).encode(), "socialmem", "wrong type turns", "turns")
-    # -- store level: a message id already stored with other text ------------------------
+        corpus.put(json.dumps(data).encode(), "socialmem", "wrong type turns", "turns")
+
+
+def _stored_ids(corpus: _Corpus) -> None:
+    """Store level: a message id already stored with other text."""
     for i in range(4):
         rows = _jsonl_rows()
         rows[i]["text"] = f"rewritten history {i}"
-        put(
+        corpus.put(
             _lines(rows), "jsonl", "stored id with different text", "msg_id", "g1", store_level=True
         )
-    return cases
 
 
 class _Del:
