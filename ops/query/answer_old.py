@@ -65,19 +65,9 @@ def _dense(
     return {view.ids[r]: float(s) for r, s in zip(rows, sims, strict=True)}
 
 
-def _score(
-    units: list[Unit],
-    projection: Projection,
-    qtype: str,
-    dense: dict[str, float],
-    config: AnswerConfig,
-    names: list[str],
-    memo: TextMemo | None = None,
-) -> tuple[set[str], set[str], dict]:
-    """Score every unit in place; returns the question's stemmed content words, the
-    matter's values (recurring capitalised words of the best units) and, per value, the
-    values said in the same sentence."""
-    memo = memo or TextMemo()
+def _question_words(projection: Projection, qtype: str, names: list[str]) -> set[str]:
+    """The question's stemmed content words (its issue's, else its own; all of its own for
+    why / when / where / who), names aside."""
     words = terms(projection.issue) or terms(projection.question)
     words |= (
         {
@@ -88,20 +78,22 @@ def _score(
         if qtype in ("why", "when", "where", "who")
         else set()
     )
-    words -= {stem(n) for n in names}
-    n = len(units) or 1
+    return words - {stem(n) for n in names}
 
-    def idf_sum(found: set[str], df: Counter) -> float:
-        return sum(math.log(1 + n / df[w]) for w in found)
 
-    df: Counter = Counter()
-    for u in units:
-        df.update(words & u.terms)
-    # the matter's values: capitalised words of the best lexical units that recur in the evidence
-    # (the cities, routes, names of things argued about), added at half weight
+def _idf_sum(found: set[str], df: Counter, n: int) -> float:
+    return sum(math.log(1 + n / df[w]) for w in found)
+
+
+def _matter_values(
+    units: list[Unit], words: set[str], names: list[str], df: Counter, n: int
+) -> tuple[set[str], dict]:
+    """The matter's values (capitalised words of the best lexical units that recur in the
+    evidence: the cities, routes, names of things argued about) and, per value, the values
+    said in the same message; ``df`` gains the values' counts."""
     first = sorted(
         (u for u in units if not u.is_record and words & u.terms),
-        key=lambda u: (-idf_sum(words & u.terms, df), u.rank),
+        key=lambda u: (-_idf_sum(words & u.terms, df, n), u.rank),
     )[:8]
     lowered = {x.lower() for x in names} | CALENDAR
     values = {
@@ -130,6 +122,74 @@ def _score(
     values = {v for v in values if vdf[v] >= 2 and cooc.get(v)}
     cooc = {v: c & values for v, c in cooc.items() if v in values}
     df.update({v: vdf[v] for v in values})
+    return values, cooc
+
+
+def _set_context(units: list[Unit], words: set[str], df: Counter, n: int) -> None:
+    """System 2 ties messages to one matter: a message cited by a record is on the matter of
+    the record's best-matching message or statement (a terse "missed it again" under the
+    record of the matter it is about); sets ``Unit.context``."""
+    best_of: dict = {}
+    for u in units:
+        lx = _idf_sum(words & u.terms, df, n)
+        for key in u.records:
+            best_of[key] = max(best_of.get(key, 0.0), lx)
+    for u in units:
+        u.context = max((best_of[k] for k in u.records), default=0.0)
+
+
+def _with_type_cues(
+    s: float,
+    u: Unit,
+    projection: Projection,
+    qtype: str,
+    config: AnswerConfig,
+    names: list[str],
+    memo: TextMemo,
+) -> float:
+    """``s`` plus the bonuses of the question type's cue: a reason, a time, a place, a settling
+    word or a GROUP record, a name for who."""
+    time_q = qtype == "when" or bool(TIME_WORD_Q.search(projection.question))
+    decision_q = qtype == "decision" or bool(DECISION_Q.search(projection.question))
+    if qtype == "why" and (REASON.search(u.text) or any(REASON.search(x) for x in u.siblings)):
+        s += config.type_bonus
+    if time_q and (memo.says_time(u.text, u.ts) if u.ts is not None else resolve(u.text, today())):
+        s += config.type_bonus
+    if qtype == "where" and any(
+        m.group(0).split()[-1].lower() not in CALENDAR for m in PLACE.finditer(u.text)
+    ):
+        s += config.type_bonus
+    if decision_q:
+        if SETTLE.search(u.text):
+            s += config.type_bonus
+        if "GROUP" in u.rows:
+            s += config.record_bonus
+        if u.settles:
+            s += config.type_bonus  # the message that settled it, not the discussion before
+    if qtype == "who" and named_in(u, projection, names):
+        s += 0.5
+    return s
+
+
+def _score(
+    units: list[Unit],
+    projection: Projection,
+    qtype: str,
+    dense: dict[str, float],
+    config: AnswerConfig,
+    names: list[str],
+    memo: TextMemo | None = None,
+) -> tuple[set[str], set[str], dict]:
+    """Score every unit in place; returns the question's stemmed content words, the
+    matter's values (recurring capitalised words of the best units) and, per value, the
+    values said in the same sentence."""
+    memo = memo or TextMemo()
+    words = _question_words(projection, qtype, names)
+    n = len(units) or 1
+    df: Counter = Counter()
+    for u in units:
+        df.update(words & u.terms)
+    values, cooc = _matter_values(units, words, names, df, n)
     present = {u.msg_id for u in units if not u.is_record}
     matched = {u.msg_id for u in units if not u.is_record and (words | values) & u.terms}
     named = (
@@ -137,21 +197,11 @@ def _score(
         if projection.source or qtype == "per-person"
         else {r for r in projection.rows if r not in ("ALL", "GROUP")}
     )
-    time_q = qtype == "when" or bool(TIME_WORD_Q.search(projection.question))
     decision_q = qtype == "decision" or bool(DECISION_Q.search(projection.question))
-    # System 2 ties messages to one matter: a message cited by a record is on the matter of the
-    # record's best-matching message or statement (a terse "missed it again" under the record of
-    # the matter it is about)
-    best_of: dict = {}
-    for u in units:
-        lx = idf_sum(words & u.terms, df)
-        for key in u.records:
-            best_of[key] = max(best_of.get(key, 0.0), lx)
-    for u in units:
-        u.context = max((best_of[k] for k in u.records), default=0.0)
+    _set_context(units, words, df, n)
     for u in units:
         hit = words & u.terms
-        lex = idf_sum(hit, df) + 0.5 * idf_sum(values & u.terms, df)
+        lex = _idf_sum(hit, df, n) + 0.5 * _idf_sum(values & u.terms, df, n)
         hit = hit or (values & u.terms)
         context_hit = False
         if not u.is_record and u.context > lex:
@@ -166,25 +216,7 @@ def _score(
         )
         if u.text.rstrip().endswith("?"):
             s -= config.question_penalty * (0.3 if qtype == "per-person" else 1.0)
-        if qtype == "why" and (REASON.search(u.text) or any(REASON.search(x) for x in u.siblings)):
-            s += config.type_bonus
-        if time_q and (
-            memo.says_time(u.text, u.ts) if u.ts is not None else resolve(u.text, today())
-        ):
-            s += config.type_bonus
-        if qtype == "where" and any(
-            m.group(0).split()[-1].lower() not in CALENDAR for m in PLACE.finditer(u.text)
-        ):
-            s += config.type_bonus
-        if decision_q:
-            if SETTLE.search(u.text):
-                s += config.type_bonus
-            if "GROUP" in u.rows:
-                s += config.record_bonus
-            if u.settles:
-                s += config.type_bonus  # the message that settled it, not the discussion before
-        if qtype == "who" and named_in(u, projection, names):
-            s += 0.5
+        s = _with_type_cues(s, u, projection, qtype, config, names, memo)
         if named and (u.speaker in named or named & u.rows):
             s += config.type_bonus  # a named person's own words and records first
         if projection.source and u.speaker == projection.source:
