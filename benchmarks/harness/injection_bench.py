@@ -13,6 +13,7 @@ import statistics
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pyarrow as pa
 
@@ -26,7 +27,38 @@ from speakerflow.schemas import EDGE_SCHEMA, ENTITY_SCHEMA
 RELS = ["fee", "regime", "liquidity", "win_rate", "max_drawdown", "status", "exposed_to"]
 
 
+#: cue-less wordings that are all different once masked (each pays a MiniLM encode)
+FRESH_WORDS = [
+    "vibes",
+    "story",
+    "picture",
+    "situation",
+    "deal",
+    "scoop",
+    "lowdown",
+    "angle",
+    "take",
+    "status quo",
+    "rundown",
+    "temperature",
+    "mood",
+    "setup",
+    "state",
+    "shape",
+    "tone",
+    "flavour",
+    "pulse",
+    "gist",
+]
+#: requests without a cue word (the intent comes from the MiniLM prototypes)
+SHAPES = ["{b} stats?", "is {b} copyable again?", "{a} looking ok?", "thoughts on {a} here"]
+
+Ent = tuple[str, str, str]  # (entity id, name, type)
+
+
 def run(edges: int = 100_000, events: int = 500, seed: int = 0, budget: int = 600) -> dict:
+    """Build ``edges`` facts in Kuzu, inject ``events`` cued, ``events`` cue-less and up to
+    100 newly worded requests under ``budget`` tokens; the report (latencies in ms)."""
     rng = random.Random(seed)
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
     n_ent = max(50, edges // 50)
@@ -37,59 +69,9 @@ def run(edges: int = 100_000, events: int = 500, seed: int = 0, budget: int = 60
     )
     with tempfile.TemporaryDirectory() as tmp:
         g = KuzuGraph(f"{tmp}/g.kuzu")
-        g.copy_nodes(
-            "Entity",
-            pa.Table.from_pylist(
-                [
-                    {"entity_id": e, "group_id": "g", "name": n, "etype": t, "aliases": [n]}
-                    for e, n, t in ents
-                ],
-                schema=ENTITY_SCHEMA,
-            ),
-        )
-        rows = []
-        for i in range(edges):
-            s = ents[rng.randrange(len(ents) - 20)]
-            rel = rng.choice(RELS)
-            obj = (
-                ents[-rng.randrange(1, 21)][0]
-                if rel == "exposed_to"
-                else f"value:{rng.randint(1, 99)}%"
-            )
-            t = t0 + timedelta(minutes=i)
-            rows.append(
-                FactItem(
-                    f"f{i}",
-                    "g",
-                    s[0],
-                    rel,
-                    obj,
-                    f"{s[1]} {rel}",
-                    [f"m{i}"],
-                    t,
-                    t,
-                    t,
-                    confidence=0.9,
-                    maturity=rng.choice(["candidate", "verified", "proven"]),
-                    invalid_at=t if rng.random() < 0.2 else None,
-                ).row()
-            )
-        build = time.perf_counter()
-        g.copy_nodes("Fact", pa.Table.from_pylist(rows, schema=EDGE_SCHEMA))
-        g.copy_rels(
-            "SUBJECT",
-            pa.table({"from": [r["edge_id"] for r in rows], "to": [r["subject_id"] for r in rows]}),
-            "Fact",
-            "Entity",
-        )
-        objs = [r for r in rows if not r["object_id"].startswith("value:")]
-        g.copy_rels(
-            "OBJECT",
-            pa.table({"from": [r["edge_id"] for r in objs], "to": [r["object_id"] for r in objs]}),
-            "Fact",
-            "Entity",
-        )
-        build = time.perf_counter() - build
+        _copy_entities(g, ents)
+        rows = _fact_rows(ents, edges, rng, t0)
+        build = _copy_facts(g, rows)
         load = time.perf_counter()
         fg = FactGraph(g, "g").load(with_records=False)
         load = time.perf_counter() - load
@@ -100,74 +82,23 @@ def run(edges: int = 100_000, events: int = 500, seed: int = 0, budget: int = 60
             inj.warm()
         )  # MiniLM + exemplar vectors, once per process (a server's start-up cost)
         now = t0 + timedelta(minutes=edges + 10)
-        lat, over, toks = [], 0, []
-        queries = []
-        for _ in range(events):
-            a, b = (
-                ents[rng.randrange(n_ent // 2)][1],
-                ents[n_ent // 2 + rng.randrange(n_ent // 2)][1],
+        queries = [
+            (
+                f"Prepare an order to buy {a}; should I copy {b}? fees and drawdown and liquidity?",
+                [a, b],
             )
-            queries.append(
-                (
-                    f"Prepare an order to buy {a}; should I copy {b}? fees and drawdown and "
-                    "liquidity?",
-                    [a, b],
-                )
-            )
-        cpu = []
-        for text, _ in queries:
-            c0 = time.process_time()
-            wc = inj.inject(text, now, user="u1")
-            cpu.append((time.process_time() - c0) * 1000)  # CPU time: less sensitive to other load
-            lat.append(wc.seconds * 1000)
-            toks.append(wc.tokens)
-            over += wc.tokens > budget
-        # requests without a cue word: the intent comes from the MiniLM prototypes (masked text
-        # memoised,
-        # so only the first request of each shape pays an encode)
-        shapes = ["{b} stats?", "is {b} copyable again?", "{a} looking ok?", "thoughts on {a} here"]
-        plain = []
-        for i in range(events):
-            a, b = (
-                ents[rng.randrange(n_ent // 2)][1],
-                ents[n_ent // 2 + rng.randrange(n_ent // 2)][1],
-            )
-            plain.append(shapes[i % len(shapes)].format(a=a, b=b))
-        lat_plain = []
-        for text in plain:
-            wc = inj.inject(text, now, user="u1")
-            lat_plain.append(wc.seconds * 1000)
-            over += wc.tokens > budget
-        # cue-less requests that are all different once masked: every one pays a MiniLM encode
-        # (no memo hit), the worst case for a stream of new wordings
-        fresh_words = [
-            "vibes",
-            "story",
-            "picture",
-            "situation",
-            "deal",
-            "scoop",
-            "lowdown",
-            "angle",
-            "take",
-            "status quo",
-            "rundown",
-            "temperature",
-            "mood",
-            "setup",
-            "state",
-            "shape",
-            "tone",
-            "flavour",
-            "pulse",
-            "gist",
+            for a, b in (_pair(ents, n_ent, rng) for _ in range(events))
         ]
-        lat_fresh = []
-        for i in range(min(events, 100)):
-            a = ents[rng.randrange(n_ent // 2)][1]
-            text = f"what's the {fresh_words[i % 20]} on {a} {'today' if i < 20 else f'day {i}'}?"
-            wc = inj.inject(text, now, user="u1")
-            lat_fresh.append(wc.seconds * 1000)
+        lat, cpu, toks, over = _inject_all(inj, [text for text, _ in queries], now, budget)
+        # requests without a cue word: the intent comes from the MiniLM prototypes (masked text
+        # memoised, so only the first request of each shape pays an encode)
+        plain = [
+            SHAPES[i % len(SHAPES)].format(a=a, b=b)
+            for i, (a, b) in enumerate(_pair(ents, n_ent, rng) for _ in range(events))
+        ]
+        lat_plain, _, _, over_plain = _inject_all(inj, plain, now, budget)
+        over += over_plain
+        lat_fresh = _fresh(inj, ents, n_ent, events, rng, now)
         kuzu_ms = []
         for _text, names in queries[: min(50, events)]:
             t_start = time.perf_counter()
@@ -185,7 +116,7 @@ def run(edges: int = 100_000, events: int = 500, seed: int = 0, budget: int = 60
         "uncued_p50_ms": round(statistics.median(lat_plain), 3),
         "uncued_p95_ms": pct(lat_plain, 95),
         "uncued_max_ms": round(max(lat_plain), 3),
-        "uncued_shapes": len(shapes),
+        "uncued_shapes": len(SHAPES),
         "uncued_new_wording_p50_ms": round(statistics.median(lat_fresh), 3),
         "uncued_new_wording_p95_ms": pct(lat_fresh, 95),
         "classifier_warm_s": round(warm_s, 2),
@@ -196,3 +127,111 @@ def run(edges: int = 100_000, events: int = 500, seed: int = 0, budget: int = 60
         "baseline_kuzu_query_p50_ms": round(statistics.median(kuzu_ms), 3),
         "speedup_vs_kuzu_per_event": round(statistics.median(kuzu_ms) / p50, 1),
     }
+
+
+def _copy_entities(g: KuzuGraph, ents: list[Ent]) -> None:
+    """The entities as Entity nodes (one alias each: the name)."""
+    g.copy_nodes(
+        "Entity",
+        pa.Table.from_pylist(
+            [
+                {"entity_id": e, "group_id": "g", "name": n, "etype": t, "aliases": [n]}
+                for e, n, t in ents
+            ],
+            schema=ENTITY_SCHEMA,
+        ),
+    )
+
+
+def _fact_rows(
+    ents: list[Ent], edges: int, rng: random.Random, t0: datetime
+) -> list[dict[str, Any]]:
+    """``edges`` random facts (one a minute from ``t0``) of the assets and traders: a value,
+    or exposure to a risk; a fifth of them invalidated."""
+    rows = []
+    for i in range(edges):
+        s = ents[rng.randrange(len(ents) - 20)]
+        rel = rng.choice(RELS)
+        obj = (
+            ents[-rng.randrange(1, 21)][0]
+            if rel == "exposed_to"
+            else f"value:{rng.randint(1, 99)}%"
+        )
+        t = t0 + timedelta(minutes=i)
+        rows.append(
+            FactItem(
+                f"f{i}",
+                "g",
+                s[0],
+                rel,
+                obj,
+                f"{s[1]} {rel}",
+                [f"m{i}"],
+                t,
+                t,
+                t,
+                confidence=0.9,
+                maturity=rng.choice(["candidate", "verified", "proven"]),
+                invalid_at=t if rng.random() < 0.2 else None,
+            ).row()
+        )
+    return rows
+
+
+def _copy_facts(g: KuzuGraph, rows: list[dict[str, Any]]) -> float:
+    """Bulk-copy the facts and their SUBJECT / OBJECT edges; returns the seconds it took."""
+    build = time.perf_counter()
+    g.copy_nodes("Fact", pa.Table.from_pylist(rows, schema=EDGE_SCHEMA))
+    g.copy_rels(
+        "SUBJECT",
+        pa.table({"from": [r["edge_id"] for r in rows], "to": [r["subject_id"] for r in rows]}),
+        "Fact",
+        "Entity",
+    )
+    objs = [r for r in rows if not r["object_id"].startswith("value:")]
+    g.copy_rels(
+        "OBJECT",
+        pa.table({"from": [r["edge_id"] for r in objs], "to": [r["object_id"] for r in objs]}),
+        "Fact",
+        "Entity",
+    )
+    return time.perf_counter() - build
+
+
+def _pair(ents: list[Ent], n_ent: int, rng: random.Random) -> tuple[str, str]:
+    """A random asset name and trader name."""
+    return ents[rng.randrange(n_ent // 2)][1], ents[n_ent // 2 + rng.randrange(n_ent // 2)][1]
+
+
+def _inject_all(
+    inj: PassiveInjector, texts: list[str], now: datetime, budget: int
+) -> tuple[list[float], list[float], list[int], int]:
+    """Inject each text: (latencies ms, CPU ms, tokens, events over budget)."""
+    lat, cpu, toks, over = [], [], [], 0
+    for text in texts:
+        c0 = time.process_time()
+        wc = inj.inject(text, now, user="u1")
+        cpu.append((time.process_time() - c0) * 1000)  # CPU time: less sensitive to other load
+        lat.append(wc.seconds * 1000)
+        toks.append(wc.tokens)
+        over += wc.tokens > budget
+    return lat, cpu, toks, over
+
+
+def _fresh(
+    inj: PassiveInjector,
+    ents: list[Ent],
+    n_ent: int,
+    events: int,
+    rng: random.Random,
+    now: datetime,
+) -> list[float]:
+    """Latencies (ms) of cue-less requests that are all different once masked: every one pays a
+    MiniLM encode (no memo hit), the worst case for a stream of new wordings."""
+    lat_fresh = []
+    for i in range(min(events, 100)):
+        a = ents[rng.randrange(n_ent // 2)][1]
+        text = f"what's the {FRESH_WORDS[i % 20]} on {a} {'today' if i < 20 else f'day {i}'}?"
+        wc = inj.inject(text, now, user="u1")
+        lat_fresh.append(wc.seconds * 1000)
+    return lat_fresh
