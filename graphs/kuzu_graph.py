@@ -10,6 +10,7 @@ naive, so we normalise to UTC on the way in and re-attach UTC on the way out.
 from __future__ import annotations
 
 import re
+import tempfile
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -180,7 +181,7 @@ class KuzuGraph:
             if threads:
                 self._conn.set_max_threads_for_exec(threads)
             try:
-                self._conn.execute(f"COPY {table_name} FROM $data", {"data": data})
+                self._copy(f"COPY {table_name} FROM {{source}}", data)
             finally:
                 if threads:
                     self._conn.set_max_threads_for_exec(self._threads)
@@ -191,10 +192,23 @@ class KuzuGraph:
         if table.num_rows == 0:
             return 0
         with self._lock:
-            self._conn.execute(
-                f"COPY {rel} FROM $data (from='{from_table}', to='{to_table}')", {"data": table}
-            )
+            self._copy(f"COPY {rel} FROM {{source}} (from='{from_table}', to='{to_table}')", table)
         return table.num_rows
+
+    def _copy(self, statement: str, table: pa.Table) -> None:
+        """Run ``statement`` (a ``COPY ... FROM {source}``, the lock held) from a Parquet file
+        of ``table``. Not from the Arrow table as a parameter: Kuzu 0.11.3's binding imports
+        pandas and polars on the first parameter it scans, to ask whether it is one of their
+        frames (0.9 s of CPU, once per process: most of a fresh ``maintain`` or small
+        ``ingest`` beside the imports), and the file costs the same (a 100,000-row COPY
+        0.77-0.83 s of CPU either way, measured here)."""
+        import pyarrow.parquet as pq
+
+        with tempfile.TemporaryDirectory(prefix="speakerflow-copy-") as tmp:
+            path = Path(tmp) / "rows.parquet"
+            pq.write_table(table, path, compression="none")
+            source = "'" + path.as_posix().replace("\\", "\\\\").replace("'", "\\'") + "'"
+            self._conn.execute(statement.format(source=source))
 
     def copy_into(self, dest: str | Path) -> dict[str, int]:
         """Write every node and relationship of this graph into a NEW database at ``dest``

@@ -8,6 +8,9 @@ write-time invalidation into the group's Kuzu graph and append alias merges to
 confidence and maturity (``Decay``, read-only). Reruns are idempotent (processed ids are
 kept in ``<group>/entity_path.json``).
 
+:func:`maintain_group` is what ``speakerflow maintain``, ``Memory.maintain`` and the server's
+``/maintain`` run: the entity path, then one maintenance tick.
+
 A user composes the same stages with the annotating ones in front,
 ``Detect() >> Canonicalize() >> ExtractKnowledge() >> Invalidate() >> Decay()``, and gets the
 same graph (``tests/integration/test_inkh_operators.py``).
@@ -134,3 +137,20 @@ def build_entity_graph(
             json.dumps({"processed": sorted(done | set(events["msg_id"].to_pylist()))})
         )
     return totals
+
+
+def maintain_group(
+    store: Any,
+    backend: Any = "rules",
+    now: datetime | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The entity path over the group's new rows (:func:`build_entity_graph`; its facts are
+    written at the wall clock), then one maintenance tick at ``now`` (default: the clock):
+    ``{"entity_path": counts, "tick": the tick's report}``. ``store``: a writable store."""
+    from speakerflow.ops.knowledge.maintenance import tick
+
+    return {
+        "entity_path": build_entity_graph(store, backend=backend),
+        "tick": tick(store, now=now, seed=seed),
+    }

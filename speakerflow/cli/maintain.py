@@ -43,8 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     skip_pandas_probe()
     from speakerflow.ops.knowledge.domain.load import load_pack, record_pack
-    from speakerflow.ops.knowledge.maintenance import apply_review, tick
-    from speakerflow.pipelines.entity_path import build_entity_graph
+    from speakerflow.ops.knowledge.maintenance import apply_review
+    from speakerflow.pipelines.entity_path import maintain_group
 
     pack = load_pack(args.domain) if args.domain else None
 
@@ -66,10 +66,7 @@ def run(args: argparse.Namespace) -> int:
         with home.open(gid, writable=True) as store:
             if pack is not None:
                 record_pack(store, pack)
-            out[gid] = {
-                "entity_path": build_entity_graph(store, backend=args.backend),
-                "tick": tick(store, now=now, seed=args.seed),
-            }
+            out[gid] = maintain_group(store, backend=args.backend, now=now, seed=args.seed)
     if args.json:
         emit(out, True)
         return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -366,6 +367,27 @@ class Memory(OpenGroups):
             return wiki_pages(snap, snap.knowledge)
         with self._held(group) as g:
             return wiki_pages(g.store)
+
+    def maintain(
+        self, group: str, now: datetime | None = None, seed: int = 0, backend: str = "rules"
+    ) -> dict[str, Any]:
+        """The entity path over the group's new rows, then one maintenance tick at ``now``
+        (:func:`~speakerflow.pipelines.entity_path.maintain_group`, what ``speakerflow
+        maintain --group`` runs), on the open store under the group's lock; returns its
+        report. The group's knowledge changed: the next :meth:`inject` loads it again, and a
+        group with a read snapshot gets a new one (with its knowledge, where
+        :attr:`snapshot_knowledge`) before this returns."""
+        from speakerflow.pipelines.entity_path import maintain_group
+
+        if self.read_only:
+            raise PermissionError(f"group {group!r}: this Memory is read-only")
+        with self._held(group) as g:
+            report = maintain_group(g.store, backend=backend, now=now, seed=seed)
+            g.knowledge = None
+            g.version += 1
+            if g.snapshot is not None:
+                self._publish(g)
+        return report
 
     def forget(
         self,

@@ -13,6 +13,7 @@ import os
 import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack, asynccontextmanager
+from datetime import UTC
 from typing import Annotated, Any, Literal
 
 import anyio
@@ -37,6 +38,7 @@ from .models import (
     ForgetIn,
     IngestOut,
     InjectIn,
+    MaintainIn,
 )
 from .write_queue import WriteQueue
 
@@ -241,8 +243,8 @@ def add_write_routes(
     max_messages: int = DEFAULT_MAX_MESSAGES,
     publisher: Any = None,
 ) -> None:
-    """``messages`` (append now, Writer on the background queue), ``forget`` and
-    ``status``: the routes of the process that owns the group's writes."""
+    """``messages`` (append now, Writer on the background queue), ``forget``, ``maintain``
+    and ``status``: the routes of the process that owns the group's writes."""
     deps = [Depends(_key)]
 
     @app.post(
@@ -296,6 +298,16 @@ def add_write_routes(
         if not body.dry_run:
             memory.snapshot(group)  # the new snapshot now (the writer process publishes it)
         return json_response(report.as_dict())
+
+    @app.post("/v1/groups/{group}/maintain", dependencies=deps, tags=["groups"])
+    def maintain(group: str, body: MaintainIn) -> Response:
+        """The entity path over the group's new messages and events, then one maintenance
+        tick (what ``speakerflow maintain --group`` does): its report. Runs now, under the
+        group's lock, and publishes the group's new snapshot before it answers."""
+        now = body.now
+        if now is not None and now.tzinfo is None:
+            now = now.replace(tzinfo=UTC)
+        return json_response(memory.maintain(group, now=now, seed=body.seed))
 
     @app.get("/v1/groups/{group}/status", dependencies=deps, tags=["groups"])
     async def status(group: str) -> Response:

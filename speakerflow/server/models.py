@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -32,6 +33,14 @@ class ForgetIn(BaseModel):
         description="all: write every record again from what remains; affected: only records "
         "resting on the forgotten messages; auto: all where the rules Writer wrote the group",
     )
+
+
+class MaintainIn(BaseModel):
+    now: datetime | None = Field(
+        default=None,
+        description="the time the tick treats as now (default: the clock; UTC if no zone)",
+    )
+    seed: int = Field(default=0, description="seed of the tick's probe sampler")
 
 
 class IngestOut(BaseModel):

@@ -10,8 +10,8 @@ behind them.
   answers ``ask``, ``search``, ``memory``, ``inject``, ``stats``, ``wiki`` and ``/v1/groups``
   from the latest
   published snapshot (:class:`~.replica.ReplicaMemory`); it forwards ``messages``,
-  ``forget``, ``status`` and ``/mcp`` to the writer as they came (the writer checks the key
-  again).
+  ``forget``, ``maintain``, ``status`` and ``/mcp`` to the writer as they came (the writer
+  checks the key again).
 - The **supervisor** (the ``speakerflow serve`` process) starts the writer, waits until it
   is warm, starts the readers, prints ``ready`` once all are warm, and on SIGINT/SIGTERM
   stops the readers, then the writer (which runs the writes already queued). A child that
@@ -68,6 +68,7 @@ READ_ROUTES = frozenset({"ask", "search", "memory", "inject", "stats", "wiki"})
 FORWARDED = (
     ("/v1/groups/{group}/messages", ["POST"]),
     ("/v1/groups/{group}/forget", ["POST"]),
+    ("/v1/groups/{group}/maintain", ["POST"]),
     ("/v1/groups/{group}/status", ["GET"]),
     ("/mcp", ["GET", "POST", "DELETE"]),
 )

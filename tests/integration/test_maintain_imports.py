@@ -54,12 +54,14 @@ def test_maintain_in_a_fresh_process_imports_no_model_or_server_stack(tmp_path: 
     assert report["tick"]["probes_run"][0] == "stale_sweep"
     modules = set(seen["modules"])
     assert not {m for m in modules if m.split(".")[0] in NOT_NEEDED}
+    # neither pyarrow's conversions nor Kuzu's COPY of the new facts imported pandas/polars
+    assert not {m.split(".")[0] for m in modules} & {"pandas", "polars"}
     assert {m for m in modules if m.startswith("speakerflow.cli")} == {
         "speakerflow.cli",
         "speakerflow.cli.common",
         "speakerflow.cli.maintain",
     }
-    # a second run finds nothing new: it loads no model and no pyarrow pandas probe either
+    # a second run finds nothing new: the reader's MiniLM is not loaded either
     proc, seen = _fresh(args, tmp_path)
     assert json.loads(proc.stdout)["desk"]["entity_path"]["events"] == 0
     assert not {m.split(".")[0] for m in seen["modules"]} & {"onnxruntime", "pandas", "polars"}

@@ -37,6 +37,7 @@ ENDPOINTS = [
     ("GET", "stats", {}),
     ("GET", "wiki", {}),
     ("POST", "forget", {"json": {"speaker": "Dev", "dry_run": True}}),
+    ("POST", "maintain", {"json": {"now": "2026-03-20T09:00:00Z"}}),
 ]
 TRICKS = [
     "%2e%2e",
