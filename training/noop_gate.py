@@ -18,6 +18,7 @@ result goes to the model folder's ``decoding.json``, which
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,24 @@ def calibrate(probs: Sequence[float], noop: Sequence[bool]) -> dict[str, Any]:
         "windows": len(probs),
         "noop_windows": sum(noop),
     }
+
+
+def per_kind_sample(
+    examples: Sequence[dict[str, Any]], per_kind: int | None, seed: int = 0
+) -> list[dict[str, Any]]:
+    """A seeded sample of at most ``per_kind`` NOOP and ``per_kind`` action windows of
+    ``examples``, in their order (None: all); one forward pass of a ~900-token window costs
+    seconds on a CPU, so calibration may use a balanced part of the training windows."""
+    if per_kind is None:
+        return list(examples)
+    if per_kind < 1:
+        raise ValueError(f"per_kind must be >= 1, got {per_kind}")
+    rng = random.Random(seed)
+    keep: set[int] = set()
+    for kind in (True, False):
+        idx = [i for i, ex in enumerate(examples) if is_noop(ex) == kind]
+        keep |= set(rng.sample(idx, min(per_kind, len(idx))))
+    return [ex for i, ex in enumerate(examples) if i in keep]
 
 
 def window_scores(backend: Any, examples: Sequence[dict[str, Any]]) -> list[tuple[float, float]]:

@@ -160,6 +160,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     data_args(c)
     c.add_argument("--model", required=True, help="the local Writer's adapter or model folder")
     c.add_argument("--window", type=int, default=4, help="messages per window (default 4)")
+    c.add_argument(
+        "--per-kind",
+        type=int,
+        default=None,
+        help="calibrate on a seeded sample of at most N NOOP and N action windows (default: all)",
+    )
     c.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
     c.set_defaults(func=run_calibrate_noop, max_examples=None)
 
@@ -392,12 +398,13 @@ def run_grpo(args: argparse.Namespace) -> int:
 
 def run_calibrate_noop(args: argparse.Namespace) -> int:
     """``train calibrate-noop``: the NOOP gate of ``--model`` from the training windows only."""
-    from speakerflow.training.noop_gate import calibrate_folder
+    from speakerflow.training.noop_gate import calibrate_folder, per_kind_sample
 
     train, held, _, _ = _windows(args)
     try:
+        sample = per_kind_sample(train, args.per_kind, args.seed)
         with _quiet():
-            report = calibrate_folder(args.model, train, _ids(train))
+            report = calibrate_folder(args.model, sample, _ids(train))
     except ValueError as exc:
         raise CliError(str(exc)) from None
     report["heldout_networks"] = _ids(held)

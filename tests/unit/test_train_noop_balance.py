@@ -11,7 +11,7 @@ import torch
 from speakerflow.ops.backends.base import ChatResult
 from speakerflow.ops.backends.local import FirstTokenGate
 from speakerflow.ops.write.interfaces import Segment
-from speakerflow.training.noop_gate import balanced_accuracy, calibrate
+from speakerflow.training.noop_gate import balanced_accuracy, calibrate, per_kind_sample
 from speakerflow.training.windows import is_noop, thin_noop
 
 
@@ -94,3 +94,13 @@ def test_local_writer_reads_the_gate_from_the_model_folder(tmp_path, monkeypatch
     (tmp_path / local.DECODING_FILE).write_text(json.dumps({"noop_min_p": "high"}))
     with pytest.raises(ValueError, match="noop_min_p must be a number"):
         local.LocalWriter(model=str(tmp_path), backend="transformers")
+
+
+def test_per_kind_sample_is_seeded_balanced_and_ordered():
+    data = _examples(12, 4)
+    part = per_kind_sample(data, 5, seed=1)
+    assert sum(map(is_noop, part)) == 5 and len(part) == 9  # only 4 action windows exist
+    assert part == [ex for ex in data if ex in part] and part == per_kind_sample(data, 5, 1)
+    assert per_kind_sample(data, None) == data
+    with pytest.raises(ValueError, match="per_kind"):
+        per_kind_sample(data, 0)
