@@ -91,6 +91,9 @@ _._in_month
 _._month_year
 _._year
 
+# run by name in a child process (benchmarks/faults.py: python -c '... import worker')
+worker
+
 # set on third-party objects (faiss, onnxruntime session options, tokenizers, the OpenAI
 # SDK's retry hook) or read through getattr (the embedder's query memo)
 _.efConstruction

@@ -15,9 +15,7 @@ and peak). Client and server share this machine's cores: the latencies include t
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import random
 import statistics
 import sys
 import tempfile
@@ -25,75 +23,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from speakerflow.benchmarks.percentiles import pct
-from speakerflow.settings import BUNDLED_SAMPLE
 
+from .serve_load import run_load
 from .serve_server import Server
-
-QUESTIONS = [
-    "Where will the offsite be?",
-    "Who prefers Lisbon?",
-    "What is the budget per person?",
-    "When is the offsite?",
-    "What did Ben say about the flights?",
-    "Who will book the hotel?",
-    "What does Chloe think about Porto?",
-    "What did Dev decide?",
-]
-TOPICS = [
-    "the hotel booking",
-    "the train to Porto",
-    "the workshop agenda",
-    "dinner on Tuesday",
-    "the budget sheet",
-    "the client demo",
-    "the flight times",
-    "the team photo",
-    "the venue",
-    "the catering order",
-    "the slides",
-    "the travel refunds",
-    "the museum visit",
-    "the late checkout",
-    "the airport transfer",
-    "the boat trip",
-    "the wine tasting",
-    "the room list",
-    "the name badges",
-    "the projector",
-    "the rain plan",
-    "the visa letters",
-    "the vegan menu",
-    "the bus schedule",
-]
-TEMPLATES = [
-    "What did {p} say about {t}?",
-    "Who mentioned {t}?",
-    "When was {t} discussed?",
-    "What does {p} think about {t}?",
-    "Did {p} agree to {t}?",
-    "What was decided about {t}?",
-]
-PEOPLE = ["Ana", "Ben", "Chloe", "Dev"]
-
-
-def question(rng: random.Random) -> str:
-    """A question from the sample's own, or one of 576 templated ones (so most asks encode a
-    question the embedder has not memoised)."""
-    if rng.random() < 0.25:
-        return rng.choice(QUESTIONS)
-    return rng.choice(TEMPLATES).format(p=rng.choice(PEOPLE), t=rng.choice(TOPICS))
-
-
-VERBS = [
-    "I will handle",
-    "Can someone check",
-    "I prefer to postpone",
-    "Good news about",
-    "I am worried about",
-]
 
 
 def _summary(values: list[float]) -> dict[str, Any]:
@@ -103,180 +36,6 @@ def _summary(values: list[float]) -> dict[str, Any]:
         "p95_ms": pct(values, 95, 2),
         "p99_ms": pct(values, 99, 2),
         "mean_ms": round(statistics.fmean(values), 2) if values else None,
-    }
-
-
-def _sample_rows() -> list[dict]:
-    rows = [json.loads(line) for line in BUNDLED_SAMPLE.read_text().splitlines() if line.strip()]
-    for r in rows:
-        r.pop("group_id", None)
-    return rows
-
-
-async def _wait_written(
-    client: httpx.AsyncClient, groups: list[str], keys: dict[str, dict[str, str]], timeout: float
-) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        states = []
-        for g in groups:
-            r = await client.get(f"/v1/groups/{g}/status", headers=keys[g])
-            r.raise_for_status()
-            states.append(r.json()["write"]["state"])
-        if all(s == "idle" for s in states):
-            return
-        await asyncio.sleep(0.2)
-    raise RuntimeError(f"background writes did not finish within {timeout:.0f}s")
-
-
-async def _load(
-    url: str,
-    clients: int,
-    seconds: float,
-    groups: list[str],
-    keys: dict[str, dict[str, str]],
-    ingest_share: float,
-    rng_seed: int,
-    progress: bool,
-    solo_asks: int = 100,
-    cpu_probe=lambda: None,
-) -> dict[str, Any]:
-    ask_ms: list[float] = []
-    ask_query_ms: list[float] = []
-    ask_server_ms: list[float] = []
-    ask_wait_ms: list[float] = []
-    ingest_ms: list[float] = []
-    errors: list[str] = []
-    counts = {"requests": 0, "ingested_messages": 0, "asks_with_citations": 0}
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(base_url=url, timeout=60.0, limits=limits) as client:
-        for g in groups:  # seed and write every group before the clock starts
-            r = await client.post(f"/v1/groups/{g}/messages", json=_sample_rows(), headers=keys[g])
-            r.raise_for_status()
-        await _wait_written(client, groups, keys, timeout=600)
-        for g in groups:  # one warm ask per group
-            (
-                await client.post(
-                    f"/v1/groups/{g}/ask", json={"question": QUESTIONS[0]}, headers=keys[g]
-                )
-            ).raise_for_status()
-
-        solo: dict[str, list[float]] = {"ask_ms": [], "server_ms": [], "query_ms": []}
-        rng = random.Random(rng_seed)
-        solo_deadline = time.perf_counter() + min(10.0, seconds)
-        for n in range(
-            solo_asks
-        ):  # one client, one ask at a time: the warm latency without queueing
-            if time.perf_counter() > solo_deadline:
-                break
-            g = groups[n % len(groups)]
-            t0 = time.perf_counter()
-            r = await client.post(
-                f"/v1/groups/{g}/ask", json={"question": question(rng)}, headers=keys[g]
-            )
-            if r.status_code != 200:
-                errors.append(f"{r.status_code} {r.text[:200]}")
-                continue
-            solo["ask_ms"].append((time.perf_counter() - t0) * 1000)
-            solo["server_ms"].append(r.json()["server_ms"])
-            solo["query_ms"].append(r.json()["latency_ms"] + r.json()["answer_ms"])
-
-        start = time.perf_counter()
-        deadline = start + seconds
-        cpu_start, own_start = cpu_probe(), time.process_time()
-
-        async def worker(i: int) -> None:
-            rng = random.Random(rng_seed * 1000 + i)
-            n = 0
-            while time.perf_counter() < deadline:
-                g = rng.choice(groups)
-                n += 1
-                t0 = time.perf_counter()
-                try:
-                    if rng.random() < ingest_share:
-                        hour, minute = rng.randrange(8, 19), rng.randrange(60)
-                        ts = f"2026-04-{1 + n % 28:02d}T{hour:02d}:{minute:02d}:00Z"
-                        batch = [
-                            {
-                                "msg_id": f"c{i}-r{n}-m{j}",
-                                "session_id": f"bench-{i}",
-                                "ts": ts,
-                                "speaker": rng.choice(PEOPLE),
-                                "text": f"{rng.choice(VERBS)} {rng.choice(TOPICS)}.",
-                            }
-                            for j in range(5)
-                        ]
-                        r = await client.post(
-                            f"/v1/groups/{g}/messages", json=batch, headers=keys[g]
-                        )
-                        ms = (time.perf_counter() - t0) * 1000
-                        if r.status_code == 200:
-                            ingest_ms.append(ms)
-                            counts["ingested_messages"] += r.json()["ingested"]
-                    else:
-                        r = await client.post(
-                            f"/v1/groups/{g}/ask", json={"question": question(rng)}, headers=keys[g]
-                        )
-                        ms = (time.perf_counter() - t0) * 1000
-                        if r.status_code == 200:
-                            body = r.json()
-                            ask_ms.append(ms)
-                            ask_query_ms.append(body["latency_ms"] + body["answer_ms"])
-                            ask_server_ms.append(body["server_ms"])
-                            ask_wait_ms.append(body.get("wait_ms", 0.0))
-                            counts["asks_with_citations"] += bool(body["cited_ids"])
-                    if r.status_code != 200:
-                        errors.append(f"{r.status_code} {r.text[:200]}")
-                except httpx.HTTPError as exc:
-                    errors.append(f"{type(exc).__name__}: {exc}")
-                counts["requests"] += 1
-
-        async def ticker() -> None:
-            while time.perf_counter() < deadline:
-                await asyncio.sleep(min(10.0, max(0.0, deadline - time.perf_counter())))
-                print(
-                    f"  {time.perf_counter() - start:5.1f}s  {counts['requests']} requests, "
-                    f"{len(errors)} errors",
-                    file=sys.stderr,
-                    flush=True,
-                )
-
-        tasks = [worker(i) for i in range(clients)] + ([ticker()] if progress else [])
-        await asyncio.gather(*tasks)
-        elapsed = time.perf_counter() - start
-        cpu_end, own_end = cpu_probe(), time.process_time()
-        cpu = {
-            "server_cpu_s": round(sum(cpu_end.values()) - sum(cpu_start.values()), 1)
-            if cpu_start and cpu_end
-            else None,
-            # per process of the server (--workers N: supervisor, writer, each reader)
-            "server_cpu_by_process": {
-                k: round(v - (cpu_start or {}).get(k, 0.0), 1) for k, v in (cpu_end or {}).items()
-            },
-            "client_cpu_s": round(own_end - own_start, 1),
-        }
-        await _wait_written(client, groups, keys, timeout=600)
-        writes = {}
-        for g in groups:
-            st = (await client.get(f"/v1/groups/{g}/status", headers=keys[g])).json()
-            writes[g] = {
-                "writes": st["write"]["writes"],
-                "last_error": st["write"]["last_error"],
-                "messages": st["stats"]["messages"],
-                "records": st["stats"]["records"],
-            }
-    return {
-        "elapsed_s": round(elapsed, 2),
-        "ask_ms": ask_ms,
-        "ask_query_ms": ask_query_ms,
-        "ask_server_ms": ask_server_ms,
-        "ask_wait_ms": ask_wait_ms,
-        "ingest_ms": ingest_ms,
-        "errors": errors,
-        "counts": counts,
-        "writes": writes,
-        "solo": solo,
-        "cpu": cpu,
     }
 
 
@@ -303,21 +62,49 @@ def run(
     four (the baseline: 40 is the thread pool that ran every ask)."""
     if clients < 1 or groups < 1 or seconds <= 0 or not 0 <= ingest_share <= 1:
         raise ValueError("clients and groups >= 1, seconds > 0, 0 <= ingest_share <= 1")
+    options = {
+        "reads": reads,
+        "batch_queries": batch_queries,
+        "ask_threads": ask_threads,
+        "write_nice": write_nice,
+        "workers": workers,
+    }
+    measured = _serve(clients, seconds, groups, ingest_share, embedder, progress, seed, options)
+    return {
+        "benchmark": "serve",
+        "clients": clients,
+        "seconds": seconds,
+        "groups": groups,
+        "ingest_share": ingest_share,
+        "embedder": embedder,
+        "reads": reads,
+        "query_batching": batch_queries,
+        "ask_threads": ask_threads,
+        "write_nice": write_nice,
+        "workers": workers,
+        "cpus": os.cpu_count(),
+        **measured,
+    }
+
+
+def _serve(
+    clients: int,
+    seconds: float,
+    groups: int,
+    ingest_share: float,
+    embedder: str,
+    progress: bool,
+    seed: int,
+    options: dict[str, Any],
+) -> dict[str, Any]:
+    """Start a server (``options``: its keyword options), load it, stop it; the measured part
+    of the report."""
     names = [f"bench-{i}" for i in range(groups)]
     api_keys = {f"bench-key-{i:04d}-{os.urandom(6).hex()}": [g] for i, g in enumerate(names)}
     by_group = {groups_[0]: {"Authorization": f"Bearer {k}"} for k, groups_ in api_keys.items()}
     with tempfile.TemporaryDirectory(prefix="speakerflow-bench-serve-") as tmp:
         t0 = time.perf_counter()
-        with Server(
-            Path(tmp),
-            api_keys,
-            embedder,
-            reads=reads,
-            batch_queries=batch_queries,
-            ask_threads=ask_threads,
-            write_nice=write_nice,
-            workers=workers,
-        ) as server:
+        with Server(Path(tmp), api_keys, embedder, **options) as server:
             start_s = time.perf_counter() - t0
             if progress:
                 print(
@@ -328,7 +115,7 @@ def run(
                 )
             load_before = os.getloadavg()[0]
             res = asyncio.run(
-                _load(
+                run_load(
                     server.url,
                     clients,
                     seconds,
@@ -343,23 +130,21 @@ def run(
             load_after = os.getloadavg()[0]
             rss, peak = server.rss_mb()
             alive = server.proc.poll() is None
+    return {
+        "server_start_s": round(start_s, 2),
+        "load_avg_1m": [round(load_before, 1), round(load_after, 1)],
+        **_results(res, alive),
+        "server_rss_mb": rss,
+        "server_peak_rss_mb": peak,
+        "writes": res["writes"],
+    }
+
+
+def _results(res: dict[str, Any], alive: bool) -> dict[str, Any]:
+    """The load's figures: CPU, requests, errors, ask / ingest latencies, busy clients."""
     write_errors = [f"{g}: {w['last_error']}" for g, w in res["writes"].items() if w["last_error"]]
     requests = res["counts"]["requests"]
     return {
-        "benchmark": "serve",
-        "clients": clients,
-        "seconds": seconds,
-        "groups": groups,
-        "ingest_share": ingest_share,
-        "embedder": embedder,
-        "reads": reads,
-        "query_batching": batch_queries,
-        "ask_threads": ask_threads,
-        "write_nice": write_nice,
-        "workers": workers,
-        "cpus": os.cpu_count(),
-        "server_start_s": round(start_s, 2),
-        "load_avg_1m": [round(load_before, 1), round(load_after, 1)],
         # CPU seconds used during the concurrent phase: by the server process, by the clients
         **res["cpu"],
         "elapsed_s": res["elapsed_s"],
@@ -390,9 +175,6 @@ def run(
         "server_cpu_ms_per_request": round(1000 * res["cpu"]["server_cpu_s"] / requests, 2)
         if res["cpu"].get("server_cpu_s") and requests
         else None,
-        "server_rss_mb": rss,
-        "server_peak_rss_mb": peak,
-        "writes": res["writes"],
     }
 
 

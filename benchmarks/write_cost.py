@@ -26,7 +26,7 @@ from typing import Any
 
 from speakerflow.settings import BUNDLED_SAMPLE
 
-from .serve import PEOPLE, TOPICS, VERBS
+from .serve_load import PEOPLE, TOPICS, VERBS
 
 
 def _batch(rng: random.Random, n: int, size: int = 5) -> list[dict[str, Any]]:
