@@ -3,6 +3,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTHON ?= python3
+# pytest worker processes (pytest-xdist; test files are kept whole on one worker): auto = one per core
+PYTEST_WORKERS ?= auto
 
 .PHONY: demo test test-deps lint install lock clean
 
@@ -51,7 +53,7 @@ test: $(STAMP) test-deps
 	LINT_IMPORTS=$(BIN)/lint-imports scripts/lint-imports.sh
 	MYPY=$(BIN)/mypy scripts/typecheck.sh
 	VULTURE=$(BIN)/vulture scripts/vulture.sh
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,23 @@ REPO = Path(__file__).resolve().parents[1]
 # an embedder with --embedder (tests/integration/test_cli.py::test_ingest_embeds_new_messages)
 os.environ.setdefault("SPEAKERFLOW_INGEST_EMBEDDER", "none")
 SHARED_DATA = Path(os.environ.get("SPEAKERFLOW_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+@pytest.fixture(autouse=True)
+def _no_stale_dagster_state_storage():
+    """Each test starts with no current Dagster defs-state storage.
+
+    Entering a ``DagsterInstance`` sets a context variable to its state storage, which holds
+    the instance only by weak reference; a test that leaves it set (one Dagster test after
+    another in the same worker process, in whatever order ``make test``'s workers get them)
+    made a later ``dg.materialize`` fail with "undefined DagsterInstance weakref"."""
+    if "dagster" not in sys.modules:
+        yield
+        return
+    from dagster._core.storage.defs_state.base import set_defs_state_storage
+
+    with set_defs_state_storage(None):
+        yield
 
 
 @pytest.fixture

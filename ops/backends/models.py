@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import sys
 import time
@@ -97,8 +98,10 @@ def converted_dir(gguf: Path) -> Path:
 def convert_gguf(gguf: Path, out: Path | None = None) -> Path:
     """Dequantise ``gguf`` into a safetensors model folder (once; the folder is reused).
 
-    The folder is written under a temporary name and renamed when complete, so an
-    interrupted conversion leaves nothing that looks usable.
+    The folder is written under a temporary name of this process and renamed when complete,
+    so an interrupted conversion leaves nothing that looks usable and two processes converting
+    at once (parallel test workers, two CLIs) do not write into one folder: the first rename
+    wins and the other's copy is dropped.
     """
     out = out or converted_dir(gguf)
     if (out / "config.json").is_file():
@@ -112,7 +115,7 @@ def convert_gguf(gguf: Path, out: Path | None = None) -> Path:
         flush=True,
     )
     start = time.perf_counter()
-    tmp = out.with_name(out.name + ".partial")
+    tmp = out.with_name(f"{out.name}.partial-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(
@@ -124,8 +127,14 @@ def convert_gguf(gguf: Path, out: Path | None = None) -> Path:
     (tmp / "speakerflow-source.json").write_text(
         json.dumps({"gguf": str(gguf), "converted_s": round(time.perf_counter() - start, 1)}) + "\n"
     )
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.rename(out)
+    if not (out / "config.json").is_file():
+        shutil.rmtree(out, ignore_errors=True)  # an incomplete folder from an older version
+        try:
+            tmp.rename(out)
+        except OSError:  # another process renamed its complete copy first
+            if not (out / "config.json").is_file():
+                raise
+    shutil.rmtree(tmp, ignore_errors=True)
     print(
         f"speakerflow: converted in {time.perf_counter() - start:.0f} s",
         file=sys.stderr,
