@@ -67,6 +67,19 @@ def new_events(store: Any, done: set[str] | frozenset[str] = frozenset()) -> pa.
     return msgs
 
 
+def _processed(store: Any) -> tuple[Path | None, set[str]]:
+    """The group's entity-path state file (None in memory) and the row ids it processed."""
+    state_path = None if store.in_memory else Path(store.root) / "entity_path.json"
+    if state_path is None or not state_path.exists():
+        return state_path, set()
+    return state_path, set(json.loads(state_path.read_text())["processed"])
+
+
+def pending_events(store: Any) -> int:
+    """How many of the group's rows the entity path has not processed yet."""
+    return new_events(store, _processed(store)[1]).num_rows
+
+
 def build_entity_graph(
     store: Any,
     backend: Any = "rules",
@@ -92,12 +105,7 @@ def build_entity_graph(
     """
     knowledge = load_knowledge(store, with_records=False, pack=pack)
     fg, canon, _ = knowledge
-    state_path = None if store.in_memory else Path(store.root) / "entity_path.json"
-    done = (
-        set(json.loads(state_path.read_text())["processed"])
-        if state_path and state_path.exists()
-        else set()
-    )
+    state_path, done = _processed(store)
     when = now or datetime.now(UTC)
     ctx = Context(
         store=store,

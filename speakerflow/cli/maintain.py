@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,7 +46,6 @@ def run(args: argparse.Namespace) -> int:
     skip_pandas_probe()
     from speakerflow.ops.knowledge.domain.load import load_pack, record_pack
     from speakerflow.ops.knowledge.maintenance import apply_review
-    from speakerflow.pipelines.entity_path import maintain_group
 
     pack = load_pack(args.domain) if args.domain else None
 
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         with home.open(gid, writable=True) as store:
             if pack is not None:
                 record_pack(store, pack)
-            out[gid] = maintain_group(store, backend=args.backend, now=now, seed=args.seed)
+            out[gid] = _maintain(store, args, now)
     if args.json:
         emit(out, True)
         return 0
@@ -74,3 +75,19 @@ def run(args: argparse.Namespace) -> int:
         print(f"group {gid}:")
         print_text(rep, prefix="  ")
     return 0
+
+
+def _maintain(store: Any, args: argparse.Namespace, now: datetime | None) -> dict[str, Any]:
+    """:func:`maintain_group` on one group, saying on stderr how many rows are new, how long
+    it took and whether it had to load MiniLM (the rules reader's classifier loads it, once
+    per process, the first time a new row needs it: about a second)."""
+    from speakerflow.ops.text.vectors import MODELS
+    from speakerflow.pipelines.entity_path import maintain_group, pending_events
+
+    print(f"maintain {store.group_id}: {pending_events(store)} new row(s) ...", file=sys.stderr)
+    models, start = len(MODELS), time.perf_counter()
+    report = maintain_group(store, backend=args.backend, now=now, seed=args.seed)
+    loaded = " (MiniLM loaded for the knowledge reader)" if len(MODELS) > models else ""
+    took = time.perf_counter() - start
+    print(f"maintain {store.group_id}: done in {took:.1f}s{loaded}", file=sys.stderr)
+    return report

@@ -50,6 +50,9 @@ def test_maintain_in_a_fresh_process_imports_no_model_or_server_stack(tmp_path: 
     args = ["maintain", "--group", "desk", "--now", "2026-05-14T09:00:00Z", "--json", *home]
     proc, seen = _fresh(args, tmp_path)
     report = json.loads(proc.stdout)["desk"]
+    # stderr says what is new and what the wait was (the reader's MiniLM, loaded once here)
+    assert "maintain desk: 8 new row(s) ..." in proc.stderr
+    assert "(MiniLM loaded for the knowledge reader)" in proc.stderr
     assert report["entity_path"]["events"] == 8 and report["entity_path"]["facts"] > 0
     assert report["tick"]["probes_run"][0] == "stale_sweep"
     modules = set(seen["modules"])
@@ -64,6 +67,7 @@ def test_maintain_in_a_fresh_process_imports_no_model_or_server_stack(tmp_path: 
     # a second run finds nothing new: the reader's MiniLM is not loaded either
     proc, seen = _fresh(args, tmp_path)
     assert json.loads(proc.stdout)["desk"]["entity_path"]["events"] == 0
+    assert "maintain desk: 0 new row(s)" in proc.stderr and "MiniLM" not in proc.stderr
     assert not {m.split(".")[0] for m in seen["modules"]} & {"onnxruntime", "pandas", "polars"}
 
 
