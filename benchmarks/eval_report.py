@@ -84,6 +84,30 @@ def markdown_summary(reports: list[dict]) -> str:
     """A Markdown table of several reports side by side, with recall@10 per category and per
     conversation/network, what each ablated part adds, and the LoCoMo halves."""
     ks = sorted({int(b) for r in reports for b in r["evidence_recall"]})
+    lines = _overall(reports, ks) + _by_category(reports) + _by_group(reports)
+    gains = [line for r in reports if (line := ablation_line(r))]
+    if gains:
+        lines += ["", "what each ablated part adds (paired by question, resampled by group):", ""]
+        lines += [f"- {line}" for line in gains]
+    splits = [name for name in ("dev", "test") if any(name in r.get("splits", {}) for r in reports)]
+    if splits:
+        lines += [
+            "",
+            "The two halves below are both dev data (the query path was tuned looking at both):",
+            "their difference shows how much recall moves between conversations.",
+        ]
+    for name in splits:
+        lines += _split(reports, name, ks)
+    return "\n".join(lines) + "\n"
+
+
+def _table(columns: list[str]) -> list[str]:
+    """The header and rule of a table of the systems with these columns."""
+    return ["| system | " + " | ".join(columns) + " |", "|" + "---|" * (len(columns) + 1)]
+
+
+def _overall(reports: list[dict], ks: list[int]) -> list[str]:
+    """Recall at each budget, token-F1, latency and context tokens per system."""
     head = (
         "| system | questions | "
         + " | ".join(f"recall@{b}" for b in ks)
@@ -97,17 +121,19 @@ def markdown_summary(reports: list[dict]) -> str:
             f"{r['latency_ms']['p50']:.1f} | "
             f"{r['latency_ms']['p95']:.1f} | {r['context_tokens']['mean']:.0f} |"
         )
+    return lines
+
+
+def _by_category(reports: list[dict]) -> list[str]:
+    """Recall@10 per question category (the first report's question counts)."""
     cats = sorted({c for r in reports for c in r["by_category"]})
-    lines += [
+    lines = [
         "",
         "recall@10 by category:",
         "",
-        "| system | "
-        + " | ".join(
-            f"{c} ({reports[0]['by_category'].get(c, {}).get('questions', 0)})" for c in cats
-        )
-        + " |",
-        "|" + "---|" * (len(cats) + 1),
+        *_table(
+            [f"{c} ({reports[0]['by_category'].get(c, {}).get('questions', 0)})" for c in cats]
+        ),
     ]
     for r in reports:
         lines.append(
@@ -118,69 +144,66 @@ def markdown_summary(reports: list[dict]) -> str:
             )
             + " |"
         )
+    return lines
+
+
+def _by_group(reports: list[dict]) -> list[str]:
+    """Recall@10 per conversation/network ('-' where a report has none); nothing without
+    groups."""
     groups = list(dict.fromkeys(g for r in reports for g in r.get("by_group", {})))
-    if groups:
-        g0 = reports[0].get("by_group", {})
-        lines += [
-            "",
-            "recall@10 by conversation/network:",
-            "",
-            "| system | "
-            + " | ".join(f"{g} ({g0.get(g, {}).get('questions', 0)})" for g in groups)
-            + " |",
-            "|" + "---|" * (len(groups) + 1),
-        ]
-        for r in reports:
-            per = r.get("by_group", {})
-            lines.append(
-                f"| {label(r)} | "
-                + " | ".join(
-                    f"{per[g]['evidence_recall'].get('10', 0):.3f}" if g in per else "-"
-                    for g in groups
-                )
-                + " |"
+    if not groups:
+        return []
+    g0 = reports[0].get("by_group", {})
+    lines = [
+        "",
+        "recall@10 by conversation/network:",
+        "",
+        *_table([f"{g} ({g0.get(g, {}).get('questions', 0)})" for g in groups]),
+    ]
+    for r in reports:
+        per = r.get("by_group", {})
+        lines.append(
+            f"| {label(r)} | "
+            + " | ".join(
+                f"{per[g]['evidence_recall'].get('10', 0):.3f}" if g in per else "-" for g in groups
             )
-    gains = [line for r in reports if (line := ablation_line(r))]
-    if gains:
-        lines += ["", "what each ablated part adds (paired by question, resampled by group):", ""]
-        lines += [f"- {line}" for line in gains]
-    splits = [name for name in ("dev", "test") if any(name in r.get("splits", {}) for r in reports)]
-    if splits:
-        lines += [
-            "",
-            "The two halves below are both dev data (the query path was tuned looking at both):",
-            "their difference shows how much recall moves between conversations.",
-        ]
-    for name in splits:
-        part = [r for r in reports if name in r.get("splits", {})]
-        sp0 = part[0]["splits"][name]
-        scats = sorted({c for r in part for c in r["splits"][name]["by_category"]})
-        lines += [
-            "",
-            f"{name} half ({', '.join(sp0['groups'])}; {sp0['questions']} questions):",
-            "",
-            "| system | "
-            + " | ".join(f"recall@{b}" for b in ks)
+            + " |"
+        )
+    return lines
+
+
+def _split(reports: list[dict], name: str, ks: list[int]) -> list[str]:
+    """One half (``dev`` / ``test``): recall at each budget and recall@10 per category, for
+    the reports that have it."""
+    part = [r for r in reports if name in r.get("splits", {})]
+    sp0 = part[0]["splits"][name]
+    scats = sorted({c for r in part for c in r["splits"][name]["by_category"]})
+    lines = [
+        "",
+        f"{name} half ({', '.join(sp0['groups'])}; {sp0['questions']} questions):",
+        "",
+        "| system | "
+        + " | ".join(f"recall@{b}" for b in ks)
+        + " | "
+        + " | ".join(
+            f"{c} @10 ({sp0['by_category'].get(c, {}).get('questions', 0)})" for c in scats
+        )
+        + " |",
+        "|" + "---|" * (len(ks) + len(scats) + 1),
+    ]
+    for r in part:
+        sp = r["splits"][name]
+        lines.append(
+            f"| {label(r)} | "
+            + " | ".join(f"{sp['evidence_recall'].get(str(b), 0):.3f}" for b in ks)
             + " | "
             + " | ".join(
-                f"{c} @10 ({sp0['by_category'].get(c, {}).get('questions', 0)})" for c in scats
+                f"{sp['by_category'].get(c, {}).get('evidence_recall', {}).get('10', 0):.3f}"
+                for c in scats
             )
-            + " |",
-            "|" + "---|" * (len(ks) + len(scats) + 1),
-        ]
-        for r in part:
-            sp = r["splits"][name]
-            lines.append(
-                f"| {label(r)} | "
-                + " | ".join(f"{sp['evidence_recall'].get(str(b), 0):.3f}" for b in ks)
-                + " | "
-                + " | ".join(
-                    f"{sp['by_category'].get(c, {}).get('evidence_recall', {}).get('10', 0):.3f}"
-                    for c in scats
-                )
-                + " |"
-            )
-    return "\n".join(lines) + "\n"
+            + " |"
+        )
+    return lines
 
 
 def plot_recall(reports: list[dict], path) -> Path:
