@@ -10,8 +10,26 @@ from .common import add_json, print_json, print_text, table
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """``speakerflow bench``: one subcommand per benchmark."""
     p = sub.add_parser("bench", help="run a benchmark")
     bsub = p.add_subparsers(dest="bench", required=True, metavar="BENCH")
+    _add_ingest(bsub)
+    _add_harness(bsub)
+    _add_faults(bsub)
+    _add_paraphrase(bsub)
+    from .serve import add_bench
+
+    add_bench(bsub)  # bench serve
+    from speakerflow.benchmarks.scale import add_bench as add_scale
+
+    add_scale(bsub)  # bench scale
+    from speakerflow.benchmarks.backfill import add_bench as add_backfill
+
+    add_backfill(bsub)  # bench backfill
+
+
+def _add_ingest(bsub: argparse._SubParsersAction) -> None:
+    """``bench ingest``: System 1 ingest throughput."""
     ing = bsub.add_parser("ingest", help="System 1 ingest throughput vs a Tantivy-only ingest")
     ing.add_argument(
         "--messages",
@@ -25,6 +43,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     ing.add_argument("--out", default=None, help="write the report JSON here")
     add_json(ing)
     ing.set_defaults(func=run_ingest)
+
+
+def _add_harness(bsub: argparse._SubParsersAction) -> None:
+    """``bench harness``: the InKH Stage A benchmark."""
     har = bsub.add_parser(
         "harness", help="InKH Stage A benchmark: six baselines on real components"
     )
@@ -59,6 +81,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_json(har)
     har.set_defaults(func=run_harness)
+
+
+def _add_faults(bsub: argparse._SubParsersAction) -> None:
+    """``bench faults``: kill writer processes, check recovery."""
     fau = bsub.add_parser(
         "faults", help="SIGKILL writer processes (ingest + Writer + entity path), check recovery"
     )
@@ -81,6 +107,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     fau.add_argument("--out", default=None, help="write the report JSON here")
     add_json(fau)
     fau.set_defaults(func=run_faults)
+
+
+def _add_paraphrase(bsub: argparse._SubParsersAction) -> None:
+    """``bench paraphrase``: the InKH reader on the frozen paraphrase set."""
     par = bsub.add_parser(
         "paraphrase",
         help="InKH reader on the frozen paraphrase set: extraction P/R, request intent/needs",
@@ -99,15 +129,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     par.add_argument("--out", default=None, help="write the report JSON here")
     add_json(par)
     par.set_defaults(func=run_paraphrase)
-    from .serve import add_bench
-
-    add_bench(bsub)  # bench serve
-    from speakerflow.benchmarks.scale import add_bench as add_scale
-
-    add_scale(bsub)  # bench scale
-    from speakerflow.benchmarks.backfill import add_bench as add_backfill
-
-    add_backfill(bsub)  # bench backfill
 
 
 def harness_table(report: dict) -> str:
