@@ -199,9 +199,8 @@ class KuzuGraph:
         """Run ``statement`` (a ``COPY ... FROM {source}``, the lock held) from a Parquet file
         of ``table``. Not from the Arrow table as a parameter: Kuzu 0.11.3's binding imports
         pandas and polars on the first parameter it scans, to ask whether it is one of their
-        frames (0.9 s of CPU, once per process: most of a fresh ``maintain`` or small
-        ``ingest`` beside the imports), and the file costs the same (a 100,000-row COPY
-        0.77-0.83 s of CPU either way, measured here)."""
+        frames (0.9 s of CPU, once per process: a fifth of a fresh ``maintain``), and the
+        file costs about the same (docs/scaling.md, "ingest": 100,000 and 1,000,000 rows)."""
         import pyarrow.parquet as pq
 
         with tempfile.TemporaryDirectory(prefix="speakerflow-copy-") as tmp:
