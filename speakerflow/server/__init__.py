@@ -11,7 +11,10 @@ POST     ``/v1/groups/{group}/ask``           ``{"question": ...}`` -> answer, c
 GET      ``/v1/groups/{group}/search``        ``?q=&speaker=&k=``: BM25 over messages
 GET      ``/v1/groups/{group}/memory``        ``?owner=&layer=&history=``: derived records
 POST     ``/v1/groups/{group}/inject``        ``{"event": {...}, "user": ...}``: working context
+GET      ``/v1/groups/{group}/stats``         message, speaker, session and record counts
+GET      ``/v1/groups/{group}/wiki``          the wiki audit pages (``{file name: Markdown}``)
 POST     ``/v1/groups/{group}/forget``        ``{"speaker"|"message_ids"|"all", "dry_run"}``
+POST     ``/v1/groups/{group}/maintain``      ``{"now", "seed"}``: entity path + maintenance tick
 GET      ``/v1/groups/{group}/status``        the background write (state, progress) and counts
 =======  ==================================  =============================================
 
