@@ -141,28 +141,7 @@ def pipeline_assets(
     if not isinstance(layout, Pipeline):
         layout = Pipeline(layout)
     keys = [dg.AssetKey([name, step.op_name]) for step in layout.steps]
-    specs = []
-    for i, (key, step) in enumerate(zip(keys, layout.steps, strict=True)):
-        upstream = [dg.AssetKey.from_user_string(d) for d in deps] if i == 0 else [keys[i - 1]]
-        specs.append(
-            dg.AssetSpec(
-                key,
-                deps=upstream,
-                description=_first_line(step),
-                group_name=group_name or name,
-                kinds={"python"},
-                metadata={
-                    "operator": type(step).__name__,
-                    "consumes": ", ".join(step.consumes) or "-",
-                    "produces": ", ".join(step.output_columns) or "-",
-                    **(
-                        {"for_each": f"{step.key}: {step.inner!r}"}
-                        if isinstance(step, ForEach)
-                        else {}
-                    ),
-                },
-            )
-        )
+    specs = _specs(layout, keys, deps, group_name or name)
 
     @dg.multi_asset(
         name=f"{name}_pipeline",
@@ -187,23 +166,62 @@ def pipeline_assets(
                 }
                 if key == keys[-1]:
                     meta["pipeline_seconds"] = round(time.perf_counter() - start, 4)
-                    rejects = next(
-                        (
-                            t
-                            for t in (ctx.state.get("rejects"), ctx.state.get("reject_table"))
-                            if isinstance(t, pa.Table)
-                        ),
-                        None,
-                    )  # Validate leaves "reject_table"
-                    if rejects is not None:
-                        meta["reject_rows"] = rejects.num_rows
-                    if save_output:
-                        path = store.subdir("custom", name) / f"{group}.parquet"
-                        pq.write_table(out, path)
-                        meta["output"] = dg.MetadataValue.path(str(path))
+                    meta.update(_last_step_metadata(ctx, out, store, name, group, save_output))
                 yield dg.MaterializeResult(asset_key=key, metadata=meta)
 
     return _pipeline
+
+
+def _specs(
+    layout: Pipeline, keys: list[dg.AssetKey], deps: Sequence[str], group_name: str
+) -> list[dg.AssetSpec]:
+    """One asset spec per operator, each depending on the one before (the first on ``deps``)."""
+    specs = []
+    for i, (key, step) in enumerate(zip(keys, layout.steps, strict=True)):
+        upstream = [dg.AssetKey.from_user_string(d) for d in deps] if i == 0 else [keys[i - 1]]
+        specs.append(
+            dg.AssetSpec(
+                key,
+                deps=upstream,
+                description=_first_line(step),
+                group_name=group_name,
+                kinds={"python"},
+                metadata={
+                    "operator": type(step).__name__,
+                    "consumes": ", ".join(step.consumes) or "-",
+                    "produces": ", ".join(step.output_columns) or "-",
+                    **(
+                        {"for_each": f"{step.key}: {step.inner!r}"}
+                        if isinstance(step, ForEach)
+                        else {}
+                    ),
+                },
+            )
+        )
+    return specs
+
+
+def _last_step_metadata(
+    ctx: Context, out: pa.Table, store: StoreResource, name: str, group: str, save_output: bool
+) -> dict[str, Any]:
+    """What the last operator's materialisation adds: the rejects' count (Validate leaves
+    ``reject_table``) and, with ``save_output``, where its table was saved."""
+    meta: dict[str, Any] = {}
+    rejects = next(
+        (
+            t
+            for t in (ctx.state.get("rejects"), ctx.state.get("reject_table"))
+            if isinstance(t, pa.Table)
+        ),
+        None,
+    )
+    if rejects is not None:
+        meta["reject_rows"] = rejects.num_rows
+    if save_output:
+        path = store.subdir("custom", name) / f"{group}.parquet"
+        pq.write_table(out, path)
+        meta["output"] = dg.MetadataValue.path(str(path))
+    return meta
 
 
 def read_output(store: StoreResource, name: str, group: str) -> pa.Table:
