@@ -37,6 +37,9 @@ class AnswerConfig(OperatorConfig):
     settle_floor: float = 0.8
     # the scoring picker (picker="scored", ops/query/answer_pick.py)
     sentence_weight: float = 1.0
+    #: the share of its focus-word match a message takes from the turn it replies to (another
+    #: person's message just before it in its session)
+    reply_weight: float = 0.5
     #: the scoring picker cuts a sentence to its best clause only past this many words (the
     #: old picker's ``clause_words`` cut at 12 lost the value said after a comma)
     sentence_words: int = 40

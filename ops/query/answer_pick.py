@@ -15,8 +15,11 @@ sentences that score close to the best is the answer.
   record, a person's name;
 - ``person_weight`` when it is the named person's own words; for a cross-person question
   ("what did A say about B") A's words that name B, others' words about B at half;
-- minus ``question_penalty`` for a sentence that is itself a question, plus a small prior
-  from its evidence rank.
+- ``reply_weight`` x the share of the focus words that the turn its message replies to holds
+  and the message lacks (another person's message just before it in its session);
+- minus ``question_penalty`` for a sentence that is itself a question and does not offer the
+  value a when / where / how-many question asks ("shall we meet on Thursday?" does), plus a
+  small prior from its evidence rank.
 
 A sentence with no focus word, no type cue and a cosine below ``min_similarity`` cannot be
 the answer; nothing left is :data:`~.answer_text.NO_INFO`.
@@ -24,9 +27,11 @@ the answer; nothing left is :data:`~.answer_text.NO_INFO`.
 **Picking** (:func:`pick`): the sentences within ``margin`` of the best, of the named person
 when the question names one, are the matter's candidates. The time focus of the question
 (:func:`~.answer_intent.read_intent`) chooses among them: *current* ("now", "still", "these
-days") the latest (an earlier message of a record's update chain is set aside); *original*
+days") the latest (an earlier message of a record's update chain is set aside, the chain's
+head by the same person joins the candidates); *original*
 ("at first", "originally", "used to") the earliest; *change* the earliest and the latest
-(with their dates); otherwise the best. A per-person question writes one line per person from
+(with their dates; the ends of the person's update chain when a top unit rests on one);
+otherwise the best. A per-person question writes one line per person from
 their own best sentence (their earliest or latest with a time focus), reading the person's
 own messages of the group when the evidence holds none of theirs on the matter. A date
 question answers with the date meant (:mod:`.answer_dates`), the day its message was said
@@ -68,15 +73,19 @@ from speakerflow.schemas import EvidenceItem, Projection
 
 
 def _scope(ranked: list[tuple[float, Unit]], intent: Intent) -> list[tuple[float, Unit]]:
-    """The named person's own units when the question names one person and they said
-    something that may answer (a cross-person question: the source's words about the other)."""
+    """The named person's own units, and others' words that name them (news told to them:
+    "X, your poster's accepted"), when the question names one person and they said something
+    that may answer (a cross-person question: the source's words about the other)."""
     if intent.source and intent.about:
         said = [(s, u) for s, u in ranked if mentions(u, intent.about)]
         mine = [(s, u) for s, u in said if u.speaker == intent.source]
         return mine or [(s, u) for s, u in said if u.speaker != intent.about] or ranked
     if len(intent.people) == 1 and not intent.per_person:
-        mine = [(s, u) for s, u in ranked if u.speaker == intent.people[0]]
-        return mine or ranked
+        person = intent.people[0]
+        mine = [(s, u) for s, u in ranked if u.speaker == person]
+        if not mine:
+            return ranked
+        return [(s, u) for s, u in ranked if u.speaker == person or mentions(u, person)]
     return ranked
 
 

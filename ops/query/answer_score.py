@@ -135,6 +135,25 @@ def _person_fit(u: Unit, intent: Intent) -> float:
     return 0.0
 
 
+def _reply_match(
+    u: Unit,
+    words: set[str],
+    idf: dict[str, float],
+    top_idf: float,
+    messages: Messages | None,
+    memo: TextMemo,
+) -> float:
+    """The focus words (rarity-weighted) of the turn ``u``'s message replies to, those its own
+    message lacks: a short reply ("happy to, Friday works") is on the matter of the turn it
+    answers."""
+    replied = messages.replied(u.msg_id) if messages is not None else None
+    if replied is None:
+        return 0.0
+    own = message_terms(u)
+    said = set().union(*(memo.words(x) for x in memo.split(replied[1])))
+    return sum(idf.get(w, top_idf) for w in (words & said) - own)
+
+
 def score_units(
     units: list[Unit],
     projection: Projection,
@@ -161,12 +180,14 @@ def score_units(
     for u in units:
         whole.setdefault(u.msg_id, set()).update(u.terms)
     sent, msg = _cosines(units, projection.question, messages, embedder, memo)
+    top_idf = math.log(1 + n)  # a focus word only the replied turn holds is as rare as can be
     # a date, a number, a place or a name is the answer itself, not a side cue
     asked_type = intent.qtype in ("when", "where", "who") or intent.quantity
     out = []
     for i, u in enumerate(units):
         lex = sum(idf.get(w, 0.0) for w in words & u.terms) / total
         lex_msg = sum(idf.get(w, 0.0) for w in words & whole.get(u.msg_id, u.terms)) / total
+        lex_reply = _reply_match(u, words, idf, top_idf, messages, memo) / total
         hit = _type_hit(u, intent, lowered, projection.question, memo)
         u.proposes = asked_type and hit >= 0.75
         if gate and not (lex or lex_msg or hit or sent[i] >= config.min_similarity):
@@ -174,7 +195,7 @@ def score_units(
         s = (
             config.sentence_weight * sent[i]
             + config.message_weight * msg[i]
-            + config.lexical_weight * (lex + 0.5 * lex_msg)
+            + config.lexical_weight * (lex + 0.5 * lex_msg + config.reply_weight * lex_reply)
             + config.type_weight * hit * (2.0 if asked_type else 1.0)
             + config.person_weight * _person_fit(u, intent)
             + 0.1 / (1 + u.rank)

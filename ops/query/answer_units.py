@@ -180,18 +180,33 @@ class Messages:
             return None
         return self.view.speakers[row], self.view.ts[row], self.view.texts[row]
 
+    def replied(self, msg_id: str | None) -> tuple[str, str] | None:
+        """(speaker, text) of the message before ``msg_id`` in its session when another
+        person said it: the turn a reply answers."""
+        row = self.view.pos.get(msg_id) if msg_id else None
+        if row is None or self.view.prev[row] < 0:
+            return None
+        before = int(self.view.prev[row])
+        if self.view.speakers[before] == self.view.speakers[row]:
+            return None
+        return self.view.speakers[before], self.view.texts[before]
+
     def session(self, msg_id: str | None) -> str | None:
         row = self.view.pos.get(msg_id) if msg_id else None
         return self.view.sessions[row] if row is not None else None
 
 
-def build_units(
-    evidence: list[EvidenceItem], messages: Messages | None, memo: TextMemo | None = None
-) -> list[Unit]:
-    units: dict[tuple, Unit] = {}
-    memo = memo or TextMemo()
+class _Units:
+    """The units of one evidence list, keyed by (message or record id, sentence number): a
+    message cited by several items is one unit per sentence, with all their rows."""
+
+    def __init__(self, messages: Messages | None, memo: TextMemo) -> None:
+        self.messages = messages
+        self.memo = memo
+        self.units: dict[tuple, Unit] = {}
 
     def add(
+        self,
         key_id,
         text,
         speaker,
@@ -203,14 +218,15 @@ def build_units(
         is_record=False,
         record_key=None,
         settles=False,
-    ):
+    ) -> None:
+        messages, memo = self.messages, self.memo
         sents = memo.split(text)
         session = messages.session(key_id) if messages and not is_record else None
         for i, s in enumerate(sents):
             key = (key_id, i)
-            u = units.get(key)
+            u = self.units.get(key)
             if u is None:
-                u = units[key] = Unit(
+                u = self.units[key] = Unit(
                     s,
                     None
                     if is_record
@@ -240,51 +256,65 @@ def build_units(
                 u.records.add(record_key)
             u.settles |= settles
 
+    def record_messages(self, item: EvidenceItem, messages: Messages) -> None:
+        """The sentences of the messages a record rests on, oldest first: the earlier ones
+        its history when they differ, the settling one of a GROUP record marked."""
+        found = [(mid, messages.get(mid)) for mid in item.msg_ids]
+        found = [(mid, m) for mid, m in found if m is not None]
+        found.sort(key=lambda f: (f[1][1] is None, f[1][1]))
+        span = tuple(mid for mid, _ in found) if len({m[2] for _, m in found}) > 1 else ()
+        # a GROUP record was settled by its source's latest message among those it cites
+        # (a one-message GROUP record settles nothing unless it says so: "we need to pick a
+        # venue" is the proposal, not the outcome)
+        settling = (
+            next((mid for mid, m in reversed(found) if m[0] == item.speaker), None)
+            if item.row == "GROUP"
+            and (len(found) > 1 or any(SETTLE.search(m[2]) for _, m in found))
+            else None
+        )
+        for j, (mid, (speaker, ts, text)) in enumerate(found):
+            self.add(
+                mid,
+                text,
+                speaker,
+                ts,
+                item,
+                True,
+                bool(span) and j < len(found) - 1,
+                span,
+                record_key=item.entry_id or item.text,
+                settles=mid == settling,
+            )
+
+    def record_statement(self, item: EvidenceItem) -> None:
+        """The record's own statement of the state: what an UPDATE chain changes."""
+        self.add(
+            item.entry_id or item.text,
+            item.text,
+            item.row if item.row not in (None, "GROUP") else item.speaker,
+            item.ts,
+            item,
+            True,
+            False,
+            (),
+            is_record=True,
+            record_key=item.entry_id or item.text,
+        )
+
+
+def build_units(
+    evidence: list[EvidenceItem], messages: Messages | None, memo: TextMemo | None = None
+) -> list[Unit]:
+    """The units of ``evidence`` (see the module doc)."""
+    found = _Units(messages, memo or TextMemo())
     for item in evidence:
         if item.kind == "empty_row" or not item.text:
             continue
-        if item.kind == "record" and messages is not None and item.msg_ids:
-            found = [(mid, messages.get(mid)) for mid in item.msg_ids]
-            found = [(mid, m) for mid, m in found if m is not None]
-            found.sort(key=lambda f: (f[1][1] is None, f[1][1]))
-            span = tuple(mid for mid, _ in found) if len({m[2] for _, m in found}) > 1 else ()
-            # a GROUP record was settled by its source's latest message among those it cites
-            # (a one-message GROUP record settles nothing unless it says so: "we need to pick a
-            # venue" is the proposal, not the outcome)
-            settling = (
-                next((mid for mid, m in reversed(found) if m[0] == item.speaker), None)
-                if item.row == "GROUP"
-                and (len(found) > 1 or any(SETTLE.search(m[2]) for _, m in found))
-                else None
-            )
-            for j, (mid, (speaker, ts, text)) in enumerate(found):
-                add(
-                    mid,
-                    text,
-                    speaker,
-                    ts,
-                    item,
-                    True,
-                    bool(span) and j < len(found) - 1,
-                    span,
-                    record_key=item.entry_id or item.text,
-                    settles=mid == settling,
-                )
         if item.kind == "record":
-            # the record's own statement of the state: what an UPDATE chain changes
-            add(
-                item.entry_id or item.text,
-                item.text,
-                item.row if item.row not in (None, "GROUP") else item.speaker,
-                item.ts,
-                item,
-                True,
-                False,
-                (),
-                is_record=True,
-                record_key=item.entry_id or item.text,
-            )
+            if messages is not None and item.msg_ids:
+                found.record_messages(item, messages)
+            found.record_statement(item)
         else:
             mid = item.msg_ids[0] if item.msg_ids else item.text
-            add(mid, item.text, item.speaker, item.ts, item, False, False, ())
-    return list(units.values())
+            found.add(mid, item.text, item.speaker, item.ts, item, False, False, ())
+    return list(found.units.values())

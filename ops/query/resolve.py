@@ -128,7 +128,6 @@ def resolve_rows(
     records = RecordView.of(view.store)
     issue_words = set(query_terms(projection.issue))
     top = float(fused.max()) if len(fused) else 0.0
-    usable = records.in_layers(config.layers)
     # the question's own vector (already computed by recall): no extra encoding per query
     dense = _dense_sims(view.store, records, config.layers, projection.question, embedder)
 
@@ -138,30 +137,57 @@ def resolve_rows(
     score = _relevance(
         view, records, fused, issue_words, issue_weight, dense, top, config, pool or ()
     )
-    heads = records.heads & usable
+    found = _Slice(view, records, fused, projection, config, score)
+    items: list[dict] = []
+    for row in expand_rows(projection.rows, roster):
+        items.extend(found.row_items(row))
+    return items
 
-    def current(candidates: list[int]) -> np.ndarray:
+
+class _Slice:
+    """One question's memory slice over a group's records: the records of a row valid at the
+    projection's time, scored by their relevance (``score``, one per record)."""
+
+    def __init__(
+        self,
+        view: GroupView,
+        records: RecordView,
+        fused: np.ndarray,
+        projection: Projection,
+        config: ResolveConfig,
+        score: np.ndarray,
+    ) -> None:
+        self.view, self.records, self.fused = view, records, fused
+        self.projection, self.config, self.score = projection, config, score
+        self.usable = records.in_layers(config.layers)
+        self.heads = records.heads & self.usable
+
+    def current(self, candidates: list[int]) -> np.ndarray:
         """The usable ``candidates`` valid at the projection's time, in their order."""
         ix = np.asarray(candidates, dtype=np.int64)
-        if projection.as_of is None:
-            return ix[heads[ix]]
+        if self.projection.as_of is None:
+            return ix[self.heads[ix]]
         return np.asarray(
-            [i for i in ix[usable[ix]] if valid_at(records.rows[i], projection.as_of)],
+            [
+                i
+                for i in ix[self.usable[ix]]
+                if valid_at(self.records.rows[i], self.projection.as_of)
+            ],
             dtype=np.int64,
         )
 
-    def best(candidates: np.ndarray, k: int) -> list[tuple[float, int]]:
+    def best(self, candidates: np.ndarray, k: int) -> list[tuple[float, int]]:
         """The ``k`` best-scoring candidates with a score above 0 (ties keep their order)."""
-        found = score[candidates]
+        found = self.score[candidates]
         order = np.argsort(-found, kind="stable")
         return [(float(found[j]), int(candidates[j])) for j in order[:k] if found[j] > 0]
 
-    def record_item(r: dict, score: float, row: str, history: bool = False) -> dict:
+    def record_item(self, r: dict, score: float, row: str, history: bool = False) -> dict:
         return _item(
             "record",
             row,
             r["content"],
-            cite_order(view, fused, r["from_ids"]),
+            cite_order(self.view, self.fused, r["from_ids"]),
             score,
             speaker=r["source"],
             ts=r["valid_at"],
@@ -171,33 +197,35 @@ def resolve_rows(
             owner=r["owner"],
         )
 
-    items: list[dict] = []
-    for row in expand_rows(projection.rows, roster):
-        picked = best(current(records.by_owner.get(row, [])), config.k)
+    def row_items(self, row: str) -> list[dict]:
+        """One row's items: its best records (with their update chains for ``full``), what
+        the person said about others, else their own best messages, else an empty row."""
+        records, config = self.records, self.config
+        picked = self.best(self.current(records.by_owner.get(row, [])), config.k)
         row_items: list[dict] = []
         for s, i in picked:
             head = records.rows[i]
-            row_items.append(record_item(head, s, row))
-            if projection.tense == "full":
+            row_items.append(self.record_item(head, s, row))
+            if self.projection.tense == "full":
                 row_items.extend(
-                    record_item(old, s * 0.9, row, history=True) for old in chain(records, head)
+                    self.record_item(old, s * 0.9, row, history=True)
+                    for old in chain(records, head)
                 )
-        said = current(
+        said = self.current(
             [i for i in records.by_source.get(row, []) if records.rows[i]["owner"] != row]
         )
         row_items.extend(
-            record_item(records.rows[i], s, row) for s, i in best(said, config.source_k)
+            self.record_item(records.rows[i], s, row) for s, i in self.best(said, config.source_k)
         )
         if not picked:
-            row_items.extend(_fallback(view, fused, row, config.fallback_k))
+            row_items.extend(_fallback(self.view, self.fused, row, config.fallback_k))
         elif config.own_words_k:
             # the person's own best-recalled words beside their records (a derived record may
             # paraphrase; the verbatim message is what a roll-up has to cite)
-            row_items.extend(_fallback(view, fused, row, config.own_words_k))
+            row_items.extend(_fallback(self.view, self.fused, row, config.own_words_k))
         if not row_items:
             row_items.append(_item("empty_row", row, "(none)", [], 0.0))
-        items.extend(row_items)
-    return items
+        return row_items
 
 
 def _relevance(

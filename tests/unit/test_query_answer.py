@@ -331,3 +331,60 @@ def test_a_long_sentence_keeps_the_value_after_its_comma():
     assert "thermostat" in ask(
         "What happened with the heater in the back office?", [ex(0, "Ana", text)]
     )
+
+
+def _view(texts_by_speaker):
+    s = GroupStore("/nonexistent", "g", in_memory=True)
+    rows = [
+        Message(
+            msg_id=f"m{i}",
+            group_id="g",
+            session_id="s0",
+            turn=i,
+            ts=T + timedelta(minutes=i),
+            speaker=speaker,
+            text=text,
+        )
+        for i, (speaker, text) in enumerate(texts_by_speaker)
+    ]
+    s.append_messages(to_table(rows, Message))
+    return GroupView.of(s)
+
+
+def test_a_reply_takes_part_of_the_match_of_the_turn_it_answers():
+    from speakerflow.ops.query.answer_config import AnswerConfig
+    from speakerflow.ops.query.answer_intent import read_intent
+    from speakerflow.ops.query.answer_score import score_units
+    from speakerflow.ops.query.answer_units import Messages, TextMemo, build_units
+
+    view = _view([("Maya", "Could someone bring lemonade to the picnic?"), ("Tom", "sure, I can")])
+    messages = Messages(view)
+    evidence = [ex(0, "Maya", view.texts[0], mid="m0"), ex(1, "Tom", view.texts[1], mid="m1")]
+    projection = project_rules("Who is bringing lemonade to the picnic?", ROSTER)
+    units = build_units(evidence, messages)
+    intent = read_intent(projection, False)
+
+    def reply_score(weight):
+        ranked = score_units(
+            units,
+            projection,
+            intent,
+            ROSTER,
+            messages,
+            None,
+            AnswerConfig(reply_weight=weight),
+            TextMemo(),
+            gate=False,
+        )
+        return next(s for s, u in ranked if u.speaker == "Tom")
+
+    assert reply_score(0.5) > reply_score(0.0)
+
+
+def test_news_told_to_the_named_person_answers_what_happened_with_their_matter():
+    evidence = [
+        ex(0, "Ana", "Dev, your job application went through, they want you from June!", mid="a"),
+        ex(1, "Dev", "I sent it off this morning, fingers crossed for the application.", mid="b"),
+    ]
+    answer = ask("What happened with Dev's job application?", evidence)
+    assert answer.startswith("Ana:") and "went through" in answer
