@@ -65,6 +65,9 @@ def test_two_readers_serve_what_the_writer_publishes(tmp_path):
             assert c.get("/v1/groups/team/memory", headers=H).json()["records"]
             wc = c.post("/v1/groups/team/inject", json={"event": {"content": "Porto?"}}, headers=H)
             assert wc.status_code == 200 and "text" in wc.json()
+            # maintain is forwarded to the writer, which owns the group's Kuzu file
+            r = c.post("/v1/groups/team/maintain", json={"now": "2026-05-01T00:00:00Z"}, headers=H)
+            assert r.status_code == 200 and r.json()["entity_path"]["events"] == len(ROWS), r.text
             # a later write: every reader serves it, without a restart
             new = {"msg_id": "late-1", "ts": "2026-06-01T10:00:00Z", "speaker": "Ana"}
             new["text"] = "The zeppelin tour is booked for the whole team."
