@@ -163,6 +163,9 @@ def run(
     log: Callable[[str], None] = lambda _: None,
     partitions_per_run: int | None = None,
 ) -> dict[str, Any]:
+    """Write ``partitions`` groups of ``messages`` messages, backfill them once per mode and
+    compare each mode's stores with the CLI loop's; the report (also written to ``out``
+    after each mode)."""
     bad = [m for m in modes if m not in MODES]
     if partitions_per_run is not None and partitions_per_run < 1:
         raise ValueError(f"partitions_per_run must be >= 1, got {partitions_per_run}")
@@ -189,34 +192,17 @@ def run(
             f"{celery_workers}"
             + (f" --partitions-per-run {partitions_per_run}" if partitions_per_run else ""),
         }
-        homes = {}
         for mode in modes:
-            mwork = work / mode
-            mwork.mkdir()
-            load0 = os.getloadavg()[0]
-            if mode == "cli":
-                homes[mode] = mwork / "home"
-                res = run_cli(src, homes[mode], groups, log, timeout_s)
-            else:
-                res = run_dagster(
-                    mode,
-                    src,
-                    mwork,
-                    groups,
-                    concurrency,
-                    celery_workers,
-                    log,
-                    timeout_s,
-                    partitions_per_run,
-                )
-                homes[mode] = Path(res.pop("home"))
-            res["load_avg_1m_before"] = round(load0, 2)
-            res["load_avg_1m_after"] = round(os.getloadavg()[0], 2)
-            done = res.pop("_succeeded", None)  # Dagster: partitions whose run succeeded
-            summary = store_summary(homes[mode], groups if done is None else done)
-            res["groups_complete"] = sum(s["messages"] == messages for s in summary.values())
-            res["records"] = sum(s["records"] for s in summary.values())
-            res["_summary"] = summary
+            res = _run_mode(
+                mode,
+                src,
+                work / mode,
+                groups,
+                messages,
+                log,
+                timeout_s,
+                (concurrency, celery_workers, partitions_per_run),
+            )
             report["modes"][mode] = res
             log(
                 f"{mode}: {res['wall_s']}s wall, {res['runs_per_minute']} runs/min, "
@@ -224,24 +210,7 @@ def run(
             )
             if out:  # after each mode, so a long run keeps what it measured
                 _write(out, report)
-        base = report["modes"].get("cli")
-        for mode, res in report["modes"].items():
-            if base is not None and mode != "cli":
-                both = [
-                    g
-                    for g, v in res["_summary"].items()
-                    if v["messages"] == messages
-                    and base["_summary"].get(g, {}).get("messages") == messages
-                ]
-                res["compared_with_cli"] = len(both)
-                res["same_records_as_cli"] = all(
-                    res["_summary"][g] == base["_summary"][g] for g in both
-                )
-                res["speedup_vs_cli"] = (
-                    round(res["partitions_per_minute"] / base["partitions_per_minute"], 3)
-                    if base["partitions_per_minute"]
-                    else None
-                )  # groups per minute against the loop's
+        _compare_with_cli(report["modes"], messages)
         for res in report["modes"].values():
             res.pop("_summary")
         report["complete"] = True
@@ -255,6 +224,71 @@ def run(
             os.environ["DAGSTER_HOME"] = saved_dh
         if tmp is not None:
             tmp.cleanup()
+
+
+def _run_mode(
+    mode: str,
+    src: Path,
+    mwork: Path,
+    groups: list[str],
+    messages: int,
+    log: Callable[[str], None],
+    timeout_s: float,
+    dagster: tuple[int, int, int | None],
+) -> dict[str, Any]:
+    """Backfill the groups in ``src`` one way (the CLI loop, or Dagster with ``dagster`` =
+    (concurrency, celery workers, partitions per run)); its figures, the load average around
+    it, and ``_summary``: the messages and records of each completed group's store."""
+    mwork.mkdir()
+    load0 = os.getloadavg()[0]
+    if mode == "cli":
+        home = mwork / "home"
+        res = run_cli(src, home, groups, log, timeout_s)
+    else:
+        concurrency, celery_workers, partitions_per_run = dagster
+        res = run_dagster(
+            mode,
+            src,
+            mwork,
+            groups,
+            concurrency,
+            celery_workers,
+            log,
+            timeout_s,
+            partitions_per_run,
+        )
+        home = Path(res.pop("home"))
+    res["load_avg_1m_before"] = round(load0, 2)
+    res["load_avg_1m_after"] = round(os.getloadavg()[0], 2)
+    done = res.pop("_succeeded", None)  # Dagster: partitions whose run succeeded
+    summary = store_summary(home, groups if done is None else done)
+    res["groups_complete"] = sum(s["messages"] == messages for s in summary.values())
+    res["records"] = sum(s["records"] for s in summary.values())
+    res["_summary"] = summary
+    return res
+
+
+def _compare_with_cli(modes: dict[str, dict[str, Any]], messages: int) -> None:
+    """Each Dagster mode against the CLI loop (when it ran): the groups both completed, whether
+    their stores hold the same records, and the speedup in groups per minute."""
+    base = modes.get("cli")
+    for mode, res in modes.items():
+        if base is not None and mode != "cli":
+            both = [
+                g
+                for g, v in res["_summary"].items()
+                if v["messages"] == messages
+                and base["_summary"].get(g, {}).get("messages") == messages
+            ]
+            res["compared_with_cli"] = len(both)
+            res["same_records_as_cli"] = all(
+                res["_summary"][g] == base["_summary"][g] for g in both
+            )
+            res["speedup_vs_cli"] = (
+                round(res["partitions_per_minute"] / base["partitions_per_minute"], 3)
+                if base["partitions_per_minute"]
+                else None
+            )  # groups per minute against the loop's
 
 
 def _write(out: str | Path, report: dict[str, Any]) -> None:
