@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_home, home_of, loading, print_json
+from .common import add_home, home_of, loading, print_json, skip_pandas_probe
 
 
 def add_query_options(p: argparse.ArgumentParser) -> None:
@@ -115,6 +115,7 @@ def warm_up(store, config, group: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    skip_pandas_probe()
     from speakerflow.memory import message_rows
     from speakerflow.pipelines.query_path import answer_question
 

@@ -33,7 +33,8 @@ class _HidePandas:
 
 
 def skip_pandas_probe() -> None:
-    """Keep pyarrow from importing pandas in a command that never uses pandas.
+    """Keep pyarrow from importing pandas in a command that never uses pandas (the store
+    commands: ``maintain``, ``ask``, ``search``, ``stats``, ``memory``, ``wiki``, ``inject``).
 
     pyarrow imports pandas (about 0.6 s of CPU here) the first time it converts Python
     objects (``pa.array`` or ``pa.table`` of lists), only to ask whether they are pandas

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_home, home_of, loading, print_json
+from .common import add_home, home_of, loading, print_json, skip_pandas_probe
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,6 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    skip_pandas_probe()
     from speakerflow.memory import inject_context
     from speakerflow.ops.knowledge.domain.load import load_pack
     from speakerflow.ops.knowledge.load import load_knowledge

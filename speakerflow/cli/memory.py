@@ -16,7 +16,7 @@ from speakerflow.graphs.records import chains
 from speakerflow.memory import check_speaker
 from speakerflow.schemas import LAYERS
 
-from .common import add_home, home_of, print_json
+from .common import add_home, home_of, print_json, skip_pandas_probe
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -37,6 +37,7 @@ def _day(ts) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    skip_pandas_probe()
     with home_of(args).open(args.group) as store:
         check_speaker(store, args.owner, allow_group=True)  # lists the roster
         selected = chains(store, args.owner, args.layer)

@@ -6,7 +6,7 @@ import argparse
 
 from speakerflow.memory import search_messages
 
-from .common import add_home, home_of, print_json
+from .common import add_home, home_of, print_json, skip_pandas_probe
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,6 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    skip_pandas_probe()
     with home_of(args).open(args.group) as store:
         rows = [h.model_dump() for h in search_messages(store, args.query, args.speaker, args.k)]
     if args.json:

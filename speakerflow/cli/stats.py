@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_home, home_of, print_json
+from .common import add_home, home_of, print_json, skip_pandas_probe
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,6 +30,7 @@ def collect(home, group: str | None = None) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    skip_pandas_probe()
     report = collect(home_of(args), args.group)
     if args.json:
         print_json(report)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_home, add_json, home_of, print_json
+from .common import add_home, add_json, home_of, print_json, skip_pandas_probe
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,6 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    skip_pandas_probe()
     from speakerflow.ops.knowledge.wiki import write_wiki
     from speakerflow.pipelines.forget import default_wiki_dir
 

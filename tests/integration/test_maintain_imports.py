@@ -1,6 +1,7 @@
-"""``speakerflow maintain`` in a fresh process imports what maintenance needs and no more:
-its own CLI module only, no torch, transformers, Dagster or web stack (what a cold start of
-it costs is imports: docs/serving.md, "maintain on a small group")."""
+"""``speakerflow maintain`` (and the other store commands) in a fresh process import what
+the command needs and no more: its own CLI module only, no torch, transformers, Dagster or
+web stack, no pandas (what a cold start of them costs is imports: docs/serving.md,
+"maintain on a small group, follow-up")."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import speakerflow
 from speakerflow.cli import build_parser, main
+from speakerflow.settings import BUNDLED_SAMPLE
 
 SAMPLE = Path(speakerflow.__file__).parent / "data" / "sample_events.jsonl"
 
@@ -69,6 +73,28 @@ def test_maintain_in_a_fresh_process_imports_no_model_or_server_stack(tmp_path: 
     assert json.loads(proc.stdout)["desk"]["entity_path"]["events"] == 0
     assert "maintain desk: 0 new row(s)" in proc.stderr and "MiniLM" not in proc.stderr
     assert not {m.split(".")[0] for m in seen["modules"]} & {"onnxruntime", "pandas", "polars"}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["ask", "team", "Where will the offsite be?", "--embedder", "hashing"], ["stats", "--json"]],
+    ids=["ask", "stats"],
+)
+def test_store_commands_in_a_fresh_process_import_no_pandas(tmp_path: Path, capsys, command):
+    home = ["--home", str(tmp_path / "home")]
+    assert (
+        main(["ingest", str(BUNDLED_SAMPLE), "--group", "team", "--embedder", "hashing", *home])
+        == 0
+    )
+    capsys.readouterr()
+    proc, seen = _fresh([*command, *home], tmp_path)
+    assert proc.stdout.strip()
+    tops = {m.split(".")[0] for m in seen["modules"]}
+    assert not tops & {"pandas", "polars", *NOT_NEEDED}, tops & {"pandas", "polars", *NOT_NEEDED}
+    assert {m for m in seen["modules"] if m.startswith("speakerflow.cli.")} == {
+        "speakerflow.cli.common",
+        f"speakerflow.cli.{command[0]}",
+    }
 
 
 def test_the_parser_of_one_command_and_of_all():
