@@ -41,10 +41,8 @@ def dense_queries(
     from disk and the check that it holds every message; ``cold_vectors_load_s``, the
     group's vectors from its ``.npz``, is paid only below the threshold or when the index
     lacks messages)."""
-    from speakerflow.graphs import ann
     from speakerflow.ops.query.group_view import GroupView
-    from speakerflow.ops.text.dense_index import ANN_K, dense_scores, group_index
-    from speakerflow.ops.text.embed_cache import cached_embeddings
+    from speakerflow.ops.text.dense_index import ANN_K, group_index
 
     emb = CachedEmbedder(stream_embedder(precision), embed_cache)
     view = GroupView.of(store)
@@ -60,48 +58,10 @@ def dense_queries(
     out["ann_index"] = index is not None
     out["ann_build_s"] = round(time.perf_counter() - t0, 2) if index is not None else None
     if not store.in_memory:  # a fresh process: vectors and index read from the group folder
-        fresh = type("Fresh", (), {"in_memory": False, "root": store.root})()
-        labelled_texts = [f"{a}: {b}" for a, b in zip(view.speakers, view.texts, strict=True)]
-        t0 = time.perf_counter()
-        cached_embeddings(fresh, emb, view.ids, labelled_texts, kind="messages-labelled")
-        out["cold_vectors_load_s"] = round(time.perf_counter() - t0, 3)
-        if index is not None and index.path is not None:
-            t0 = time.perf_counter()
-            cold = ann.AnnIndex(emb.dim, index.path)
-            out["cold_ann_load_s"] = round(time.perf_counter() - t0, 3)
-            t0 = time.perf_counter()
-            out["cold_ann_needs_sync"] = cold.needs_sync(view.ids)  # False: vectors not read
-            out["cold_ann_check_s"] = round(time.perf_counter() - t0, 3)
-            del cold
+        out.update(_cold_start(store, view, emb, index))
     emb.inner.encode(["warm up"])
-    dense, enc, channel, search, cpu, vecs = [], [], [], [], [], []
-    for q in qs:  # the timed loop: dense queries back to back
-        c0, t0 = time.process_time(), time.perf_counter()
-        qvec = emb.inner.encode([q])[0]
-        t1 = time.perf_counter()
-        dense_scores(view, emb, qvec)
-        t2 = time.perf_counter()
-        cpu.append((time.process_time() - c0) * 1000)
-        dense.append((t2 - t0) * 1000)
-        enc.append((t1 - t0) * 1000)
-        channel.append((t2 - t1) * 1000)
-        vecs.append(qvec)
-        if index is not None:
-            t0 = time.perf_counter()
-            index.search(qvec, ANN_K, live=view.pos)
-            search.append((time.perf_counter() - t0) * 1000)
-    exact, hit, after_scan = [], [], []
-    for qvec in vecs:  # brute force for recall; it streams every vector through the caches
-        t0 = time.perf_counter()
-        rows, sims = ann.top_k_exact(mat, qvec, 50)
-        exact.append((time.perf_counter() - t0) * 1000)
-        t0 = time.perf_counter()
-        scores = dense_scores(view, emb, qvec)  # the channel right after such a scan
-        after_scan.append((time.perf_counter() - t0) * 1000)
-        if index is not None:
-            # tie-aware recall of the top 50: ANN hits at least as close as the 50th
-            got = np.sort(scores[scores > 0])[::-1][:50]
-            hit.append(float(np.sum(got >= sims[-1] - 1e-6)) / len(sims))
+    dense, enc, channel, search, cpu, vecs = _timed_queries(qs, view, emb, index)
+    exact, hit, after_scan = _after_scans(vecs, mat, view, emb, index)
     emb.save()
     out.update(
         dense_query_p50_ms=pct(dense, 50),
@@ -120,6 +80,74 @@ def dense_queries(
         dense_load_avg=[round(x, 2) for x in os.getloadavg()],
     )
     return out
+
+
+def _cold_start(store, view, emb: CachedEmbedder, index) -> dict[str, Any]:
+    """What a fresh process pays before its first dense query: the group's vectors from its
+    ``.npz``, the index from disk and the check that it holds every message."""
+    from speakerflow.graphs import ann
+    from speakerflow.ops.text.embed_cache import cached_embeddings
+
+    out: dict[str, Any] = {}
+    fresh = type("Fresh", (), {"in_memory": False, "root": store.root})()
+    labelled_texts = [f"{a}: {b}" for a, b in zip(view.speakers, view.texts, strict=True)]
+    t0 = time.perf_counter()
+    cached_embeddings(fresh, emb, view.ids, labelled_texts, kind="messages-labelled")
+    out["cold_vectors_load_s"] = round(time.perf_counter() - t0, 3)
+    if index is not None and index.path is not None:
+        t0 = time.perf_counter()
+        cold = ann.AnnIndex(emb.dim, index.path)
+        out["cold_ann_load_s"] = round(time.perf_counter() - t0, 3)
+        t0 = time.perf_counter()
+        out["cold_ann_needs_sync"] = cold.needs_sync(view.ids)  # False: vectors not read
+        out["cold_ann_check_s"] = round(time.perf_counter() - t0, 3)
+        del cold
+    return out
+
+
+def _timed_queries(qs: list[str], view, emb: CachedEmbedder, index) -> tuple[list, ...]:
+    """The timed loop, dense queries back to back: (query ms, encode ms, channel ms, index
+    search ms, CPU ms, the question vectors)."""
+    from speakerflow.ops.text.dense_index import ANN_K, dense_scores
+
+    dense, enc, channel, search, cpu, vecs = [], [], [], [], [], []
+    for q in qs:
+        c0, t0 = time.process_time(), time.perf_counter()
+        qvec = emb.inner.encode([q])[0]
+        t1 = time.perf_counter()
+        dense_scores(view, emb, qvec)
+        t2 = time.perf_counter()
+        cpu.append((time.process_time() - c0) * 1000)
+        dense.append((t2 - t0) * 1000)
+        enc.append((t1 - t0) * 1000)
+        channel.append((t2 - t1) * 1000)
+        vecs.append(qvec)
+        if index is not None:
+            t0 = time.perf_counter()
+            index.search(qvec, ANN_K, live=view.pos)
+            search.append((time.perf_counter() - t0) * 1000)
+    return dense, enc, channel, search, cpu, vecs
+
+
+def _after_scans(vecs: list, mat, view, emb: CachedEmbedder, index) -> tuple[list, list, list]:
+    """Brute force for recall (it streams every vector through the caches) and the channel
+    right after such a scan: (brute-force ms, tie-aware top-50 hits, channel ms)."""
+    from speakerflow.graphs import ann
+    from speakerflow.ops.text.dense_index import dense_scores
+
+    exact, hit, after_scan = [], [], []
+    for qvec in vecs:
+        t0 = time.perf_counter()
+        rows, sims = ann.top_k_exact(mat, qvec, 50)
+        exact.append((time.perf_counter() - t0) * 1000)
+        t0 = time.perf_counter()
+        scores = dense_scores(view, emb, qvec)  # the channel right after such a scan
+        after_scan.append((time.perf_counter() - t0) * 1000)
+        if index is not None:
+            # tie-aware recall of the top 50: ANN hits at least as close as the 50th
+            got = np.sort(scores[scores > 0])[::-1][:50]
+            hit.append(float(np.sum(got >= sims[-1] - 1e-6)) / len(sims))
+    return exact, hit, after_scan
 
 
 def dense_ab(
