@@ -65,7 +65,7 @@ def run(
 
     from speakerflow.graphs import Home
     from speakerflow.ops.query.recall_bounded import bm25_cap
-    from speakerflow.pipelines.query_path import QueryConfig, answer_question
+    from speakerflow.pipelines.query_path import QueryConfig
 
     home = Home(Path(home_dir))
     if not home.group_path("big").exists():
@@ -82,51 +82,73 @@ def run(
         "questions": questions,
         "load_avg_1m_at_start": round(os.getloadavg()[0], 2),
     }
-    answers: dict[str, list] = {}
     try:
         with home.open("big") as store:
             msgs = store.messages()
             asked = questions_with_sources(msgs, questions, seed)
             qs = [q for q, _ in asked]
-            # the source message of a question, and every message with its speaker and text (the
-            # stream repeats sentences, so a copy answers as well as the source)
-            sources = [msgs["msg_id"][i].as_py() for _, i in asked]
-            same = pc.and_(
-                pc.is_in(msgs["text"], pa.array([msgs["text"][i].as_py() for _, i in asked])),
-                pc.is_in(msgs["speaker"], pa.array([msgs["speaker"][i].as_py() for _, i in asked])),
-            )
-            copies: dict[tuple, set] = {}
-            for mid, sp, tx in zip(
-                *(msgs.filter(same)[c].to_pylist() for c in ("msg_id", "speaker", "text")),
-                strict=True,
-            ):
-                copies.setdefault((sp, tx), set()).add(mid)
-            gold = [copies[(msgs["speaker"][i].as_py(), msgs["text"][i].as_py())] for _, i in asked]
+            sources, gold = _sources(msgs, asked)
             report["messages"] = msgs.num_rows
-            for label in ("exact", "bounded") * rounds:
-                os.environ["SPEAKERFLOW_BOUNDED_RECALL_ABOVE"] = (
-                    str(10**12) if label == "exact" else "0"
-                )
-                answer_question(store, qs[0], cfg)  # warm-up (view, index, per-view indexes)
-                ms, out = [], []
-                for q in qs:
-                    t0 = time.perf_counter()
-                    res = answer_question(store, q, cfg)
-                    ms.append((time.perf_counter() - t0) * 1000)
-                    out.append((res.cited_ids(10), res.answer))
-                answers[label] = out
-                report.setdefault(label, []).append(
-                    {
-                        "p50_ms": pct(ms, 50, 1),
-                        "p95_ms": pct(ms, 95, 1),
-                    }
-                )
+            answers = _time_paths(store, qs, cfg, rounds, report)
     finally:
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+    _agreement(report, answers, sources, gold)
+    return report
+
+
+def _sources(msgs: pa.Table, asked: list[tuple[str, int]]) -> tuple[list[str], list[set]]:
+    """The source message of each question, and every message with its speaker and text (the
+    stream repeats sentences, so a copy answers as well as the source)."""
+    sources = [msgs["msg_id"][i].as_py() for _, i in asked]
+    same = pc.and_(
+        pc.is_in(msgs["text"], pa.array([msgs["text"][i].as_py() for _, i in asked])),
+        pc.is_in(msgs["speaker"], pa.array([msgs["speaker"][i].as_py() for _, i in asked])),
+    )
+    copies: dict[tuple, set] = {}
+    for mid, sp, tx in zip(
+        *(msgs.filter(same)[c].to_pylist() for c in ("msg_id", "speaker", "text")),
+        strict=True,
+    ):
+        copies.setdefault((sp, tx), set()).add(mid)
+    gold = [copies[(msgs["speaker"][i].as_py(), msgs["text"][i].as_py())] for _, i in asked]
+    return sources, gold
+
+
+def _time_paths(store, qs: list[str], cfg, rounds: int, report: dict) -> dict[str, list]:
+    """Answer every question on the exact and the bounded path, alternating, ``rounds`` times
+    each; each round's p50/p95 goes to ``report[path]``; returns the last round's (top-10
+    cited ids, answer) per path."""
+    import os
+
+    from speakerflow.pipelines.query_path import answer_question
+
+    answers: dict[str, list] = {}
+    for label in ("exact", "bounded") * rounds:
+        os.environ["SPEAKERFLOW_BOUNDED_RECALL_ABOVE"] = str(10**12) if label == "exact" else "0"
+        answer_question(store, qs[0], cfg)  # warm-up (view, index, per-view indexes)
+        ms, out = [], []
+        for q in qs:
+            t0 = time.perf_counter()
+            res = answer_question(store, q, cfg)
+            ms.append((time.perf_counter() - t0) * 1000)
+            out.append((res.cited_ids(10), res.answer))
+        answers[label] = out
+        report.setdefault(label, []).append(
+            {
+                "p50_ms": pct(ms, 50, 1),
+                "p95_ms": pct(ms, 95, 1),
+            }
+        )
+    return answers
+
+
+def _agreement(report: dict, answers: dict[str, list], sources: list[str], gold: list[set]) -> None:
+    """Per path, questions whose source (or a copy of it) is cited in the top 10; how many
+    answers and top-10 cited ids the two paths share."""
     for label in ("exact", "bounded"):
         cited = [c for c, _ in answers[label]]
         report[f"{label}_source_in_cited10"] = sum(
@@ -146,7 +168,6 @@ def run(
         ),
         3,
     )
-    return report
 
 
 def locomo_index_check(
