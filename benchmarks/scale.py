@@ -124,6 +124,29 @@ def _child_main(argv: list[str]) -> None:
     Path(a.out).write_text(json.dumps(row))
 
 
+#: what the report's figures mean (written into every report)
+NOTES = [
+    "each size and shape ran in its own subprocess; peak_rss_mb is that process's maximum "
+    "resident set (the synthetic stream it generated included)",
+    "writer_messages_per_s is measured on writer_sample messages (the newest of the big "
+    "group, or the "
+    "last whole groups of 1,000); where writer_sample < messages the Writer did not see "
+    "the whole stream",
+    "query_*: answer_question with embedder='none' (BM25, window and session channels, "
+    "System 2 records, "
+    "rules answerer) on read-only stores after one warm-up query per store (query_cold_ms)",
+    "dense_query_*: a fresh MiniLM encode of the question (1 thread) + the dense channel "
+    "(ops/text/dense_index.py: the group's faiss HNSW top-k above its threshold, brute "
+    "force "
+    "below); "
+    "dense_encode_* is the encode alone, dense_channel_* the channel alone; null where not "
+    "run",
+    "injection_*: PassiveInjector on the fact graph the rules entity path built from "
+    "entity_sample "
+    "messages of the same stream",
+]
+
+
 def run(
     messages: int = 100_000,
     out: str | Path | None = None,
@@ -141,48 +164,15 @@ def run(
 
     ``threads``: OpenMP / BLAS threads of each child (1 by default: on a shared machine a
     second spinning thread per matrix product costs more than it gives; ``None`` leaves them)."""
-    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
-    if threads:
-        env.update(
-            {
-                k: str(threads)
-                for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-            }
-        )
+    env = _child_env(threads)
     sizes = sizes or [s for s in (1_000, 10_000, 100_000, 1_000_000) if s <= messages] or [messages]
     rows: list[dict[str, Any]] = []
     for n in sizes:
         for shape in shapes:
             if shape == "many" and n <= GROUP_SIZE:
                 continue  # one group of 1,000 is the "one" shape
-            with tempfile.TemporaryDirectory(prefix="speakerflow-scale-", dir=workdir) as tmp:
-                res = Path(tmp) / "row.json"
-                cmd = [
-                    sys.executable,
-                    "-m",
-                    "speakerflow.benchmarks.scale",
-                    "--child",
-                    "--n",
-                    str(n),
-                    "--shape",
-                    shape,
-                    "--workdir",
-                    tmp,
-                    "--out",
-                    str(res),
-                    "--opts",
-                    json.dumps(opts),
-                ]
-                t0 = time.perf_counter()
-                proc = subprocess.run(
-                    cmd, capture_output=True, text=True, timeout=timeout_s, env=env
-                )
-                if proc.returncode != 0:
-                    raise RuntimeError(f"scale child {n} {shape} failed:\n{proc.stderr[-4000:]}")
-                row = json.loads(res.read_text())
-                row["child_wall_s"] = round(time.perf_counter() - t0, 1)
-            rows.append(row)
-            log(json.dumps(row))
+            rows.append(_run_child(n, shape, workdir, opts, timeout_s, env))
+            log(json.dumps(rows[-1]))
     done = {(r["messages"], r["shape"]) for r in rows}
     rows = sorted(
         [r for r in keep or [] if (r["messages"], r["shape"]) not in done] + rows,
@@ -195,32 +185,63 @@ def run(
             "threads_per_child": threads,
             "load_avg_at_end": [round(x, 2) for x in os.getloadavg()],
         },
-        "notes": [
-            "each size and shape ran in its own subprocess; peak_rss_mb is that process's maximum "
-            "resident set (the synthetic stream it generated included)",
-            "writer_messages_per_s is measured on writer_sample messages (the newest of the big "
-            "group, or the "
-            "last whole groups of 1,000); where writer_sample < messages the Writer did not see "
-            "the whole stream",
-            "query_*: answer_question with embedder='none' (BM25, window and session channels, "
-            "System 2 records, "
-            "rules answerer) on read-only stores after one warm-up query per store (query_cold_ms)",
-            "dense_query_*: a fresh MiniLM encode of the question (1 thread) + the dense channel "
-            "(ops/text/dense_index.py: the group's faiss HNSW top-k above its threshold, brute "
-            "force "
-            "below); "
-            "dense_encode_* is the encode alone, dense_channel_* the channel alone; null where not "
-            "run",
-            "injection_*: PassiveInjector on the fact graph the rules entity path built from "
-            "entity_sample "
-            "messages of the same stream",
-        ],
+        "notes": list(NOTES),
     }
     if out:
         out = Path(out)
         out.write_text(json.dumps(report, indent=2) + "\n")
         plot(report, out.with_suffix(".png"))
     return report
+
+
+def _child_env(threads: int | None) -> dict[str, str]:
+    """The children's environment: no tokenizer parallelism, ``threads`` OpenMP / BLAS
+    threads (``None``: as inherited)."""
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    if threads:
+        env.update(
+            {
+                k: str(threads)
+                for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+            }
+        )
+    return env
+
+
+def _run_child(
+    n: int,
+    shape: str,
+    workdir: str | Path | None,
+    opts: dict[str, Any],
+    timeout_s: int,
+    env: dict[str, str],
+) -> dict[str, Any]:
+    """Measure one size and shape in a fresh subprocess (its own temporary folder); its row."""
+    with tempfile.TemporaryDirectory(prefix="speakerflow-scale-", dir=workdir) as tmp:
+        res = Path(tmp) / "row.json"
+        cmd = [
+            sys.executable,
+            "-m",
+            "speakerflow.benchmarks.scale",
+            "--child",
+            "--n",
+            str(n),
+            "--shape",
+            shape,
+            "--workdir",
+            tmp,
+            "--out",
+            str(res),
+            "--opts",
+            json.dumps(opts),
+        ]
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
+        if proc.returncode != 0:
+            raise RuntimeError(f"scale child {n} {shape} failed:\n{proc.stderr[-4000:]}")
+        row = json.loads(res.read_text())
+        row["child_wall_s"] = round(time.perf_counter() - t0, 1)
+    return row
 
 
 def main(argv: list[str] | None = None) -> None:
