@@ -359,16 +359,7 @@ def run(
     rc, ref_seconds = _run_worker(ref_home, data_dir, {"SPEAKERFLOW_FAILPOINT_LOG": str(log)})
     ref = snapshot(ref_home)
     steps = named_steps(log)
-    n_steps = (
-        kills + 1
-    ) // 2  # half at named boundaries, spread over every boundary the run passed
-    plan: list[tuple[str, str | None, float | None]] = (
-        [("step", steps[(i * len(steps)) // n_steps % len(steps)], None) for i in range(n_steps)]
-        if steps
-        else []
-    )
-    plan += [("random", None, rng.uniform(0.0, ref_seconds)) for _ in range(kills - len(plan))]
-    rng.shuffle(plan)
+    plan = _plan(kills, steps, ref_seconds, rng)
     totals = {
         "kills": 0,
         "recovered": 0,
@@ -387,46 +378,64 @@ def run(
         for fut in futures:
             entry = fut.result()
             per_kill.append(entry)
-            if entry["killed"]:
-                totals["kills"] += 1
-                totals["recovered"] += int(entry["ok"])
-                for k in ("lost", "duplicated", "orphaned", "mismatched"):
-                    totals[k] += entry[k]
+            _count(totals, entry)
             if progress:
-                print(
-                    f"[faults] {entry['i'] + 1}/{len(plan)} {entry['how']} "
-                    f"{entry['step'] or entry.get('after_s')}: "
-                    f"{'not killed' if not entry['killed'] else 'ok' if entry['ok'] else entry} "
-                    f"{entry.get('recovery') or ''}",
-                    file=sys.stderr,
-                    flush=True,
-                )
+                _print_kill(entry, len(plan))
             # the report so far, rewritten after every kill (a long run can be read while it runs)
             if out:
-                Path(out).write_text(
-                    json.dumps(
-                        _report(
-                            totals,
-                            plan,
-                            per_kill,
-                            steps,
-                            ref,
-                            ref_seconds,
-                            data_dir,
-                            t0,
-                            done=False,
-                        ),
-                        indent=2,
-                        default=str,
-                    )
-                    + "\n"
+                _write_report(
+                    out,
+                    _report(
+                        totals, plan, per_kill, steps, ref, ref_seconds, data_dir, t0, done=False
+                    ),
                 )
     report = _report(totals, plan, per_kill, steps, ref, ref_seconds, data_dir, t0, done=True)
     if out:
-        Path(out).write_text(json.dumps(report, indent=2, default=str) + "\n")
+        _write_report(out, report)
     if workdir is None:
         shutil.rmtree(base, ignore_errors=True)
     return report
+
+
+def _plan(
+    kills: int, steps: list[str], ref_seconds: float, rng: random.Random
+) -> list[tuple[str, str | None, float | None]]:
+    """The kills in a random order: half at named step boundaries (spread over every boundary
+    the reference run passed), the rest at random times within its duration."""
+    n_steps = (kills + 1) // 2
+    plan: list[tuple[str, str | None, float | None]] = (
+        [("step", steps[(i * len(steps)) // n_steps % len(steps)], None) for i in range(n_steps)]
+        if steps
+        else []
+    )
+    plan += [("random", None, rng.uniform(0.0, ref_seconds)) for _ in range(kills - len(plan))]
+    rng.shuffle(plan)
+    return plan
+
+
+def _count(totals: dict[str, int], entry: dict[str, Any]) -> None:
+    """Add a kill's outcome to the totals (a worker that finished before its kill: nothing)."""
+    if entry["killed"]:
+        totals["kills"] += 1
+        totals["recovered"] += int(entry["ok"])
+        for k in ("lost", "duplicated", "orphaned", "mismatched"):
+            totals[k] += entry[k]
+
+
+def _print_kill(entry: dict[str, Any], n: int) -> None:
+    """One progress line on stderr for a kill."""
+    print(
+        f"[faults] {entry['i'] + 1}/{n} {entry['how']} "
+        f"{entry['step'] or entry.get('after_s')}: "
+        f"{'not killed' if not entry['killed'] else 'ok' if entry['ok'] else entry} "
+        f"{entry.get('recovery') or ''}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _write_report(out: str | Path, report: dict[str, Any]) -> None:
+    Path(out).write_text(json.dumps(report, indent=2, default=str) + "\n")
 
 
 def _report(
