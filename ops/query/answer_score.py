@@ -263,11 +263,32 @@ def on_matter(ranked: list[tuple[float, Unit]], words: set[str], share: float) -
     return [u for s, u in ranked if s >= top * share and not u.asks and shared & message_terms(u)]
 
 
-def successors(ranked: list[tuple[float, Unit]], cands: list[Unit]) -> list[Unit]:
-    """The units of the latest message of the records that ``cands``' history units belong
-    to, said by the same person: the head of the person's chain supersedes an earlier state
-    however it is worded ("nah, ... I'd rather have the other one")."""
-    heads = {(u.record_span[-1], u.speaker) for u in cands if u.history and u.record_span}
+def successors(
+    ranked: list[tuple[float, Unit]], cands: list[Unit], words: set[str] | None = None
+) -> list[Unit]:
+    """The units of the message that heads the chain of each of ``cands``' history units,
+    said by the same person: of the record's messages after it, the latest that holds a focus
+    word of the question (a record may gather one person's statements on several matters);
+    when none does, the record's last unless the unit itself holds one (then it is the latest
+    on the matter and what follows is another). The head of the person's chain supersedes an
+    earlier state however it is worded ("never mind the Glasgow thing, I'm staying")."""
+    by_msg: dict[str | None, list[Unit]] = {}
+    for _, u in ranked:
+        by_msg.setdefault(u.msg_id, []).append(u)
+    heads: set[tuple[str | None, str | None]] = set()
+    for u in cands:
+        if not (u.history and u.record_span and u.msg_id in u.record_span):
+            continue
+        later = [
+            m
+            for m in u.record_span[u.record_span.index(u.msg_id) + 1 :]
+            if any(v.speaker == u.speaker for v in by_msg.get(m, ()))
+        ]
+        on_matter = [m for m in later if words and words & message_terms(by_msg[m][0])]
+        if on_matter:
+            heads.add((on_matter[-1], u.speaker))
+        elif later and not (words and words & message_terms(u)):
+            heads.add((later[-1], u.speaker))
     return [u for _, u in ranked if (u.msg_id, u.speaker) in heads and not u.asks]
 
 
@@ -303,7 +324,7 @@ def pick(
             cands = [u for u in cands if valued(u)] or cands
         if intent.focus == "original":
             return best_of_message(ranked, by_time(cands, latest=False), False)
-        cands += successors(ranked, cands)
+        cands += successors(ranked, cands, words)
         cands = [u for u in cands if not u.history] or cands or [ranked[0][1]]
         return best_of_message(ranked, by_time(cands, latest=True), intent.focus == "current")
     return ranked[0][1]

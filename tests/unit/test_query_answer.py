@@ -292,23 +292,29 @@ def test_a_question_that_proposes_the_day_answers_a_when_question():
     assert ask("What day are they repainting the shed?", evidence).startswith("11 April 2026")
 
 
-def test_a_now_question_reads_the_head_of_the_persons_chain():
-    # the later message is worded apart from the question; the record ties it to the matter
+def _view(texts_by_speaker, step=timedelta(minutes=1)):
+    """A group view of one session: messages m0, m1 ... said ``step`` apart."""
     s = GroupStore("/nonexistent", "g", in_memory=True)
-    texts = ["I want the blue tent for the camping trip.", "meh, take the green one instead"]
     rows = [
         Message(
             msg_id=f"m{i}",
             group_id="g",
             session_id="s0",
             turn=i,
-            ts=T + timedelta(days=i),
-            speaker="Dev",
+            ts=T + step * i,
+            speaker=speaker,
             text=text,
         )
-        for i, text in enumerate(texts)
+        for i, (speaker, text) in enumerate(texts_by_speaker)
     ]
     s.append_messages(to_table(rows, Message))
+    return GroupView.of(s)
+
+
+def test_a_now_question_reads_the_head_of_the_persons_chain():
+    # the later message is worded apart from the question; the record ties it to the matter
+    texts = ["I want the blue tent for the camping trip.", "meh, take the green one instead"]
+    view = _view([("Dev", t) for t in texts], step=timedelta(days=1))
     record = EvidenceItem(
         rank=0,
         kind="record",
@@ -319,7 +325,7 @@ def test_a_now_question_reads_the_head_of_the_persons_chain():
         ts=T + timedelta(days=1),
         entry_id="r1",
     )
-    answer = ask("Which tent is Dev taking on the camping trip?", [record], view=GroupView.of(s))
+    answer = ask("Which tent is Dev taking on the camping trip?", [record], view=view)
     assert "green" in answer and "blue" not in answer
 
 
@@ -331,24 +337,6 @@ def test_a_long_sentence_keeps_the_value_after_its_comma():
     assert "thermostat" in ask(
         "What happened with the heater in the back office?", [ex(0, "Ana", text)]
     )
-
-
-def _view(texts_by_speaker):
-    s = GroupStore("/nonexistent", "g", in_memory=True)
-    rows = [
-        Message(
-            msg_id=f"m{i}",
-            group_id="g",
-            session_id="s0",
-            turn=i,
-            ts=T + timedelta(minutes=i),
-            speaker=speaker,
-            text=text,
-        )
-        for i, (speaker, text) in enumerate(texts_by_speaker)
-    ]
-    s.append_messages(to_table(rows, Message))
-    return GroupView.of(s)
 
 
 def test_a_reply_takes_part_of_the_match_of_the_turn_it_answers():
@@ -388,3 +376,26 @@ def test_news_told_to_the_named_person_answers_what_happened_with_their_matter()
     ]
     answer = ask("What happened with Dev's job application?", evidence)
     assert answer.startswith("Ana:") and "went through" in answer
+
+
+def test_a_now_question_takes_the_chain_head_on_its_matter_not_the_records_last_message():
+    # one record gathers the person's statements on two matters (where they live, how they
+    # travel): the "now" answer is the latest one on the asked matter
+    texts = [
+        "I live in Bristol now, moved in March.",
+        "Moved again: I live in Leeds now for the new job.",
+        "Also I only go by coach these days, it's cheaper.",
+    ]
+    view = _view([("Dev", t) for t in texts], step=timedelta(days=1))
+    record = EvidenceItem(
+        rank=0,
+        kind="record",
+        row="Dev",
+        text="Dev lives in Leeds and goes by coach",
+        msg_ids=["m0", "m1", "m2"],
+        speaker="Dev",
+        ts=T + timedelta(days=2),
+        entry_id="r1",
+    )
+    answer = ask("Where does Dev live now?", [record], view=view)
+    assert "Leeds" in answer and "coach" not in answer
