@@ -206,12 +206,7 @@ def run_eval(
     config : query settings for ``speakerflow`` (default :class:`QueryConfig()`; the
         embedder, ablation and System 1 top-k are set from the other arguments).
     """
-    if system not in SYSTEMS:
-        raise ValueError(f"unknown system {system!r}; choose one of {SYSTEMS}")
-    if ablate is not None and (system != "speakerflow" or ablate not in ABLATIONS):
-        raise ValueError(
-            f"--ablate {ablate!r} applies to --system speakerflow only, with one of {ABLATIONS}"
-        )
+    _check_system(system, ablate)
     ks = tuple(sorted({int(b) for b in k}))
     qa = data if isinstance(data, QAData) else load_qa(data, fmt)
     if groups:
@@ -221,14 +216,7 @@ def run_eval(
     home_obj = (
         home if isinstance(home, Home) else Home(home or (tmp.name if tmp is not None else ""))
     )
-    base = config or QueryConfig()
-    config = base.model_copy(
-        update={
-            "embedder": embedder if system not in LEXICAL else "none",
-            "ablate": ablate,
-            "select": base.select.model_copy(update={"top_k": max(max(ks), 10)}),
-        }
-    )
+    config = _query_config(config, system, embedder, ablate, ks)
     try:
         seconds = _prepare(qa, home_obj, system, config, progress, writer)
         clear_query_memo(embedder_for(config))  # every run encodes its questions itself
@@ -256,6 +244,31 @@ def run_eval(
     if out is not None:
         write_outputs(report, out)
     return report
+
+
+def _check_system(system: str, ablate: str | None) -> None:
+    """Refuse an unknown system, or an ablation of another system than ``speakerflow``."""
+    if system not in SYSTEMS:
+        raise ValueError(f"unknown system {system!r}; choose one of {SYSTEMS}")
+    if ablate is not None and (system != "speakerflow" or ablate not in ABLATIONS):
+        raise ValueError(
+            f"--ablate {ablate!r} applies to --system speakerflow only, with one of {ABLATIONS}"
+        )
+
+
+def _query_config(
+    config: QueryConfig | None, system: str, embedder: str, ablate: str | None, ks: tuple
+) -> QueryConfig:
+    """``config`` (default :class:`QueryConfig()`) with the run's embedder (none for a lexical
+    system), ablation and a System 1 top-k of the largest budget (at least 10)."""
+    base = config or QueryConfig()
+    return base.model_copy(
+        update={
+            "embedder": embedder if system not in LEXICAL else "none",
+            "ablate": ablate,
+            "select": base.select.model_copy(update={"top_k": max(max(ks), 10)}),
+        }
+    )
 
 
 def _answer_all(
