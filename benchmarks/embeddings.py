@@ -89,6 +89,52 @@ def run(
         emb.encode(["warm up"])
         emb.encode(texts[:8])
         load_s[k] = round(time.perf_counter() - t0, 2)
+    vecs, timings = _rounds(embedders, kinds, texts, questions, rounds, log)
+    out: dict[str, Any] = {
+        "texts": len(texts),
+        "questions": len(questions),
+        "rounds": rounds,
+        "threads": threads,
+        "batch_size": batch_size,
+        "load_avg_start": [round(x, 2) for x in load_start],
+        "load_avg_end": [round(x, 2) for x in os.getloadavg()],
+        "cpu_count": os.cpu_count(),
+        "embedders": {},
+    }
+    ref = vecs.get("torch")
+    for k in kinds:
+        wall, cpu, query_ms, query_cpu_ms = (t[k] for t in timings)
+        row: dict[str, Any] = {
+            "name": embedders[k].name,
+            "load_s": load_s[k],
+            "texts_per_s": round(len(texts) / statistics.median(wall), 1),
+            "texts_per_cpu_s": round(len(texts) / statistics.median(cpu), 1),
+            "query_p50_ms": pct(query_ms, 50),
+            "query_p95_ms": pct(query_ms, 95),
+            "query_cpu_p50_ms": pct(query_cpu_ms, 50),
+        }
+        if ref is not None:
+            cos = np.sum(vecs[k] * ref, axis=1)
+            row.update(
+                cosine_to_torch_mean=round(float(cos.mean()), 5),
+                cosine_to_torch_p1=pct(cos, 1, 5),
+                cosine_to_torch_min=round(float(cos.min()), 5),
+            )
+        out["embedders"][k] = row
+    return out
+
+
+def _rounds(
+    embedders: dict[str, Any],
+    kinds: tuple[str, ...],
+    texts: list[str],
+    questions: list[str],
+    rounds: int,
+    log,
+) -> tuple[dict[str, np.ndarray], tuple[dict[str, list[float]], ...]]:
+    """``rounds`` rounds, each embedder in a rotated order per round: the texts in one batched
+    encode, then each question alone. Returns the last vectors per embedder and the timings
+    per embedder: (wall s, CPU s) per batch, (wall ms, CPU ms) per question."""
     vecs: dict[str, np.ndarray] = {}
     wall: dict[str, list[float]] = {k: [] for k in kinds}
     cpu: dict[str, list[float]] = {k: [] for k in kinds}
@@ -111,38 +157,7 @@ def run(
                 f"round {r + 1}/{rounds} {k}: {len(texts) / wall[k][-1]:.0f} texts/s, "
                 f"question p50 {statistics.median(query_ms[k][-len(questions) :]):.2f} ms"
             )
-    out: dict[str, Any] = {
-        "texts": len(texts),
-        "questions": len(questions),
-        "rounds": rounds,
-        "threads": threads,
-        "batch_size": batch_size,
-        "load_avg_start": [round(x, 2) for x in load_start],
-        "load_avg_end": [round(x, 2) for x in os.getloadavg()],
-        "cpu_count": os.cpu_count(),
-        "embedders": {},
-    }
-    ref = vecs.get("torch")
-    for k in kinds:
-        emb = embedders[k]
-        row: dict[str, Any] = {
-            "name": emb.name,
-            "load_s": load_s[k],
-            "texts_per_s": round(len(texts) / statistics.median(wall[k]), 1),
-            "texts_per_cpu_s": round(len(texts) / statistics.median(cpu[k]), 1),
-            "query_p50_ms": pct(query_ms[k], 50),
-            "query_p95_ms": pct(query_ms[k], 95),
-            "query_cpu_p50_ms": pct(query_cpu_ms[k], 50),
-        }
-        if ref is not None:
-            cos = np.sum(vecs[k] * ref, axis=1)
-            row.update(
-                cosine_to_torch_mean=round(float(cos.mean()), 5),
-                cosine_to_torch_p1=pct(cos, 1, 5),
-                cosine_to_torch_min=round(float(cos.min()), 5),
-            )
-        out["embedders"][k] = row
-    return out
+    return vecs, (wall, cpu, query_ms, query_cpu_ms)
 
 
 def main(argv: list[str] | None = None) -> None:
