@@ -119,14 +119,7 @@ def run_dagster(
     for g in groups:
         shutil.copy(src / f"{g}.jsonl", inbox / f"{g}.jsonl")
     location = CELERY_LOCATION if mode == "celery" else DEFAULT_LOCATION
-    env = {
-        **os.environ,
-        "DAGSTER_HOME": str(dh),
-        "SPEAKERFLOW_HOME": str(home),
-        "PYTHONUNBUFFERED": "1",
-    }
-    if partitions_per_run is not None:
-        env[PARTITIONS_PER_RUN_ENV] = str(partitions_per_run)
+    env = _env(dh, home, partitions_per_run)
     procs: list[subprocess.Popen] = []
     logs = work / "logs"
     logs.mkdir()
@@ -139,23 +132,7 @@ def run_dagster(
             instance.add_dynamic_partitions(
                 "groups", groups
             )  # creates the storage before the daemon opens it
-            procs.append(
-                subprocess.Popen(
-                    [str(BIN / "dagster-daemon"), "run", "-m", location],
-                    env=env,
-                    cwd=work,
-                    stdout=daemon_log.open("w"),
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
-            )
-            _wait_for(
-                "dagster-daemon",
-                lambda: "QUEUED_RUN_COORDINATOR" in instance.get_daemon_heartbeats(),
-                180,
-                procs[-1],
-                daemon_log,
-            )
+            _start_daemon(instance, location, env, work, daemon_log, procs)
             log(f"{mode}: daemon up; launching the backfill of {len(groups)} partitions")
             start_wall = time.time()
             backfill_id = launch_backfill(location, groups, env, work)
@@ -177,6 +154,50 @@ def run_dagster(
     finally:
         for p in reversed(procs):
             stop_group(p)
+
+
+def _env(dh: Path, home: Path, partitions_per_run: int | None) -> dict[str, str]:
+    """The daemon's (and its runs') environment: the Dagster and speakerflow homes, unbuffered
+    output, and the partitions per run when given."""
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(dh),
+        "SPEAKERFLOW_HOME": str(home),
+        "PYTHONUNBUFFERED": "1",
+    }
+    if partitions_per_run is not None:
+        env[PARTITIONS_PER_RUN_ENV] = str(partitions_per_run)
+    return env
+
+
+def _start_daemon(
+    instance: Any,
+    location: str,
+    env: dict[str, str],
+    work: Path,
+    daemon_log: Path,
+    procs: list[subprocess.Popen],
+) -> None:
+    """Start ``dagster-daemon`` on ``location`` (its own session, output to ``daemon_log``;
+    added to ``procs`` at once, so the caller stops it even if it never comes up) and wait up
+    to 180 s for its queued-run coordinator's heartbeat."""
+    procs.append(
+        subprocess.Popen(
+            [str(BIN / "dagster-daemon"), "run", "-m", location],
+            env=env,
+            cwd=work,
+            stdout=daemon_log.open("w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    )
+    _wait_for(
+        "dagster-daemon",
+        lambda: "QUEUED_RUN_COORDINATOR" in instance.get_daemon_heartbeats(),
+        180,
+        procs[-1],
+        daemon_log,
+    )
 
 
 def _wait_for_runs(
