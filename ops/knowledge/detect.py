@@ -220,8 +220,6 @@ class Detector:
         """Entities (in text order, one per span), intent, risk class and aspects of ``text``."""
         found: list[Mention] = []
         taken: list[tuple[int, int]] = []
-        lex = self.lexicon
-        handle = lex.handle_type or ""
 
         def add(m: Mention) -> None:
             if any(m.start < e and s < m.end for s, e in taken):
@@ -229,37 +227,55 @@ class Detector:
             taken.append((m.start, m.end))
             found.append(m)
 
-        if handle:
-            for m in HANDLE.finditer(text):
-                hit = self.known.get(norm(m.group()))
-                add(Mention(m.group(), handle, m.start(), m.end(), hit[0] if hit else None))
-            for rx in (SNAKE, *self._handles):
-                for m in rx.finditer(text):
-                    g = m.group(1) if rx is not SNAKE else m.group()
-                    s0 = m.start(1) if rx is not SNAKE else m.start()
-                    key = norm(g)
-                    if self._not_handle(g, key):
-                        continue
-                    hit = self.known.get(key)
-                    if hit and hit[1] != handle:
-                        continue
-                    if self.people is not None and self.people.resolve(g):
-                        continue
-                    add(Mention(g, handle, s0, s0 + len(g), hit[0] if hit else None))
+        if self.lexicon.handle_type:
+            self._handle_mentions(text, add)
         if self._talk is not None and self._bare is not None and self._talk.search(text):
-            for m in self._bare.finditer(text):
-                g = m.group(1) or m.group(2)
-                s0 = m.start(1) if m.group(1) else m.start(2)
+            self._bare_handle_mentions(text, self._bare, add)
+        self._typed_mentions(text, add)
+        self._ngrams(text, add)
+        self._word_mentions(text, add)
+        found.sort(key=lambda m: m.start)
+        return self._read(text, found)
+
+    def _handle_mentions(self, text: str, add) -> None:
+        """Handles: ``@name`` and the words the lexicon's handle patterns catch, unless they
+        are words, values, known entities of another type or people."""
+        handle = self.lexicon.handle_type or ""
+        for m in HANDLE.finditer(text):
+            hit = self.known.get(norm(m.group()))
+            add(Mention(m.group(), handle, m.start(), m.end(), hit[0] if hit else None))
+        for rx in (SNAKE, *self._handles):
+            for m in rx.finditer(text):
+                g = m.group(1) if rx is not SNAKE else m.group()
+                s0 = m.start(1) if rx is not SNAKE else m.start()
                 key = norm(g)
-                if self._not_handle(g, key, bare=True):
+                if self._not_handle(g, key):
                     continue
                 hit = self.known.get(key)
-                if (hit and hit[1] != handle) or (
-                    self.people is not None and self.people.resolve(g)
-                ):
+                if hit and hit[1] != handle:
+                    continue
+                if self.people is not None and self.people.resolve(g):
                     continue
                 add(Mention(g, handle, s0, s0 + len(g), hit[0] if hit else None))
-        for t, rx in lex.patterns:  # "INC-4821": a type named by a pattern
+
+    def _bare_handle_mentions(self, text: str, bare: re.Pattern, add) -> None:
+        """Bare handles (``bare``) in text that talks about accounts (the caller checked it
+        does)."""
+        handle = self.lexicon.handle_type or ""
+        for m in bare.finditer(text):
+            g = m.group(1) or m.group(2)
+            s0 = m.start(1) if m.group(1) else m.start(2)
+            key = norm(g)
+            if self._not_handle(g, key, bare=True):
+                continue
+            hit = self.known.get(key)
+            if (hit and hit[1] != handle) or (self.people is not None and self.people.resolve(g)):
+                continue
+            add(Mention(g, handle, s0, s0 + len(g), hit[0] if hit else None))
+
+    def _typed_mentions(self, text: str, add) -> None:
+        """Entities whose type the text shows: the lexicon's patterns, quoted codes, people."""
+        for t, rx in self.lexicon.patterns:  # "INC-4821": a type named by a pattern
             for m in rx.finditer(text):
                 hit = self.known.get(norm(m.group()))
                 add(Mention(m.group(), t, m.start(), m.end(), hit[0] if hit else None))
@@ -270,7 +286,10 @@ class Detector:
         if self.people is not None:
             for name, s, e in self.people.mentions(text):
                 add(Mention(text[s:e], "person", s, e, f"person:{name}"))
-        self._ngrams(text, add)
+
+    def _word_mentions(self, text: str, add) -> None:
+        """Bare upper-case words that are known codes, then any other capitalised word
+        (an unknown entity, fuzzy)."""
         for t, _quoted, bare in self._codes:  # bare upper-case words: only known codes
             for m in bare.finditer(text):
                 key = norm(m.group())
@@ -279,7 +298,10 @@ class Detector:
                     add(Mention(m.group(), t, m.start(), m.end(), hit[0] if hit else None))
         for m in CAPWORD.finditer(text):
             add(Mention(m.group(), "unknown", m.start(), m.end(), None, fuzzy=True))
-        found.sort(key=lambda m: m.start)
+
+    def _read(self, text: str, found: list[Mention]) -> Detection:
+        """The aspects, intent and risk of ``text`` around its entities ``found``."""
+        lex = self.lexicon
         # words inside entity names say nothing about the request ("@trend_owl" is no regime
         # question, "buy_the_dip_bob" no order): cues and aspects are read with the names blanked
         plain = _blank(text, [(m.start, m.end) for m in found if not m.fuzzy])
