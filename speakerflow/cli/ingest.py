@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import warnings
+from typing import Any
 
 from tqdm import tqdm
 
@@ -78,47 +79,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    FORMATS  # noqa: B018 - formats register on import of the loaders
-    pack = None
-    if args.domain:  # a malformed pack stops the ingest before anything is read or written
-        from speakerflow.ops.knowledge.domain.load import load_pack
-
-        pack = load_pack(args.domain)
-    detected = args.format == "auto"
-    if detected:
-        args.format = detect_format(args.path)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        loaded = load(
-            args.path, args.format, group=args.group
-        )  # everything validated before any write
-    notes = [f"format {args.format} (detected)"] if detected else []
-    notes += [str(w.message) for w in caught]
+    pack, loaded, notes = _load(args)
     if not args.json:
         for note in notes:
             print(f"note: {note}")
     home = home_of(args)
     backend = make_writer(args.writer, model=args.model, base_url=args.base_url, device=args.device)
-    total_added = total_skipped = 0
-    reports = []
-    for gid, table in tqdm(loaded, desc="ingest", unit="group", disable=len(loaded) < 2):
-        with home.open(gid, writable=True) as store:
-            result = store.append_messages(table)
-            if pack is not None:
-                from speakerflow.ops.knowledge.domain.load import record_pack
-
-                record_pack(store, pack)
-            if backend is not None:
-                reports.append(
-                    write_group(
-                        store,
-                        backend,
-                        window=args.window,
-                        progress=len(loaded) < 2 and not args.json,
-                    )
-                )
-        total_added += result.added
-        total_skipped += result.skipped
+    total_added, total_skipped, reports = _ingest_groups(loaded, home, backend, pack, args)
     embedded = _embed([gid for gid, _ in loaded], home, args)
     partitions, partition_note = _register_partitions([gid for gid, _ in loaded])
     if args.json:
@@ -129,18 +96,7 @@ def run(args: argparse.Namespace) -> int:
                 "ingested": total_added,
                 "already_stored": total_skipped,
                 "notes": notes,
-                "writer": None
-                if backend is None
-                else {
-                    "kind": args.writer,
-                    "accepted": sum(r.accepted for r in reports),
-                    "updates": sum(r.updates for r in reports),
-                    "rejected": sum(r.rejected for r in reports),
-                    "model_calls": sum(r.model_calls for r in reports),
-                    "tokens": sum(r.tokens for r in reports),
-                    "seconds": round(sum(r.seconds for r in reports), 2),
-                    "messages_per_s": _rate(reports),
-                },
+                "writer": None if backend is None else _writer_totals(args.writer, reports),
                 "domain": pack.name if pack is not None else None,
                 "embedded": embedded,
                 "dagster_partitions_added": partitions,
@@ -161,19 +117,90 @@ def run(args: argparse.Namespace) -> int:
             f"embedder {args.embedder}: {embedded} message(s) have vectors (new ones embedded now)"
         )
     if backend is not None:
-        written = sum(r.accepted for r in reports)
-        print(
-            f"writer {args.writer}: {written} derived record(s) ({sum(r.updates for r in reports)} "
-            "updates), "
-            f"{sum(r.rejected for r in reports)} rejected, {sum(r.model_calls for r in reports)} "
-            "model call(s), "
-            f"{sum(r.tokens for r in reports)} tokens, {sum(r.seconds for r in reports):.1f}s, "
-            f"{_rate(reports)} messages/s"
-        )
-        for r in reports:
-            if r.rejected:
-                print(f"  {r.group_id}: {r.rejected} rejected, e.g. {r.rejects[0]['reason']}")
+        _print_writer(args.writer, reports)
     return 0
+
+
+def _load(args: argparse.Namespace) -> tuple[Any, list, list[str]]:
+    """The domain pack (None without ``--domain``), the loaded ``(group, table)`` pairs and
+    the notes to show (the detected format, the loaders' warnings). Everything is read and
+    validated here, before any write; ``args.format`` becomes the detected format."""
+    FORMATS  # noqa: B018 - formats register on import of the loaders
+    pack = None
+    if args.domain:  # a malformed pack stops the ingest before anything is read or written
+        from speakerflow.ops.knowledge.domain.load import load_pack
+
+        pack = load_pack(args.domain)
+    detected = args.format == "auto"
+    if detected:
+        args.format = detect_format(args.path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loaded = load(
+            args.path, args.format, group=args.group
+        )  # everything validated before any write
+    notes = [f"format {args.format} (detected)"] if detected else []
+    notes += [str(w.message) for w in caught]
+    return pack, loaded, notes
+
+
+def _ingest_groups(
+    loaded: list, home, backend, pack, args: argparse.Namespace
+) -> tuple[int, int, list]:
+    """Append each group's messages to its store, record the domain pack, and run the write
+    path when there is a Writer. Returns the messages added, those already stored, and the
+    Writer's reports (one a group)."""
+    total_added = total_skipped = 0
+    reports = []
+    for gid, table in tqdm(loaded, desc="ingest", unit="group", disable=len(loaded) < 2):
+        with home.open(gid, writable=True) as store:
+            result = store.append_messages(table)
+            if pack is not None:
+                from speakerflow.ops.knowledge.domain.load import record_pack
+
+                record_pack(store, pack)
+            if backend is not None:
+                reports.append(
+                    write_group(
+                        store,
+                        backend,
+                        window=args.window,
+                        progress=len(loaded) < 2 and not args.json,
+                    )
+                )
+        total_added += result.added
+        total_skipped += result.skipped
+    return total_added, total_skipped, reports
+
+
+def _writer_totals(kind: str, reports: list) -> dict[str, Any]:
+    """The Writer's totals over the groups, for ``--json``."""
+    return {
+        "kind": kind,
+        "accepted": sum(r.accepted for r in reports),
+        "updates": sum(r.updates for r in reports),
+        "rejected": sum(r.rejected for r in reports),
+        "model_calls": sum(r.model_calls for r in reports),
+        "tokens": sum(r.tokens for r in reports),
+        "seconds": round(sum(r.seconds for r in reports), 2),
+        "messages_per_s": _rate(reports),
+    }
+
+
+def _print_writer(kind: str, reports: list) -> None:
+    """The Writer's totals over the groups, and the first reject of each group with any."""
+    written = sum(r.accepted for r in reports)
+    print(
+        f"writer {kind}: {written} derived record(s) ({sum(r.updates for r in reports)} "
+        "updates), "
+        f"{sum(r.rejected for r in reports)} rejected, {sum(r.model_calls for r in reports)} "
+        "model call(s), "
+        f"{sum(r.tokens for r in reports)} tokens, {sum(r.seconds for r in reports):.1f}s, "
+        f"{_rate(reports)} messages/s"
+    )
+    for r in reports:
+        if r.rejected:
+            print(f"  {r.group_id}: {r.rejected} rejected, e.g. {r.rejects[0]['reason']}")
 
 
 def _rate(reports: list) -> float:
