@@ -115,19 +115,12 @@ def write_group(
     )
     if backend is None:
         return report
-    msgs = store.messages()
-    done = written_ids(store)
-    if done:
-        msgs = msgs.filter(pc.invert(pc.is_in(msgs["msg_id"], pa.array(sorted(done), pa.string()))))
+    msgs = _unwritten(store)
     report.messages = msgs.num_rows
     if msgs.num_rows == 0:
         report.seconds = time.perf_counter() - start
         return report
-    inner = getattr(backend, "inner", backend)  # forget's AsOfWriter wraps the real one
-    name = getattr(inner, "name", type(inner).__name__)
-    backends = store.meta(BACKENDS_KEY, [])
-    if name not in backends:  # a forget rewrites the records only if rules wrote them all
-        store.set_meta(BACKENDS_KEY, sorted({*backends, name}))
+    _note_backend(store, backend)
     segmenter, write, validate, upsert = (
         Segmenter(window=window),
         Writer(backend),
@@ -148,6 +141,37 @@ def write_group(
     ctx = Context(store=buffer)
     written = pipeline(msgs, ctx)
     buffer.flush()
+    _fill(report, (segmenter, write, validate, upsert), written, ctx)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _unwritten(store: Any) -> pa.Table:
+    """The group's messages not yet in the watermark (all of them on a first write)."""
+    msgs = store.messages()
+    done = written_ids(store)
+    if done:
+        msgs = msgs.filter(pc.invert(pc.is_in(msgs["msg_id"], pa.array(sorted(done), pa.string()))))
+    return msgs
+
+
+def _note_backend(store: Any, backend: WriterBackend) -> None:
+    """Add the Writer's name to the backends the group's records came from (group meta)."""
+    inner = getattr(backend, "inner", backend)  # forget's AsOfWriter wraps the real one
+    name = getattr(inner, "name", type(inner).__name__)
+    backends = store.meta(BACKENDS_KEY, [])
+    if name not in backends:  # a forget rewrites the records only if rules wrote them all
+        store.set_meta(BACKENDS_KEY, sorted({*backends, name}))
+
+
+def _fill(
+    report: WriteReport,
+    ops: tuple[Segmenter, Writer, Validate, Upsert],
+    written: pa.Table,
+    ctx: Context,
+) -> None:
+    """Copy the operators' counts, the rejects and the written records' layers to ``report``."""
+    segmenter, write, validate, upsert = ops
     report.segments = int(write.stats.extra.get("segments", 0))
     report.proposed = write.stats.rows_out
     report.rejects = list(ctx.state.get("rejects", []))
@@ -160,8 +184,6 @@ def write_group(
     report.stats = {
         op.op_name: op.stats.as_metadata() for op in (segmenter, write, validate, upsert)
     }
-    report.seconds = time.perf_counter() - start
-    return report
 
 
 def write_pipeline(
