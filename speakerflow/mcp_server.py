@@ -16,7 +16,7 @@ are no keys; to reach groups over the network use ``speakerflow serve`` (per-gro
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -46,6 +46,21 @@ def build_server(memory: Memory, access: Any = None) -> MCPServer:
     it names, as the REST routes do. ``None`` (stdio): the client that started the process
     may use every group.
     """
+    allowed = _guard(access)
+    server = MCPServer(
+        name="speakerflow",
+        version=__version__,
+        instructions="Long-term memory of multi-party conversations, one store per group. "
+        "remember messages, then ask questions: answers cite message ids.",
+    )
+    _add_message_tools(server, memory, allowed)
+    _add_record_tools(server, memory, allowed)
+    return server
+
+
+def _guard(access: Any) -> Callable[[Context, str], None]:
+    """The check each tool makes first: a valid group id and, with ``access``, a key in the
+    request's headers that may use the group (a :class:`ToolError` otherwise)."""
 
     def allowed(ctx: Context, group: str) -> None:
         check_group_id(group)
@@ -58,12 +73,13 @@ def build_server(memory: Memory, access: Any = None) -> MCPServer:
         if not access.allows(grant, group):
             raise ToolError(f"this key may not use group {group!r}")
 
-    server = MCPServer(
-        name="speakerflow",
-        version=__version__,
-        instructions="Long-term memory of multi-party conversations, one store per group. "
-        "remember messages, then ask questions: answers cite message ids.",
-    )
+    return allowed
+
+
+def _add_message_tools(
+    server: MCPServer, memory: Memory, allowed: Callable[[Context, str], None]
+) -> None:
+    """The tools over a group's messages: ``remember``, ``ask`` and ``search``."""
 
     @server.tool(
         description="Add messages to a group's memory (JSONL message format: msg_id, ts, speaker, "
@@ -106,6 +122,12 @@ def build_server(memory: Memory, access: Any = None) -> MCPServer:
                 ]
             }
 
+
+def _add_record_tools(
+    server: MCPServer, memory: Memory, allowed: Callable[[Context, str], None]
+) -> None:
+    """The tools over what the group's memory derived: ``memory`` (records) and ``inject``."""
+
     @server.tool(
         name="memory",
         description="A group's current derived records (facts, preferences, decisions), "
@@ -127,8 +149,6 @@ def build_server(memory: Memory, access: Any = None) -> MCPServer:
             allowed(ctx, group)
             wc = memory.inject(group, event, user=user)
             return {**wc.as_dict(), "text": wc.text()}
-
-    return server
 
 
 def run_stdio(home: str | None, embedder: str = "minilm", writer: str = "rules") -> None:
