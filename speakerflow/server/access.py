@@ -167,63 +167,71 @@ class Guard:
                 [(b"www-authenticate", b"Bearer")],
             )
         scope.setdefault("state", {})["grant"] = grant
-        parts = raw_path.split("/")
-        decoded = path.split("/")
-        if (len(parts) > 2 and parts[2] == "groups") or (
-            len(decoded) > 2 and decoded[2] == "groups"
-        ):
-            names = {
-                unquote(parts[3]) if len(parts) > 3 else "",
-                decoded[3] if len(decoded) > 3 else "",
-            }
-            names.discard("")
-            if (len(parts) > 3 or len(decoded) > 3) and (
-                len(names) != 1 or not all(is_group_id(n) for n in names)
-            ):
-                shown = (
-                    unquote(parts[3])
-                    if len(parts) > 3
-                    else (decoded[3] if len(decoded) > 3 else "")
-                )
-                return await self._reply(
-                    send,
-                    400,
-                    "bad_group",
-                    f"invalid group id {shown!r}: use letters, digits, '.', '_' or '-' "
-                    "(max 128), starting with a letter or digit",
-                )
-            if names and not Access.allows(grant, next(iter(names))):
-                return await self._reply(
-                    send, 403, "forbidden", f"this key may not use group {next(iter(names))!r}"
-                )
+        refusal = _group_refusal(raw_path, path, grant)
+        if refusal is not None:
+            return await self._reply(send, *refusal)
         if scope["method"] in ("POST", "PUT", "PATCH"):
-            length = headers.get("content-length")
-            if length is not None and (not length.isdigit() or int(length) > self.max_body):
+            return await self._with_body(scope, receive, send, headers.get("content-length"))
+        return await self.app(scope, receive, send)
+
+    async def _with_body(self, scope, receive, send, length: str | None):
+        """Read the whole request body (413 when it is over ``max_body``, by its
+        ``content-length`` or by what arrives), then run the app on it."""
+        if length is not None and (not length.isdigit() or int(length) > self.max_body):
+            return await self._reply(
+                send, 413, "too_large", f"request body over {self.max_body} bytes"
+            )
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
                 return await self._reply(
                     send, 413, "too_large", f"request body over {self.max_body} bytes"
                 )
-            chunks, size = [], 0
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    return None
-                chunk = message.get("body", b"")
-                size += len(chunk)
-                if size > self.max_body:
-                    return await self._reply(
-                        send, 413, "too_large", f"request body over {self.max_body} bytes"
-                    )
-                chunks.append(chunk)
-                if not message.get("more_body"):
-                    break
-            body, sent = b"".join(chunks), False
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                break
+        body, sent = b"".join(chunks), False
 
-            async def replay():
-                nonlocal sent
-                if sent:
-                    return await receive()
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
+        async def replay():
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
 
-            return await self.app(scope, replay, send)
-        return await self.app(scope, receive, send)
+        return await self.app(scope, replay, send)
+
+
+def _group_refusal(raw_path: str, path: str, grant: frozenset[str]) -> tuple[int, str, str] | None:
+    """For a ``/<version>/groups/<group>...`` path: 400 when the group named (raw or
+    decoded, they must agree) is not a valid group id, 403 when ``grant`` may not use it;
+    None when the request may go on."""
+    parts = raw_path.split("/")
+    decoded = path.split("/")
+    if not (
+        (len(parts) > 2 and parts[2] == "groups") or (len(decoded) > 2 and decoded[2] == "groups")
+    ):
+        return None
+    names = {
+        unquote(parts[3]) if len(parts) > 3 else "",
+        decoded[3] if len(decoded) > 3 else "",
+    }
+    names.discard("")
+    if (len(parts) > 3 or len(decoded) > 3) and (
+        len(names) != 1 or not all(is_group_id(n) for n in names)
+    ):
+        shown = unquote(parts[3]) if len(parts) > 3 else (decoded[3] if len(decoded) > 3 else "")
+        return (
+            400,
+            "bad_group",
+            f"invalid group id {shown!r}: use letters, digits, '.', '_' or '-' "
+            "(max 128), starting with a letter or digit",
+        )
+    if names and not Access.allows(grant, next(iter(names))):
+        return 403, "forbidden", f"this key may not use group {next(iter(names))!r}"
+    return None
