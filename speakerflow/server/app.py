@@ -153,6 +153,30 @@ def base_app(
     return app
 
 
+def _answer(memory: Memory, group: str, question: str, start: float) -> Response:
+    """One ask, rendered to JSON here (in the worker thread: the event loop only moves
+    bytes)."""
+    slot_wait = time.perf_counter() - start
+    result, cited = memory.ask_cited(group, question)
+    # every value below is already of its AskOut type (the query path's own records):
+    # built without validating it again, rendered straight to JSON
+    body = AskOut.model_construct(
+        question=result.question,
+        answer=result.answer,
+        said=result.said,
+        cited_ids=result.cited_ids(),
+        cited=[m.model_dump(mode="json", include=CITED_FIELDS) for m in cited],
+        evidence=[e.model_dump(mode="json") for e in result.evidence],
+        projection=result.projection.model_dump(mode="json"),
+        context_tokens=result.tokens,
+        latency_ms=round(result.latency_ms, 2),
+        answer_ms=round(result.answer_ms, 2),
+        server_ms=round((time.perf_counter() - start) * 1000, 2),
+        wait_ms=round(slot_wait * 1000 + result.stats.get("group_wait_ms", 0.0), 2),
+    )
+    return Response(body.model_dump_json(), media_type="application/json")
+
+
 def add_read_routes(app: FastAPI, memory: Memory, ask_threads: int = 32) -> None:
     """``/v1/groups``, ``ask``, ``search``, ``memory``, ``inject``, ``stats``, ``wiki``:
     every read answers from the group's read snapshot (its last complete write), never
@@ -165,36 +189,13 @@ def add_read_routes(app: FastAPI, memory: Memory, ask_threads: int = 32) -> None
         grant = request.scope["state"]["grant"]
         return json_response({"groups": [g for g in memory.groups() if Access.allows(grant, g)]})
 
-    def answer(group: str, question: str, start: float) -> Response:
-        """One ask, rendered to JSON here (in the worker thread: the event loop only moves
-        bytes)."""
-        slot_wait = time.perf_counter() - start
-        result, cited = memory.ask_cited(group, question)
-        # every value below is already of its AskOut type (the query path's own records):
-        # built without validating it again, rendered straight to JSON
-        body = AskOut.model_construct(
-            question=result.question,
-            answer=result.answer,
-            said=result.said,
-            cited_ids=result.cited_ids(),
-            cited=[m.model_dump(mode="json", include=CITED_FIELDS) for m in cited],
-            evidence=[e.model_dump(mode="json") for e in result.evidence],
-            projection=result.projection.model_dump(mode="json"),
-            context_tokens=result.tokens,
-            latency_ms=round(result.latency_ms, 2),
-            answer_ms=round(result.answer_ms, 2),
-            server_ms=round((time.perf_counter() - start) * 1000, 2),
-            wait_ms=round(slot_wait * 1000 + result.stats.get("group_wait_ms", 0.0), 2),
-        )
-        return Response(body.model_dump_json(), media_type="application/json")
-
     @app.post("/v1/groups/{group}/ask", dependencies=deps, tags=["groups"], response_model=AskOut)
     async def ask(group: str, body: AskIn) -> Response:
         """Answer from the group's memory with the messages the answer rests on."""
         # at most ask_threads asks run at once (the rest wait here, without a thread): CPU-bound
         # threads beyond that only slow the event loop and each other down
         return await anyio.to_thread.run_sync(
-            answer, group, body.question, time.perf_counter(), limiter=ask_limiter
+            _answer, memory, group, body.question, time.perf_counter(), limiter=ask_limiter
         )
 
     @app.get("/v1/groups/{group}/search", dependencies=deps, tags=["groups"])
@@ -206,6 +207,13 @@ def add_read_routes(app: FastAPI, memory: Memory, ask_threads: int = 32) -> None
     ) -> Response:
         """BM25 over the group's messages (optionally one speaker's)."""
         return json_response({"hits": memory.search(group, q, speaker, k)})
+
+    _add_record_reads(app, memory, deps)
+
+
+def _add_record_reads(app: FastAPI, memory: Memory, deps: list) -> None:
+    """The reads of what the group's memory derived: ``memory``, ``inject``, ``stats`` and
+    ``wiki``."""
 
     @app.get("/v1/groups/{group}/memory", dependencies=deps, tags=["groups"])
     def records(
@@ -234,6 +242,32 @@ def add_read_routes(app: FastAPI, memory: Memory, ask_threads: int = 32) -> None
     def wiki(group: str) -> Response:
         """The wiki audit pages (entities, the group page), ``{"pages": {name: Markdown}}``."""
         return json_response({"group": group, "pages": memory.wiki(group)})
+
+
+def _forget(memory: Memory, publisher: Any, group: str, body: ForgetIn) -> Response:
+    """Run the forget ``body`` asks for, with the group retracted from the reader
+    processes meanwhile (``publisher``, when there is one); its report."""
+    folder = memory.home.group_path(group)
+    retracted = publisher is not None and not body.dry_run and publisher.retract(folder)
+    try:  # the reader processes stop serving the group until its new snapshot is published
+        report = memory.forget(
+            group,
+            speaker=body.speaker,
+            message_ids=body.message_ids,
+            everything=body.all,
+            dry_run=body.dry_run,
+            rederive=body.rederive,
+        )
+    except BaseException:
+        if retracted:
+            try:  # a new snapshot if the forget got as far as dropping the old one
+                memory.snapshot(group)
+            finally:
+                publisher.restore(folder)  # else the old one again
+        raise
+    if not body.dry_run:
+        memory.snapshot(group)  # the new snapshot now (the writer process publishes it)
+    return json_response(report.as_dict())
 
 
 def add_write_routes(
@@ -277,27 +311,7 @@ def add_write_routes(
     def forget(group: str, body: ForgetIn) -> Response:
         """Remove a speaker's messages, some messages, or all, from every copy of the group
         (cascading to derived records and facts); an audit line without content is kept."""
-        folder = memory.home.group_path(group)
-        retracted = publisher is not None and not body.dry_run and publisher.retract(folder)
-        try:  # the reader processes stop serving the group until its new snapshot is published
-            report = memory.forget(
-                group,
-                speaker=body.speaker,
-                message_ids=body.message_ids,
-                everything=body.all,
-                dry_run=body.dry_run,
-                rederive=body.rederive,
-            )
-        except BaseException:
-            if retracted:
-                try:  # a new snapshot if the forget got as far as dropping the old one
-                    memory.snapshot(group)
-                finally:
-                    publisher.restore(folder)  # else the old one again
-            raise
-        if not body.dry_run:
-            memory.snapshot(group)  # the new snapshot now (the writer process publishes it)
-        return json_response(report.as_dict())
+        return _forget(memory, publisher, group, body)
 
     @app.post("/v1/groups/{group}/maintain", dependencies=deps, tags=["groups"])
     def maintain(group: str, body: MaintainIn) -> Response:
