@@ -82,17 +82,7 @@ def serve(
     """Run the server until interrupted: one process (``workers=1``: it holds every group's
     writer lock), or ``workers`` reader processes and one writer process
     (:func:`speakerflow.server.workers.run_workers`)."""
-    import uvicorn
-
-    if no_auth and not is_loopback(host):
-        raise ConfigError(
-            "--no-auth is only allowed on a loopback host (127.0.0.1, ::1, localhost), not "
-            f"{host!r}"
-        )
-    if workers < 1:
-        raise ConfigError(f"--workers must be at least 1, not {workers}")
-    if workers > 1 and reads != "snapshot":
-        raise ConfigError("--workers above 1 serves reads from snapshots; --reads locked needs 1")
+    _check_options(host, no_auth, reads, workers)
     access = Access.from_env(open_access=no_auth)
     keys = "no auth (loopback)" if no_auth else f"{len(access.keys)} key(s)"
     if workers > 1:
@@ -123,6 +113,51 @@ def serve(
         snapshot_reads=reads == "snapshot",
         batch_queries=batch_queries,
     )
+    _serve_one(
+        memory,
+        access,
+        keys,
+        host=host,
+        port=port,
+        log_level=log_level,
+        max_body=max_body,
+        writers=writers,
+        torch_threads=torch_threads,
+        ask_threads=ask_threads,
+        write_nice=write_nice,
+    )
+
+
+def _check_options(host: str, no_auth: bool, reads: str, workers: int) -> None:
+    """A :class:`ConfigError` for options that do not go together."""
+    if no_auth and not is_loopback(host):
+        raise ConfigError(
+            "--no-auth is only allowed on a loopback host (127.0.0.1, ::1, localhost), not "
+            f"{host!r}"
+        )
+    if workers < 1:
+        raise ConfigError(f"--workers must be at least 1, not {workers}")
+    if workers > 1 and reads != "snapshot":
+        raise ConfigError("--workers above 1 serves reads from snapshots; --reads locked needs 1")
+
+
+def _serve_one(
+    memory: Memory,
+    access: Access,
+    keys: str,
+    host: str,
+    port: int,
+    log_level: str,
+    max_body: int,
+    writers: int,
+    torch_threads: int | None,
+    ask_threads: int,
+    write_nice: int,
+) -> None:
+    """Serve ``memory`` from this one process (``keys``: how requests are let in, for the
+    start line) until interrupted."""
+    import uvicorn
+
     url = f"http://{host}:{port}"
     app = create_app(
         memory,
