@@ -37,6 +37,7 @@ from speakerflow.ops.query.answer import Answer, AnswerConfig
 from speakerflow.ops.query.compose import Compose, ComposeConfig
 from speakerflow.ops.query.project import Project, ProjectConfig
 from speakerflow.ops.query.query_tables import (
+    ANSWER_QUOTE,
     ANSWER_SAID,
     ANSWERS,
     COMPOSED,
@@ -106,6 +107,8 @@ class QueryResult:
     #: the cited ids in composed order as Compose fused them (``None``: evidence order)
     cited: list[str] | None = None
     said: str | None = None
+    #: with ``AnswerConfig.short_answer``: the whole line the short answer was taken from
+    quote: str | None = None
 
     def cited_ids(self, limit: int | None = None) -> list[str]:
         """Distinct message ids the evidence cites, in composed order."""
@@ -116,6 +119,7 @@ class QueryResult:
             "question": self.question,
             "answer": self.answer,
             "said": self.said,
+            "quote": self.quote,
             "projection": self.projection.model_dump(),
             "evidence": [e.model_dump() for e in self.evidence],
             "context_tokens": self.tokens,
@@ -282,6 +286,7 @@ def _result(question: str, run: Pipeline, out: Batch, total_ms: float) -> QueryR
             extra[key] = extra.get(key, 0) + value
     composed = out.get(COMPOSED)[0]
     said = out.get(ANSWER_SAID)[0] if "answer_said" in out.column_names else None
+    quote = out.get(ANSWER_QUOTE)[0] if "answer_quote" in out.column_names else None
     return QueryResult(
         question,
         out.get(ANSWERS)[0] if "answer" in out.column_names else "",
@@ -295,6 +300,7 @@ def _result(question: str, run: Pipeline, out: Batch, total_ms: float) -> QueryR
         extra,
         composed.cited_ids(),
         said,
+        quote,
     )
 
 

@@ -25,6 +25,7 @@ from speakerflow.ops.query.answer_text import NO_INFO, Answered, annotate
 from speakerflow.ops.query.answer_units import Messages, TextMemo, build_units, stem
 from speakerflow.ops.query.group_view import GroupView
 from speakerflow.ops.query.query_tables import (
+    ANSWER_QUOTE,
     ANSWER_SAID,
     ANSWERS,
     COMPOSED,
@@ -132,13 +133,16 @@ def answer_chat(
 class Answer(Operator):
     """Compose's ``evidence`` and ``context`` + the projection -> ``answer`` (never empty:
     :data:`NO_INFO` when nothing answers) and ``answer_said`` (the day the answering message
-    was said when a date answer means another day, else null). With ``backend="chat"`` it asks
+    was said when a date answer means another day, else null) and ``answer_quote`` (the whole
+    line a short answer was taken from, else null). With ``backend="chat"`` it asks
     ``ctx.backends["answer"]`` (model calls and tokens metered). The rules answerer reads
     the messages of ``ctx.store`` (when there is one) and ``ctx.backends["embedder"]``."""
 
     name = "answer"
     consumes = ("question_id", *PROJECTION_COLUMNS, "evidence", "context")
-    produces = schema_of(("answer", pa.string()), ("answer_said", pa.string()))
+    produces = schema_of(
+        ("answer", pa.string()), ("answer_said", pa.string()), ("answer_quote", pa.string())
+    )
     passthrough = True
     Config = AnswerConfig
     config: AnswerConfig
@@ -155,6 +159,7 @@ class Answer(Operator):
             view = GroupView.of(ctx.store)
         answers: list[str] = []
         said: list[str | None] = []
+        quotes: list[str | None] = []
         for projection, composed in zip(batch.get(PROJECTION), batch.get(COMPOSED), strict=True):
             evidence, context = composed.evidence, composed.context
             if self.config.backend == "chat":
@@ -167,4 +172,5 @@ class Answer(Operator):
                 )
             answers.append(line.text or NO_INFO)
             said.append(line.said)
-        return batch.put(ANSWERS, answers).put(ANSWER_SAID, said)
+            quotes.append(line.quote)
+        return batch.put(ANSWERS, answers).put(ANSWER_SAID, said).put(ANSWER_QUOTE, quotes)

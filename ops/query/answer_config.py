@@ -60,5 +60,9 @@ class AnswerConfig(OperatorConfig):
     exchange_slack: int = 3
     exchange_share: float = 0.9
     said_date: bool = True
+    #: the answer line is the span the question type asks for (a place, an amount, a person,
+    #: else a clause of at most ``clause_words``), the whole line kept as its quote
+    #: (:mod:`.answer_short`)
+    short_answer: bool = False
     #: question types without a time focus that the scoring picker hands to the old one
     old_types: tuple[str, ...] = ("who", "decision", "per-person")

@@ -34,7 +34,7 @@ WHERE = re.compile(
 EACH = re.compile(r"\b(each|every(one|body)?|respective(ly)?|both)\b", re.I)
 DECISION_Q = re.compile(
     r"\b(decid\w*|decision|agree\w*|settle\w*|vot\w+|chose|choose|chosen|consensus|rules?|"
-    r"norms?|plan(ned)?|final(ly)?|conclu\w+|resolv\w+)\b",
+    r"norms?|plan(ned)?|final(ly)?|conclu\w+|resolv\w+|opt(ed)?\s+for|pick(ed|s)?(?!\s+up))\b",
     re.I,
 )
 NOW = re.compile(r"\b(now|currently|current|these days|at the moment|still|latest|today)\b", re.I)

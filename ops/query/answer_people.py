@@ -7,7 +7,7 @@ import numpy as np
 
 from speakerflow.ops.query.answer_config import AnswerConfig
 from speakerflow.ops.query.answer_intent import Intent
-from speakerflow.ops.query.answer_score import focus_words, pick, score_units
+from speakerflow.ops.query.answer_score import focus_words, has_number, pick, score_units
 from speakerflow.ops.query.answer_text import statement_of, write_line
 from speakerflow.ops.query.answer_units import Messages, TextMemo, Unit
 from speakerflow.schemas import EvidenceItem, Projection
@@ -124,6 +124,8 @@ def person_lines(
         ranked = score_units(
             mine, projection, intent, names, messages, embedder, config, memo, gate=False
         )
+        if intent.quantity:  # a score, price or count: the person's sentences that say one
+            ranked = [(s, u) for s, u in ranked if has_number(u.text)] or ranked
         if anchor is not None and messages is not None:
             there = [(s, u) for s, u in ranked if near(u, anchor, window, messages) == 1.0]
             # the views answer the opener: what a person said after it, when they did

@@ -58,6 +58,7 @@ from speakerflow.ops.query.answer_score import (
     proper_nouns,
     score_units,
 )
+from speakerflow.ops.query.answer_short import person_meant, short_line
 from speakerflow.ops.query.answer_text import (
     Answered,
     clause_of,
@@ -133,12 +134,7 @@ def _write(u: Unit, intent: Intent, names: list[str], question: str, config: Ans
     if intent.qtype == "why":
         return write_line(u, config, with_reason(u))
     if intent.qtype == "who":
-        asked = question.lower()
-        named = next(
-            (n for n in names if n.split()[0].lower() in u.text.lower() and n.lower() not in asked),
-            None,
-        )
-        name = named or (u.speaker if u.speaker and u.speaker.lower() not in asked else None)
+        name = person_meant(u, names, question)
         line = write_line(u, config, statement_of(u, config))
         return f"{name} ({line})" if name else line
     if intent.focus == "current":
@@ -197,6 +193,12 @@ def _change(ranked: list[tuple[float, Unit]], config: AnswerConfig) -> str:
     )
 
 
+def _own_quantity(intent: Intent) -> bool:
+    """A per-person question asking for a number (a score, a price each gave): the scorer's
+    per-person lines keep to the sentences that say one; the old picker does not."""
+    return intent.per_person and intent.quantity
+
+
 def answer_scored(
     projection: Projection,
     evidence: list[EvidenceItem],
@@ -209,7 +211,7 @@ def answer_scored(
 ) -> str | Answered | None:
     """The scoring picker's answer (see the module doc); ``None`` when nothing answers."""
     intent = read_intent(projection, is_rollup(projection))
-    if intent.focus is None and intent.qtype in config.old_types:
+    if intent.focus is None and intent.qtype in config.old_types and not _own_quantity(intent):
         # question types the first picker answers better on the dev sets (docs/query-path.md)
         return answer_old(projection, evidence, units, names, messages, embedder, config, memo)
     msg_units = [u for u in units if not u.is_record] or units
@@ -240,4 +242,7 @@ def answer_scored(
         return _change(ranked, config)
     valued = holds_value(intent, names, projection.question, memo)
     best = pick(ranked, intent, config, words, valued)
-    return _write(best, intent, names, projection.question, config)
+    line = _write(best, intent, names, projection.question, config)
+    if config.short_answer and intent.focus is None and intent.qtype not in ("why", "decision"):
+        return Answered(short_line(best, intent, names, projection.question, config), quote=line)
+    return line

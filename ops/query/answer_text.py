@@ -24,6 +24,8 @@ class Answered:
 
     text: str
     said: str | None = None
+    #: with ``AnswerConfig.short_answer``: the whole line the short answer was taken from
+    quote: str | None = None
 
 
 def date_of(ts) -> str:

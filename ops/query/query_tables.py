@@ -243,6 +243,8 @@ COMPOSED = Column(
 ANSWERS = Column("answer", [pa.field("answer", pa.string())])
 #: the day the answering message was said, when a date answer means another day (else null)
 ANSWER_SAID = Column("answer_said", [pa.field("answer_said", pa.string())])
+#: the whole line a short answer was taken from (``AnswerConfig.short_answer``; else null)
+ANSWER_QUOTE = Column("answer_quote", [pa.field("answer_quote", pa.string())])
 
 
 def _projection_columns(ps: list[Projection]) -> list[pa.ChunkedArray]:

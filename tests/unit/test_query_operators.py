@@ -66,7 +66,7 @@ def test_each_operator_declares_what_it_consumes_and_adds():
         ),
         "answer": (
             {"question_id", "evidence", "context", *PROJECTION_COLUMNS},
-            {"question_id", "answer", "answer_said"},
+            {"question_id", "answer", "answer_said", "answer_quote"},
         ),
     }
     for name, (consumes, produces) in expect.items():
