@@ -217,7 +217,7 @@ class LocalChatBackend:
 
 
 class FirstTokenGate:
-    """A ``generate`` logits processor: at the first new token (input width ``start``),
+    """A ``generate`` logits processor: on the opening generated token (input width ``start``),
     ``token`` stays possible only in the rows that give it a probability of at least
     ``min_p`` (under the scores decoding sees); elsewhere it is masked out."""
 
