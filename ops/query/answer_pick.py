@@ -75,7 +75,7 @@ from speakerflow.schemas import EvidenceItem, Projection
 
 def _scope(ranked: list[tuple[float, Unit]], intent: Intent) -> list[tuple[float, Unit]]:
     """The named person's own units, and others' words that name them (news told to them:
-    "X, your poster's accepted"), when the question names one person and they said something
+    "X, you got the grant"), when the question names one person and they said something
     that may answer (a cross-person question: the source's words about the other)."""
     if intent.source and intent.about:
         said = [(s, u) for s, u in ranked if mentions(u, intent.about)]
@@ -194,7 +194,7 @@ def _change(ranked: list[tuple[float, Unit]], config: AnswerConfig) -> str:
 
 
 def _own_quantity(intent: Intent) -> bool:
-    """A per-person question asking for a number (a score, a price each gave): the scorer's
+    """A per-person question that wants a number (a score, a price each gave): the scorer's
     per-person lines keep to the sentences that say one; the old picker does not."""
     return intent.per_person and intent.quantity
 

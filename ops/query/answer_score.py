@@ -267,11 +267,11 @@ def successors(
     ranked: list[tuple[float, Unit]], cands: list[Unit], words: set[str] | None = None
 ) -> list[Unit]:
     """The units of the message that heads the chain of each of ``cands``' history units,
-    said by the same person: of the record's messages after it, the latest that holds a focus
+    each from its own speaker: of the record's messages after it, the latest that holds a focus
     word of the question (a record may gather one person's statements on several matters);
     when none does, the record's last unless the unit itself holds one (then it is the latest
     on the matter and what follows is another). The head of the person's chain supersedes an
-    earlier state however it is worded ("never mind the Glasgow thing, I'm staying")."""
+    earlier state however the change of mind is worded."""
     by_msg: dict[str | None, list[Unit]] = {}
     for _, u in ranked:
         by_msg.setdefault(u.msg_id, []).append(u)
