@@ -20,31 +20,59 @@ from speakerflow.cli.common import emit
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train the Writer (SFT, GRPO) and export it to ONNX")
     tsub = p.add_subparsers(dest="train_command", required=True, metavar="STEP")
+    for add in (_add_data, _add_sft, _add_grpo, _add_calibrate_noop, _add_export):
+        add(tsub)
 
-    def data_args(q: argparse.ArgumentParser) -> None:
-        q.add_argument(
-            "data", help="socialmem training folder (networks + trajectories) or one file"
-        )
-        q.add_argument(
-            "--teacher", default=None, help="teacher folder (default: 'teacher' beside DATA)"
-        )
-        q.add_argument(
-            "--heldout-fraction",
-            type=float,
-            default=0.2,
-            help="share of networks held out, whole networks only (default 0.2)",
-        )
-        q.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-        q.add_argument(
-            "--min-teacher-overlap",
-            type=float,
-            default=0.5,
-            help="refuse teacher files whose content shares fewer tokens with the chat "
-            "(e.g. memory written in another language); 0 keeps all (default 0.5)",
-        )
 
+def _data_args(q: argparse.ArgumentParser) -> None:
+    q.add_argument("data", help="socialmem training folder (networks + trajectories) or one file")
+    q.add_argument(
+        "--teacher", default=None, help="teacher folder (default: 'teacher' beside DATA)"
+    )
+    q.add_argument(
+        "--heldout-fraction",
+        type=float,
+        default=0.2,
+        help="share of networks held out, whole networks only (default 0.2)",
+    )
+    q.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    q.add_argument(
+        "--min-teacher-overlap",
+        type=float,
+        default=0.5,
+        help="refuse teacher files whose content shares fewer tokens with the chat "
+        "(e.g. memory written in another language); 0 keeps all (default 0.5)",
+    )
+
+
+def _local_args(q: argparse.ArgumentParser) -> None:
+    q.add_argument(
+        "--base",
+        default=None,
+        help="train a LoRA adapter for the local Writer over this base (smollm2-135m, a "
+        ".gguf file or a model folder) on short windows with the compact prompt",
+    )
+    q.add_argument("--window", type=int, default=4, help="--base: messages per window")
+    q.add_argument("--lora-r", type=int, default=16, help="--base: LoRA rank (default 16)")
+    q.add_argument(
+        "--lora-layers",
+        type=int,
+        default=None,
+        help="--base: adapt only the top N layers (cheaper backward on a CPU)",
+    )
+    q.add_argument("--save-steps", type=int, default=0, help="checkpoint every N steps (0: none)")
+    q.add_argument(
+        "--resume", action="store_true", help="continue from the newest checkpoint in --out"
+    )
+    q.add_argument(
+        "--max-examples", type=int, default=None, help="--base: use the first N windows only"
+    )
+
+
+def _add_data(tsub: argparse._SubParsersAction) -> None:
+    """``train data``: the SFT pairs as JSONL."""
     d = tsub.add_parser("data", help="write the SFT pairs (prompt, target actions) as JSONL")
-    data_args(d)
+    _data_args(d)
     d.add_argument(
         "--backend",
         default=None,
@@ -54,34 +82,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
     d.set_defaults(func=run_data)
 
-    def local_args(q: argparse.ArgumentParser) -> None:
-        q.add_argument(
-            "--base",
-            default=None,
-            help="train a LoRA adapter for the local Writer over this base (smollm2-135m, a "
-            ".gguf file or a model folder) on short windows with the compact prompt",
-        )
-        q.add_argument("--window", type=int, default=4, help="--base: messages per window")
-        q.add_argument("--lora-r", type=int, default=16, help="--base: LoRA rank (default 16)")
-        q.add_argument(
-            "--lora-layers",
-            type=int,
-            default=None,
-            help="--base: adapt only the top N layers (cheaper backward on a CPU)",
-        )
-        q.add_argument(
-            "--save-steps", type=int, default=0, help="checkpoint every N steps (0: none)"
-        )
-        q.add_argument(
-            "--resume", action="store_true", help="continue from the newest checkpoint in --out"
-        )
-        q.add_argument(
-            "--max-examples", type=int, default=None, help="--base: use the first N windows only"
-        )
 
+def _add_sft(tsub: argparse._SubParsersAction) -> None:
+    """``train sft``: supervised fine-tuning."""
     s = tsub.add_parser("sft", help="supervised fine-tuning with TRL's SFTTrainer")
-    data_args(s)
-    local_args(s)
+    _data_args(s)
+    _local_args(s)
     s.add_argument(
         "--model",
         default=None,
@@ -110,9 +116,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
     s.set_defaults(func=run_sft)
 
+
+def _add_grpo(tsub: argparse._SubParsersAction) -> None:
+    """``train grpo``: speaker-conditioned GRPO from an SFT model."""
     g = tsub.add_parser("grpo", help="speaker-conditioned GRPO from an SFT model")
-    data_args(g)
-    local_args(g)
+    _data_args(g)
+    _local_args(g)
     g.add_argument(
         "--model",
         required=True,
@@ -153,11 +162,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
     g.set_defaults(func=run_grpo)
 
+
+def _add_calibrate_noop(tsub: argparse._SubParsersAction) -> None:
+    """``train calibrate-noop``: the local Writer's NOOP threshold."""
     c = tsub.add_parser(
         "calibrate-noop",
         help="choose the local Writer's NOOP threshold on the training windows (decoding.json)",
     )
-    data_args(c)
+    _data_args(c)
     c.add_argument("--model", required=True, help="the local Writer's adapter or model folder")
     c.add_argument("--window", type=int, default=4, help="messages per window (default 4)")
     c.add_argument(
@@ -169,6 +181,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
     c.set_defaults(func=run_calibrate_noop, max_examples=None)
 
+
+def _add_export(tsub: argparse._SubParsersAction) -> None:
+    """``train export-onnx``: ONNX export with a parity check."""
     e = tsub.add_parser(
         "export-onnx", help="export a model folder to ONNX (KV cache) and check parity"
     )
