@@ -53,7 +53,8 @@ test: $(STAMP) test-deps
 	LINT_IMPORTS=$(BIN)/lint-imports scripts/lint-imports.sh
 	MYPY=$(BIN)/mypy scripts/typecheck.sh
 	VULTURE=$(BIN)/vulture scripts/vulture.sh
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=15 -m "not browser"
+	$(BIN)/python -m pytest -q -m browser   # alone: a real browser driving the Dagster UI times out beside other tests
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
