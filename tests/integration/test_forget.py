@@ -255,8 +255,12 @@ def test_forget_speaker_leaves_no_trace_in_any_output(tmp_path, dataset):
 #: MiniLM on conv-26 73/73). What still moves against *before* moves because the person's
 #: messages are gone (BM25 statistics, windows, what the Writer read): the same answers move
 #: in the never-had group. Measured shares of unchanged answers: LoCoMo conv-26 0.82-0.89,
-#: SocialMem 0.50; the floors sit below them by about the spread seen between Writer versions.
-STABLE_FLOOR = {"locomo": 0.75, "socialmem": 0.40}
+#: SocialMem 0.50 (1 December); LoCoMo conv-26 0.745 (41/55) on 2 December, after issue 23's
+#: answer picker began to read the turn a reply answers and other people's messages naming the
+#: person asked about, so removing one speaker's messages moves more of the others' answers
+#: (in the never-had group alike). The floors sit below what is measured by about the spread
+#: seen between Writer versions.
+STABLE_FLOOR = {"locomo": 0.68, "socialmem": 0.40}
 
 
 @pytest.mark.parametrize("dataset", ["locomo", "socialmem"])
