@@ -163,6 +163,73 @@ def summarise(rows: list[dict], key: str) -> dict[str, Any]:
     }
 
 
+def _answer_row(q: dict, conversation: str, res: Any) -> dict[str, Any]:
+    """One question's line under a variant: the answer, whether it is right, the gold in the
+    first 10 cited ids."""
+    cited = res.cited_ids(10)
+    return {
+        "id": q["id"],
+        "data": conversation,
+        "type": q["type"],
+        "question": q["question"],
+        "answer": res.answer,
+        "correct": is_correct(res.answer, q),
+        "gold_all_10": set(q["gold"]) <= set(cited),
+        "gold_any_10": bool(set(q["gold"]) & set(cited)),
+        "cited": cited,
+    }
+
+
+def _report(
+    folder: str | Path,
+    embedder: str,
+    data: dict[str, Any],
+    convs: dict[str, Any],
+    questions: list[dict],
+    variants: dict[str, dict],
+    results: dict[str, list[dict]],
+    changes: list[dict],
+    chains_formed: dict[str, int],
+    seconds: float,
+) -> dict[str, Any]:
+    """The report: the set, each variant's scores and answers, the Writer's change chains."""
+    report: dict[str, Any] = {
+        "set": str(folder),
+        "embedder": embedder,
+        "questions": len(questions),
+        "conversations": len(convs),
+        "errata": data["errata"] or None,
+        "variants": {},
+        "writer": {
+            "changes": len(changes),
+            "formed": sum(c["formed"] for c in changes),
+            "chains_formed": chains_formed,
+            "by_conversation": {
+                c: [
+                    sum(x["formed"] for x in changes if x["data"] == c),
+                    len([x for x in changes if x["data"] == c]),
+                ]
+                for c in convs
+            },
+        },
+        "seconds": round(seconds, 1),
+    }
+    for name, rows in results.items():
+        report["variants"][name] = {
+            "fields": variants[name],
+            "accuracy": summarise(rows, "correct"),
+            "gold_all_10": summarise(rows, "gold_all_10"),
+            "gold_any_10": summarise(rows, "gold_any_10"),
+            "answers": rows,
+        }
+    report["missed_changes"] = [
+        {k: c[k] for k in ("data", "speaker", "before_msg", "after_msg")}
+        for c in changes
+        if not c["formed"]
+    ]
+    return report
+
+
 def run(
     folder: str | Path = DEFAULT_SET,
     variants: dict[str, dict] | None = None,
@@ -198,20 +265,7 @@ def run(
                 for variant, config in configs.items():
                     for q in mine:
                         res = answer_question(store, q["question"], config)
-                        cited = res.cited_ids(10)
-                        results[variant].append(
-                            {
-                                "id": q["id"],
-                                "data": name,
-                                "type": q["type"],
-                                "question": q["question"],
-                                "answer": res.answer,
-                                "correct": is_correct(res.answer, q),
-                                "gold_all_10": set(q["gold"]) <= set(cited),
-                                "gold_any_10": bool(set(q["gold"]) & set(cited)),
-                                "cited": cited,
-                            }
-                        )
+                        results[variant].append(_answer_row(q, name, res))
                 expected = [c for c in data["changes"] if c["data"] == name]
                 hits, chains_formed[name] = formed_changes(store, expected)
                 changes += [{**c, "formed": h} for c, h in zip(expected, hits, strict=True)]
@@ -222,41 +276,18 @@ def run(
                     file=sys.stderr,
                     flush=True,
                 )
-    report: dict[str, Any] = {
-        "set": str(folder),
-        "embedder": embedder,
-        "questions": len(questions),
-        "conversations": len(convs),
-        "errata": data["errata"] or None,
-        "variants": {},
-        "writer": {
-            "changes": len(changes),
-            "formed": sum(c["formed"] for c in changes),
-            "chains_formed": chains_formed,
-            "by_conversation": {
-                c: [
-                    sum(x["formed"] for x in changes if x["data"] == c),
-                    len([x for x in changes if x["data"] == c]),
-                ]
-                for c in convs
-            },
-        },
-        "seconds": round(time.perf_counter() - start, 1),
-    }
-    for name, rows in results.items():
-        report["variants"][name] = {
-            "fields": variants[name],
-            "accuracy": summarise(rows, "correct"),
-            "gold_all_10": summarise(rows, "gold_all_10"),
-            "gold_any_10": summarise(rows, "gold_any_10"),
-            "answers": rows,
-        }
-    report["missed_changes"] = [
-        {k: c[k] for k in ("data", "speaker", "before_msg", "after_msg")}
-        for c in changes
-        if not c["formed"]
-    ]
-    return report
+    return _report(
+        folder,
+        embedder,
+        data,
+        convs,
+        questions,
+        variants,
+        results,
+        changes,
+        chains_formed,
+        time.perf_counter() - start,
+    )
 
 
 def failures(report: dict[str, Any], variant: str) -> str:

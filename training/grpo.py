@@ -149,6 +149,22 @@ def load_models(model_dir: str | Path, ref_dir: str | Path | None, s: GRPOSettin
     return tokenizer, policy, ref, torch.optim.AdamW(policy.parameters(), lr=s.lr), device, dtype
 
 
+def _step_record(step: int, network: str, roll: Any, adv: Any, advantaged: int) -> dict[str, Any]:
+    """One GRPO step's line of the report, before its policy update's figures."""
+    return {
+        "step": step,
+        "network": network,
+        "mean_return": round(float(sum(map(sum, roll.returns)) / adv.size), 6),
+        "valid_json": sum(
+            x.report.json_valid for row in roll.samples for x in row if x.report is not None
+        ),
+        "samples": int(adv.size),
+        "advantaged": advantaged,
+        "positions_skipped": int((abs(adv).sum(axis=0) == 0).sum()),
+        "qa_gain": [round(x, 6) for x in roll.qa_gain],
+    }
+
+
 def train_grpo(
     model_dir: str | Path,
     networks: Sequence[Network],
@@ -204,18 +220,7 @@ def train_grpo(
             if adv[smp.g, smp.t] != 0.0 and smp.completion_ids
         ]
         old, ref_lp = reference_logprobs(policy, ref, chosen, device)
-        record = {
-            "step": step,
-            "network": net.network_id,
-            "mean_return": round(float(sum(map(sum, roll.returns)) / adv.size), 6),
-            "valid_json": sum(
-                x.report.json_valid for row in roll.samples for x in row if x.report is not None
-            ),
-            "samples": int(adv.size),
-            "advantaged": len(chosen),
-            "positions_skipped": int((abs(adv).sum(axis=0) == 0).sum()),
-            "qa_gain": [round(x, 6) for x in roll.qa_gain],
-        }
+        record = _step_record(step, net.network_id, roll, adv, len(chosen))
         record.update(policy_update(policy, optim, chosen, old, ref_lp, s, device))
         steps.append(record)
     out = Path(out_dir)

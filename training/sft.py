@@ -113,6 +113,52 @@ def fits(pairs: Sequence[dict[str, Any]], tokenizer: Any, max_length: int) -> li
     return keep
 
 
+def _sft_config(s: SFTSettings, out: Path, device: str, bf16: bool) -> Any:
+    """TRL's ``SFTConfig`` for these settings: checkpoints under ``out/checkpoints``,
+    completion-only loss, a loss logged every step."""
+    from trl import SFTConfig
+
+    return SFTConfig(
+        output_dir=str(out / "checkpoints"),
+        num_train_epochs=s.epochs,
+        max_steps=s.max_steps,
+        learning_rate=s.lr,
+        per_device_train_batch_size=s.batch_size,
+        gradient_accumulation_steps=s.grad_accum,
+        max_length=s.max_length,
+        completion_only_loss=True,
+        bf16=bf16,
+        gradient_checkpointing=s.gradient_checkpointing,
+        seed=s.seed,
+        report_to="none",
+        save_strategy="steps" if s.save_steps else "no",
+        save_steps=s.save_steps or 500,
+        logging_steps=1,
+        use_cpu=device == "cpu",
+        dataloader_pin_memory=device == "cuda",
+    )
+
+
+def _save(
+    trainer: Any, tokenizer: Any, out: Path, model_dir: str | Path, adapter: Any, peft_config: Any
+) -> list[dict]:
+    """Save the trained adapter (over its base) or the whole model in ``out``, and its loss
+    curve as ``out/curve.json``; return the curve."""
+    if adapter is not None or peft_config is not None:
+        base = adapter_base_spec(model_dir, adapter)
+        save_adapter(trainer.model, tokenizer, out, base)
+    else:
+        trainer.save_model(str(out))
+        tokenizer.save_pretrained(str(out))
+    curve = [
+        {"step": int(r["step"]), "loss": round(float(r["loss"]), 4)}
+        for r in trainer.state.log_history
+        if "loss" in r
+    ]
+    (out / "curve.json").write_text(json.dumps(curve, indent=1) + "\n")
+    return curve
+
+
 def train_sft(
     model_dir: str | Path,
     pairs: Sequence[dict[str, Any]],
@@ -129,7 +175,7 @@ def train_sft(
     """
     import torch
     from datasets import Dataset
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTTrainer
 
     from speakerflow.ops.backends.models import load_causal_lm, resolve_model
 
@@ -153,25 +199,7 @@ def train_sft(
     data = Dataset.from_list(
         [{"prompt": list(p["prompt"]), "completion": list(p["completion"])} for p in used]
     )
-    config = SFTConfig(
-        output_dir=str(out / "checkpoints"),
-        num_train_epochs=s.epochs,
-        max_steps=s.max_steps,
-        learning_rate=s.lr,
-        per_device_train_batch_size=s.batch_size,
-        gradient_accumulation_steps=s.grad_accum,
-        max_length=s.max_length,
-        completion_only_loss=True,
-        bf16=dtype == torch.bfloat16,
-        gradient_checkpointing=s.gradient_checkpointing,
-        seed=s.seed,
-        report_to="none",
-        save_strategy="steps" if s.save_steps else "no",
-        save_steps=s.save_steps or 500,
-        logging_steps=1,
-        use_cpu=device == "cpu",
-        dataloader_pin_memory=device == "cuda",
-    )
+    config = _sft_config(s, out, device, dtype == torch.bfloat16)
     start = time.perf_counter()
     trainer = SFTTrainer(
         model=model,
@@ -182,18 +210,7 @@ def train_sft(
     )
     resume = newest_checkpoint(out / "checkpoints") if s.resume else None
     result = trainer.train(resume_from_checkpoint=resume)
-    if adapter is not None or peft_config is not None:
-        base = adapter_base_spec(model_dir, adapter)
-        save_adapter(trainer.model, tokenizer, out, base)
-    else:
-        trainer.save_model(str(out))
-        tokenizer.save_pretrained(str(out))
-    curve = [
-        {"step": int(r["step"]), "loss": round(float(r["loss"]), 4)}
-        for r in trainer.state.log_history
-        if "loss" in r
-    ]
-    (out / "curve.json").write_text(json.dumps(curve, indent=1) + "\n")
+    curve = _save(trainer, tokenizer, out, model_dir, adapter, peft_config)
     return {
         "curve": curve,
         "resumed_from": resume,

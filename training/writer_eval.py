@@ -132,6 +132,69 @@ def halves(totals: dict[str, BucketScore]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _select_networks(
+    data: str | Path,
+    teacher: str | Path | None,
+    min_teacher_overlap: float,
+    networks: Sequence[str] | None,
+    limit: int | None,
+) -> tuple[list[Any], list[Any]]:
+    """The networks of ``data`` with a trusted reference state, narrowed to ``networks`` and
+    the first ``limit``, and the ones refused; raises ``ValueError`` when none is left or a
+    named one is missing."""
+    nets, excluded = trusted(
+        [n for n in load_networks(data, teacher) if n.has_teacher], min_teacher_overlap
+    )
+    if networks:
+        unknown = set(networks) - {n.network_id for n in nets}
+        if unknown:
+            raise ValueError(f"networks {sorted(unknown)} are not under {data} (or refused)")
+        nets = [n for n in nets if n.network_id in set(networks)]
+    if limit is not None:
+        nets = nets[:limit]
+    if not nets:
+        raise ValueError(
+            f"{data}: no network has a reference state (pair network files with "
+            "teacher/<network_id>.json, or pass --teacher)"
+        )
+    return nets, excluded
+
+
+def _network_row(net: Any, sl: Any, ch: Any, write_rep: dict, t0: float) -> dict[str, Any]:
+    """One network's line of the report (its scores, write report and seconds since ``t0``)."""
+    return {
+        "network_id": net.network_id,
+        "f": round(sl.f, 6),
+        "phi_sl": round(sl.phi, 6),
+        "chain_f": round(ch.f, 6),
+        "n_pred": sl.total.n_pred,
+        "n_ref": sl.total.n_ref,
+        "by_bucket": {k: round(v.f, 6) for k, v in sl.by_kind.items()},
+        "teacher_overlap": _round(teacher_overlap(net)),
+        "write": write_rep,
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+
+
+def _report(
+    writer: Any, backend: Any, data: str | Path, rows: list[dict], segments: int | None, excluded
+) -> dict[str, Any]:
+    """The head of the report: who wrote, what Validate refused, what was evaluated."""
+    proposed = sum(r["write"]["proposed"] for r in rows)
+    rejected = sum(r["write"]["rejected"] for r in rows)
+    return {
+        "backend": getattr(writer, "name", str(backend)),
+        "refused_share": round(rejected / proposed, 4) if proposed else 0.0,
+        "proposed": proposed,
+        "unvalidated_writes": sum(r["write"]["unvalidated_writes"] for r in rows),
+        "throughput": writer.throughput() if hasattr(writer, "throughput") else None,
+        "data": str(data),
+        "networks": len(rows),
+        "segments_per_network": segments,
+        "excluded_networks": excluded,
+    }
+
+
 def run(
     data: str | Path,
     backend: Any = "rules",
@@ -167,21 +230,7 @@ def run(
         The report described in the module docstring.
     """
     start = time.perf_counter()
-    nets, excluded = trusted(
-        [n for n in load_networks(data, teacher) if n.has_teacher], min_teacher_overlap
-    )
-    if networks:
-        unknown = set(networks) - {n.network_id for n in nets}
-        if unknown:
-            raise ValueError(f"networks {sorted(unknown)} are not under {data} (or refused)")
-        nets = [n for n in nets if n.network_id in set(networks)]
-    if limit is not None:
-        nets = nets[:limit]
-    if not nets:
-        raise ValueError(
-            f"{data}: no network has a reference state (pair network files with "
-            "teacher/<network_id>.json, or pass --teacher)"
-        )
+    nets, excluded = _select_networks(data, teacher, min_teacher_overlap, networks, limit)
     writer = _resolve_writer(backend, backend_config)
     total, chains = BucketScore(), BucketScore()
     kinds = {k: BucketScore() for k in KINDS}
@@ -199,43 +248,26 @@ def run(
         chains.add(ch)
         for k in KINDS:
             kinds[k].add(sl.by_kind[k])
-        rows.append(
-            {
-                "network_id": net.network_id,
-                "f": round(sl.f, 6),
-                "phi_sl": round(sl.phi, 6),
-                "chain_f": round(ch.f, 6),
-                "n_pred": sl.total.n_pred,
-                "n_ref": sl.total.n_ref,
-                "by_bucket": {k: round(v.f, 6) for k, v in sl.by_kind.items()},
-                "teacher_overlap": _round(teacher_overlap(net)),
-                "write": write_rep,
-                "seconds": round(time.perf_counter() - t0, 3),
-            }
-        )
-    proposed = sum(r["write"]["proposed"] for r in rows)
-    rejected = sum(r["write"]["rejected"] for r in rows)
-    report = {
-        "backend": getattr(writer, "name", str(backend)),
-        "refused_share": round(rejected / proposed, 4) if proposed else 0.0,
-        "proposed": proposed,
-        "unvalidated_writes": sum(r["write"]["unvalidated_writes"] for r in rows),
-        "throughput": writer.throughput() if hasattr(writer, "throughput") else None,
-        "data": str(data),
-        "networks": len(rows),
-        "segments_per_network": segments,
-        "excluded_networks": excluded,
-        "speaker_levenshtein_f": round(total.f, 6),
-        "chain_f": round(chains.f, 6),
-        "by_bucket": {k: v.as_dict() for k, v in kinds.items()},
-        "phi_sl_mean": round(sum(r["phi_sl"] for r in rows) / len(rows), 6),
-        "f_mean_over_networks": round(sum(r["f"] for r in rows) / len(rows), 6),
-        "records": {"pred": total.n_pred, "ref": total.n_ref, "matched_pairs": total.pairs},
-        "update_edges": {"pred": chains.n_pred, "ref": chains.n_ref, "matched_pairs": chains.pairs},
-        "halves": halves(totals),
-        "per_network": rows,
-        "seconds": round(time.perf_counter() - start, 3),
-    }
+        rows.append(_network_row(net, sl, ch, write_rep, t0))
+    report = _report(writer, backend, data, rows, segments, excluded)
+    report.update(
+        {
+            "speaker_levenshtein_f": round(total.f, 6),
+            "chain_f": round(chains.f, 6),
+            "by_bucket": {k: v.as_dict() for k, v in kinds.items()},
+            "phi_sl_mean": round(sum(r["phi_sl"] for r in rows) / len(rows), 6),
+            "f_mean_over_networks": round(sum(r["f"] for r in rows) / len(rows), 6),
+            "records": {"pred": total.n_pred, "ref": total.n_ref, "matched_pairs": total.pairs},
+            "update_edges": {
+                "pred": chains.n_pred,
+                "ref": chains.n_ref,
+                "matched_pairs": chains.pairs,
+            },
+            "halves": halves(totals),
+            "per_network": rows,
+            "seconds": round(time.perf_counter() - start, 3),
+        }
+    )
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
