@@ -187,7 +187,7 @@ def test_views_open_with_their_source_and_vocatives_are_not_subjects():
     assert not [a for a in RulesWriter().propose(later).actions if a["owner"] == "Ben"]
 
 
-def _written(messages, tmp_path):
+def _written(messages, tmp_path, writer="rules"):
     """A store of ``messages`` (speaker, text, session, day) written by the rules Writer."""
     import json
 
@@ -209,7 +209,7 @@ def _written(messages, tmp_path):
     )
     store = GroupStore("/unused", "crew", in_memory=True)
     store.append_messages(load(path, "jsonl")[0][1])
-    write_group(store, "rules", progress=False)
+    write_group(store, writer, progress=False)
     return store
 
 
@@ -245,3 +245,27 @@ def test_a_statement_on_another_matter_is_no_revision(tmp_path):
         tmp_path,
     )
     assert all(len(c) == 1 for c in chains(store, owner="Ines"))
+
+
+@pytest.mark.parametrize(
+    ("first", "later"),
+    [
+        (
+            "I'd rather we hire a caterer for the wedding",
+            "Actually let's cook the food ourselves for the reception",
+        ),
+        (
+            "I prefer the laptop with the bigger screen",
+            "Actually the notebook with the smaller display is lighter, I'll take that",
+        ),
+    ],
+)
+def test_a_change_of_mind_in_other_words_is_found_by_its_embedding(first, later, tmp_path):
+    """No content word is shared, so only the sentence embeddings (MiniLM, the default
+    ``revise_embedder``) put the later view on the first one's matter."""
+    messages = [("Ines", first, "s1", 2), ("Omar", "ok", "s1", 2), ("Ines", later, "s2", 9)]
+    store = _written(messages, tmp_path)
+    chain = next(c for c in chains(store, owner="Ines") if len(c) > 1)
+    assert "m00" in chain[0]["from_ids"] and "m02" in chain[-1]["from_ids"]
+    words_only = _written(messages, tmp_path, RulesWriter(revise_embedder="none"))
+    assert all(len(c) == 1 for c in chains(words_only, owner="Ines"))

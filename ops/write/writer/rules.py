@@ -61,7 +61,12 @@ from speakerflow.ops.write.writer.rules_content import (
 )
 from speakerflow.ops.write.writer.rules_message import MessageReader
 from speakerflow.ops.write.writer.rules_norms import NormWriter
-from speakerflow.ops.write.writer.rules_revise import revised_slot, write_revision
+from speakerflow.ops.write.writer.rules_revise import (
+    MatterVectors,
+    revised_slot,
+    shared_embedder,
+    write_revision,
+)
 from speakerflow.ops.write.writer.rules_slots import SlotFinder, matter_key, parse_key
 from speakerflow.schemas import GROUP_OWNER
 from speakerflow.words import CHANGE_STATEMENT
@@ -80,6 +85,7 @@ class _Run:
     slots: list[Slot]  # the heads, then the records made in this segment
     by_id: dict[str, dict[str, Any]]  # the segment's messages by id
     texts: dict[str, str]  # msg id -> text, of ``known``
+    vectors: MatterVectors | None = None  # the revision test's message vectors
     actions: list[dict[str, Any]] = field(default_factory=list)
     # msg id -> (its GROUP action, topics)
     group_acts: dict[str, tuple[dict[str, Any], set[str]]] = field(default_factory=dict)
@@ -151,6 +157,7 @@ class RulesWriter(SlotFinder):
             slots=[_head_slot(h, exclude, at) for h in segment.heads],
             by_id={m["msg_id"]: m for m in segment.messages},
             texts={m["msg_id"]: m["text"] for m in known},
+            vectors=self._vectors(segment.group_id, known) if self.config.revise else None,
         )
 
     def _read(self, run: _Run, msg: dict[str, Any], previous: dict[str, Any] | None) -> None:
@@ -179,6 +186,8 @@ class RulesWriter(SlotFinder):
                 run.stats,
                 run.exclude,
                 self.config.revise_similarity,
+                run.vectors,
+                self.config.revise_cosine,
             )
             if self.config.revise
             else None
@@ -439,6 +448,21 @@ class RulesWriter(SlotFinder):
             evidence = [run.texts[i] for i in act["from_ids"] if i in run.texts]
             if grounding(content, evidence, names=run.segment.roster).reason() is None:
                 act["content"] = content
+
+    def _vectors(self, group_id: str, known: list[dict[str, Any]]) -> MatterVectors | None:
+        """The revision test's vectors of ``known`` under ``revise_embedder`` (None for
+        ``none``); the embedder loads once per process, each message is encoded once per group
+        (after :meth:`_words_memo`, which starts a new group's memo)."""
+        kind = self.config.revise_embedder
+        if kind in ("", "none"):
+            return None
+        memo = self.__dict__.setdefault("_memo", {})
+        if memo.get("vectors_group") != group_id:
+            memo["vectors_group"] = group_id
+            memo["vectors"] = MatterVectors(shared_embedder(kind))
+        vectors: MatterVectors = memo["vectors"]
+        vectors.prepare(known)
+        return vectors
 
     def _words_memo(self, group_id: str) -> dict[str, frozenset[str]]:
         """Content words per message id, kept across the segments of one group."""

@@ -111,6 +111,21 @@ class RulesConfig(BaseModel):
         description="IDF-weighted word similarity (with a shared rare word) between a message "
         "(read with the one before it) and a record's messages for a revision",
     )
+    revise_embedder: str = Field(
+        default="minilm",
+        description="sentence embedder (make_embedder kinds) that also finds a revision's "
+        "matter when the words differ: the message and one of the record's messages at a "
+        "cosine of at least revise_cosine; 'none' keeps the word similarity alone",
+    )
+    revise_cosine: float = Field(
+        default=0.50,
+        ge=-1.0,
+        le=1.0,
+        description="MiniLM cosine at which a message is on a record's matter: about the 97th "
+        "percentile of all same-speaker message pairs of the socialmem training chats (90th "
+        "0.41, 95th 0.47, 98th 0.55); chosen among 0.40 / 0.47 / 0.50 on answers_v2 (dev, "
+        "docs/query-path.md)",
+    )
     attribute: bool = Field(
         default=True,
         description="a view of another member opens with its source ('Ana says Ben ...', "

@@ -8,8 +8,11 @@ A message *revises* an earlier record when both hold:
   is about what was just said), shares words with the messages the record rests on (their
   IDF-weighted cosine, :meth:`~.consolidate.WordStats.similarity`, at least
   ``RulesConfig.revise_similarity``: a matter argued over recurs, so its words need not be
-  rare).
-  Candidates are the speaker's own records and the GROUP records they announced, newest first;
+  rare), or their sentence embeddings (the message's and one of the record's messages) at a
+  cosine of at least ``RulesConfig.revise_cosine`` (:class:`MatterVectors`): a change of mind
+  is often worded apart from the first view ("the train suits me better" after "I'll fly
+  there" shares no content word). Candidates are the speaker's own records and the
+  GROUP records they announced, newest first;
 - **a different state**: the message says the matter differently, by one of general signals,
   none of them a phrase of any data set: a change word of
   :data:`~speakerflow.words.CHANGE_STATEMENT` ("instead", "no longer", "changed my mind" ...)
@@ -26,8 +29,12 @@ The UPDATE's content is the message's statement with the old one beside it ("...
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from speakerflow.ops.write.interfaces import Segment
 from speakerflow.ops.write.writer import consolidate as cs
@@ -89,6 +96,38 @@ def _asked(content: str) -> bool:
     return content.startswith(("asked: ", "Asked by ")) or " asks " in content[:40]
 
 
+@functools.cache
+def shared_embedder(kind: str) -> Any:
+    """One embedder per kind per process (a model loads once for every Writer)."""
+    from speakerflow.ops.text.embed import make_embedder
+
+    return make_embedder(kind)
+
+
+class MatterVectors:
+    """Unit sentence vectors of a group's messages under ``embedder``, each message encoded
+    once (kept across the segments of one group: :meth:`prepare` encodes the ones not seen)."""
+
+    def __init__(self, embedder: Any):
+        self.embedder = embedder
+        self.vecs: dict[str, np.ndarray] = {}
+
+    def prepare(self, messages: Sequence[Mapping[str, Any]]) -> None:
+        new = [m for m in messages if m["msg_id"] not in self.vecs]
+        if not new:
+            return
+        mat = np.asarray(self.embedder.encode([str(m["text"]) for m in new]), dtype=np.float32)
+        mat /= np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-9)
+        self.vecs.update({m["msg_id"]: v for m, v in zip(new, mat, strict=True)})
+
+    def cosine(self, msg_id: str, others: Sequence[str]) -> float:
+        """The best cosine of message ``msg_id`` with one of ``others`` (-1 when unknown)."""
+        vec = self.vecs.get(msg_id)
+        if vec is None:
+            return -1.0
+        return max((float(vec @ self.vecs[o]) for o in others if o in self.vecs), default=-1.0)
+
+
 def revised_slot(
     msg: dict[str, Any],
     context: dict[str, Any] | None,
@@ -97,15 +136,17 @@ def revised_slot(
     stats: cs.WordStats,
     exclude: set[str],
     threshold: float,
+    vectors: MatterVectors | None = None,
+    cosine: float = 1.0,
 ) -> Slot | None:
     """The newest record of ``msg``'s speaker (or a GROUP record they announced) on the same
     matter that the message says differently, or ``None``. ``context`` is the message before
-    it in its session."""
+    it in its session; ``vectors`` adds the embedding test at ``cosine``."""
     speaker = msg["speaker"]
     words = set(stats.words.get(msg["msg_id"], frozenset()))
     if context is not None and context["session_id"] == msg["session_id"]:
         words |= stats.words.get(context["msg_id"], frozenset())
-    if not words:
+    if not words and vectors is None:
         return None
     for slot in reversed(slots):
         if not slot.from_ids or msg["msg_id"] in slot.from_ids:
@@ -115,7 +156,9 @@ def revised_slot(
         if not (mine or announced) or _asked(slot.content):
             continue  # a question, or an answer kept with its question, is no state to revise
         old = set().union(*(stats.words.get(i, frozenset()) for i in slot.from_ids))
-        if stats.similarity(words, old, need_rare=False) < threshold:
+        sim = stats.similarity(words, old, need_rare=False) if words else 0.0
+        cos = vectors.cosine(msg["msg_id"], slot.from_ids) if vectors is not None else -1.0
+        if sim < threshold and cos < cosine:
             continue
         old_text = " ".join(known_text.get(i, "") for i in slot.from_ids)
         if changes_state(msg["text"], old_text, exclude):
