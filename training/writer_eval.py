@@ -91,12 +91,16 @@ LOCAL_KINDS = ("transformers", "onnx")
 
 
 def _resolve_writer(backend: Any, backend_config: dict[str, Any]) -> Any:
-    """A WriterBackend from a name, ``transformers:FOLDER`` / ``onnx:FOLDER``, or as given."""
+    """A WriterBackend from a name, ``transformers:FOLDER`` / ``onnx:FOLDER``, ``local:SPEC``
+    (``local@structured[:SPEC]`` / ``local@free[:SPEC]`` pick the learned Writer's decoding),
+    or as given."""
     if not isinstance(backend, str):
         return backend
     from speakerflow.ops.write.writer.registry import make_writer
 
     kind, _, folder = backend.partition(":")
+    if kind.startswith("local@"):  # local@structured / local@free: the learned Writer's decoding
+        kind, backend_config = "local", {**backend_config, "decoding": kind.split("@", 1)[1]}
     if folder and kind == "local":  # the learned Writer: an adapter, base spec or ONNX folder
         backend_config = {**backend_config, "model": folder}
     elif folder and kind in LOCAL_KINDS:

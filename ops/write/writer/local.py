@@ -34,6 +34,7 @@ from speakerflow.ops.write.interfaces import Segment, WriterOutput
 from speakerflow.ops.write.writer.chat import parse_writer_text
 from speakerflow.ops.write.writer.prompt import (
     REPLY_OPENING,
+    CompactPrompt,
     build_compact_messages,
     unalias_actions,
 )
@@ -42,17 +43,32 @@ from speakerflow.ops.write.writer.prompt import (
 SHIPPED_ADAPTER = Path(__file__).with_name("smollm2_writer")
 #: Decoding settings calibrated for a model folder, read from beside its weights.
 DECODING_FILE = "decoding.json"
+#: How a reply is decoded: free text then JSON repair, or the schema walk of
+#: :mod:`~speakerflow.ops.write.writer.structured`.
+DECODINGS = ("free", "structured")
+
+
+def _folder_settings(model: str) -> tuple[Path, dict[str, Any]]:
+    path = Path(model) / DECODING_FILE
+    return path, (json.loads(path.read_text()) if path.is_file() else {})
 
 
 def folder_noop_min_p(model: str) -> float:
     """The ``noop_min_p`` of ``model``'s :data:`DECODING_FILE` (0.0 when the folder has none)."""
-    path = Path(model) / DECODING_FILE
-    if not path.is_file():
-        return 0.0
-    value = json.loads(path.read_text()).get("noop_min_p", 0.0)
+    path, settings = _folder_settings(model)
+    value = settings.get("noop_min_p", 0.0)
     if not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
         raise ValueError(f"{path}: noop_min_p must be a number in [0, 1], got {value!r}")
     return float(value)
+
+
+def folder_decoding(model: str) -> str:
+    """The ``decoding`` of ``model``'s :data:`DECODING_FILE` (``free`` when it names none)."""
+    path, settings = _folder_settings(model)
+    value = settings.get("decoding", "free")
+    if value not in DECODINGS:
+        raise ValueError(f"{path}: decoding must be one of {list(DECODINGS)}, got {value!r}")
+    return str(value)
 
 
 class LocalWriterConfig(BaseModel):
@@ -63,11 +79,17 @@ class LocalWriterConfig(BaseModel):
     shown; ``max_new_tokens`` per window; ``temperature`` 0 = greedy; ``batch`` windows per
     ``generate`` call; ``reply_prefix`` is forced as the start of every reply
     (:data:`~speakerflow.ops.write.writer.prompt.REPLY_OPENING`: the opening of the JSON the
-    contract asks for, token for token as every training target starts), "" for none;
+    contract asks for, token for token as every training target starts), "" for none (free
+    decoding only: a structured reply always opens so);
     ``noop_min_p``: a reply may open with NOOP only where the model gives NOOP at least this
     probability there (otherwise the best action opens it), None = the ``noop_min_p`` of the
     model folder's :data:`DECODING_FILE` (written by ``speakerflow train calibrate-noop`` on
-    the training windows), else 0 (plain greedy).
+    the training windows), else 0 (plain greedy); ``decoding`` ``free`` (generate, then
+    repair and parse the JSON) or ``structured`` (the model only chooses where the contract
+    leaves a choice, code writes the syntax: :mod:`~speakerflow.ops.write.writer.structured`;
+    torch backend only, refused for ``onnx``), None = the ``decoding`` of the folder's
+    :data:`DECODING_FILE`, else ``free``; ``max_actions`` and ``content_tokens`` bound a
+    structured reply (actions per window, tokens per content).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", protected_namespaces=())
@@ -82,6 +104,9 @@ class LocalWriterConfig(BaseModel):
     batch: int = Field(default=8, ge=1)
     reply_prefix: str = REPLY_OPENING
     noop_min_p: float | None = Field(default=None, ge=0.0, le=1.0)
+    decoding: Literal["free", "structured"] | None = None
+    max_actions: int = Field(default=6, ge=1)
+    content_tokens: int = Field(default=48, ge=1)
 
 
 def backend_kind(model: str, choice: str = "auto") -> str:
@@ -102,20 +127,28 @@ class LocalWriter:
     """
 
     def __init__(self, config: LocalWriterConfig | None = None, **overrides: Any):
+        from speakerflow.ops.backends.errors import BackendConfigError
         from speakerflow.ops.backends.factory import make_backend
 
         base = config.model_dump() if config is not None else {}
         self.config = LocalWriterConfig(**{**base, **overrides})
         cfg = self.config
         kind = backend_kind(cfg.model, cfg.backend)
+        self.decoding = cfg.decoding or folder_decoding(cfg.model)
+        if self.decoding == "structured" and kind != "transformers":
+            raise BackendConfigError(
+                f"structured decoding needs the transformers (torch) backend, not {kind!r} "
+                f"({cfg.model}); use decoding='free' for an ONNX export"
+            )
         self.backend: Any = make_backend(
             kind, model_dir=cfg.model, device=cfg.device, max_batch=cfg.batch
         )
-        self.name = f"local:{kind}"
         self.noop_min_p = folder_noop_min_p(cfg.model) if cfg.noop_min_p is None else cfg.noop_min_p
+        self.name = f"local:{kind}" + ("+structured" if self.decoding == "structured" else "")
         self.windows = self.parse_errors = self.messages = 0
         self.generate_s = 0.0
         self.repairs: dict[str, int] = {}
+        self.endings: dict[str, int] = {}  # how structured contents ended (stop, cap, repeat)
 
     def _windows(self, segment: Segment) -> list[Segment]:
         size, msgs = self.config.window, segment.messages
@@ -126,6 +159,8 @@ class LocalWriter:
         cfg = self.config
         wins = self._windows(segment)
         prompts = [build_compact_messages(w, max_heads=cfg.max_heads) for w in wins]
+        if self.decoding == "structured":
+            return self._propose_structured(segment, prompts)
         start = time.perf_counter()
         results = self.backend.chat_batch(
             [p.chat for p in prompts],
@@ -157,10 +192,39 @@ class LocalWriter:
             model_calls=len(wins),
         )
 
-    def throughput(self) -> dict[str, float]:
-        """Windows, messages and messages per second of generation so far."""
+    def _propose_structured(self, segment: Segment, prompts: list[CompactPrompt]) -> WriterOutput:
+        """One window at a time: one prompt encoding, then the schema walk over its cache."""
+        from speakerflow.ops.backends.structured import decoder_for
+        from speakerflow.ops.write.writer.structured import StructuredSettings, structured_reply
+
+        cfg = self.config
+        settings = StructuredSettings(cfg.max_actions, cfg.content_tokens, self.noop_min_p)
+        roster = list(segment.roster) or sorted({str(m["speaker"]) for m in segment.messages})
+        actions: list[Any] = []
+        texts, tokens = [], 0
+        start = time.perf_counter()
+        for prompt in prompts:
+            dec = decoder_for(self.backend, prompt.chat, REPLY_OPENING)
+            reply = structured_reply(dec, prompt, roster, settings)
+            for why, n in reply.endings.items():
+                self.endings[why] = self.endings.get(why, 0) + n
+            texts.append(reply.text)
+            tokens += dec.fed
+            actions += unalias_actions(reply.actions, prompt)
+        self.generate_s += time.perf_counter() - start
+        self.windows += len(prompts)
+        self.messages += len(segment.messages)
+        return WriterOutput(
+            actions=actions, raw_text="\n".join(texts), tokens=tokens, model_calls=len(prompts)
+        )
+
+    def throughput(self) -> dict[str, Any]:
+        """Windows, messages and messages per second of generation so far (structured
+        decoding: also how its contents ended, ``content_endings``)."""
         secs = self.generate_s or float("nan")
+        extra = {"content_endings": dict(self.endings)} if self.decoding == "structured" else {}
         return {
+            **extra,
             "windows": self.windows,
             "messages": self.messages,
             "generate_s": round(self.generate_s, 3),

@@ -1,0 +1,133 @@
+"""Structured decoding (ops/backends/structured.py, ops/write/writer/structured.py) on the
+tiny random-initialised chat model: cached scores equal a full re-encoding, and every reply
+parses, has the contract's shape and keeps to the options offered."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from speakerflow.ops.backends.errors import BackendConfigError
+from speakerflow.ops.backends.factory import make_backend
+from speakerflow.ops.backends.structured import CachedDecoder, common_prefix, decoder_for
+from speakerflow.ops.write.contract import Batch, check_action
+from speakerflow.ops.write.interfaces import Segment
+from speakerflow.ops.write.writer.chat import parse_writer_text
+from speakerflow.ops.write.writer.prompt import (
+    REPLY_OPENING,
+    WRITER_UTYPES,
+    build_compact_messages,
+    unalias_actions,
+)
+from speakerflow.ops.write.writer.structured import StructuredSettings, structured_reply
+from speakerflow.schemas.records import GROUP_OWNER, LAYERS
+from speakerflow.training.tiny import build_tiny_model
+
+ROSTER = ("Ana", "Ben", "Cleo")
+TEXTS = ("We always meet on Fridays.", "I moved to Porto last week.", "Ben is a great cook.")
+
+
+@pytest.fixture(scope="module")
+def chat(tmp_path_factory):
+    folder = build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", seed=0)
+    return make_backend("transformers", model_dir=folder, device="cpu")
+
+
+def _segment(heads: tuple = ()) -> Segment:
+    msgs = tuple(
+        {"msg_id": f"m{i}", "speaker": ROSTER[i], "text": t, "ts": f"2024-01-0{i + 1}T10:00:00"}
+        for i, t in enumerate(TEXTS)
+    )
+    return Segment("s#0", "g", ROSTER, msgs, heads=heads)
+
+
+HEAD = {
+    "entry_id": "e-77",
+    "layer": "per_speaker_core",
+    "owner": "Ben",
+    "source": "Ben",
+    "content": "lives in Lisbon",
+}
+
+
+def _full_scores(chat, prompt: str, text: str, options: list[str]) -> list[float]:
+    """Reference: every option's log-probability from a fresh full encoding."""
+    tok = chat.tokenizer
+    now = tok(prompt + text, add_special_tokens=False)["input_ids"]
+    encoded = [tok(prompt + text + o, add_special_tokens=False)["input_ids"] for o in options]
+    start = min(min(common_prefix(now, ids) for ids in encoded), *(len(i) - 1 for i in encoded))
+    out = []
+    for ids in encoded:
+        with torch.no_grad():
+            logits = chat.model(input_ids=torch.tensor([ids])).logits[0].float()
+        logp = logits.log_softmax(-1)
+        out.append(float(sum(logp[j - 1, ids[j]] for j in range(start, len(ids)))))
+    return out
+
+
+def test_cached_scores_equal_a_full_reencoding(chat):
+    prompt = chat.render(build_compact_messages(_segment()).chat)
+    dec = CachedDecoder(chat.model, chat.tokenizer, prompt)
+    dec.set_text(REPLY_OPENING)
+    options = ['ADD", "owner": "', 'UPDATE", "entry_id": "', 'NOOP"}]}']
+    assert dec.score(options) == pytest.approx(
+        _full_scores(chat, prompt, dec.text, options), abs=1e-4
+    )
+    dec.choose(options)
+    generated, why = dec.generate('"', 6)
+    assert why in {"stop", "cap", "repeat", "eos"}
+    dec.set_text(dec.text + "x")
+    names = [f'{n}", "source": "' for n in ROSTER]
+    assert dec.score(names) == pytest.approx(_full_scores(chat, prompt, dec.text, names), abs=1e-4)
+    dec.set_text(REPLY_OPENING)  # shortening crops the cache back
+    assert dec.ids == chat.tokenizer(prompt + REPLY_OPENING, add_special_tokens=False)["input_ids"]
+    assert dec.forwards < 40  # the prompt was encoded once, not per option
+
+
+@pytest.mark.parametrize("heads", [(), (HEAD,)])
+def test_structured_replies_parse_keep_to_the_options_and_pass_shape(chat, heads):
+    seg = _segment(heads)
+    prompt = build_compact_messages(seg)
+    settings = StructuredSettings(max_actions=3, content_tokens=8, noop_min_p=1.0)
+    dec = decoder_for(chat, prompt.chat, REPLY_OPENING)
+    reply = structured_reply(dec, prompt, list(ROSTER), settings)
+    found, error, repairs = parse_writer_text(reply.text)
+    assert error is None and not repairs
+    assert found == reply.actions and json.loads(reply.text) == {"actions": reply.actions}
+    assert 1 <= len(found) <= 3 or reply.text == '{"actions": []}'
+    batch = Batch.from_segment(seg)
+    for i, act in enumerate(unalias_actions(found, prompt)):
+        assert act["action"] in {"ADD", "UPDATE"}  # noop_min_p 1: NOOP is never offered
+        assert act["utype"] in WRITER_UTYPES and act["content"]
+        if act["action"] == "ADD":
+            assert act["owner"] in (*ROSTER, GROUP_OWNER) and act["source"] in ROSTER
+            assert act["layer"] in LAYERS
+        else:
+            assert act["entry_id"] == "e-77"
+        assert set(act.get("from_ids", [])) <= {"m0", "m1", "m2"}
+        verdict = check_action(dict(act), batch, i)
+        assert "shape" not in (verdict.reason or ""), verdict
+
+
+def test_local_writer_structured_decoding_and_onnx_refusal(chat, tmp_path):
+    from speakerflow.ops.write.writer.local import LocalWriter
+
+    writer = LocalWriter(
+        model=str(chat.config.model_dir),
+        decoding="structured",
+        content_tokens=6,
+        noop_min_p=1.0,  # never NOOP: at least one content is generated
+        device="cpu",
+    )
+    out = writer.propose(_segment())
+    assert out.model_calls == 1 and all(isinstance(a, dict) for a in out.actions)
+    assert writer.name == "local:transformers+structured"
+    assert sum(writer.throughput()["content_endings"].values()) >= 1
+    (tmp_path / "model.onnx").write_bytes(b"")
+    with pytest.raises(BackendConfigError, match="structured decoding needs the transformers"):
+        LocalWriter(model=str(tmp_path), decoding="structured")
+    (tmp_path / "decoding.json").write_text(json.dumps({"decoding": "beam"}))
+    with pytest.raises(ValueError, match="decoding must be one of"):
+        LocalWriter(model=str(tmp_path))
