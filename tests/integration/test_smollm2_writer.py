@@ -153,3 +153,22 @@ def test_learned_writer_writes_through_validate_only(sft_adapter):
     assert len(all_records(store)) == report.accepted  # nothing reaches the store unvalidated
     assert all(r["reason"] for r in report.rejects)
     assert writer.throughput()["messages"] == 2
+
+
+def test_structured_learned_writer_writes_well_formed_actions(sft_adapter):
+    from speakerflow.graphs import GroupStore
+    from speakerflow.graphs.records import all_records
+    from speakerflow.ops.loaders.common import to_message_table
+    from speakerflow.ops.write.writer.local import LocalWriter
+    from speakerflow.pipelines.write_path import write_group
+
+    writer = LocalWriter(
+        model=str(sft_adapter[0]), window=2, decoding="structured", content_tokens=12, device="cpu"
+    )
+    store = GroupStore(Path("/unused"), "t", in_memory=True)
+    store.append_messages(to_message_table([{**m, "group_id": "t"} for m in MSGS], "test"))
+    report = write_group(store, writer, progress=False)
+    assert report.model_calls == 1 and report.proposed >= 1
+    assert len(all_records(store)) == report.accepted  # nothing reaches the store unvalidated
+    fields = {str(r["reason"]).split(":")[0] for r in report.rejects}
+    assert not fields & {"shape", "action", "owner", "source", "layer"}  # code wrote those

@@ -11,7 +11,8 @@ the ones training saw. Every choice is the option of highest log-probability
   and only where the model gives NOOP's first token at least ``noop_min_p``: the calibrated
   gate of free decoding); NOOP closes the reply.
 * ADD: ``owner`` among the roster and GROUP, ``source`` among the roster, ``layer`` among
-  LAYERS, ``utype`` among WRITER_UTYPES; UPDATE: ``entry_id`` among the E ids, ``utype``
+  the layers the contract allows that owner (GROUP_LAYERS for GROUP, else PERSON_LAYERS),
+  ``utype`` among WRITER_UTYPES; UPDATE: ``entry_id`` among the E ids, ``utype``
   (the targets' UPDATE keys); then ``content`` generated greedily until the closing quote
   (at least ``min_content_tokens`` tokens: a bare name is not a statement; at most
   ``content_tokens``, cut before a repeated 4-gram).
@@ -32,7 +33,7 @@ from typing import Any
 
 from speakerflow.ops.backends.structured import CachedDecoder
 from speakerflow.ops.write.writer.prompt import REPLY_OPENING, WRITER_UTYPES, CompactPrompt
-from speakerflow.schemas.records import GROUP_OWNER, LAYERS
+from speakerflow.schemas.records import GROUP_LAYERS, GROUP_OWNER, PERSON_LAYERS
 
 _NEXT = '}, {"action": "'
 _CLOSE = "}]}"
@@ -111,7 +112,8 @@ class _Walk:
         if kind == "ADD":
             act["owner"] = self.pick([*self.roster, GROUP_OWNER], '", "source": "')
             act["source"] = self.pick(self.roster, '", "layer": "')
-            act["layer"] = self.pick(list(LAYERS), '", "utype": "')
+            layers = GROUP_LAYERS if act["owner"] == GROUP_OWNER else PERSON_LAYERS
+            act["layer"] = self.pick(list(layers), '", "utype": "')
         else:
             act["entry_id"] = self.pick(list(self.prompt.entries), '", "utype": "')
         act["utype"] = self.pick(list(WRITER_UTYPES), '", "content": "')
