@@ -115,7 +115,8 @@ class RulesConfig(BaseModel):
         default="minilm",
         description="sentence embedder (make_embedder kinds) that also finds a revision's "
         "matter when the words differ: the message and one of the record's messages at a "
-        "cosine of at least revise_cosine; 'none' keeps the word similarity alone",
+        "cosine of at least revise_cosine, the message with a change word; 'none' keeps the "
+        "word similarity alone",
     )
     revise_cosine: float = Field(
         default=0.50,

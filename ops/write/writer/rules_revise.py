@@ -11,7 +11,8 @@ A message *revises* an earlier record when both hold:
   rare), or their sentence embeddings (the message's and one of the record's messages) at a
   cosine of at least ``RulesConfig.revise_cosine`` (:class:`MatterVectors`): a change of mind
   is often worded apart from the first view ("the train suits me better" after "I'll fly
-  there" shares no content word). Candidates are the speaker's own records and the
+  there" shares no content word); a match by embedding alone needs a change word
+  (:func:`says_change`), as a person's messages on nearby matters are close too. Candidates are the speaker's own records and the
   GROUP records they announced, newest first;
 - **a different state**: the message says the matter differently, by one of general signals,
   none of them a phrase of any data set: a change word of
@@ -76,9 +77,14 @@ def _numbers(text: str) -> set[str]:
     return rt.numbers(text) | words
 
 
+def says_change(text: str) -> bool:
+    """A change word or a reconsidering of :data:`CHANGE_STATEMENT` / :data:`RECONSIDER`."""
+    return bool(CHANGE_STATEMENT.search(text) or RECONSIDER.search(text))
+
+
 def changes_state(text: str, old_text: str, exclude: set[str]) -> bool:
     """Does ``text`` say the matter of ``old_text`` differently (see the module doc)?"""
-    if CHANGE_STATEMENT.search(text) or RECONSIDER.search(text):
+    if says_change(text):
         return True
     new_numbers, old_numbers = _numbers(text), _numbers(old_text)
     if new_numbers - old_numbers and old_numbers - new_numbers:
@@ -158,8 +164,8 @@ def revised_slot(
         old = set().union(*(stats.words.get(i, frozenset()) for i in slot.from_ids))
         sim = stats.similarity(words, old, need_rare=False) if words else 0.0
         cos = vectors.cosine(msg["msg_id"], slot.from_ids) if vectors is not None else -1.0
-        if sim < threshold and cos < cosine:
-            continue
+        if sim < threshold and (cos < cosine or not says_change(msg["text"])):
+            continue  # on the matter by embedding alone only with a word of changing
         old_text = " ".join(known_text.get(i, "") for i in slot.from_ids)
         if changes_state(msg["text"], old_text, exclude):
             return slot
