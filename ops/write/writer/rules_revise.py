@@ -12,8 +12,8 @@ A message *revises* an earlier record when both hold:
   cosine of at least ``RulesConfig.revise_cosine`` (:class:`MatterVectors`): a change of mind
   is often worded apart from the first view ("the train suits me better" after "I'll fly
   there" shares no content word); a match by embedding alone needs a change word
-  (:func:`says_change`), as a person's messages on nearby matters are close too. Candidates are the speaker's own records and the
-  GROUP records they announced, newest first;
+  (:func:`says_change`), as a person's messages on nearby matters are close too. Candidates
+  are the speaker's own records and the GROUP records they announced, newest first;
 - **a different state**: the message says the matter differently, by one of general signals,
   none of them a phrase of any data set: a change word of
   :data:`~speakerflow.words.CHANGE_STATEMENT` ("instead", "no longer", "changed my mind" ...)
