@@ -75,9 +75,13 @@ def test_cached_scores_equal_a_full_reencoding(chat):
     assert dec.score(options) == pytest.approx(
         _full_scores(chat, prompt, dec.text, options), abs=1e-4
     )
-    dec.choose(options)
+    choice = dec.choose(options)
+    expected = _full_scores(chat, prompt, REPLY_OPENING, options)
+    assert choice.logprobs == pytest.approx(expected, abs=1e-4)
+    assert choice.logprobs[choice.index] == max(choice.logprobs)
     generated, why = dec.generate('"', 6)
-    assert why in {"stop", "cap", "repeat", "eos"}
+    assert why in {"stop", "cap", "repeat", "eos"} and '"' not in generated
+    assert dec.text == REPLY_OPENING + options[choice.index]  # generate writes nothing
     dec.set_text(dec.text + "x")
     names = [f'{n}", "source": "' for n in ROSTER]
     assert dec.score(names) == pytest.approx(_full_scores(chat, prompt, dec.text, names), abs=1e-4)
