@@ -449,20 +449,30 @@ class RulesWriter(SlotFinder):
             if grounding(content, evidence, names=run.segment.roster).reason() is None:
                 act["content"] = content
 
+    def prime(self, store: Any) -> None:
+        """Before a write of ``store``'s group (the write path calls it): the revision test's
+        vectors from the group's embedding cache, the ones it lacks encoded into it."""
+        if not self.config.revise:
+            return
+        vectors = self._vectors(store.group_id, [])
+        if vectors is not None:
+            vectors.prime(store)
+
     def _vectors(self, group_id: str, known: list[dict[str, Any]]) -> MatterVectors | None:
         """The revision test's vectors of ``known`` under ``revise_embedder`` (None for
         ``none``); the embedder loads once per process, each message is encoded once per group
-        (after :meth:`_words_memo`, which starts a new group's memo)."""
+        (:meth:`prime` reads them from the group's cache)."""
         kind = self.config.revise_embedder
         if kind in ("", "none"):
             return None
-        memo = self.__dict__.setdefault("_memo", {})
-        if memo.get("vectors_group") != group_id:
-            memo["vectors_group"] = group_id
-            memo["vectors"] = MatterVectors(shared_embedder(kind))
-        vectors: MatterVectors = memo["vectors"]
-        vectors.prepare(known)
-        return vectors
+        embedder = shared_embedder(kind)
+        if embedder is None:
+            return None
+        held = self.__dict__.get("_vectors_of")
+        if held is None or held[0] != group_id:
+            held = self.__dict__["_vectors_of"] = (group_id, MatterVectors(embedder))
+        held[1].prepare(known)
+        return held[1]
 
     def _words_memo(self, group_id: str) -> dict[str, frozenset[str]]:
         """Content words per message id, kept across the segments of one group."""
