@@ -12,7 +12,10 @@ short ids are mapped back, and the actions of all windows go on, unvalidated, to
 (nothing reaches the store without it). A window whose reply is not usable JSON adds one
 ``{"_invalid": ...}`` item, which Validate refuses with the reason; the other windows'
 actions still count. Windows of one segment do not see each other's writes (they share the
-heads from before the segment); Validate drops exact repeats.
+heads from before the segment); Validate drops exact repeats. With ``decoding="structured"``
+(torch only) each window is decoded alone by the schema walk of
+:mod:`~speakerflow.ops.write.writer.structured` instead: the model only chooses, code writes
+the JSON, so no reply needs repair.
 
 ``model`` is a LoRA adapter folder (its ``adapter_config.json`` names the base, e.g.
 ``smollm2-135m``), a base spec (:func:`~speakerflow.ops.backends.models.resolve_model`), or an
