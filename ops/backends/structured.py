@@ -9,8 +9,8 @@ feeding only the tokens after it; so a text is always fed as the tokenizer split
 whole, never as the concatenation of separately tokenised pieces.
 
 :meth:`~CachedDecoder.choose` scores each option as the log-probability of the token ids of
-``text + option`` from the first token position where any option's ids leave the current
-ones (the same start for every option, so a boundary token that merges the end of the text
+``text + option`` from the first token position where any option's ids depart from those held
+(the same start for every option, so a boundary token that merges the end of the text
 with an option's opening is scored alike for all), then writes the best option.
 :meth:`~CachedDecoder.generate` decodes greedily until a stop string, a token cap or a
 repeated n-gram and returns the text (without writing it).
@@ -120,7 +120,7 @@ class CachedDecoder:
 
     def score(self, options: Sequence[str]) -> list[float]:
         """Log-probability of each ``text + option`` from the first position where any
-        option's token ids leave the current ones (the cache is left on the last option)."""
+        option's token ids depart from those held (the cache is left on the last option)."""
         if not options:
             raise BackendRequestError("structured decoding: no option to choose from")
         encoded = [self._encode(self.text + o) for o in options]
