@@ -49,7 +49,7 @@ from speakerflow.ops.query.query_tables import (
 from speakerflow.ops.query.recall import Recall, RecallConfig
 from speakerflow.ops.query.resolve import Resolve, ResolveConfig
 from speakerflow.ops.query.select import Select, SelectConfig
-from speakerflow.ops.text.embed import Embedder, make_embedder
+from speakerflow.ops.text.embed import Embedder, shared_embedder
 from speakerflow.schemas import EvidenceItem, Projection
 from speakerflow.schemas.records import GROUP_OWNER
 
@@ -133,9 +133,11 @@ _EMBEDDERS: dict[str, Embedder | None] = {}
 
 
 def embedder_for(config: QueryConfig) -> Embedder | None:
-    """One embedder object per kind per process (the model loads once)."""
+    """One embedder object per kind per process (the model loads once, shared with the
+    Writer: :func:`~speakerflow.ops.text.embed.shared_embedder`; ``Memory`` may wrap it here
+    in a batching one)."""
     if config.embedder not in _EMBEDDERS:
-        _EMBEDDERS[config.embedder] = make_embedder(config.embedder)
+        _EMBEDDERS[config.embedder] = shared_embedder(config.embedder)
     return _EMBEDDERS[config.embedder]
 
 

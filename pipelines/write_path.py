@@ -121,9 +121,6 @@ def write_group(
         report.seconds = time.perf_counter() - start
         return report
     _note_backend(store, backend)
-    prime = getattr(getattr(backend, "inner", backend), "prime", None)
-    if prime is not None:  # e.g. the rules Writer's message vectors, from the group's cache
-        prime(store)
     segmenter, write, validate, upsert = (
         Segmenter(window=window),
         Writer(backend),

@@ -29,6 +29,7 @@ Message embeddings are computed once at ingest/eval time and cached in
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 
@@ -166,6 +167,13 @@ def make_embedder(kind: str | None) -> Embedder | None:
         f"unknown embedder {kind!r}; use minilm (or minilm-fp32, minilm-int8, minilm-torch), "
         "hashing or none"
     )
+
+
+@functools.cache
+def shared_embedder(kind: str | None) -> Embedder | None:
+    """:func:`make_embedder`, one object per kind per process: the Writer, the ingest warm-up
+    and the query path share one loaded model."""
+    return make_embedder(kind)
 
 
 def encode_query(embedder: Embedder, text: str, cache_size: int = 256) -> np.ndarray:

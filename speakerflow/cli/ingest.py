@@ -220,9 +220,9 @@ def _embed(groups: list[str], home, args: argparse.Namespace) -> int | None:
         return None
     from speakerflow.ops.query.recall import warm_message_embeddings
     from speakerflow.ops.query.record_view import warm_record_embeddings
-    from speakerflow.ops.text.embed import make_embedder
+    from speakerflow.ops.text.embed import shared_embedder
 
-    embedder = make_embedder(args.embedder)
+    embedder = shared_embedder(args.embedder)
     embedded = 0
     for gid in tqdm(groups, desc="embed", unit="group", disable=len(groups) < 2 or args.json):
         with home.open(gid) as store:

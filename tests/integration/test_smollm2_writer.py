@@ -163,7 +163,12 @@ def test_structured_learned_writer_writes_well_formed_actions(sft_adapter):
     from speakerflow.pipelines.write_path import write_group
 
     writer = LocalWriter(
-        model=str(sft_adapter[0]), window=2, decoding="structured", content_tokens=12, device="cpu"
+        model=str(sft_adapter[0]),
+        window=2,
+        decoding="structured",
+        content_tokens=12,
+        max_actions=2,
+        device="cpu",
     )
     store = GroupStore(Path("/unused"), "t", in_memory=True)
     store.append_messages(to_message_table([{**m, "group_id": "t"} for m in MSGS], "test"))

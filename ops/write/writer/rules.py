@@ -64,7 +64,6 @@ from speakerflow.ops.write.writer.rules_norms import NormWriter
 from speakerflow.ops.write.writer.rules_revise import (
     MatterVectors,
     revised_slot,
-    shared_embedder,
     write_revision,
 )
 from speakerflow.ops.write.writer.rules_slots import SlotFinder, matter_key, parse_key
@@ -157,7 +156,7 @@ class RulesWriter(SlotFinder):
             slots=[_head_slot(h, exclude, at) for h in segment.heads],
             by_id={m["msg_id"]: m for m in segment.messages},
             texts={m["msg_id"]: m["text"] for m in known},
-            vectors=self._vectors(segment.group_id, known) if self.config.revise else None,
+            vectors=self._vectors(segment.group_id) if self.config.revise else None,
         )
 
     def _read(self, run: _Run, msg: dict[str, Any], previous: dict[str, Any] | None) -> None:
@@ -449,29 +448,16 @@ class RulesWriter(SlotFinder):
             if grounding(content, evidence, names=run.segment.roster).reason() is None:
                 act["content"] = content
 
-    def prime(self, store: Any) -> None:
-        """Before a write of ``store``'s group (the write path calls it): the revision test's
-        vectors from the group's embedding cache, the ones it lacks encoded into it."""
-        if not self.config.revise:
-            return
-        vectors = self._vectors(store.group_id, [])
-        if vectors is not None:
-            vectors.prime(store)
-
-    def _vectors(self, group_id: str, known: list[dict[str, Any]]) -> MatterVectors | None:
-        """The revision test's vectors of ``known`` under ``revise_embedder`` (None for
-        ``none``); the embedder loads once per process, each message is encoded once per group
-        (:meth:`prime` reads them from the group's cache)."""
+    def _vectors(self, group_id: str) -> MatterVectors | None:
+        """The revision test's message vectors of the group (None for ``revise_embedder``
+        ``none``), kept across its segments; the model loads once per process, when first
+        needed."""
         kind = self.config.revise_embedder
         if kind in ("", "none"):
             return None
-        embedder = shared_embedder(kind)
-        if embedder is None:
-            return None
         held = self.__dict__.get("_vectors_of")
         if held is None or held[0] != group_id:
-            held = self.__dict__["_vectors_of"] = (group_id, MatterVectors(embedder))
-        held[1].prepare(known)
+            held = self.__dict__["_vectors_of"] = (group_id, MatterVectors(kind))
         return held[1]
 
     def _words_memo(self, group_id: str) -> dict[str, frozenset[str]]:

@@ -104,13 +104,13 @@ def _asked(content: str) -> bool:
 
 
 @functools.cache
-def shared_embedder(kind: str) -> Any:
-    """One embedder per kind per process (a model loads once for every Writer); ``None``, with
-    a warning, when it cannot load (the revision test then reads words only)."""
-    from speakerflow.ops.text.embed import make_embedder
+def revise_embedder(kind: str) -> Any:
+    """The process's shared embedder of ``kind``; ``None``, with a warning, when it cannot
+    load (the revision test then reads words only)."""
+    from speakerflow.ops.text.embed import shared_embedder
 
     try:
-        return make_embedder(kind)
+        return shared_embedder(kind)
     except Exception as exc:  # noqa: BLE001 - a missing model only loses this signal
         warnings.warn(
             f"rules Writer: revise_embedder={kind!r} did not load ({exc}); changes of mind are "
@@ -121,40 +121,28 @@ def shared_embedder(kind: str) -> Any:
 
 
 class MatterVectors:
-    """Unit sentence vectors of a group's message texts under ``embedder``, each encoded once:
-    :meth:`prime` reads them from the group's ``messages-text`` embedding cache (encoding and
-    caching the ones it lacks), :meth:`prepare` encodes those still missing; kept across the
-    segments of one group. The bare text, not dense recall's ``"speaker: text"``: between two
-    messages of one person the shared name lifts every cosine (on the socialmem training chats
-    same-speaker pairs go from a median of 0.18 to 0.45) and blurs the matter."""
+    """Unit sentence vectors of a group's message texts under the ``kind`` embedder, encoded
+    on first use: only the messages a revision test compares (a message with a change word
+    and the messages of its speaker's records), so a chat without changes of mind loads no
+    model. The bare text, not dense recall's ``"speaker: text"``: between two messages of one
+    person the shared name lifts every cosine (on the socialmem training chats same-speaker
+    pairs go from a median of 0.18 to 0.45) and blurs the matter."""
 
-    def __init__(self, embedder: Any):
-        self.embedder = embedder
+    def __init__(self, kind: str):
+        self.kind = kind
         self.vecs: dict[str, np.ndarray] = {}
 
-    def _add(self, ids: Sequence[str], mat: np.ndarray) -> None:
-        mat = np.asarray(mat, dtype=np.float32)
-        mat = mat / np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-9)
-        self.vecs.update(zip(ids, mat, strict=True))
-
-    def prime(self, store: Any) -> None:
-        """The vectors of every message of ``store`` from its cache (those it lacks are
-        encoded and cached, so a later write of the group reads them)."""
-        from speakerflow.ops.text.embed_cache import cached_embeddings
-
-        table = store.messages().select(["msg_id", "text"]).to_pylist()
-        ids = [m["msg_id"] for m in table]
-        texts = [str(m["text"]) for m in table]
-        self._add(ids, cached_embeddings(store, self.embedder, ids, texts, "messages-text"))
-
-    def prepare(self, messages: Sequence[Mapping[str, Any]]) -> None:
-        new = [m for m in messages if m["msg_id"] not in self.vecs]
-        if new:
-            ids = [m["msg_id"] for m in new]
-            self._add(ids, self.embedder.encode([str(m["text"]) for m in new]))
-
-    def cosine(self, msg_id: str, others: Sequence[str]) -> float:
-        """The best cosine of message ``msg_id`` with one of ``others`` (-1 when unknown)."""
+    def cosine(self, msg_id: str, others: Sequence[str], texts: Mapping[str, str]) -> float:
+        """The best cosine of message ``msg_id`` with one of ``others`` (texts by id; -1 when
+        a text is unknown or the embedder did not load)."""
+        wanted = [i for i in (msg_id, *others) if i not in self.vecs and i in texts]
+        if wanted:
+            embedder = revise_embedder(self.kind)
+            if embedder is None:
+                return -1.0
+            mat = np.asarray(embedder.encode([str(texts[i]) for i in wanted]), dtype=np.float32)
+            mat = mat / np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-9)
+            self.vecs.update(zip(wanted, mat, strict=True))
         vec = self.vecs.get(msg_id)
         if vec is None:
             return -1.0
@@ -190,9 +178,12 @@ def revised_slot(
             continue  # a question, or an answer kept with its question, is no state to revise
         old = set().union(*(stats.words.get(i, frozenset()) for i in slot.from_ids))
         sim = stats.similarity(words, old, need_rare=False) if words else 0.0
-        cos = vectors.cosine(msg["msg_id"], slot.from_ids) if vectors is not None else -1.0
-        if sim < threshold and (cos < cosine or not says_change(msg["text"])):
-            continue  # on the matter by embedding alone only with a word of changing
+        if sim < threshold and not (
+            vectors is not None  # on the matter by embedding alone only with a change word
+            and says_change(msg["text"])
+            and vectors.cosine(msg["msg_id"], slot.from_ids, known_text) >= cosine
+        ):
+            continue
         old_text = " ".join(known_text.get(i, "") for i in slot.from_ids)
         if changes_state(msg["text"], old_text, exclude):
             return slot
