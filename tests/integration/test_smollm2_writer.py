@@ -166,8 +166,8 @@ def test_structured_learned_writer_writes_well_formed_actions(sft_adapter):
         model=str(sft_adapter[0]),
         window=2,
         decoding="structured",
-        content_tokens=12,
-        max_actions=2,
+        content_tokens=6,
+        max_actions=1,
         device="cpu",
     )
     store = GroupStore(Path("/unused"), "t", in_memory=True)
