@@ -105,7 +105,7 @@ def ingest(home, path: Path, embedder: str) -> str:
     """One conversation into ``home`` as ``speakerflow ingest`` does; returns its group id."""
     from speakerflow.ops.loaders import load
     from speakerflow.ops.query.recall import warm_message_embeddings
-    from speakerflow.ops.text.embed import make_embedder
+    from speakerflow.ops.text.embed import shared_embedder
     from speakerflow.pipelines.write_path import write_group
 
     [(gid, table)] = load(path, "jsonl")
@@ -114,7 +114,7 @@ def ingest(home, path: Path, embedder: str) -> str:
         write_group(store, "rules", progress=False)
     if embedder != "none":
         with home.open(gid) as store:
-            warm_message_embeddings(store, make_embedder(embedder))
+            warm_message_embeddings(store, shared_embedder(embedder))
     return gid
 
 
