@@ -86,31 +86,14 @@ def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 4)
 
 
-#: Writer kinds that load a local model folder, accepted as ``kind:FOLDER``.
-LOCAL_KINDS = ("transformers", "onnx")
-
-
 def _resolve_writer(backend: Any, backend_config: dict[str, Any]) -> Any:
-    """A WriterBackend from a name, ``transformers:FOLDER`` / ``onnx:FOLDER``, ``local:SPEC``
-    (``local@structured[:SPEC]`` / ``local@free[:SPEC]`` pick the learned Writer's decoding),
-    or as given."""
+    """A WriterBackend from a spec (:func:`~speakerflow.ops.write.writer.registry.writer_from_spec`:
+    a name, ``local[@DECODING]:SPEC``, ``transformers:FOLDER`` / ``onnx:FOLDER``) or as given."""
     if not isinstance(backend, str):
         return backend
-    from speakerflow.ops.write.writer.registry import make_writer
+    from speakerflow.ops.write.writer.registry import writer_from_spec
 
-    kind, _, folder = backend.partition(":")
-    if kind.startswith("local@"):  # local@structured / local@free: the learned Writer's decoding
-        kind, backend_config = "local", {**backend_config, "decoding": kind.split("@", 1)[1]}
-    if folder and kind == "local":  # the learned Writer: an adapter, base spec or ONNX folder
-        backend_config = {**backend_config, "model": folder}
-    elif folder and kind in LOCAL_KINDS:
-        backend_config = {**backend_config, "model_dir": folder}
-    elif folder:
-        raise ValueError(
-            f"backend {backend!r}: only local / {' / '.join(LOCAL_KINDS)} take a model folder "
-            "after ':' (e.g. onnx:runs/grpo-onnx)"
-        )
-    writer = make_writer(kind, **backend_config)
+    writer = writer_from_spec(backend, **backend_config)
     if writer is None:
         raise ValueError("backend 'none' writes nothing; pick a Writer backend to evaluate")
     return writer

@@ -118,9 +118,10 @@ class CachedDecoder:
             self._advance(ids)
         self.text = text
 
-    def score(self, options: Sequence[str]) -> list[float]:
+    def score(self, options: Sequence[str], per_token: bool = False) -> list[float]:
         """Log-probability of each ``text + option`` from the first position where any
-        option's token ids depart from those held (the cache is left on the last option)."""
+        option's token ids depart from those held (the cache is left on the last option);
+        ``per_token``: divided by the number of tokens scored (options of unlike lengths)."""
         if not options:
             raise BackendRequestError("structured decoding: no option to choose from")
         encoded = [self._encode(self.text + o) for o in options]
@@ -136,12 +137,13 @@ class CachedDecoder:
             logits = self._advance(ids, start=start - 1)
             logp = logits[:-1].log_softmax(dim=-1)
             target = self._torch.tensor(ids[start:], device=logp.device)
-            scores.append(float(logp.gather(1, target[:, None]).sum()))
+            total = float(logp.gather(1, target[:, None]).sum())
+            scores.append(total / len(target) if per_token else total)
         return scores
 
-    def choose(self, options: Sequence[str]) -> Choice:
+    def choose(self, options: Sequence[str], per_token: bool = False) -> Choice:
         """Write the option of highest log-probability (first on ties); see :meth:`score`."""
-        scores = self.score(options)
+        scores = self.score(options, per_token)
         best = max(range(len(options)), key=lambda i: (scores[i], -i))
         self.set_text(self.text + options[best])
         return Choice(best, tuple(scores))

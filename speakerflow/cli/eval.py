@@ -68,8 +68,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--writer",
         default="rules",
-        help="--system speakerflow: the Writer of its records (rules, local, or local:SPEC for "
-        "an adapter / base / ONNX folder)",
+        help="--system speakerflow: the Writer of its records (rules, local, local:SPEC for "
+        "an adapter / base / ONNX folder, local@DECODING:SPEC with decoding free, structured "
+        "or extract)",
     )
     p.add_argument(
         "--networks",
@@ -104,10 +105,10 @@ def run(args: argparse.Namespace) -> int:
     for ab in args.ablate.split(",") if args.ablate else []:
         plan.append(("speakerflow", ab.strip()))
     writer: object = args.writer
-    if args.writer.startswith("local:"):  # the learned Writer, built once for every group
-        from speakerflow.ops.write.writer.local import LocalWriter
+    if args.writer.startswith(("local:", "local@")):  # the learned Writer, built once
+        from speakerflow.ops.write.writer.registry import writer_from_spec
 
-        writer = LocalWriter(model=args.writer.split(":", 1)[1])
+        writer = writer_from_spec(args.writer)
     reports = []
     for system, ablate in plan:
         try:

@@ -19,6 +19,7 @@ from speakerflow.ops.write.writer.registry import WRITER_KINDS, make_writer
 from speakerflow.pipelines.write_path import write_group
 from speakerflow.settings import setting
 
+from . import CliError
 from .common import add_home, add_json, home_of, print_json
 
 
@@ -44,6 +45,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="chat writers: model name (openai) or model folder (transformers/onnx); local: a "
         "LoRA adapter, a base (smollm2-135m, a .gguf) or an ONNX export (default: the shipped "
         "adapter)",
+    )
+    p.add_argument(
+        "--decoding",
+        default=None,
+        choices=["free", "structured", "extract"],
+        help="local writer: free (generate, repair the JSON), structured (the model chooses "
+        "where the contract leaves a choice) or extract (structured, contents chosen among the "
+        "window's sentences); default: the model folder's decoding.json, else free",
     )
     p.add_argument(
         "--base-url", default=None, help="openai writer: base URL of an OpenAI-compatible endpoint"
@@ -79,12 +88,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    extra = {"decoding": args.decoding} if args.decoding else {}
+    if extra and args.writer != "local":
+        raise CliError("--decoding is for --writer local")
     pack, loaded, notes = _load(args)
     if not args.json:
         for note in notes:
             print(f"note: {note}")
     home = home_of(args)
-    backend = make_writer(args.writer, model=args.model, base_url=args.base_url, device=args.device)
+    backend = make_writer(
+        args.writer, model=args.model, base_url=args.base_url, device=args.device, **extra
+    )
     total_added, total_skipped, reports = _ingest_groups(loaded, home, backend, pack, args)
     embedded = _embed([gid for gid, _ in loaded], home, args)
     partitions, partition_note = _register_partitions([gid for gid, _ in loaded])

@@ -161,3 +161,13 @@ def test_cli_style_settings_reach_the_local_backends(onnx_dir):
     writer = registry.make_writer("onnx", model=str(onnx_dir), base_url=None, device="cpu")
     assert writer.name == "chat:onnx" and writer.backend.provider == "CPUExecutionProvider"
     assert writer.backend.config.model_dir == onnx_dir
+    # what `speakerflow eval --writer onnx:DIR` / `eval writer --backend onnx:DIR` build
+    spec = registry.writer_from_spec(f"onnx:{onnx_dir}", device="cpu")
+    assert spec.name == "chat:onnx" and spec.backend.config.model_dir == onnx_dir
+    with pytest.raises(ValueError, match="only local / transformers / onnx take a model folder"):
+        registry.writer_from_spec("rules:somewhere")
+    # the learned Writer's decodings are checked against its backend before any model loads
+    from speakerflow.ops.backends.errors import BackendConfigError
+
+    with pytest.raises(BackendConfigError, match="extract decoding needs the transformers"):
+        registry.writer_from_spec(f"local@extract:{onnx_dir}")

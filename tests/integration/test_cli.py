@@ -1,6 +1,7 @@
 """The CLI as a user runs it, on the bundled sample and on the shared data sets."""
 
 import json
+from pathlib import Path
 
 from conftest import shared
 
@@ -54,6 +55,9 @@ def test_search_and_errors(home, capsys):
     assert rows[0]["msg_id"] == "s3-t05"
     assert main(["search", "no-such-group", "x"]) == 2
     assert "no store" in capsys.readouterr().err
+    sample = Path(__file__).parents[2] / "speakerflow" / "data" / "sample_team.jsonl"
+    assert main(["ingest", str(sample), "--decoding", "extract"]) == 2  # rules has no decoding
+    assert "--decoding is for --writer local" in capsys.readouterr().err
 
 
 def test_ingest_embeds_new_messages(home, capsys):

@@ -21,7 +21,11 @@ from speakerflow.ops.write.writer.prompt import (
     build_compact_messages,
     unalias_actions,
 )
-from speakerflow.ops.write.writer.structured import StructuredSettings, structured_reply
+from speakerflow.ops.write.writer.structured import (
+    StructuredSettings,
+    statements,
+    structured_reply,
+)
 from speakerflow.schemas.records import GROUP_OWNER, LAYERS
 from speakerflow.training.tiny import build_tiny_model
 
@@ -130,9 +134,49 @@ def test_local_writer_structured_decoding_and_onnx_refusal(chat, tmp_path):
     assert out.model_calls == 1 and all(isinstance(a, dict) for a in out.actions)
     assert writer.name == "local:transformers+structured"
     assert sum(writer.throughput()["content_endings"].values()) >= 1
+    extract = LocalWriter(
+        model=str(chat.config.model_dir), decoding="extract", noop_min_p=1.0, device="cpu"
+    )
+    out = extract.propose(_segment())
+    assert extract.name == "local:transformers+extract" and out.actions
+    assert all(len(a["from_ids"]) == 1 for a in out.actions)
     (tmp_path / "model.onnx").write_bytes(b"")
     with pytest.raises(BackendConfigError, match="structured decoding needs the transformers"):
         LocalWriter(model=str(tmp_path), decoding="structured")
     (tmp_path / "decoding.json").write_text(json.dumps({"decoding": "beam"}))
     with pytest.raises(ValueError, match="decoding must be one of"):
         LocalWriter(model=str(tmp_path))
+
+
+def test_statements_are_the_sources_sentences_in_the_third_person():
+    window = [
+        {"speaker": "Ana", "text": "Are you coming? I moved to Porto last week. Ok"},
+        {"speaker": "Ben", "text": "My sister cooks well. I think so too."},
+    ]
+    assert statements(window, "Ana", "Ana") == [(1, "moved to Porto last week.")]
+    assert statements(window, "Ana", "Ben") == [
+        (2, "Ben's sister cooks well."),
+        (2, "Ben thinks so too."),
+    ]
+    # a source who said nothing in the window: anyone's statements are offered
+    assert [k for k, _ in statements(window, "GROUP", "Cleo")] == [1, 2, 2]
+
+
+def test_extracted_contents_are_window_statements_cited_and_grounded(chat):
+    seg = _segment((HEAD,))
+    prompt = build_compact_messages(seg)
+    settings = StructuredSettings(max_actions=3, noop_min_p=1.0, content="extract")
+    with pytest.raises(ValueError, match="needs the window's 3 messages"):
+        structured_reply(decoder_for(chat, prompt.chat, REPLY_OPENING), prompt, ["Ana"], settings)
+    dec = decoder_for(chat, prompt.chat, REPLY_OPENING)
+    reply = structured_reply(dec, prompt, list(ROSTER), settings, seg.messages)
+    found, error, _ = parse_writer_text(reply.text)
+    assert error is None and found == reply.actions and reply.actions
+    assert reply.endings.get("extract") == len(reply.actions)
+    batch = Batch.from_segment(seg)
+    for i, act in enumerate(unalias_actions(found, prompt)):
+        (k,) = act["from_ids"]
+        owner, source = act.get("owner", ""), act.get("source")
+        assert (int(k[1:]) + 1, act["content"]) in statements(seg.messages, owner, source)
+        verdict = check_action(dict(act), batch, i)
+        assert verdict.reason is None or not verdict.reason.startswith("content"), verdict

@@ -47,8 +47,10 @@ SHIPPED_ADAPTER = Path(__file__).with_name("smollm2_writer")
 #: Decoding settings calibrated for a model folder, read from beside its weights.
 DECODING_FILE = "decoding.json"
 #: How a reply is decoded: free text then JSON repair, or the schema walk of
-#: :mod:`~speakerflow.ops.write.writer.structured`.
-DECODINGS = ("free", "structured")
+#: :mod:`~speakerflow.ops.write.writer.structured` (``extract``: the walk with contents
+#: chosen among the window's statements instead of written).
+DECODINGS = ("free", "structured", "extract")
+_WALKS = ("structured", "extract")
 
 
 def _folder_settings(model: str) -> tuple[Path, dict[str, Any]]:
@@ -90,7 +92,8 @@ class LocalWriterConfig(BaseModel):
     the training windows), else 0 (plain greedy); ``decoding`` ``free`` (generate, then
     repair and parse the JSON) or ``structured`` (the model only chooses where the contract
     leaves a choice, code writes the syntax: :mod:`~speakerflow.ops.write.writer.structured`;
-    torch backend only, refused for ``onnx``), None = the ``decoding`` of the folder's
+    torch backend only, refused for ``onnx``) or ``extract`` (the same walk, each content
+    chosen among the window's own statements and cited), None = the ``decoding`` of the folder's
     :data:`DECODING_FILE`, else ``free``; ``max_actions`` and ``content_tokens`` bound a
     structured reply (actions per window, tokens per content).
     """
@@ -107,7 +110,7 @@ class LocalWriterConfig(BaseModel):
     batch: int = Field(default=8, ge=1)
     reply_prefix: str = REPLY_OPENING
     noop_min_p: float | None = Field(default=None, ge=0.0, le=1.0)
-    decoding: Literal["free", "structured"] | None = None
+    decoding: Literal["free", "structured", "extract"] | None = None
     max_actions: int = Field(default=6, ge=1)
     content_tokens: int = Field(default=48, ge=1)
 
@@ -138,16 +141,16 @@ class LocalWriter:
         cfg = self.config
         kind = backend_kind(cfg.model, cfg.backend)
         self.decoding = cfg.decoding or folder_decoding(cfg.model)
-        if self.decoding == "structured" and kind != "transformers":
+        if self.decoding in _WALKS and kind != "transformers":
             raise BackendConfigError(
-                f"structured decoding needs the transformers (torch) backend, not {kind!r} "
+                f"{self.decoding} decoding needs the transformers (torch) backend, not {kind!r} "
                 f"({cfg.model}); use decoding='free' for an ONNX export"
             )
         self.backend: Any = make_backend(
             kind, model_dir=cfg.model, device=cfg.device, max_batch=cfg.batch
         )
         self.noop_min_p = folder_noop_min_p(cfg.model) if cfg.noop_min_p is None else cfg.noop_min_p
-        self.name = f"local:{kind}" + ("+structured" if self.decoding == "structured" else "")
+        self.name = f"local:{kind}" + (f"+{self.decoding}" if self.decoding in _WALKS else "")
         self.windows = self.parse_errors = self.messages = 0
         self.generate_s = 0.0
         self.repairs: dict[str, int] = {}
@@ -162,8 +165,8 @@ class LocalWriter:
         cfg = self.config
         wins = self._windows(segment)
         prompts = [build_compact_messages(w, max_heads=cfg.max_heads) for w in wins]
-        if self.decoding == "structured":
-            return self._propose_structured(segment, prompts)
+        if self.decoding in _WALKS:
+            return self._propose_structured(segment, wins, prompts)
         start = time.perf_counter()
         results = self.backend.chat_batch(
             [p.chat for p in prompts],
@@ -195,20 +198,27 @@ class LocalWriter:
             model_calls=len(wins),
         )
 
-    def _propose_structured(self, segment: Segment, prompts: list[CompactPrompt]) -> WriterOutput:
+    def _propose_structured(
+        self, segment: Segment, wins: list[Segment], prompts: list[CompactPrompt]
+    ) -> WriterOutput:
         """One window at a time: one prompt encoding, then the schema walk over its cache."""
         from speakerflow.ops.backends.structured import decoder_for
         from speakerflow.ops.write.writer.structured import StructuredSettings, structured_reply
 
         cfg = self.config
-        settings = StructuredSettings(cfg.max_actions, cfg.content_tokens, self.noop_min_p)
+        settings = StructuredSettings(
+            cfg.max_actions,
+            cfg.content_tokens,
+            self.noop_min_p,
+            content="extract" if self.decoding == "extract" else "generate",
+        )
         roster = list(segment.roster) or sorted({str(m["speaker"]) for m in segment.messages})
         actions: list[Any] = []
         texts, tokens = [], 0
         start = time.perf_counter()
-        for prompt in prompts:
+        for win, prompt in zip(wins, prompts, strict=True):
             dec = decoder_for(self.backend, prompt.chat, REPLY_OPENING)
-            reply = structured_reply(dec, prompt, roster, settings)
+            reply = structured_reply(dec, prompt, roster, settings, win.messages)
             for why, n in reply.endings.items():
                 self.endings[why] = self.endings.get(why, 0) + n
             texts.append(reply.text)
@@ -225,7 +235,7 @@ class LocalWriter:
         """Windows, messages and messages per second of generation so far (structured
         decoding: also how its contents ended, ``content_endings``)."""
         secs = self.generate_s or float("nan")
-        extra = {"content_endings": dict(self.endings)} if self.decoding == "structured" else {}
+        extra = {"content_endings": dict(self.endings)} if self.decoding in _WALKS else {}
         return {
             **extra,
             "windows": self.windows,

@@ -47,3 +47,31 @@ def make_writer(kind: str = "rules", **config: Any) -> WriterBackend | None:
             ) from None
         return make_chat_writer(kind, **config)
     raise ValueError(f"unknown writer {kind!r}; choose one of {list(WRITER_KINDS)}")
+
+
+#: The chat kinds that take a model folder after ``:`` in a spec.
+_FOLDER_KINDS = ("transformers", "onnx")
+
+
+def writer_from_spec(spec: str, **config: Any) -> WriterBackend | None:
+    """:func:`make_writer` from one string: a kind, ``local:FOLDER`` (an adapter, a base such
+    as ``smollm2-135m`` or an ONNX export), ``local@DECODING[:FOLDER]`` (the learned Writer
+    with that decoding: ``free``, ``structured``, ``extract``) or ``transformers:FOLDER`` /
+    ``onnx:FOLDER``; ``config`` as for :func:`make_writer`.
+
+    >>> writer_from_spec("rules").name
+    'rules'
+    """
+    kind, _, folder = spec.partition(":")
+    if kind.startswith("local@"):
+        kind, config = "local", {**config, "decoding": kind.split("@", 1)[1]}
+    if folder and kind == "local":
+        config = {**config, "model": folder}
+    elif folder and kind in _FOLDER_KINDS:
+        config = {**config, "model_dir": folder}
+    elif folder:
+        raise ValueError(
+            f"writer {spec!r}: only local / {' / '.join(_FOLDER_KINDS)} take a model folder "
+            "after ':' (e.g. onnx:runs/grpo-onnx)"
+        )
+    return make_writer(kind, **config)

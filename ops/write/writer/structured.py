@@ -20,6 +20,14 @@ the ones training saw. Every choice is the option of highest log-probability
   ``"from_ids": [`` and choose message numbers among the unused ``1..n``, each followed by
   a choice between another number and the two closings.
 
+With ``content="extract"`` the model does not write the content but chooses it (by its
+log-probability per token) among the window's statements (:func:`statements`: each sentence
+of the source's messages that is not a question, in the third person, without the fields'
+names), and the message it comes from is cited; so every content is grounded by
+construction and the model ranks what is worth recording. A 135M model trained on 70
+windows writes contents Validate refuses (docs/training.md); choosing among the messages'
+own sentences is what it can do.
+
 At most ``max_actions`` actions; an action with empty content or the content of an earlier
 one in the reply is dropped and the reply closed. The result always parses and has the
 contract's shape; what it says is left to Validate.
@@ -28,11 +36,20 @@ contract's shape; what it says is left to Validate.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from speakerflow.ops.backends.structured import CachedDecoder
 from speakerflow.ops.write.writer.prompt import REPLY_OPENING, WRITER_UTYPES, CompactPrompt
+from speakerflow.ops.write.writer.rules_content import concise
+from speakerflow.ops.write.writer.rules_text import (
+    is_question,
+    sentences,
+    strip_filler,
+    third_person,
+    words,
+)
 from speakerflow.schemas.records import GROUP_LAYERS, GROUP_OWNER, PERSON_LAYERS
 
 _NEXT = '}, {"action": "'
@@ -41,12 +58,15 @@ _CLOSE = "}]}"
 
 @dataclass(frozen=True)
 class StructuredSettings:
-    """Limits of the walk: actions per reply, tokens per content (most, least), NOOP gate."""
+    """Limits of the walk: actions per reply, tokens per content (most, least), NOOP gate;
+    ``content``: ``generate`` (the model writes it) or ``extract`` (it chooses a statement of
+    the window, :func:`statements`)."""
 
     max_actions: int = 6
     content_tokens: int = 48
     noop_min_p: float = 0.0
     min_content_tokens: int = 4
+    content: Literal["generate", "extract"] = "generate"
 
 
 @dataclass
@@ -69,9 +89,43 @@ def _q(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)[1:-1]
 
 
+def statements(
+    window: Sequence[Mapping[str, Any]], owner: str, source: str | None, min_words: int = 3
+) -> list[tuple[int, str]]:
+    """``(message number, content)`` for each sentence of the window said by ``source``
+    (anyone's when ``source`` is None or said nothing there) that is not a question and has
+    at least ``min_words`` words: the speaker's first person rewritten in the third, the
+    record's owner dropped as its opening subject (:func:`concise`). Numbers are 1-based, as
+    the prompt shows them; repeated contents are kept once."""
+    said = [i for i, m in enumerate(window) if source is not None and m.get("speaker") == source]
+    picked = said or range(len(window))
+    out: list[tuple[int, str]] = []
+    seen: set[str] = set()
+    for i in picked:
+        speaker = str(window[i].get("speaker") or "")
+        for sent in sentences(_clean(str(window[i].get("text") or ""))):
+            sent = strip_filler(sent)
+            if is_question(sent) or len(words(sent)) < min_words:
+                continue
+            text = third_person(sent, speaker) if speaker else sent
+            text = _clean(concise(text, owner, speaker, elide=owner == speaker, keep_owner=True))
+            if text and text.lower() not in seen:
+                seen.add(text.lower())
+                out.append((i + 1, text))
+    return out
+
+
 class _Walk:
-    def __init__(self, dec: CachedDecoder, prompt: CompactPrompt, roster: list[str], s: Any):
+    def __init__(
+        self,
+        dec: CachedDecoder,
+        prompt: CompactPrompt,
+        roster: list[str],
+        s: Any,
+        window: Sequence[Mapping[str, Any]] = (),
+    ):
         self.dec, self.prompt, self.roster, self.s = dec, prompt, roster, s
+        self.window = window
         self.reply = StructuredReply(REPLY_OPENING, [])
 
     def pick(self, values: list[str], after: str) -> str:
@@ -83,6 +137,22 @@ class _Walk:
         )
         self.reply.endings[why] = self.reply.endings.get(why, 0) + 1
         return _clean(text)
+
+    def extract(self, act: dict[str, Any]) -> tuple[str, int] | None:
+        """The statement chosen for ``act`` and its message number (None: none left)."""
+        earlier = {a.get("content") for a in self.reply.actions}
+        found = [
+            (k, text)
+            for k, text in statements(self.window, act.get("owner", ""), act.get("source"))
+            if text not in earlier
+        ]
+        if not found:
+            return None
+        mark = self.dec.text
+        pick = self.dec.choose([_q(text) + '"' for _, text in found], per_token=True).index
+        self.dec.set_text(mark)
+        self.reply.endings["extract"] = self.reply.endings.get("extract", 0) + 1
+        return found[pick][1], found[pick][0]
 
     def citations(self, action: dict[str, Any], closers: list[str]) -> str:
         """Message numbers after ``"from_ids": [``; returns the closing chosen."""
@@ -117,6 +187,8 @@ class _Walk:
         else:
             act["entry_id"] = self.pick(list(self.prompt.entries), '", "utype": "')
         act["utype"] = self.pick(list(WRITER_UTYPES), '", "content": "')
+        if self.s.content == "extract":
+            return self.extracted(act, mark)
         content = self.content()
         earlier = {a.get("content") for a in self.reply.actions}
         if not content or content in earlier:
@@ -131,6 +203,19 @@ class _Walk:
         pick = dec.choose(options).index
         closing = closers[pick] if pick < len(closers) else self.citations(act, closers)
         return act, closing
+
+    def extracted(self, act: dict[str, Any], mark: str) -> tuple[dict[str, Any] | None, str]:
+        """The rest of an action whose content is chosen (:meth:`extract`) and cited."""
+        dec = self.dec
+        chosen = self.extract(act)
+        if chosen is None:
+            dec.set_text(mark)
+            return None, _CLOSE
+        act["content"], act["from_ids"] = chosen[0], [chosen[1]]
+        dec.set_text(dec.text + _q(chosen[0]) + f'", "from_ids": [{chosen[1]}]')
+        more = len(self.reply.actions) + 1 < self.s.max_actions
+        closers = [_CLOSE] + ([_NEXT] if more else [])
+        return act, closers[dec.choose(closers).index]
 
     def run(self) -> StructuredReply:
         first = True
@@ -156,12 +241,20 @@ def structured_reply(
     prompt: CompactPrompt,
     roster: list[str],
     settings: StructuredSettings | None = None,
+    window: Sequence[Mapping[str, Any]] = (),
 ) -> StructuredReply:
     """Walk the reply for ``prompt`` over ``dec`` (which holds the prompt and
     :data:`REPLY_OPENING`); see the module docstring. ``roster`` are the names offered for
-    owner and source."""
+    owner and source; ``window`` the window's messages (``speaker``, ``text``, in the
+    prompt's order), which ``content="extract"`` chooses from."""
+    settings = settings or StructuredSettings()
+    if settings.content == "extract" and len(window) != len(prompt.messages):
+        raise ValueError(
+            f"content='extract' needs the window's {len(prompt.messages)} messages, "
+            f"got {len(window)}"
+        )
     if not roster:
         raise ValueError("structured decoding needs a roster to choose owner and source from")
     if dec.text != REPLY_OPENING:
         raise ValueError(f"the decoder must hold exactly the reply opening {REPLY_OPENING!r}")
-    return _Walk(dec, prompt, roster, settings or StructuredSettings()).run()
+    return _Walk(dec, prompt, roster, settings, window).run()
