@@ -32,9 +32,10 @@ from __future__ import annotations
 import json
 import shutil
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -70,6 +71,12 @@ class WindowGRPOSettings(BaseModel):
     save_steps: int = Field(default=0, ge=0)
     resume: bool = False
     seed: int = 0
+    decoding: Literal["free", "extract"] = Field(
+        default="free",
+        description="how samples are drawn: free text (TRL's generate) or the extractive "
+        "walk with sampled choices (walk_rollout)",
+    )
+    max_actions: int = Field(default=6, ge=1, description="extract: actions per sampled walk")
 
 
 def window_segment(example: dict[str, Any]) -> tuple[Segment, WriterState]:
@@ -174,6 +181,62 @@ def grpo_rows(examples: Sequence[dict[str, Any]], tokenizer: Any) -> list[dict[s
     ]
 
 
+class WalkRollout:
+    """TRL ``rollout_func`` for ``decoding="extract"``: each prompt's completion is a walk of
+    :func:`~speakerflow.ops.write.writer.structured.structured_reply` with extracted contents
+    and every choice drawn at ``temperature`` (a new seed per sample), over the policy being
+    trained. Returns the prompt ids (the chat template with the assistant header and the
+    forced opening, as inference feeds them), the reply's ids after the opening plus the end
+    token, and no sampling log-probabilities (TRL scores the ids itself). So GRPO trains the
+    decoding the Writer is evaluated with: TRL's loss raises or lowers the log-probability
+    of the walk's whole text, i.e. of the options it chose."""
+
+    def __init__(self, examples: Sequence[dict[str, Any]], tokenizer: Any, s: WindowGRPOSettings):
+        self.by_prompt = {forced_prompt(tokenizer, ex["prompt"]): ex for ex in examples}
+        self.tokenizer, self.s = tokenizer, s
+        self.calls = 0
+
+    def __call__(self, prompts: Sequence[str], trainer: Any) -> dict[str, Any]:
+        model = trainer.model
+        out: dict[str, Any] = {"prompt_ids": [], "completion_ids": [], "logprobs": None}
+        training = model.training
+        model.eval()  # in train mode gradient checkpointing drops the KV cache the walk reads
+        try:
+            for prompt in prompts:
+                opened, reply = self.walk(model, self.by_prompt[prompt])
+                out["prompt_ids"].append(opened)
+                out["completion_ids"].append(reply + [self.tokenizer.eos_token_id])
+        finally:
+            model.train(training)
+        return out
+
+    def walk(self, model: Any, ex: dict[str, Any]) -> tuple[list[int], list[int]]:
+        """One sampled walk for window example ``ex``: the ids up to the forced opening and
+        the reply's ids after it."""
+        from speakerflow.ops.backends.structured import CachedDecoder
+        from speakerflow.ops.write.writer.structured import StructuredSettings, structured_reply
+
+        tok = self.tokenizer
+        seg, _ = window_segment(ex)
+        chat = tok.apply_chat_template(
+            list(ex["prompt"]), tokenize=False, add_generation_prompt=True
+        )
+        dec = CachedDecoder(model, tok, chat)
+        dec.set_text(REPLY_OPENING)
+        opened = list(dec.ids)
+        self.calls += 1
+        settings = StructuredSettings(
+            max_actions=self.s.max_actions,
+            content="extract",
+            temperature=self.s.temperature,
+            seed=self.s.seed * 100_003 + self.calls,
+        )
+        structured_reply(dec, build_compact_messages(seg), list(seg.roster), settings, seg.messages)
+        if dec.ids[: len(opened)] != opened:  # the reply re-split the opening's last token
+            raise RuntimeError("walk rollout: the reply does not extend the forced opening")
+        return opened, dec.ids[len(opened) :]
+
+
 def train_grpo_windows(
     sft_adapter: str | Path,
     examples: Sequence[dict[str, Any]],
@@ -195,6 +258,7 @@ def train_grpo_windows(
     n_layers = int(getattr(model.config, "num_hidden_layers", 0))
     reward = WindowReward(tokenizer.eos_token_id)
     data = Dataset.from_list(grpo_rows(examples, tokenizer))
+    rollout = WalkRollout(examples, tokenizer, s) if s.decoding == "extract" else None
     config = GRPOConfig(
         output_dir=str(out / "checkpoints"),
         max_steps=s.steps,
@@ -218,14 +282,17 @@ def train_grpo_windows(
         bf16=str(dtype) == "torch.bfloat16",
         dataloader_pin_memory=device == "cuda",
     )
-    trainer = GRPOTrainer(
-        model=model,
-        reward_funcs=[reward],
-        args=config,
-        train_dataset=data,
-        processing_class=tokenizer,
-        peft_config=lora_config(s.lora_r, s.lora_alpha, 0.0, s.lora_layers, n_layers),
-    )
+    with warnings.catch_warnings():  # TRL marks rollout_func experimental
+        warnings.filterwarnings("ignore", message=".*'rollout_func'.*", category=UserWarning)
+        trainer = GRPOTrainer(
+            model=model,
+            reward_funcs=[reward],
+            args=config,
+            train_dataset=data,
+            processing_class=tokenizer,
+            peft_config=lora_config(s.lora_r, s.lora_alpha, 0.0, s.lora_layers, n_layers),
+            rollout_func=rollout,
+        )
     resume = newest_checkpoint(out / "checkpoints") if s.resume else None
     start = time.perf_counter()
     trainer.train(resume_from_checkpoint=resume)

@@ -21,6 +21,8 @@ Only the ``transformers`` (torch) backend offers the cache this needs; see
 
 from __future__ import annotations
 
+import math
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -141,10 +143,23 @@ class CachedDecoder:
             scores.append(total / len(target) if per_token else total)
         return scores
 
-    def choose(self, options: Sequence[str], per_token: bool = False) -> Choice:
-        """Write the option of highest log-probability (first on ties); see :meth:`score`."""
+    def choose(
+        self,
+        options: Sequence[str],
+        per_token: bool = False,
+        temperature: float = 0.0,
+        rng: random.Random | None = None,
+    ) -> Choice:
+        """Write the option of highest log-probability (first on ties), or with
+        ``temperature`` > 0 and ``rng`` one drawn from the softmax of the scores divided by
+        the temperature (sampled walks for GRPO); see :meth:`score`."""
         scores = self.score(options, per_token)
-        best = max(range(len(options)), key=lambda i: (scores[i], -i))
+        if temperature > 0 and rng is not None:
+            top = max(scores)
+            weights = [math.exp((x - top) / temperature) for x in scores]
+            best = rng.choices(range(len(options)), weights=weights)[0]
+        else:
+            best = max(range(len(options)), key=lambda i: (scores[i], -i))
         self.set_text(self.text + options[best])
         return Choice(best, tuple(scores))
 

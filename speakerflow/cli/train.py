@@ -150,6 +150,16 @@ def _add_grpo(tsub: argparse._SubParsersAction) -> None:
         default=None,
         help="longest completion sampled per prompt (default 2048; --base: 160)",
     )
+    g.add_argument(
+        "--decoding",
+        choices=("free", "extract"),
+        default="free",
+        help="--base: sample free text (TRL's generate) or the extractive walk with sampled "
+        "choices, the decoding `eval writer --backend local@extract:OUT` evaluates",
+    )
+    g.add_argument(
+        "--max-actions", type=int, default=6, help="--base --decoding extract: actions per walk"
+    )
     g.add_argument("--positions", type=int, default=None, help="cap writing positions per network")
     g.add_argument("--networks", default=None, help="comma-separated network ids to train on")
     g.add_argument(
@@ -351,6 +361,8 @@ def run_grpo_windows(args: argparse.Namespace) -> int:
         save_steps=args.save_steps,
         resume=args.resume,
         seed=args.seed,
+        decoding=args.decoding,
+        max_actions=args.max_actions,
     )
     with _quiet():
         report = train_grpo_windows(args.model, train, args.out, settings)

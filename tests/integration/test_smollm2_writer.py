@@ -126,6 +126,18 @@ def test_one_grpo_step_stacks_an_adapter_over_the_sft_one(sft_adapter, example, 
     assert [p.name for p in chain] == ["sft", "grpo"] and (base / "config.json").is_file()
 
 
+def test_one_grpo_step_over_sampled_extractive_walks(sft_adapter, example, tmp_path):
+    from speakerflow.training.grpo_windows import WindowGRPOSettings, train_grpo_windows
+
+    settings = WindowGRPOSettings(
+        steps=1, group_size=2, lora_r=4, lora_layers=1, decoding="extract", max_actions=1
+    )
+    report = train_grpo_windows(sft_adapter[0], [example], tmp_path / "grpo", settings)
+    [row] = report["curve"]
+    # every sampled walk parses, and its actions keep to the contract and are grounded
+    assert row["json_valid"] == 1.0 and row["refused"] == 0.0 and row["cut"] == 0.0
+
+
 def test_grpo_prompt_forces_the_opening_as_a_token_prefix_of_the_sft_target(smollm2, example):
     from transformers import AutoTokenizer
 

@@ -180,3 +180,20 @@ def test_extracted_contents_are_window_statements_cited_and_grounded(chat):
         assert (int(k[1:]) + 1, act["content"]) in statements(seg.messages, owner, source)
         verdict = check_action(dict(act), batch, i)
         assert verdict.reason is None or not verdict.reason.startswith("content"), verdict
+
+
+def test_sampled_choices_follow_the_temperature(chat):
+    import random
+
+    prompt = chat.render(build_compact_messages(_segment()).chat)
+    dec = CachedDecoder(chat.model, chat.tokenizer, prompt)
+    dec.set_text(REPLY_OPENING)
+    options = ['ADD", "owner": "', 'UPDATE", "entry_id": "', 'NOOP"}]}']
+    best = dec.choose(options).index
+    rng, drawn = random.Random(0), set()
+    for _ in range(60):
+        dec.set_text(REPLY_OPENING)
+        assert dec.choose(options, temperature=1e-6, rng=rng).index == best  # ~ greedy
+        dec.set_text(REPLY_OPENING)
+        drawn.add(dec.choose(options, temperature=1e6, rng=rng).index)  # ~ uniform
+    assert drawn == {0, 1, 2}

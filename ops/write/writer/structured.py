@@ -36,6 +36,7 @@ contract's shape; what it says is left to Validate.
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -60,13 +61,17 @@ _CLOSE = "}]}"
 class StructuredSettings:
     """Limits of the walk: actions per reply, tokens per content (most, least), NOOP gate;
     ``content``: ``generate`` (the model writes it) or ``extract`` (it chooses a statement of
-    the window, :func:`statements`)."""
+    the window, :func:`statements`); ``temperature`` / ``seed``: sampled choices."""
 
     max_actions: int = 6
     content_tokens: int = 48
     noop_min_p: float = 0.0
     min_content_tokens: int = 4
     content: Literal["generate", "extract"] = "generate"
+    #: > 0: every choice is drawn from the softmax of its options' scores at this
+    #: temperature (seeded by ``seed``), for GRPO's sampled walks; 0 = the best option
+    temperature: float = 0.0
+    seed: int = 0
 
 
 @dataclass
@@ -127,9 +132,14 @@ class _Walk:
         self.dec, self.prompt, self.roster, self.s = dec, prompt, roster, s
         self.window = window
         self.reply = StructuredReply(REPLY_OPENING, [])
+        self.rng = random.Random(s.seed) if s.temperature > 0 else None
+
+    def choose(self, options: list[str], per_token: bool = False) -> int:
+        """The index of the option written (the best, or drawn: see StructuredSettings)."""
+        return self.dec.choose(options, per_token, self.s.temperature, self.rng).index
 
     def pick(self, values: list[str], after: str) -> str:
-        return values[self.dec.choose([_q(v) + after for v in values]).index]
+        return values[self.choose([_q(v) + after for v in values])]
 
     def content(self) -> str:
         text, why = self.dec.generate(
@@ -149,7 +159,7 @@ class _Walk:
         if not found:
             return None
         mark = self.dec.text
-        pick = self.dec.choose([_q(text) + '"' for _, text in found], per_token=True).index
+        pick = self.choose([_q(text) + '"' for _, text in found], per_token=True)
         self.dec.set_text(mark)
         self.reply.endings["extract"] = self.reply.endings.get("extract", 0) + 1
         return found[pick][1], found[pick][0]
@@ -159,11 +169,11 @@ class _Walk:
         left = list(range(1, len(self.prompt.messages) + 1))
         cited: list[int] = []
         while True:
-            k = left[self.dec.choose([str(n) for n in left]).index]
+            k = left[self.choose([str(n) for n in left])]
             cited.append(k)
             left.remove(k)
             more = [", "] if left else []
-            pick = self.dec.choose(more + ["]" + c for c in closers]).index
+            pick = self.choose(more + ["]" + c for c in closers])
             if pick >= len(more):
                 action["from_ids"] = cited
                 return closers[pick - len(more)]
@@ -175,7 +185,7 @@ class _Walk:
         if first and (self.s.noop_min_p <= 0 or dec.next_token_prob("NOOP") >= self.s.noop_min_p):
             kinds.append("NOOP")
         heads = {"ADD": '", "owner": "', "UPDATE": '", "entry_id": "', "NOOP": '"' + _CLOSE}
-        kind = kinds[dec.choose([k + heads[k] for k in kinds]).index]
+        kind = kinds[self.choose([k + heads[k] for k in kinds])]
         if kind == "NOOP":
             return {"action": "NOOP"}, _CLOSE
         act: dict[str, Any] = {"action": kind}
@@ -200,7 +210,7 @@ class _Walk:
         options = ['"' + c for c in closers] + (
             ['", "from_ids": ['] if self.prompt.messages else []
         )
-        pick = dec.choose(options).index
+        pick = self.choose(options)
         closing = closers[pick] if pick < len(closers) else self.citations(act, closers)
         return act, closing
 
@@ -215,7 +225,7 @@ class _Walk:
         dec.set_text(dec.text + _q(chosen[0]) + f'", "from_ids": [{chosen[1]}]')
         more = len(self.reply.actions) + 1 < self.s.max_actions
         closers = [_CLOSE] + ([_NEXT] if more else [])
-        return act, closers[dec.choose(closers).index]
+        return act, closers[self.choose(closers)]
 
     def run(self) -> StructuredReply:
         first = True
