@@ -101,8 +101,9 @@ def load_set(folder: str | Path) -> dict[str, Any]:
     return {"conversations": convs, "questions": questions, "changes": changes, "errata": errata}
 
 
-def ingest(home, path: Path, embedder: str) -> str:
-    """One conversation into ``home`` as ``speakerflow ingest`` does; returns its group id."""
+def ingest(home, path: Path, embedder: str, writer: Any = "rules") -> str:
+    """One conversation into ``home`` as ``speakerflow ingest`` does (``writer``: a Writer
+    kind or backend, default the rules Writer); returns its group id."""
     from speakerflow.ops.loaders import load
     from speakerflow.ops.query.recall import warm_message_embeddings
     from speakerflow.ops.text.embed import shared_embedder
@@ -111,7 +112,7 @@ def ingest(home, path: Path, embedder: str) -> str:
     [(gid, table)] = load(path, "jsonl")
     with home.open(gid, writable=True) as store:
         store.append_messages(table)
-        write_group(store, "rules", progress=False)
+        write_group(store, writer, progress=False)
     if embedder != "none":
         with home.open(gid) as store:
             warm_message_embeddings(store, shared_embedder(embedder))
@@ -236,11 +237,14 @@ def run(
     embedder: str = "minilm",
     only: list[str] | None = None,
     progress: bool = True,
+    writer: str = "rules",
 ) -> dict[str, Any]:
     """Ingest the set, answer every question once per variant, score; see the module doc.
-    ``only``: restrict to these conversations."""
+    ``only``: restrict to these conversations; ``writer``: the Writer of the records, a spec
+    as ``speakerflow eval --writer`` takes (``rules``, ``local@extract:FOLDER`` ...)."""
     from speakerflow.graphs import Home
     from speakerflow.ops.query.answer import AnswerConfig
+    from speakerflow.ops.write.writer.registry import writer_from_spec
     from speakerflow.pipelines.query_path import QueryConfig, answer_question
 
     data = load_set(folder)
@@ -255,11 +259,12 @@ def run(
     changes: list[dict] = []
     chains_formed: dict[str, int] = {}
     start = time.perf_counter()
+    backend = writer if writer in ("rules", "none") else writer_from_spec(writer)
     with tempfile.TemporaryDirectory(prefix="speakerflow-answers-") as tmp:
         home = Home(tmp)
         for i, (name, path) in enumerate(convs.items()):
             t0 = time.perf_counter()
-            gid = ingest(home, path, embedder)
+            gid = ingest(home, path, embedder, backend)
             mine = [q for q in questions if q["data"] == name]
             with home.open(gid) as store:
                 for variant, config in configs.items():
@@ -276,7 +281,7 @@ def run(
                     file=sys.stderr,
                     flush=True,
                 )
-    return _report(
+    report = _report(
         folder,
         embedder,
         data,
@@ -288,6 +293,8 @@ def run(
         chains_formed,
         time.perf_counter() - start,
     )
+    report["writer"]["name"] = getattr(backend, "name", backend)
+    return report
 
 
 def failures(report: dict[str, Any], variant: str) -> str:
@@ -345,6 +352,11 @@ def main(argv: list[str] | None = None) -> int:
         help="NAME='{AnswerConfig fields}' (repeatable; default: one variant, the defaults)",
     )
     p.add_argument("--embedder", default="minilm", choices=["minilm", "hashing", "none"])
+    p.add_argument(
+        "--writer",
+        default="rules",
+        help="the Writer of the records: rules (default), none, local, local@extract:FOLDER ...",
+    )
     p.add_argument("--only", nargs="*", default=None, help="conversations to run (default all)")
     p.add_argument("--out", default=None, help="write the full report (every answer) here")
     p.add_argument("-v", action="store_true", help="print every wrong answer of each variant")
@@ -357,7 +369,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
     try:
-        report = run(args.folder, dict(args.variant) or None, args.embedder, args.only)
+        report = run(
+            args.folder, dict(args.variant) or None, args.embedder, args.only, writer=args.writer
+        )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

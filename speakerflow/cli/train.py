@@ -160,6 +160,12 @@ def _add_grpo(tsub: argparse._SubParsersAction) -> None:
     g.add_argument(
         "--max-actions", type=int, default=6, help="--base --decoding extract: actions per walk"
     )
+    g.add_argument(
+        "--temperature",
+        type=float,
+        default=None,
+        help="--base: sampling temperature of tokens (free) or choices (extract); default 0.8",
+    )
     g.add_argument("--positions", type=int, default=None, help="cap writing positions per network")
     g.add_argument("--networks", default=None, help="comma-separated network ids to train on")
     g.add_argument(
@@ -353,6 +359,7 @@ def run_grpo_windows(args: argparse.Namespace) -> int:
         "group_size": args.group_size,
         "lr": args.lr,
         "max_new_tokens": args.max_new_tokens,
+        "temperature": args.temperature,
     }
     settings = WindowGRPOSettings(
         **{k: v for k, v in given.items() if v is not None},
