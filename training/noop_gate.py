@@ -143,7 +143,9 @@ def calibrate_folder(
         mean_target_loss=by_kind(1),
         prompt_opening=REPLY_OPENING,
     )
-    (folder / DECODING_FILE).write_text(json.dumps(report, indent=1) + "\n")
+    path = folder / DECODING_FILE
+    kept = json.loads(path.read_text()) if path.is_file() else {}  # e.g. decoding, more_bias
+    path.write_text(json.dumps({**kept, **report}, indent=1) + "\n")
     return report
 
 

@@ -149,11 +149,15 @@ class CachedDecoder:
         per_token: bool = False,
         temperature: float = 0.0,
         rng: random.Random | None = None,
+        bias: Sequence[float] | None = None,
     ) -> Choice:
         """Write the option of highest log-probability (first on ties), or with
         ``temperature`` > 0 and ``rng`` one drawn from the softmax of the scores divided by
-        the temperature (sampled walks for GRPO); see :meth:`score`."""
+        the temperature (sampled walks for GRPO); ``bias`` is added to the options' scores
+        first (a calibrated preference); see :meth:`score`."""
         scores = self.score(options, per_token)
+        if bias is not None:
+            scores = [x + b for x, b in zip(scores, bias, strict=True)]
         if temperature > 0 and rng is not None:
             top = max(scores)
             weights = [math.exp((x - top) / temperature) for x in scores]

@@ -1,4 +1,4 @@
-"""``speakerflow train data|sft|grpo|calibrate-noop|export-onnx``: Writer training.
+"""``speakerflow train data|sft|grpo|calibrate-noop|calibrate-more|export-onnx``: Writer training.
 
 See docs/training.md. Every sub-command prints its report as text (``--json``: as JSON).
 ``sft`` and ``grpo`` split the data by whole network with the same ``--heldout-fraction`` /
@@ -20,7 +20,14 @@ from speakerflow.cli.common import emit
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train the Writer (SFT, GRPO) and export it to ONNX")
     tsub = p.add_subparsers(dest="train_command", required=True, metavar="STEP")
-    for add in (_add_data, _add_sft, _add_grpo, _add_calibrate_noop, _add_export):
+    for add in (
+        _add_data,
+        _add_sft,
+        _add_grpo,
+        _add_calibrate_noop,
+        _add_calibrate_more,
+        _add_export,
+    ):
         add(tsub)
 
 
@@ -426,6 +433,50 @@ def run_grpo(args: argparse.Namespace) -> int:
             args.model, train, args.out, settings, ref_dir=args.ref, qa_gain=qa_gain
         )
     report.update(train_networks=_ids(train), heldout_networks=_ids(held), refused_networks=refused)
+    emit(report, args.json)
+    return 0
+
+
+def _add_calibrate_more(tsub: argparse._SubParsersAction) -> None:
+    """``train calibrate-more``: the extract Writer's preference for another action."""
+    c = tsub.add_parser(
+        "calibrate-more",
+        help="choose the structured/extract Writer's more_bias on the training windows "
+        "(actions per window as the teacher's; decoding.json)",
+    )
+    _data_args(c)
+    c.add_argument("--model", required=True, help="the local Writer's adapter or model folder")
+    c.add_argument("--window", type=int, default=4, help="messages per window (default 4)")
+    c.add_argument(
+        "--per-kind",
+        type=int,
+        default=None,
+        help="calibrate on a seeded sample of at most N NOOP and N action windows (default: all)",
+    )
+    c.add_argument(
+        "--biases", default="0,1,2,3,4", help="candidate biases, comma-separated (default 0..4)"
+    )
+    c.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
+    c.set_defaults(func=run_calibrate_more, max_examples=None)
+
+
+def run_calibrate_more(args: argparse.Namespace) -> int:
+    """``train calibrate-more``: ``more_bias`` of ``--model`` from the training windows only."""
+    from speakerflow.training.more_gate import calibrate_more
+    from speakerflow.training.noop_gate import per_kind_sample
+
+    try:
+        biases = [float(x) for x in args.biases.split(",") if x.strip()]
+    except ValueError:
+        raise CliError(f"--biases: numbers separated by commas, got {args.biases!r}") from None
+    train, held, _, _ = _windows(args)
+    try:
+        sample = per_kind_sample(train, args.per_kind, args.seed)
+        with _quiet():
+            report = calibrate_more(args.model, sample, _ids(train), biases)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    report["heldout_networks"] = _ids(held)
     emit(report, args.json)
     return 0
 

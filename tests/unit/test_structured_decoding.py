@@ -197,3 +197,37 @@ def test_sampled_choices_follow_the_temperature(chat):
         dec.set_text(REPLY_OPENING)
         drawn.add(dec.choose(options, temperature=1e6, rng=rng).index)  # ~ uniform
     assert drawn == {0, 1, 2}
+
+
+def test_more_bias_is_calibrated_on_windows_and_merged_into_decoding_json(chat, tmp_path):
+    import shutil
+
+    from speakerflow.training.more_gate import calibrate_more
+    from speakerflow.training.state import WriterState
+
+    folder = tmp_path / "model"
+    shutil.copytree(chat.config.model_dir, folder)
+    # noop_min_p 1: the tiny model may not answer NOOP, so every window writes
+    (folder / "decoding.json").write_text(json.dumps({"decoding": "extract", "noop_min_p": 1.0}))
+    # every speaker says three statements, so a second action always has one left
+    msgs = [{**m, "text": f"{m['text']} I like tea a lot. We have two cats at home."}
+            for m in _segment().messages]  # fmt: skip
+    target = [{"action": "ADD", "owner": "Ben", "source": "Ben", "layer": "per_speaker_core",
+               "utype": "fact", "content": "moved to Porto last week"}] * 2  # fmt: skip
+    example = {
+        "state": json.dumps(WriterState(roster=ROSTER).to_json()),
+        "window_messages": json.dumps(list(msgs)),
+        "target_actions": json.dumps(target),
+    }
+    report = calibrate_more(folder, [example], ["t"], biases=(0.0, 500.0))
+    by_bias = report["actions_per_window_by_bias"]
+    assert report["teacher_actions_per_window"] == 2.0
+    assert by_bias["500.0"] >= 2 > by_bias["0.0"]  # the random tiny model: a huge bias
+    # the bias whose actions per window come closest to the teacher's 2 (ties: the smaller)
+    gaps = {float(b): abs(n - 2.0) for b, n in by_bias.items()}
+    assert report["more_bias"] == min(gaps, key=lambda b: (gaps[b], b))
+    saved = json.loads((folder / "decoding.json").read_text())
+    assert saved["decoding"] == "extract" and saved["noop_min_p"] == 1.0
+    assert saved["more_bias"] == report["more_bias"]
+    with pytest.raises(ValueError, match="not a model or adapter folder"):
+        calibrate_more(tmp_path, [example], ["t"])

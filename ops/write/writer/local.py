@@ -67,6 +67,15 @@ def folder_noop_min_p(model: str) -> float:
     return float(value)
 
 
+def folder_more_bias(model: str) -> float:
+    """The ``more_bias`` of ``model``'s :data:`DECODING_FILE` (0.0 when the folder has none)."""
+    path, settings = _folder_settings(model)
+    value = settings.get("more_bias", 0.0)
+    if not isinstance(value, int | float) or not -20.0 <= value <= 20.0:
+        raise ValueError(f"{path}: more_bias must be a number in [-20, 20], got {value!r}")
+    return float(value)
+
+
 def folder_decoding(model: str) -> str:
     """The ``decoding`` of ``model``'s :data:`DECODING_FILE` (``free`` when it names none)."""
     path, settings = _folder_settings(model)
@@ -95,7 +104,10 @@ class LocalWriterConfig(BaseModel):
     torch backend only, refused for ``onnx``) or ``extract`` (the same walk, each content
     chosen among the window's own statements and cited), None = the ``decoding`` of the folder's
     :data:`DECODING_FILE`, else ``free``; ``max_actions`` and ``content_tokens`` bound a
-    structured reply (actions per window, tokens per content).
+    structured reply (actions per window, tokens per content); ``more_bias`` is added to
+    the log-probability of opening another action in a structured or extract reply (None =
+    the folder's :data:`DECODING_FILE` value, written by ``speakerflow train calibrate-more``,
+    else 0).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", protected_namespaces=())
@@ -113,6 +125,7 @@ class LocalWriterConfig(BaseModel):
     decoding: Literal["free", "structured", "extract"] | None = None
     max_actions: int = Field(default=6, ge=1)
     content_tokens: int = Field(default=48, ge=1)
+    more_bias: float | None = Field(default=None, ge=-20.0, le=20.0)
 
 
 def backend_kind(model: str, choice: str = "auto") -> str:
@@ -150,6 +163,7 @@ class LocalWriter:
             kind, model_dir=cfg.model, device=cfg.device, max_batch=cfg.batch
         )
         self.noop_min_p = folder_noop_min_p(cfg.model) if cfg.noop_min_p is None else cfg.noop_min_p
+        self.more_bias = folder_more_bias(cfg.model) if cfg.more_bias is None else cfg.more_bias
         self.name = f"local:{kind}" + (f"+{self.decoding}" if self.decoding in _WALKS else "")
         self.windows = self.parse_errors = self.messages = 0
         self.generate_s = 0.0
@@ -211,6 +225,7 @@ class LocalWriter:
             cfg.content_tokens,
             self.noop_min_p,
             content="extract" if self.decoding == "extract" else "generate",
+            more_bias=self.more_bias,
         )
         roster = list(segment.roster) or sorted({str(m["speaker"]) for m in segment.messages})
         actions: list[Any] = []

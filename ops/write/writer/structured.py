@@ -61,7 +61,8 @@ _CLOSE = "}]}"
 class StructuredSettings:
     """Limits of the walk: actions per reply, tokens per content (most, least), NOOP gate;
     ``content``: ``generate`` (the model writes it) or ``extract`` (it chooses a statement of
-    the window, :func:`statements`); ``temperature`` / ``seed``: sampled choices."""
+    the window, :func:`statements`); ``temperature`` / ``seed``: sampled choices;
+    ``more_bias``: a preference for another action over closing the reply."""
 
     max_actions: int = 6
     content_tokens: int = 48
@@ -72,6 +73,9 @@ class StructuredSettings:
     #: temperature (seeded by ``seed``), for GRPO's sampled walks; 0 = the best option
     temperature: float = 0.0
     seed: int = 0
+    #: added to the log-probability of opening another action (rather than closing the
+    #: reply): the calibrated rate of actions per window (``train calibrate-more``)
+    more_bias: float = 0.0
 
 
 @dataclass
@@ -135,8 +139,13 @@ class _Walk:
         self.rng = random.Random(s.seed) if s.temperature > 0 else None
 
     def choose(self, options: list[str], per_token: bool = False) -> int:
-        """The index of the option written (the best, or drawn: see StructuredSettings)."""
-        return self.dec.choose(options, per_token, self.s.temperature, self.rng).index
+        """The index of the option written (the best, or drawn: see StructuredSettings);
+        an option that opens another action gets ``more_bias`` added to its score."""
+        bias = [self.s.more_bias if _NEXT in o else 0.0 for o in options]
+        any_bias = self.s.more_bias and any(bias)
+        return self.dec.choose(
+            options, per_token, self.s.temperature, self.rng, bias if any_bias else None
+        ).index
 
     def pick(self, values: list[str], after: str) -> str:
         return values[self.choose([_q(v) + after for v in values])]
