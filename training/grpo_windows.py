@@ -231,10 +231,19 @@ class WalkRollout:
             temperature=self.s.temperature,
             seed=self.s.seed * 100_003 + self.calls,
         )
-        structured_reply(dec, build_compact_messages(seg), list(seg.roster), settings, seg.messages)
-        if dec.ids[: len(opened)] != opened:  # the reply re-split the opening's last token
-            raise RuntimeError("walk rollout: the reply does not extend the forced opening")
-        return opened, dec.ids[len(opened) :]
+        reply = structured_reply(
+            dec, build_compact_messages(seg), list(seg.roster), settings, seg.messages
+        )
+        if dec.ids[: len(opened)] == opened:
+            return opened, dec.ids[len(opened) :]
+        # the reply's first token merged with the opening's last one: the reply after the
+        # opening tokenised alone (decoding the ids still gives opening + reply); an empty
+        # reply (no statement to choose: '{"actions": []}') is the NOOP it amounts to
+        if reply.text.startswith(REPLY_OPENING):
+            rest = reply.text.removeprefix(REPLY_OPENING)
+        else:
+            rest = 'NOOP"}]}'
+        return opened, list(tok(rest, add_special_tokens=False)["input_ids"])
 
 
 def train_grpo_windows(

@@ -231,3 +231,30 @@ def test_more_bias_is_calibrated_on_windows_and_merged_into_decoding_json(chat, 
     assert saved["more_bias"] == report["more_bias"]
     with pytest.raises(ValueError, match="not a model or adapter folder"):
         calibrate_more(tmp_path, [example], ["t"])
+
+
+def test_walk_rollout_completions_extend_the_forced_opening(chat):
+    from speakerflow.training.grpo_windows import WalkRollout, WindowGRPOSettings
+    from speakerflow.training.state import WriterState
+
+    tok = chat.tokenizer
+
+    def example(texts):
+        msgs = [{**m, "text": t} for m, t in zip(_segment().messages, texts, strict=True)]
+        seg = Segment("s#0", "g", ROSTER, tuple(msgs))
+        return {
+            "prompt": build_compact_messages(seg).chat,
+            "state": json.dumps(WriterState(roster=ROSTER).to_json()),
+            "window_messages": json.dumps(msgs),
+        }
+
+    said, asked = example(TEXTS), example(["Are you in?", "Who cooks?", "Is it Friday?"])
+    rollout = WalkRollout([said, asked], tok, WindowGRPOSettings(decoding="extract"))
+    for ex, noop in ((said, False), (asked, True)):
+        opened, reply = rollout.walk(chat.model, ex)
+        text = tok.decode(opened + reply)
+        assert text.endswith("]}") and REPLY_OPENING in text
+        found, error, _ = parse_writer_text(text[text.index(REPLY_OPENING) :])
+        assert error is None
+        if noop:  # only questions: nothing to choose, written as the NOOP it amounts to
+            assert found == [{"action": "NOOP"}]
