@@ -186,12 +186,8 @@ def _add_grpo(tsub: argparse._SubParsersAction) -> None:
     g.set_defaults(func=run_grpo)
 
 
-def _add_calibrate_noop(tsub: argparse._SubParsersAction) -> None:
-    """``train calibrate-noop``: the local Writer's NOOP threshold."""
-    c = tsub.add_parser(
-        "calibrate-noop",
-        help="choose the local Writer's NOOP threshold on the training windows (decoding.json)",
-    )
+def _calibration_args(c: argparse.ArgumentParser) -> None:
+    """What ``calibrate-noop`` and ``calibrate-more`` share: data, model, windows, sample."""
     _data_args(c)
     c.add_argument("--model", required=True, help="the local Writer's adapter or model folder")
     c.add_argument("--window", type=int, default=4, help="messages per window (default 4)")
@@ -201,6 +197,15 @@ def _add_calibrate_noop(tsub: argparse._SubParsersAction) -> None:
         default=None,
         help="calibrate on a seeded sample of at most N NOOP and N action windows (default: all)",
     )
+
+
+def _add_calibrate_noop(tsub: argparse._SubParsersAction) -> None:
+    """``train calibrate-noop``: the local Writer's NOOP threshold."""
+    c = tsub.add_parser(
+        "calibrate-noop",
+        help="choose the local Writer's NOOP threshold on the training windows (decoding.json)",
+    )
+    _calibration_args(c)
     c.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
     c.set_defaults(func=run_calibrate_noop, max_examples=None)
 
@@ -444,15 +449,7 @@ def _add_calibrate_more(tsub: argparse._SubParsersAction) -> None:
         help="choose the structured/extract Writer's more_bias on the training windows "
         "(actions per window as the teacher's; decoding.json)",
     )
-    _data_args(c)
-    c.add_argument("--model", required=True, help="the local Writer's adapter or model folder")
-    c.add_argument("--window", type=int, default=4, help="messages per window (default 4)")
-    c.add_argument(
-        "--per-kind",
-        type=int,
-        default=None,
-        help="calibrate on a seeded sample of at most N NOOP and N action windows (default: all)",
-    )
+    _calibration_args(c)
     c.add_argument(
         "--biases", default="0,1,2,3,4", help="candidate biases, comma-separated (default 0..4)"
     )

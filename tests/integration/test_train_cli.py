@@ -272,3 +272,12 @@ def test_grpo_update_raises_the_return(primed, tmp_path):
         pytest.skip("no reward spread in the first rollout")
     assert first["applied"] == 2
     assert second["mean_return"] > first["mean_return"]
+
+
+def test_calibrate_more_refuses_bad_biases_and_non_model_folders(tmp_path, capsys):
+    data = _network(tmp_path / "data")
+    argv = ["train", "calibrate-more", str(data), "--model", str(tmp_path)]
+    assert main([*argv, "--biases", "0,x"]) == 2
+    assert "--biases: numbers separated by commas" in capsys.readouterr().err
+    assert main([*argv, "--heldout-fraction", "0"]) == 2  # tmp_path holds no model
+    assert "not a model or adapter folder" in capsys.readouterr().err
