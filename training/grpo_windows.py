@@ -18,6 +18,9 @@ computed by :func:`speakerflow.training.reward.step_reward`: every action goes t
 after the window, owner bucket by owner bucket (SpeakerLevenshtein; GROUP and each person
 scored separately, the worst owner weighted 0.20).
 
+With ``decoding="extract"`` TRL's sampler is replaced (:class:`WalkRollout`, TRL's
+``rollout_func``) by the extractive walk the Writer is evaluated with, every choice sampled.
+
 The policy is the SFT adapter merged into the base plus a fresh LoRA adapter; TRL's
 reference policy is the same model with that adapter disabled, i.e. the SFT Writer, and the
 k3 KL to it is weighted ``beta`` (0.10 as in the paper). The saved adapter names the SFT
@@ -74,7 +77,7 @@ class WindowGRPOSettings(BaseModel):
     decoding: Literal["free", "extract"] = Field(
         default="free",
         description="how samples are drawn: free text (TRL's generate) or the extractive "
-        "walk with sampled choices (walk_rollout)",
+        "walk with sampled choices (WalkRollout)",
     )
     max_actions: int = Field(default=6, ge=1, description="extract: actions per sampled walk")
 
@@ -234,15 +237,12 @@ class WalkRollout:
         reply = structured_reply(
             dec, build_compact_messages(seg), list(seg.roster), settings, seg.messages
         )
-        if dec.ids[: len(opened)] == opened:
+        if not reply.text.startswith(REPLY_OPENING):  # an empty reply (nothing to choose):
+            rest = 'NOOP"}]}'  # the NOOP it amounts to
+        elif dec.ids[: len(opened)] == opened:
             return opened, dec.ids[len(opened) :]
-        # the reply's first token merged with the opening's last one: the reply after the
-        # opening tokenised alone (decoding the ids still gives opening + reply); an empty
-        # reply (no statement to choose: '{"actions": []}') is the NOOP it amounts to
-        if reply.text.startswith(REPLY_OPENING):
+        else:  # the reply's first token merged with the opening's last: tokenised after it
             rest = reply.text.removeprefix(REPLY_OPENING)
-        else:
-            rest = 'NOOP"}]}'
         return opened, list(tok(rest, add_special_tokens=False)["input_ids"])
 
 

@@ -141,11 +141,9 @@ class _Walk:
     def choose(self, options: list[str], per_token: bool = False) -> int:
         """The index of the option written (the best, or drawn: see StructuredSettings);
         an option that opens another action gets ``more_bias`` added to its score."""
-        bias = [self.s.more_bias if _NEXT in o else 0.0 for o in options]
-        any_bias = self.s.more_bias and any(bias)
-        return self.dec.choose(
-            options, per_token, self.s.temperature, self.rng, bias if any_bias else None
-        ).index
+        more = self.s.more_bias
+        bias = [more if _NEXT in o else 0.0 for o in options] if more else None
+        return self.dec.choose(options, per_token, self.s.temperature, self.rng, bias).index
 
     def pick(self, values: list[str], after: str) -> str:
         return values[self.choose([_q(v) + after for v in values])]
