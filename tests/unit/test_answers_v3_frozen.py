@@ -19,8 +19,17 @@ SHA256 = {
     "questions.json": "74a60c23777c7ba8fec0cb0006cbdcdaee61dbc17c6e72dc2001b7b87a576498",
 }
 # at least this many questions of each type in every conversation
-PER_CONVERSATION = {"current": 2, "original": 1, "change": 1, "per-person": 1, "decision": 1,
-                    "cross-person": 1, "date": 2, "why": 1, "fact": 1}
+PER_CONVERSATION = {
+    "current": 2,
+    "original": 1,
+    "change": 1,
+    "per-person": 1,
+    "decision": 1,
+    "cross-person": 1,
+    "date": 2,
+    "why": 1,
+    "fact": 1,
+}
 
 
 def _conversations():
