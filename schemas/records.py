@@ -67,6 +67,10 @@ class Record(BaseModel):
         return utc(value) if isinstance(value, datetime) else value
 
 
+#: Arrow stores these integers as int64: larger values are refused at validation.
+INT64_MAX = 2**63 - 1
+
+
 class Message(Record):
     """One System 1 row: a message or event, kept verbatim and never changed.
 
@@ -78,7 +82,7 @@ class Message(Record):
     msg_id: str = Field(min_length=1)
     group_id: str = Field(min_length=1)
     session_id: str = Field(min_length=1)
-    turn: int = Field(ge=0)
+    turn: int = Field(ge=0, le=INT64_MAX)
     ts: datetime
     speaker: str = Field(min_length=1)
     text: str
@@ -108,8 +112,8 @@ class KnowledgeItem(Record):
     event: str | None = None
     from_ids: list[str] = Field(min_length=1)
     session_id: str | None = None
-    turn: int | None = None
-    write_order: int = 0
+    turn: int | None = Field(default=None, ge=-INT64_MAX, le=INT64_MAX)
+    write_order: int = Field(default=0, ge=-INT64_MAX, le=INT64_MAX)
     supersedes: str | None = None
     superseded_by: str | None = None
     valid_at: datetime
@@ -119,7 +123,7 @@ class KnowledgeItem(Record):
     regime_tag: str | None = None
     first_seen: datetime
     last_validated: datetime | None = None
-    reuse_count: int = Field(default=0, ge=0)
+    reuse_count: int = Field(default=0, ge=0, le=INT64_MAX)
 
 
 class WriterAction(Record):
@@ -173,8 +177,8 @@ class RelationEdge(Record):
     # InKH maturity inputs (added with defaults): uses in injected contexts, independent
     # confirmations, mean utility attribution of those uses (0-1), last confirmation time,
     # trust tier of the first evidence (1 best .. 3 hearsay).
-    reuse_count: int = Field(default=0, ge=0)
-    validations: int = Field(default=0, ge=0)
+    reuse_count: int = Field(default=0, ge=0, le=INT64_MAX)
+    validations: int = Field(default=0, ge=0, le=INT64_MAX)
     utility: float = 0.0
     last_validated: datetime | None = None
     trust_tier: int = Field(default=1, ge=1, le=3)
@@ -195,7 +199,7 @@ class Projection(Record):
 class EvidenceItem(Record):
     """One piece of composed evidence; ``msg_ids`` are the messages it rests on."""
 
-    rank: int = Field(ge=0)
+    rank: int = Field(ge=0, le=INT64_MAX)
     kind: Literal["excerpt", "record", "empty_row", "fact"]
     row: str | None = None
     text: str
