@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from speakerflow.ops.write.writer.local import DECODING_FILE, LocalWriter
+from speakerflow.ops.write.writer.local import DECODING_FILE, MAX_BIAS, LocalWriter
 
 from .grpo_windows import window_segment
 
@@ -44,6 +44,8 @@ def calibrate_more(
         raise ValueError(f"{folder}: not a model or adapter folder (decoding.json goes there)")
     if not examples or not biases:
         raise ValueError("calibrate-more needs at least one training window and one bias")
+    if any(abs(b) > MAX_BIAS for b in biases):
+        raise ValueError(f"biases must lie in [-{MAX_BIAS:g}, {MAX_BIAS:g}], got {list(biases)}")
     writer = LocalWriter(model=str(folder), decoding="extract", more_bias=0.0)
     segments = [window_segment(ex)[0] for ex in examples]
     target = sum(teacher_actions(ex) for ex in examples) / len(examples)

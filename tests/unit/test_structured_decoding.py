@@ -219,10 +219,10 @@ def test_more_bias_is_calibrated_on_windows_and_merged_into_decoding_json(chat, 
         "window_messages": json.dumps(list(msgs)),
         "target_actions": json.dumps(target),
     }
-    report = calibrate_more(folder, [example], ["t"], biases=(0.0, 500.0))
+    report = calibrate_more(folder, [example], ["t"], biases=(0.0, 100.0))
     by_bias = report["actions_per_window_by_bias"]
     assert report["teacher_actions_per_window"] == 2.0
-    assert by_bias["500.0"] >= 2 > by_bias["0.0"]  # the random tiny model: a huge bias
+    assert by_bias["100.0"] >= 2 > by_bias["0.0"]  # the random tiny model: a huge bias
     # the bias whose actions per window come closest to the teacher's 2 (ties: the smaller)
     gaps = {float(b): abs(n - 2.0) for b, n in by_bias.items()}
     assert report["more_bias"] == min(gaps, key=lambda b: (gaps[b], b))
@@ -231,6 +231,8 @@ def test_more_bias_is_calibrated_on_windows_and_merged_into_decoding_json(chat, 
     assert saved["more_bias"] == report["more_bias"]
     with pytest.raises(ValueError, match="not a model or adapter folder"):
         calibrate_more(tmp_path, [example], ["t"])
+    with pytest.raises(ValueError, match="biases must lie in"):
+        calibrate_more(folder, [example], ["t"], biases=(0.0, 500.0))
 
 
 def test_walk_rollout_completions_extend_the_forced_opening(chat):

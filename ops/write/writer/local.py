@@ -51,6 +51,8 @@ DECODING_FILE = "decoding.json"
 #: chosen among the window's statements instead of written).
 DECODINGS = ("free", "structured", "extract")
 _WALKS = ("structured", "extract")
+#: The largest ``more_bias`` (nats) a folder or a config may set.
+MAX_BIAS = 100.0
 
 
 def _folder_settings(model: str) -> tuple[Path, dict[str, Any]]:
@@ -71,8 +73,8 @@ def folder_more_bias(model: str) -> float:
     """The ``more_bias`` of ``model``'s :data:`DECODING_FILE` (0.0 when the folder has none)."""
     path, settings = _folder_settings(model)
     value = settings.get("more_bias", 0.0)
-    if not isinstance(value, int | float) or not -20.0 <= value <= 20.0:
-        raise ValueError(f"{path}: more_bias must be a number in [-20, 20], got {value!r}")
+    if not isinstance(value, int | float) or not -MAX_BIAS <= value <= MAX_BIAS:
+        raise ValueError(f"{path}: more_bias must be a number in [-100, 100], got {value!r}")
     return float(value)
 
 
@@ -125,7 +127,7 @@ class LocalWriterConfig(BaseModel):
     decoding: Literal["free", "structured", "extract"] | None = None
     max_actions: int = Field(default=6, ge=1)
     content_tokens: int = Field(default=48, ge=1)
-    more_bias: float | None = Field(default=None, ge=-20.0, le=20.0)
+    more_bias: float | None = Field(default=None, ge=-MAX_BIAS, le=MAX_BIAS)
 
 
 def backend_kind(model: str, choice: str = "auto") -> str:
