@@ -19,6 +19,14 @@ from speakerflow.ops.query.answer_units import TextMemo, Unit, stem, terms
 from speakerflow.ops.text.temporal import TimeSpan, describe
 
 _WORD = re.compile(r"[\w'\u2019-]+")
+#: auxiliary verbs: "what time" followed by one asks for a time of day (not "what time
+#: management")
+_AUX = "is are was were do does did will would should shall can could has have".split()
+CLOCK_Q = re.compile(rf"\bwhat time (?:{'|'.join(_AUX)})\b", re.I)
+#: a time of day in a sentence: "7pm", "7:30", "10.15am", "noon", "midnight"
+CLOCK = re.compile(
+    r"\b\d{1,2}(?:[:.]\d{2})?\s?(?:am|pm)\b|\b\d{1,2}:\d{2}\b|\b(?:noon|midday|midnight)\b", re.I
+)
 
 
 def _spans(u: Unit, memo: TextMemo) -> list[TimeSpan]:
@@ -67,7 +75,9 @@ def date_answer(
     u: Unit, question: str, two_asks: bool, config: AnswerConfig, memo: TextMemo
 ) -> Answered:
     """The date ``u`` means for ``question`` (else the day it was said), with the message day
-    as ``said`` when they differ; ``two_asks`` ("when and where") adds the sentence."""
+    as ``said`` when they differ; ``two_asks`` ("when and where") adds the sentence. A
+    question for the time of day (:data:`CLOCK_Q`) is answered with the sentence's time of
+    day first ("7:30pm, 12 December 2026")."""
     span = meant(u, question, memo)
     said = date_of(u.ts)
     note = None
@@ -78,6 +88,9 @@ def date_answer(
         day = u.ts.date() if u.ts is not None else None
         if config.said_date and not (span.start == span.end == day) and said not in answer:
             note = said
+    clock = CLOCK.search(u.text) if CLOCK_Q.search(question) else None
+    if clock:
+        answer = f"{clock.group(0)}, {answer}"
     if two_asks or config.when_quote:
         who = who_of(u)
         answer += f" ({who}: {u.text})" if who else f" ({u.text})"

@@ -43,7 +43,7 @@ from __future__ import annotations
 import re
 
 from speakerflow.ops.query.answer_config import AnswerConfig
-from speakerflow.ops.query.answer_dates import date_answer, has_date
+from speakerflow.ops.query.answer_dates import CLOCK, CLOCK_Q, date_answer, has_date
 from speakerflow.ops.query.answer_intent import Intent, read_intent
 from speakerflow.ops.query.answer_old import answer_old
 from speakerflow.ops.query.answer_people import person_lines, with_own
@@ -236,6 +236,8 @@ def answer_scored(
     words = focus_words(projection, names)
     if intent.qtype == "when":
         dated = [(s, u) for s, u in ranked if has_date(u, memo)]
+        if CLOCK_Q.search(projection.question):  # the time of day: the sentences saying one
+            dated = [(s, u) for s, u in ranked if CLOCK.search(u.text)] or dated
         best = pick(dated or ranked, intent, config, words)
         return date_answer(best, projection.question, intent.two_asks, config, memo)
     if intent.focus == "change":

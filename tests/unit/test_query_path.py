@@ -231,6 +231,38 @@ def test_a_date_answer_carries_the_day_said_beside_it_not_in_it():
     assert r.to_dict()["said"] == "10 April 2026" and r.to_dict()["quote"] is None
 
 
+def test_a_time_of_day_question_answers_with_the_time_said():
+    s = GroupStore("/tmp/unused", "t", in_memory=True)
+    texts = [
+        ("Ana", "The pottery class moves to Thursday 21 May."),
+        ("Ben", "Doors open at 6.45pm that day, the class itself runs two hours."),
+        ("Ana", "Bring aprons, the glaze stains everything."),
+    ]
+    s.append_messages(
+        to_table(
+            [
+                Message(
+                    msg_id=f"t{i}",
+                    group_id="t",
+                    session_id="s1",
+                    turn=i,
+                    ts=datetime(2026, 5, 11, 9, i, tzinfo=UTC),
+                    speaker=who,
+                    text=text,
+                )
+                for i, (who, text) in enumerate(texts)
+            ],
+            Message,
+        )
+    )
+    r = answer_question(s, "What time does the pottery class start on Thursday?", CFG)
+    assert r.answer.startswith("6.45pm")
+    # a question about time management is no time-of-day question
+    from speakerflow.ops.query.answer_dates import CLOCK_Q
+
+    assert not CLOCK_Q.search("What time management tips did Ben give?")
+
+
 def test_ablations_switch_tracks_off(store):
     q = "What did the group decide about the offsite?"
     no_s2 = answer_question(store, q, CFG.model_copy(update={"ablate": "s2"}))
