@@ -1,10 +1,9 @@
 """The frozen answer dev set v2 (issue 23): any edit to its files fails; errata go in its README."""
 
-import json
 from collections import Counter
 from pathlib import Path
 
-from frozen import assert_files_unchanged
+from frozen import assert_files_unchanged, check_change, check_question, conversations, load_json
 
 ROOT = Path(__file__).resolve().parents[1] / "data" / "answers_v2"
 TYPES = set("current original change per-person decision cross-person date why fact".split())
@@ -22,23 +21,12 @@ SHA256 = {
 }
 
 
-def _conversations():
-    return {
-        p.stem: [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines()]
-        for p in sorted((ROOT / "conversations").glob("*.jsonl"))
-    }
-
-
-def _load(name):
-    return json.loads((ROOT / name).read_text(encoding="utf-8"))
-
-
 def test_files_unchanged():
     assert_files_unchanged(ROOT, SHA256, skip=("README.md",))
 
 
 def test_conversations():
-    convs = _conversations()
+    convs = conversations(ROOT)
     assert len(convs) >= 7
     for name, msgs in convs.items():
         assert 25 <= len(msgs) <= 45, name
@@ -51,26 +39,17 @@ def test_conversations():
 
 
 def test_questions():
-    convs = _conversations()
-    questions = _load("questions.json")["questions"]
+    convs = conversations(ROOT)
+    questions = load_json(ROOT, "questions.json")["questions"]
     assert len({q["id"] for q in questions}) == len(questions)
     for q in questions:
-        assert {"id", "data", "type", "question", "expect", "gold"} <= q.keys(), q["id"]
-        assert q["type"] in TYPES and q["data"] in convs, q["id"]
-        msgs = convs[q["data"]]
-        assert q["gold"] and set(q["gold"]) <= {m["msg_id"] for m in msgs}, q["id"]
-        groups = q["expect"] + list(q.get("per_person", {}).values())
-        assert groups and all(g and all(isinstance(a, str) and a for a in g) for g in groups)
-        assert set(q.get("per_person", {})) <= {m["speaker"] for m in msgs}, q["id"]
-        assert q["type"] != "current" or q.get("forbid"), q["id"]
+        check_question(q, convs, TYPES)
     types = Counter(q["type"] for q in questions)
     assert len(questions) >= 70 and types["current"] >= 15 and types["original"] >= 8
     assert min(Counter(q["data"] for q in questions)[c] for c in convs) >= 8
 
 
 def test_changes():
-    convs = _conversations()
-    for c in _load("changes.json"):
-        by_id = {m["msg_id"]: m for m in convs[c["data"]]}
-        before, after = by_id[c["before_msg"]], by_id[c["after_msg"]]
-        assert before["ts"] < after["ts"] and after["speaker"] == c["speaker"], c
+    convs = conversations(ROOT)
+    for c in load_json(ROOT, "changes.json"):
+        check_change(c, convs)

@@ -1,10 +1,9 @@
 """The frozen answer dev set v3 (issue 23): any edit to its files fails; errata go in its README."""
 
-import json
 from collections import Counter
 from pathlib import Path
 
-from frozen import assert_files_unchanged
+from frozen import assert_files_unchanged, check_change, check_question, conversations, load_json
 
 ROOT = Path(__file__).resolve().parents[1] / "data" / "answers_v3"
 TYPES = set("current original change per-person decision cross-person date why fact".split())
@@ -32,23 +31,12 @@ PER_CONVERSATION = {
 }
 
 
-def _conversations():
-    return {
-        p.stem: [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines()]
-        for p in sorted((ROOT / "conversations").glob("*.jsonl"))
-    }
-
-
-def _load(name):
-    return json.loads((ROOT / name).read_text(encoding="utf-8"))
-
-
 def test_files_unchanged():
     assert_files_unchanged(ROOT, SHA256, skip=("README.md",))
 
 
 def test_conversations():
-    convs = _conversations()
+    convs = conversations(ROOT)
     assert len(convs) == 6
     for name, msgs in convs.items():
         assert 35 <= len(msgs) <= 45, name
@@ -64,18 +52,11 @@ def test_conversations():
 
 
 def test_questions():
-    convs = _conversations()
-    questions = _load("questions.json")["questions"]
+    convs = conversations(ROOT)
+    questions = load_json(ROOT, "questions.json")["questions"]
     assert len({q["id"] for q in questions}) == len(questions)
     for q in questions:
-        assert {"id", "data", "type", "question", "expect", "gold"} <= q.keys(), q["id"]
-        assert q["type"] in TYPES and q["data"] in convs, q["id"]
-        msgs = convs[q["data"]]
-        assert q["gold"] and set(q["gold"]) <= {m["msg_id"] for m in msgs}, q["id"]
-        groups = q["expect"] + list(q.get("per_person", {}).values())
-        assert groups and all(g and all(isinstance(a, str) and a for a in g) for g in groups)
-        assert set(q.get("per_person", {})) <= {m["speaker"] for m in msgs}, q["id"]
-        assert q["type"] != "current" or q.get("forbid"), q["id"]
+        check_question(q, convs, TYPES)
         assert q["type"] != "change" or (q.get("ordered") and len(q["expect"]) == 2), q["id"]
         assert q["type"] != "per-person" or (q.get("per_person") and not q["expect"]), q["id"]
     assert len(questions) >= 66
@@ -86,11 +67,9 @@ def test_questions():
 
 
 def test_changes():
-    convs = _conversations()
-    changes = _load("changes.json")
+    convs = conversations(ROOT)
+    changes = load_json(ROOT, "changes.json")
     assert len(changes) >= 12
     assert {c["data"] for c in changes} == set(convs)
     for c in changes:
-        by_id = {m["msg_id"]: m for m in convs[c["data"]]}
-        before, after = by_id[c["before_msg"]], by_id[c["after_msg"]]
-        assert before["ts"] < after["ts"] and after["speaker"] == c["speaker"], c
+        check_change(c, convs)
