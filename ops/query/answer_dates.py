@@ -77,7 +77,7 @@ def date_answer(
     """The date ``u`` means for ``question`` (else the day it was said), with the message day
     as ``said`` when they differ; ``two_asks`` ("when and where") adds the sentence. A
     question for the time of day (:data:`CLOCK_Q`) is answered with the sentence's time of
-    day first ("7:30pm, 12 December 2026")."""
+    day first ("6.45pm, 21 May 2026")."""
     span = meant(u, question, memo)
     said = date_of(u.ts)
     note = None

@@ -156,7 +156,8 @@ class _Walk:
         return _clean(text)
 
     def extract(self, act: dict[str, Any]) -> tuple[str, int] | None:
-        """The statement chosen for ``act`` and its message number (None: none left)."""
+        """The statement chosen for ``act`` and its message number (None: none left); the
+        decoder then holds it and its closing quote."""
         earlier = {a.get("content") for a in self.reply.actions}
         found = [
             (k, text)
@@ -165,9 +166,7 @@ class _Walk:
         ]
         if not found:
             return None
-        mark = self.dec.text
         pick = self.choose([_q(text) + '"' for _, text in found], per_token=True)
-        self.dec.set_text(mark)
         self.reply.endings["extract"] = self.reply.endings.get("extract", 0) + 1
         return found[pick][1], found[pick][0]
 
@@ -229,7 +228,7 @@ class _Walk:
             dec.set_text(mark)
             return None, _CLOSE
         act["content"], act["from_ids"] = chosen[0], [chosen[1]]
-        dec.set_text(dec.text + _q(chosen[0]) + f'", "from_ids": [{chosen[1]}]')
+        dec.set_text(dec.text + f', "from_ids": [{chosen[1]}]')
         more = len(self.reply.actions) + 1 < self.s.max_actions
         closers = [_CLOSE] + ([_NEXT] if more else [])
         return act, closers[self.choose(closers)]
