@@ -59,6 +59,12 @@ class AnswerConfig(OperatorConfig):
     exchange_anchors: int = 5
     exchange_slack: int = 3
     exchange_share: float = 0.9
+    #: a person's first message after the exchange's opener is lifted by this, the k-th by
+    #: this / (1 + k): the reply to a question to the group (:func:`.answer_people.replies_to`);
+    #: above the focus-word share a later message takes from the turn it follows (about 0.6
+    #: for one rare word), so that a word-less reply ("popcorn!") keeps its place (1.0 to
+    #: 2.0 score the same on the dev answer sets)
+    reply_order: float = 1.5
     said_date: bool = True
     #: the answer line is the span the question type asks for (a place, an amount, a person,
     #: else a clause of at most ``clause_words``), the whole line kept as its quote
@@ -66,3 +72,6 @@ class AnswerConfig(OperatorConfig):
     short_answer: bool = False
     #: question types without a time focus that the scoring picker hands to the old one
     old_types: tuple[str, ...] = ("who", "decision", "per-person")
+    #: a per-person question handed to the old picker is answered by the exchange's lines
+    #: when the exchange opens with a question put to the group (a round of replies)
+    opener_rounds: bool = True

@@ -97,7 +97,7 @@ def question_type(projection: Projection) -> str:
 #: the state now: "now", "currently", "these days", "still", "any more", "after all"
 CURRENT_Q = re.compile(
     r"\b(now|currently|current|these days|nowadays|at the moment|at present|still|any ?more|"
-    r"latest|after all|ended up|finally)\b",
+    r"latest|after all|end(?:ed|s)? up|finally|instead(?! of\b))\b",
     re.I,
 )
 #: the earliest state: "at first", "originally", "used to", "first wanted", "early on", "when
@@ -131,6 +131,25 @@ LATEST_CLAUSE = re.compile(r"\b(last|latest|final|most recent|end)\b", re.I)
 PRESENT_Q = re.compile(
     r"^\s*(?:\w+\s+){0,4}?(?:is|are|am|will|does|do|has|have|'s|'re)\b|\w+'s\b(?! \w+'s)", re.I
 )
+
+
+def _asks_both(question: str) -> bool:
+    """The question asks for an earlier state and a later one, each in a clause of its own
+    ("what did A offer first, and what does A want instead?")."""
+    clauses = re.split(
+        r",?\s+\band\s+(?=(?:what|which|how|where|who)\b)|;\s*", question, flags=re.I
+    )
+    if len(clauses) < 2:
+        return False
+    early = [
+        i
+        for i, c in enumerate(clauses)
+        if ORIGINAL_Q.search(c) or re.search(r"\b(did|was|were|had)\b", c, re.I)
+    ]
+    late = [i for i, c in enumerate(clauses) if CURRENT_Q.search(c)]
+    return bool(early and late and min(early) < max(late))
+
+
 #: a question that asks more than a date ("when and where ...")
 TWO_ASKS = re.compile(
     r"\b(when|where|who|what|which|how)\b.*\band (when|where|who|what|which|how)\b", re.I
@@ -171,6 +190,9 @@ def read_intent(projection: Projection, rollup: bool) -> Intent:
         and qtype not in ("why", "when", "who", "where")
     ):
         focus: str | None = "change"
+    elif _asks_both(q) and qtype not in ("why", "when", "per-person"):
+        # "what did A want at first, and what does A want now?": both ends of the change
+        focus = "change"
     elif CURRENT_Q.search(q):
         focus = "current"
     elif ORIGINAL_Q.search(q):

@@ -99,7 +99,10 @@ def person_lines(
     embedder,
     config: AnswerConfig,
     memo: TextMemo,
-) -> str:
+    opener_only: bool = False,
+) -> str | None:
+    """One line per person (see the module doc); ``opener_only``: ``None`` unless the
+    exchange opens with a question to the group, a round of replies that the lines read."""
     people = [r for r in intent.people if r in names] or [
         p
         for p in dict.fromkeys(
@@ -115,6 +118,14 @@ def person_lines(
         overall, people, intent, messages, config, embedder, projection.question
     )
     after = _row(anchor, messages) if messages is not None and anchor is not None else -1
+    if anchor is not None and not anchor.asks:
+        opener = opener_row(window, messages, people, _top_rows(overall, messages, config))
+        if opener is not None:
+            after = opener
+        elif opener_only:
+            return None
+    elif opener_only and anchor is None:
+        return None
     lines = []
     for person in people:
         mine = [u for u in units if u.speaker == person and not u.is_record]
@@ -126,10 +137,15 @@ def person_lines(
         )
         if intent.quantity:  # a score, price or count: the person's sentences that say one
             ranked = [(s, u) for s, u in ranked if has_number(u.text)] or ranked
+        replies: list[tuple[float, Unit]] = []
         if anchor is not None and messages is not None:
             there = [(s, u) for s, u in ranked if near(u, anchor, window, messages) == 1.0]
-            # the views answer the opener: what a person said after it, when they did
-            there = [(s, u) for s, u in there if _row(u, messages) > after] or there
+            # the views answer the opener: what a person said after it, when they did; their
+            # first say after it is their reply, a later one in the window often off the matter
+            replies = replies_to(
+                [(s, u) for s, u in there if _row(u, messages) > after], config.reply_order
+            )
+            there = replies or there
             # what they said in the exchange is their view; elsewhere only when they were silent
             ranked = there or sorted(
                 (
@@ -141,13 +157,62 @@ def person_lines(
         if ranked:
             best = (
                 ranked[0][1]
-                if intent.focus == "original"
+                # a round's reply is the view; the latest of the close ones may be small talk
+                if intent.focus == "original" or (replies and intent.focus is None)
                 else pick(ranked, intent, config, focus_words(projection, names))
             )
             lines.append(write_line(best, config, statement_of(best, config)))
         elif person in empty:
             lines.append(f"{person}: no record on this matter")
     return "\n".join(lines)
+
+
+def _top_rows(overall: list[tuple[float, Unit]], messages: Messages | None, config) -> set[int]:
+    """View rows of the ``exchange_anchors`` best-scored messages, a question's score counted
+    without its penalty (the candidates of :func:`exchange`)."""
+    if messages is None:
+        return set()
+    asked = sorted(
+        ((s + (config.question_penalty if u.asks else 0.0), u) for s, u in overall),
+        key=lambda su: -su[0],
+    )
+    rows = dict.fromkeys(_row(u, messages) for _, u in asked)
+    return set(list(rows)[: config.exchange_anchors]) - {-1}
+
+
+def opener_row(
+    window: range | None, messages: Messages | None, people: list[str], on_matter: set[int]
+) -> int | None:
+    """The first message of the exchange ``window`` that is on the matter (one of the rows
+    ``on_matter``), asks a question (it ends with a question mark) and is followed there by
+    messages of two or more other people asked about: the question put to the group that the
+    views answer."""
+    if window is None or messages is None:
+        return None
+    view = messages.view
+    for r in window:
+        if r not in on_matter or not view.texts[r].rstrip().endswith("?"):
+            continue
+        others = {view.speakers[x] for x in window if x > r} & set(people)
+        if len(others - {view.speakers[r]}) >= 2:
+            return r
+    return None
+
+
+def replies_to(there: list[tuple[float, Unit]], weight: float) -> list[tuple[float, Unit]]:
+    """A person's units after the opener, their first message lifted by ``weight``, the k-th
+    by ``weight / (1 + k)``: the first say after a question to the group is the reply to it
+    ("popcorn!" answers "what is everyone bringing?" though it shares no word with it)."""
+    order = {
+        m: k
+        for k, m in enumerate(
+            dict.fromkeys(
+                u.msg_id for _, u in sorted(there, key=lambda su: (su[1].ts is None, su[1].ts))
+            )
+        )
+    }
+    lifted = [(s + weight / (1 + order[u.msg_id]), u) for s, u in there]
+    return sorted(lifted, key=lambda su: (-su[0], su[1].rank))
 
 
 def exchange(

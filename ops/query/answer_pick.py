@@ -212,7 +212,23 @@ def answer_scored(
     """The scoring picker's answer (see the module doc); ``None`` when nothing answers."""
     intent = read_intent(projection, is_rollup(projection))
     if intent.focus is None and intent.qtype in config.old_types and not _own_quantity(intent):
-        # question types the first picker answers better on the dev sets (docs/query-path.md)
+        # question types the first picker answers better on the dev sets (docs/query-path.md),
+        # but a round of replies to a question put to the group by the exchange's lines
+        if intent.per_person and config.opener_rounds:
+            lines = person_lines(
+                [u for u in units if not u.is_record] or units,
+                projection,
+                intent,
+                names,
+                evidence,
+                messages,
+                embedder,
+                config,
+                memo,
+                opener_only=True,
+            )
+            if lines:
+                return lines
         return answer_old(projection, evidence, units, names, messages, embedder, config, memo)
     msg_units = [u for u in units if not u.is_record] or units
     if intent.per_person:

@@ -17,6 +17,7 @@ from speakerflow.ops.query.answer_dates import has_date
 from speakerflow.ops.query.answer_intent import (
     CALENDAR,
     CURRENT_Q,
+    EACH,
     NAME_WORD,
     ORIGINAL_Q,
     PLACE,
@@ -66,6 +67,8 @@ def focus_words(projection: Projection, names: list[str]) -> set[str]:
     drop = {stem(n) for name in names for n in name.split()}
     timeish = terms(" ".join(m.group(0) for m in CURRENT_Q.finditer(projection.question)))
     timeish |= terms(" ".join(m.group(0) for m in ORIGINAL_Q.finditer(projection.question)))
+    # "each", "everyone": they ask for one line per person, the lines need not say them
+    timeish |= terms(" ".join(m.group(0) for m in EACH.finditer(projection.question)))
     return words - drop - timeish
 
 

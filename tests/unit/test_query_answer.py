@@ -399,3 +399,62 @@ def test_a_now_question_takes_the_chain_head_on_its_matter_not_the_records_last_
     )
     answer = ask("Where does Dev live now?", [record], view=view)
     assert "Leeds" in answer and "coach" not in answer
+
+
+def test_a_question_asking_the_earlier_and_the_later_state_is_a_change_question():
+    from speakerflow.ops.query.answer_intent import read_intent
+
+    def focus(q):
+        return read_intent(project_rules(q, ROSTER), False).focus
+
+    assert focus("What did Tom order first, and what is he having now?") == "change"
+    assert focus("What did Maya plan to do, and what did she end up doing?") == "change"
+    assert focus("What did Dev suggest at first, and what does he want instead?") == "change"
+    assert focus("Where is Chloe staying now?") == "current"
+    # "instead of" names an alternative, not a later state
+    assert focus("What did Ana and Tom pick instead of the bus?") != "current"
+
+
+def _film_night():
+    s = GroupStore("/nonexistent", "g", in_memory=True)
+    turns = [  # (speaker, text): a question put to the group, then a round of replies
+        ("Ana", "Snacks for the film night: what is everyone bringing?"),
+        ("Tom", "crisps, the salted ones"),
+        ("Chloe", "popcorn!"),
+        ("Dev", "a big tub of olives"),
+        ("Tom", "also my bike has a flat again, bringing it to the shop tomorrow"),
+        ("Chloe", "good luck with that"),
+    ]
+    rows = [
+        Message(
+            msg_id=f"m{i}",
+            group_id="g",
+            session_id="s0",
+            turn=i,
+            ts=T + timedelta(minutes=i),
+            speaker=who,
+            text=text,
+        )
+        for i, (who, text) in enumerate(turns)
+    ]
+    s.append_messages(to_table(rows, Message))
+    return GroupView.of(s), [
+        ex(i, m.speaker, m.text, ts=m.ts, mid=m.msg_id) for i, m in enumerate(rows)
+    ]
+
+
+def test_per_person_lines_read_the_replies_to_a_question_put_to_the_group():
+    from speakerflow.ops.query.answer_config import AnswerConfig
+
+    view, evidence = _film_night()
+    question = "What snack is each person bringing to the film night?"
+
+    def lines(config):
+        text = answer_rules(project_rules(question, ROSTER), evidence, config, view, None, ROSTER)
+        return {line.split(":")[0]: line for line in text.splitlines()}
+
+    by = lines(AnswerConfig())
+    assert "crisps" in by["Tom"] and "popcorn" in by["Chloe"] and "olives" in by["Dev"]
+    # without the lift of a person's first say after the question, Chloe's later message, which
+    # follows one that shares a word with the question, wins over her word-less reply
+    assert "luck" in lines(AnswerConfig(reply_order=0.0))["Chloe"]
