@@ -117,7 +117,12 @@ ENGLISH_STOPWORDS = STOPWORDS | _set(
 
 # -- the change vocabulary ----------------------------------------------------------------------
 #: Words of change that both kinds of question use.
-_CHANGE_CORE = r"chang\w*|no longer|any ?more|shift\w*|evolv\w*|switch\w*|became|become"
+#: "shift" as a verb ("her view shifted", "how did it shift?") or "a shift in", not the noun of
+#: a work rota ("which shifts will she work")
+_CHANGE_CORE = (
+    r"chang\w*|no longer|any ?more|shift(?:ed|ing)|shift(?=\s*\?)|(?:a|any) shift (?:in|of)|"
+    r"evolv\w*|switch\w*|became|become"
+)
 
 #: A question about how something changed (the answer's question type "change").
 CHANGE_QUESTION = re.compile(rf"\b({_CHANGE_CORE}|develop\w*|progress\w*)\b", re.I)

@@ -14,7 +14,7 @@ import re
 
 from speakerflow.ops.query.answer_config import AnswerConfig
 from speakerflow.ops.query.answer_intent import CALENDAR
-from speakerflow.ops.query.answer_text import Answered, date_of, who_of
+from speakerflow.ops.query.answer_text import Answered, date_of, who_of, without_rejected
 from speakerflow.ops.query.answer_units import TextMemo, Unit, stem, terms
 from speakerflow.ops.text.temporal import TimeSpan, describe
 
@@ -71,13 +71,42 @@ def meant(u: Unit, question: str, memo: TextMemo) -> TimeSpan | None:
     return min(spans, key=key)
 
 
+#: where a sentence's clauses part: a comma, a semicolon, "so", "but", "and then"
+_CLAUSE = re.compile(r"\s*(?:(?<!\d)[,;:](?!\d)|\s-\s|\bso\b|\bbut\b|\band then\b)\s*", re.I)
+
+
+def _clock(text: str, question: str, embedder, memo: TextMemo) -> str | None:
+    """The time of day of ``text`` the question asks: of those not turned down ("at 6:30 not
+    7"), the one said in the clause closest in meaning to the question (MiniLM cosine; the
+    first without an embedder): "out by 10pm so we're starting at 6:30" asked when it
+    begins."""
+    kept = without_rejected(text)
+    clauses = [c for c in _CLAUSE.split(kept) if CLOCK.search(c)]
+    if not clauses:
+        return None
+    if len(clauses) > 1 and embedder is not None:
+        from speakerflow.ops.text.embed import encode_query
+
+        try:
+            sims = memo.encode(embedder, clauses) @ encode_query(embedder, question)
+            clauses = [clauses[int(sims.argmax())]]
+        except Exception:  # noqa: BLE001 - a missing model only loses the choice
+            pass
+    return CLOCK.search(clauses[0]).group(0)
+
+
 def date_answer(
-    u: Unit, question: str, two_asks: bool, config: AnswerConfig, memo: TextMemo
+    u: Unit,
+    question: str,
+    two_asks: bool,
+    config: AnswerConfig,
+    memo: TextMemo,
+    embedder=None,
 ) -> Answered:
     """The date ``u`` means for ``question`` (else the day it was said), with the message day
     as ``said`` when they differ; ``two_asks`` ("when and where") adds the sentence. A
     question for the time of day (:data:`CLOCK_Q`) is answered with the sentence's time of
-    day first ("6.45pm, 21 May 2026")."""
+    day first ("6.45pm, 21 May 2026"; :func:`_clock` chooses among several with ``embedder``)."""
     span = meant(u, question, memo)
     said = date_of(u.ts)
     note = None
@@ -88,9 +117,9 @@ def date_answer(
         day = u.ts.date() if u.ts is not None else None
         if config.said_date and not (span.start == span.end == day) and said not in answer:
             note = said
-    clock = CLOCK.search(u.text) if CLOCK_Q.search(question) else None
+    clock = _clock(u.text, question, embedder, memo) if CLOCK_Q.search(question) else None
     if clock:
-        answer = f"{clock.group(0)}, {answer}"
+        answer = f"{clock}, {answer}"
     if two_asks or config.when_quote:
         who = who_of(u)
         answer += f" ({who}: {u.text})" if who else f" ({u.text})"

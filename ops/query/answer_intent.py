@@ -31,7 +31,13 @@ WHERE = re.compile(
     r"\bin which (city|place|country|town)\b",
     re.I,
 )
-EACH = re.compile(r"\b(each|every(one|body)?|respective(ly)?|both)\b", re.I)
+#: "each" / "every" over people; not over things or times ("each shift", "every week": one
+#: answer about them all)
+_THINGS = (
+    r"(?!\s+(?:[\w-]+\s+)?(?:day|night|week|month|year|shift|session|round|time|item|room|game|"
+    r"match|meeting|class|lesson|stage|leg|step|task|morning|evening|weekend)s?\b)"
+)
+EACH = re.compile(rf"\b(each{_THINGS}|every{_THINGS}|every(one|body)|respective(ly)?|both)\b", re.I)
 DECISION_Q = re.compile(
     r"\b(decid\w*|decision|agree\w*|settle\w*|vot\w+|chose|choose|chosen|consensus|rules?|"
     r"norms?|plan(ned)?|final(ly)?|conclu\w+|resolv\w+|opt(ed)?\s+for|pick(ed|s)?(?!\s+up))\b",
@@ -97,7 +103,8 @@ def question_type(projection: Projection) -> str:
 #: the state now: "now", "currently", "these days", "still", "any more", "after all"
 CURRENT_Q = re.compile(
     r"\b(now|currently|current|these days|nowadays|at the moment|at present|still|any ?more|"
-    r"latest|after all|end(?:ed|s)? up|finally|instead(?! of\b))\b",
+    r"latest|after all|end(?:ed|s)? up|finally|instead(?! of\b)|as (?:things|it) stands?|"
+    r"at this (?:point|stage)|by now|for now)\b",
     re.I,
 )
 #: the earliest state: "at first", "originally", "used to", "first wanted", "early on", "when
@@ -116,7 +123,8 @@ ORIGINAL_Q = re.compile(
 #: a number, an amount, a score, a time of day, a size asked for
 QUANTITY_Q = re.compile(
     r"\bhow (much|many|long|big|old|far|often)\b|\bwhat (price|score|time|temperature|size|"
-    r"number|percentage|rate|amount|cost|fee|budget)\b|\bwhich (time|number)\b",
+    r"number|percentage|rate|amount|cost|fee|budget)\b|\bwhich (time|number)\b|"
+    r"\b(?:cost|costs|charge|charges|pay|paying|priced)\s*\??\s*(?:now\b|these days\b|$)",
     re.I,
 )
 #: a leading time clause ("When the idea was floated, what did each ...?", "Before the

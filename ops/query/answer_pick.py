@@ -40,8 +40,6 @@ beside it (:class:`~.answer_text.Answered`).
 
 from __future__ import annotations
 
-import re
-
 from speakerflow.ops.query.answer_config import AnswerConfig
 from speakerflow.ops.query.answer_dates import CLOCK, CLOCK_Q, date_answer, has_date
 from speakerflow.ops.query.answer_intent import Intent, read_intent
@@ -66,6 +64,7 @@ from speakerflow.ops.query.answer_text import (
     full_sentence,
     statement_of,
     with_reason,
+    without_rejected,
     write_line,
 )
 from speakerflow.ops.query.answer_units import Messages, TextMemo, Unit, stem, terms
@@ -99,21 +98,6 @@ def _with_focus(u: Unit, words: set[str]) -> str:
         return text
     following = u.siblings[u.index + 1]
     return f"{text} {following}" if words & terms(following) else text
-
-
-#: the alternative a statement turns down: ", not X", "instead of X", "rather than X"
-_ALT = r"(?:[^,.;:!?]|\.(?=\d))+"  # up to the clause's end (a decimal point is no end)
-_REJECTED = re.compile(rf",\s*not\s+{_ALT}|\s*\b(?:instead of|rather than)\s+{_ALT}", re.I)
-#: "I'd rather take A than B": the B it is preferred to
-_RATHER = re.compile(rf"(\brather\b(?:[^,.;:!?](?!\bthan\b))*?)\s+than\s+{_ALT}", re.I)
-
-
-def without_rejected(text: str) -> str:
-    """``text`` without the alternative it turns down (", not X", "instead of X", "rather
-    than X", "rather A than X"): under a "now" question the value
-    rejected is the old state, not part of the answer ("I take the 9.10 bus, not the 8.40,
-    since ..." -> "I take the 9.10 bus, since ...")."""
-    return _RATHER.sub(r"\1", _REJECTED.sub("", text)).strip() or text
 
 
 def _announces(u: Unit, names: list[str]) -> bool:
@@ -255,7 +239,7 @@ def answer_scored(
         if CLOCK_Q.search(projection.question):  # the time of day: the sentences saying one
             dated = [(s, u) for s, u in ranked if CLOCK.search(u.text)] or dated
         best = pick(dated or ranked, intent, config, words)
-        return date_answer(best, projection.question, intent.two_asks, config, memo)
+        return date_answer(best, projection.question, intent.two_asks, config, memo, embedder)
     if intent.focus == "change":
         return _change(ranked, config)
     valued = holds_value(intent, names, projection.question, memo)

@@ -25,6 +25,7 @@ from speakerflow.ops.query.answer_intent import (
     SETTLE,
     Intent,
 )
+from speakerflow.ops.query.answer_text import RATHER, REJECTED
 from speakerflow.ops.query.answer_units import Messages, TextMemo, Unit, stem, terms
 from speakerflow.schemas import Projection
 
@@ -123,7 +124,19 @@ def _type_hit(u: Unit, intent: Intent, names: set[str], question: str, memo: Tex
         return 1.0 if any(n in u.text.lower() and n not in asked for n in names) else 0.0
     if q == "decision":
         return 1.0 if u.settles or SETTLE.search(u.text) else 0.5 if "GROUP" in u.rows else 0.0
+    if q == "what" and WHICH_THING.match(question):
+        # "which film / what dish ...": a thing named, a proper noun the question lacks
+        asked = {w.lower() for w in NAME_WORD.findall(question)}
+        return 0.5 if any(w.lower() not in asked for w in proper_nouns(u.text, names)) else 0.0
     return 0.0
+
+
+#: a question for a named thing: "which film", "what dish" (not "what did", "what is")
+WHICH_THING = re.compile(
+    r"^\s*(?:which|what)\s+(?!(?:is|are|was|were|do|does|did|will|would|has|have|had|can|could|"
+    r"should|shall|might|must|about|kind|sort|else|time)\b)[a-z]\w*",
+    re.I,
+)
 
 
 def _person_fit(u: Unit, intent: Intent) -> float:
@@ -288,11 +301,49 @@ def successors(
             if any(v.speaker == u.speaker for v in by_msg.get(m, ()))
         ]
         on_matter = [m for m in later if words and words & message_terms(by_msg[m][0])]
+        # for a question asking a value (a date, a place, a number), the later messages that
+        # say one: the record's newer value of the matter however it is worded
+        valued = [m for m in later if any(v.proposes for v in by_msg[m])]
         if on_matter:
             heads.add((on_matter[-1], u.speaker))
         elif later and not (words and words & message_terms(u)):
             heads.add((later[-1], u.speaker))
+        elif valued:
+            heads.add((valued[-1], u.speaker))
     return [u for _, u in ranked if (u.msg_id, u.speaker) in heads and not u.asks]
+
+
+def _values(text: str) -> set[str]:
+    """The values a text names: its numbers (the digits of "7pm", "£12") and proper nouns."""
+    found = {m.group(0) for m in re.finditer(r"\d+(?:[.:]\d+)?", text)}
+    return found | {stem(w) for w in proper_nouns(text, set())}
+
+
+def rejecting(ranked: list[tuple[float, Unit]], chosen: Unit) -> Unit | None:
+    """The latest sentence after ``chosen`` that turns down a value ``chosen`` states (",
+    not X", "instead of X", "rather than X" with X's number or name among ``chosen``'s: "we
+    start at 6:30 not 7" supersedes "7pm"): a correction of the state, whoever says it, on a
+    matter worded apart."""
+    if chosen.ts is None:
+        return None
+    mine = _values(chosen.text)
+    later = []
+    for _, u in ranked:
+        if u.asks or u.ts is None or u.ts <= chosen.ts:
+            continue
+        turned = [m.group(0) for m in REJECTED.finditer(u.text)]
+        turned += [m.group(0) for m in RATHER.finditer(u.text)]
+        if any(_values(t) & mine for t in turned):
+            later.append(u)
+    return max(later, key=lambda u: u.ts) if later else None
+
+
+def predecessors(ranked: list[tuple[float, Unit]], cands: list[Unit]) -> list[Unit]:
+    """The units of the first message of each of ``cands``' record spans, the candidate's
+    own words: the earliest state of the person's update chain, however its
+    words differ from the question's."""
+    firsts = {(u.record_span[0], u.speaker) for u in cands if u.record_span}
+    return [u for _, u in ranked if (u.msg_id, u.speaker) in firsts and not u.asks]
 
 
 def holds_value(
@@ -326,8 +377,14 @@ def pick(
         if valued is not None:
             cands = [u for u in cands if valued(u)] or cands
         if intent.focus == "original":
+            cands += predecessors(ranked, cands)
             return best_of_message(ranked, by_time(cands, latest=False), False)
-        cands += successors(ranked, cands, words)
-        cands = [u for u in cands if not u.history] or cands or [ranked[0][1]]
-        return best_of_message(ranked, by_time(cands, latest=True), intent.focus == "current")
+        chosen = rejecting(ranked, ranked[0][1])
+        while chosen is not None and (later := rejecting(ranked, chosen)) is not None:
+            chosen = later
+        if chosen is None:
+            cands += successors(ranked, cands, words)
+            cands = [u for u in cands if not u.history] or cands or [ranked[0][1]]
+            chosen = by_time(cands, latest=True)
+        return best_of_message(ranked, chosen, intent.focus == "current")
     return ranked[0][1]

@@ -114,3 +114,22 @@ def full_sentence(u: Unit, min_words: int = 5) -> str:
     if len(u.text.split()) >= min_words or len(u.siblings) < 2:
         return u.text
     return " ".join(u.siblings)
+
+
+#: the alternative a statement turns down: ", not X", "instead of X", "rather than X"
+_ALT = r"(?:[^,.;:!?]|\.(?=\d))+"  # up to the clause's end (a decimal point is no end)
+#: (and a bare "not" before a value: "at 6:30 not 7", "Tuesday not Monday")
+REJECTED = re.compile(
+    rf"(?i:,\s*not\s+){_ALT}|(?i:\s+not)\s+(?=\d|£|\$|€|[A-Z]){_ALT}"
+    rf"|(?i:\s*\b(?:instead of|rather than)\s+){_ALT}"
+)
+#: "I'd rather take A than B": the B it is preferred to
+RATHER = re.compile(rf"(\brather\b(?:[^,.;:!?](?!\bthan\b))*?)\s+than\s+{_ALT}", re.I)
+
+
+def without_rejected(text: str) -> str:
+    """``text`` without the alternative it turns down (", not X", "instead of X", "rather
+    than X", "rather A than X"): under a "now" question the value
+    rejected is the old state, not part of the answer ("I take the 9.10 bus, not the 8.40,
+    since ..." -> "I take the 9.10 bus, since ...")."""
+    return RATHER.sub(r"\1", REJECTED.sub("", text)).strip() or text

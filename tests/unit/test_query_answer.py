@@ -458,3 +458,62 @@ def test_per_person_lines_read_the_replies_to_a_question_put_to_the_group():
     # without the lift of a person's first say after the question, Chloe's later message, which
     # follows one that shares a word with the question, wins over her word-less reply
     assert "luck" in lines(AnswerConfig(reply_order=0.0))["Chloe"]
+
+
+def test_a_later_message_turning_down_the_stated_value_is_the_current_one():
+    # the correction shares no word with the question but names the old value as rejected
+    texts = [
+        ("Ana", "Five-a-side is booked: Wednesday, kick-off 8pm, Riverside pitches"),
+        ("Tom", "nice, I'll bring the bibs"),
+        ("Ana", "floodlights go off at 9 so we go at 7pm not 8"),
+    ]
+    view = _view(texts, step=timedelta(hours=2))
+    evidence = [
+        ex(i, who, text, ts=T + timedelta(hours=2 * i), mid=f"m{i}")
+        for i, (who, text) in enumerate(texts)
+    ]
+    answer = ask("What time is kick-off at the five-a-side, as things stand?", evidence, view=view)
+    assert answer.startswith("7pm"), answer
+
+
+def test_the_clock_time_asked_is_the_one_in_the_clause_the_question_means():
+    from speakerflow.ops.query.answer_dates import _clock
+    from speakerflow.ops.query.answer_units import TextMemo
+
+    text = "the hall shuts at 11pm so the party starts at 7.30pm, not 8pm"
+    # without an embedder the first time not turned down; "not 8pm" is never the answer
+    assert _clock(text, "What time does the party start?", None, TextMemo()) == "11pm"
+    assert _clock("we start at 6:30 not 7:15", "What time?", None, TextMemo()) == "6:30"
+
+
+def test_an_original_question_reads_the_first_message_of_the_persons_chain():
+    texts = [
+        "For the garden I'd go with a plum tree.",
+        "thinking about it more, a fig suits the wall, let's plant a fig tree",
+    ]
+    view = _view([("Chloe", t) for t in texts], step=timedelta(days=3))
+    record = EvidenceItem(
+        rank=0,
+        kind="record",
+        row="Chloe",
+        text="Chloe wants a fig tree in the garden",
+        msg_ids=["m0", "m1"],
+        speaker="Chloe",
+        ts=T + timedelta(days=3),
+        entry_id="r1",
+    )
+    answer = ask("Which tree did Chloe want for the garden at first?", [record], view=view)
+    assert "plum" in answer and "fig" not in answer
+
+
+def test_cost_questions_ask_a_quantity_and_shifts_of_a_rota_are_no_change():
+    from speakerflow.ops.query.answer_intent import read_intent
+
+    def intent(q):
+        return read_intent(project_rules(q, ROSTER), False)
+
+    assert intent("What does a ticket cost now?").quantity
+    assert intent("What does a ticket cost now?").focus == "current"
+    assert intent("Which shifts is Dev working next month?").focus != "change"
+    assert intent("How did Dev's view of the plan shift?").focus == "change"
+    assert intent("What time does it start, as things stand?").focus == "current"
