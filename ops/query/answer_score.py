@@ -56,7 +56,11 @@ def proper_nouns(text: str, names: set[str]) -> list[str]:
 
 def mentions(u: Unit, person: str) -> bool:
     first = person.split()[0].lower()
-    return any(m.group(0).lower().rstrip("'s") == first for m in NAME_WORD.finditer(u.text))
+    # "Rhys's" and "Rhys" name Rhys (a plain rstrip of "'s" would make him "Rhy")
+    return any(
+        m.group(0).lower().replace("\u2019", "'").removesuffix("'s") == first
+        for m in NAME_WORD.finditer(u.text)
+    )
 
 
 # --- scoring -----------------------------------------------------------------------------------

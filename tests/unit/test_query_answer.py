@@ -517,3 +517,15 @@ def test_cost_questions_ask_a_quantity_and_shifts_of_a_rota_are_no_change():
     assert intent("Which shifts is Dev working next month?").focus != "change"
     assert intent("How did Dev's view of the plan shift?").focus == "change"
     assert intent("What time does it start, as things stand?").focus == "current"
+
+
+def test_a_name_ending_in_s_is_mentioned_with_or_without_its_possessive():
+    from speakerflow.ops.query.answer_score import mentions
+    from speakerflow.ops.query.answer_units import Unit
+
+    def unit(text):
+        return Unit(text, "m0", "Ana", T, 0)
+
+    assert mentions(unit("honestly Chris bakes better than me"), "Chris")
+    assert mentions(unit("that was Chris's idea"), "Chris")
+    assert not mentions(unit("the Christmas menu"), "Chris")
