@@ -391,4 +391,8 @@ def pick(
             cands = [u for u in cands if not u.history] or cands or [ranked[0][1]]
             chosen = by_time(cands, latest=True)
         return best_of_message(ranked, chosen, intent.focus == "current")
+    if intent.qtype == "why":
+        # "why was it moved": of statements scoring alike, the latest is the event asked
+        # about (its reason said with it), an earlier one the state before it
+        return by_time(close_to_best(ranked, config.present_margin) or [ranked[0][1]], True)
     return ranked[0][1]

@@ -529,3 +529,18 @@ def test_a_name_ending_in_s_is_mentioned_with_or_without_its_possessive():
     assert mentions(unit("honestly Chris bakes better than me"), "Chris")
     assert mentions(unit("that was Chris's idea"), "Chris")
     assert not mentions(unit("the Christmas menu"), "Chris")
+
+
+def test_a_why_question_reads_the_latest_of_statements_that_score_alike():
+    # the first message states the plan, the later one the change asked about and its cause
+    texts = [
+        ("Maya", "Picnic on Saturday, we meet at the lake at noon"),
+        ("Maya", "Picnic at the lake cafe at noon. Heavy rain is forecast all Saturday"),
+    ]
+    view = _view(texts, step=timedelta(days=1))
+    evidence = [
+        ex(i, who, text, ts=T + timedelta(days=i), mid=f"m{i}")
+        for i, (who, text) in enumerate(texts)
+    ]
+    answer = ask("Why did the picnic go indoors?", evidence, view=view)
+    assert "rain" in answer, answer
