@@ -305,9 +305,20 @@ def successors(
             if any(v.speaker == u.speaker for v in by_msg.get(m, ()))
         ]
         on_matter = [m for m in later if words and words & message_terms(by_msg[m][0])]
-        # for a question asking a value (a date, a place, a number), the later messages that
-        # say one: the record's newer value of the matter however it is worded
-        valued = [m for m in later if any(v.proposes for v in by_msg[m])]
+        # for a question asking a value (a date, a place, a number), the later messages with a
+        # sentence saying one that ``u``'s message does not: the record's newer value of the
+        # matter however it is worded (the same value said again is no update)
+        said = _values(" ".join(u.siblings or (u.text,)), True) | _values(
+            " ".join(u.siblings or (u.text,)), False
+        )
+        valued = [
+            m
+            for m in later
+            if any(
+                v.proposes and (_values(v.text, True) | _values(v.text, False)) - said
+                for v in by_msg[m]
+            )
+        ]
         if on_matter:
             heads.add((on_matter[-1], u.speaker))
         elif later and not (words and words & message_terms(u)):
@@ -317,27 +328,33 @@ def successors(
     return [u for _, u in ranked if (u.msg_id, u.speaker) in heads and not u.asks]
 
 
-def _values(text: str) -> set[str]:
-    """The values a text names: its numbers (the digits of "7pm", "£12") and proper nouns."""
-    found = {m.group(0) for m in re.finditer(r"\d+(?:[.:]\d+)?", text)}
-    return found | {stem(w) for w in proper_nouns(text, set())}
+def _values(text: str, numbers: bool) -> set[str]:
+    """The values a text names of the kind a question asks: its numbers (the digits of "7pm",
+    "£12") and calendar words for a quantity or date question (``numbers``), else its proper
+    nouns."""
+    if numbers:
+        found = {m.group(0) for m in re.finditer(r"\d+(?:[.:]\d+)?", text)}
+        return found | {w.lower() for w in NAME_WORD.findall(text) if w.lower() in CALENDAR}
+    return {stem(w) for w in proper_nouns(text, set())}
 
 
-def rejecting(ranked: list[tuple[float, Unit]], chosen: Unit) -> Unit | None:
+def rejecting(ranked: list[tuple[float, Unit]], chosen: Unit, numbers: bool) -> Unit | None:
     """The latest sentence after ``chosen`` that turns down a value ``chosen`` states (",
     not X", "instead of X", "rather than X" with X's number or name among ``chosen``'s: "we
     start at 6:30 not 7" supersedes "7pm"): a correction of the state, whoever says it, on a
-    matter worded apart."""
+    matter worded apart. Only values of the asked kind count (``numbers``: a number or a
+    calendar word for a quantity or date question, else a name): a time turned down is no
+    correction of which piece is sung."""
     if chosen.ts is None:
         return None
-    mine = _values(chosen.text)
+    mine = _values(chosen.text, numbers)
     later = []
     for _, u in ranked:
         if u.asks or u.ts is None or u.ts <= chosen.ts:
             continue
         turned = [m.group(0) for m in REJECTED.finditer(u.text)]
         turned += [m.group(0) for m in RATHER.finditer(u.text)]
-        if any(_values(t) & mine for t in turned):
+        if any(_values(t, numbers) & mine for t in turned):
             later.append(u)
     return max(later, key=lambda u: u.ts) if later else None
 
@@ -383,8 +400,9 @@ def pick(
         if intent.focus == "original":
             cands += predecessors(ranked, cands)
             return best_of_message(ranked, by_time(cands, latest=False), False)
-        chosen = rejecting(ranked, ranked[0][1])
-        while chosen is not None and (later := rejecting(ranked, chosen)) is not None:
+        numbers = intent.quantity or intent.qtype == "when"
+        chosen = rejecting(ranked, ranked[0][1], numbers)
+        while chosen is not None and (later := rejecting(ranked, chosen, numbers)) is not None:
             chosen = later
         if chosen is None:
             cands += successors(ranked, cands, words)

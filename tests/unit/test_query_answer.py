@@ -544,3 +544,35 @@ def test_a_why_question_reads_the_latest_of_statements_that_score_alike():
     ]
     answer = ask("Why did the picnic go indoors?", evidence, view=view)
     assert "rain" in answer, answer
+
+
+def test_a_turned_down_value_corrects_only_a_question_asking_that_kind_of_value():
+    from speakerflow.ops.query.answer_score import rejecting
+    from speakerflow.ops.query.answer_units import Unit
+
+    first = Unit("Quiz night at the Crown, 8pm", "m0", "Ana", T, 0)
+    later = Unit("the Crown shuts early so we start at 7pm not 8", "m1", "Ana", T + timedelta(1), 1)
+    ranked = [(1.0, first), (0.5, later)]
+    assert rejecting(ranked, first, numbers=True) is later
+    assert rejecting(ranked, first, numbers=False) is None
+
+
+def test_a_later_message_saying_the_same_value_again_is_no_update_of_a_where_question():
+    texts = [
+        "I live in Bristol now, moved in March.",
+        "Moved again: I live in Leeds now for the new job.",
+        "I take the coach from Leeds these days, it's cheaper.",
+    ]
+    view = _view([("Dev", t) for t in texts], step=timedelta(days=1))
+    record = EvidenceItem(
+        rank=0,
+        kind="record",
+        row="Dev",
+        text="Dev lives in Leeds and takes the coach",
+        msg_ids=["m0", "m1", "m2"],
+        speaker="Dev",
+        ts=T + timedelta(days=2),
+        entry_id="r1",
+    )
+    answer = ask("Where does Dev live now?", [record], view=view)
+    assert "live in Leeds" in answer and "coach" not in answer, answer
