@@ -92,7 +92,8 @@ def _clock(text: str, question: str, embedder, memo: TextMemo) -> str | None:
             clauses = [clauses[int(sims.argmax())]]
         except Exception:  # noqa: BLE001 - a missing model only loses the choice
             pass
-    return CLOCK.search(clauses[0]).group(0)
+    found = CLOCK.search(clauses[0])
+    return found.group(0) if found else None
 
 
 def date_answer(

@@ -8,6 +8,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable
+from datetime import datetime
 
 import numpy as np
 
@@ -130,8 +131,8 @@ def _type_hit(u: Unit, intent: Intent, names: set[str], question: str, memo: Tex
         return 1.0 if u.settles or SETTLE.search(u.text) else 0.5 if "GROUP" in u.rows else 0.0
     if q == "what" and WHICH_THING.match(question):
         # "which film / what dish ...": a thing named, a proper noun the question lacks
-        asked = {w.lower() for w in NAME_WORD.findall(question)}
-        return 0.5 if any(w.lower() not in asked for w in proper_nouns(u.text, names)) else 0.0
+        named = {w.lower() for w in NAME_WORD.findall(question)}
+        return 0.5 if any(w.lower() not in named for w in proper_nouns(u.text, names)) else 0.0
     return 0.0
 
 
@@ -348,15 +349,15 @@ def rejecting(ranked: list[tuple[float, Unit]], chosen: Unit, numbers: bool) -> 
     if chosen.ts is None:
         return None
     mine = _values(chosen.text, numbers)
-    later = []
-    for _, u in ranked:
+    later: list[tuple[datetime, int, Unit]] = []
+    for i, (_, u) in enumerate(ranked):
         if u.asks or u.ts is None or u.ts <= chosen.ts:
             continue
         turned = [m.group(0) for m in REJECTED.finditer(u.text)]
         turned += [m.group(0) for m in RATHER.finditer(u.text)]
         if any(_values(t, numbers) & mine for t in turned):
-            later.append(u)
-    return max(later, key=lambda u: u.ts) if later else None
+            later.append((u.ts, -i, u))
+    return max(later, key=lambda t: t[:2])[2] if later else None
 
 
 def predecessors(ranked: list[tuple[float, Unit]], cands: list[Unit]) -> list[Unit]:
