@@ -28,10 +28,13 @@ the answer; nothing left is :data:`~.answer_text.NO_INFO`.
 when the question names one, are the matter's candidates. The time focus of the question
 (:func:`~.answer_intent.read_intent`) chooses among them: *current* ("now", "still", "these
 days") the latest (an earlier message of a record's update chain is set aside, the chain's
-head by the same person joins the candidates); *original*
-("at first", "originally", "used to") the earliest; *change* the earliest and the latest
+head by the same person joins the candidates; a later sentence turning down a value of
+the asked kind that the best one states, ", not X", is the correction and wins); *original*
+("at first", "originally", "used to") the earliest, the first message of the person's
+record among them; *change* the earliest and the latest
 (with their dates; the ends of the person's update chain when a top unit rests on one);
-otherwise the best. A per-person question writes one line per person from
+a why question the latest of those scoring alike (the event asked about); otherwise the
+best. A per-person question writes one line per person from
 their own best sentence (their earliest or latest with a time focus), reading the person's
 own messages of the group when the evidence holds none of theirs on the matter. A date
 question answers with the date meant (:mod:`.answer_dates`), the day its message was said
