@@ -149,16 +149,7 @@ def test_change_reads_a_record_that_spans_two_messages():
         for i, text in enumerate(["I live in Munich now.", "I moved again, I live in Vienna now."])
     ]
     s.append_messages(to_table(rows, Message))
-    record = EvidenceItem(
-        rank=0,
-        kind="record",
-        row="Dev",
-        text="lives in Vienna (before: Munich)",
-        msg_ids=["m1", "m0"],
-        speaker="Dev",
-        ts=T + timedelta(days=30),
-        entry_id="r1",
-    )
+    record = _record("Dev", "lives in Vienna (before: Munich)", ["m1", "m0"], days=30)
     answer = ask("How did where Dev lives change?", [record], view=GroupView.of(s))
     assert (
         answer.index("at first")
@@ -292,6 +283,20 @@ def test_a_question_that_proposes_the_day_answers_a_when_question():
     assert ask("What day are they repainting the shed?", evidence).startswith("11 April 2026")
 
 
+def _record(person, text, msg_ids, days):
+    """A PERSON record of ``person`` resting on ``msg_ids``, last revised ``days`` after T."""
+    return EvidenceItem(
+        rank=0,
+        kind="record",
+        row=person,
+        text=text,
+        msg_ids=msg_ids,
+        speaker=person,
+        ts=T + timedelta(days=days),
+        entry_id="r1",
+    )
+
+
 def _view(texts_by_speaker, step=timedelta(minutes=1)):
     """A group view of one session: messages m0, m1 ... said ``step`` apart."""
     s = GroupStore("/nonexistent", "g", in_memory=True)
@@ -315,15 +320,8 @@ def test_a_now_question_reads_the_head_of_the_persons_chain():
     # the later message is worded apart from the question; the record ties it to the matter
     texts = ["I want the blue tent for the camping trip.", "meh, take the green one instead"]
     view = _view([("Dev", t) for t in texts], step=timedelta(days=1))
-    record = EvidenceItem(
-        rank=0,
-        kind="record",
-        row="Dev",
-        text="Dev takes the green tent (before: the blue tent)",
-        msg_ids=["m0", "m1"],
-        speaker="Dev",
-        ts=T + timedelta(days=1),
-        entry_id="r1",
+    record = _record(
+        "Dev", "Dev takes the green tent (before: the blue tent)", ["m0", "m1"], days=1
     )
     answer = ask("Which tent is Dev taking on the camping trip?", [record], view=view)
     assert "green" in answer and "blue" not in answer
@@ -387,16 +385,7 @@ def test_a_now_question_takes_the_chain_head_on_its_matter_not_the_records_last_
         "Also I only go by coach these days, it's cheaper.",
     ]
     view = _view([("Dev", t) for t in texts], step=timedelta(days=1))
-    record = EvidenceItem(
-        rank=0,
-        kind="record",
-        row="Dev",
-        text="Dev lives in Leeds and goes by coach",
-        msg_ids=["m0", "m1", "m2"],
-        speaker="Dev",
-        ts=T + timedelta(days=2),
-        entry_id="r1",
-    )
+    record = _record("Dev", "Dev lives in Leeds and goes by coach", ["m0", "m1", "m2"], days=2)
     answer = ask("Where does Dev live now?", [record], view=view)
     assert "Leeds" in answer and "coach" not in answer
 
@@ -492,16 +481,7 @@ def test_an_original_question_reads_the_first_message_of_the_persons_chain():
         "thinking about it more, a fig suits the wall, let's plant a fig tree",
     ]
     view = _view([("Chloe", t) for t in texts], step=timedelta(days=3))
-    record = EvidenceItem(
-        rank=0,
-        kind="record",
-        row="Chloe",
-        text="Chloe wants a fig tree in the garden",
-        msg_ids=["m0", "m1"],
-        speaker="Chloe",
-        ts=T + timedelta(days=3),
-        entry_id="r1",
-    )
+    record = _record("Chloe", "Chloe wants a fig tree in the garden", ["m0", "m1"], days=3)
     answer = ask("Which tree did Chloe want for the garden at first?", [record], view=view)
     assert "plum" in answer and "fig" not in answer
 
@@ -564,15 +544,6 @@ def test_a_later_message_saying_the_same_value_again_is_no_update_of_a_where_que
         "I take the coach from Leeds these days, it's cheaper.",
     ]
     view = _view([("Dev", t) for t in texts], step=timedelta(days=1))
-    record = EvidenceItem(
-        rank=0,
-        kind="record",
-        row="Dev",
-        text="Dev lives in Leeds and takes the coach",
-        msg_ids=["m0", "m1", "m2"],
-        speaker="Dev",
-        ts=T + timedelta(days=2),
-        entry_id="r1",
-    )
+    record = _record("Dev", "Dev lives in Leeds and takes the coach", ["m0", "m1", "m2"], days=2)
     answer = ask("Where does Dev live now?", [record], view=view)
     assert "live in Leeds" in answer and "coach" not in answer, answer
