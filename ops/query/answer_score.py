@@ -28,6 +28,7 @@ from speakerflow.ops.query.answer_intent import (
 )
 from speakerflow.ops.query.answer_text import RATHER, REJECTED
 from speakerflow.ops.query.answer_units import Messages, TextMemo, Unit, stem, terms
+from speakerflow.ops.text.people import name_key
 from speakerflow.schemas import Projection
 
 _NUMBER_WORDS = frozenset(
@@ -58,10 +59,7 @@ def proper_nouns(text: str, names: set[str]) -> list[str]:
 def mentions(u: Unit, person: str) -> bool:
     first = person.split()[0].lower()
     # "Rhys's" and "Rhys" name Rhys (a plain rstrip of "'s" would make him "Rhy")
-    return any(
-        m.group(0).lower().replace("\u2019", "'").removesuffix("'s") == first
-        for m in NAME_WORD.finditer(u.text)
-    )
+    return any(name_key(m.group(0)) == first for m in NAME_WORD.finditer(u.text))
 
 
 # --- scoring -----------------------------------------------------------------------------------
@@ -306,26 +304,22 @@ def successors(
             if any(v.speaker == u.speaker for v in by_msg.get(m, ()))
         ]
         on_matter = [m for m in later if words and words & message_terms(by_msg[m][0])]
-        # for a question asking a value (a date, a place, a number), the later messages with a
-        # sentence saying one that ``u``'s message does not: the record's newer value of the
-        # matter however it is worded (the same value said again is no update)
-        said = _values(" ".join(u.siblings or (u.text,)), True) | _values(
-            " ".join(u.siblings or (u.text,)), False
-        )
-        valued = [
-            m
-            for m in later
-            if any(
-                v.proposes and (_values(v.text, True) | _values(v.text, False)) - said
-                for v in by_msg[m]
-            )
-        ]
         if on_matter:
             heads.add((on_matter[-1], u.speaker))
         elif later and not (words and words & message_terms(u)):
             heads.add((later[-1], u.speaker))
-        elif valued:
-            heads.add((valued[-1], u.speaker))
+        else:
+            # for a question asking a value (a date, a place, a number), the later messages
+            # with a sentence saying one that ``u``'s message does not: the record's newer
+            # value of the matter however it is worded (the same value said again is no update)
+            said = _all_values(" ".join(u.siblings or (u.text,)))
+            valued = [
+                m
+                for m in later
+                if any(v.proposes and _all_values(v.text) - said for v in by_msg[m])
+            ]
+            if valued:
+                heads.add((valued[-1], u.speaker))
     return [u for _, u in ranked if (u.msg_id, u.speaker) in heads and not u.asks]
 
 
@@ -337,6 +331,11 @@ def _values(text: str, numbers: bool) -> set[str]:
         found = {m.group(0) for m in re.finditer(r"\d+(?:[.:]\d+)?", text)}
         return found | {w.lower() for w in NAME_WORD.findall(text) if w.lower() in CALENDAR}
     return {stem(w) for w in proper_nouns(text, set())}
+
+
+def _all_values(text: str) -> set[str]:
+    """Every value a text names: numbers, calendar words and proper nouns."""
+    return _values(text, True) | _values(text, False)
 
 
 def rejecting(ranked: list[tuple[float, Unit]], chosen: Unit, numbers: bool) -> Unit | None:

@@ -40,7 +40,7 @@ _TOKEN = re.compile(r"@?[A-Za-z\u00C0-\u024F][\w\u00C0-\u024F.\-]*(?:['\u2019]s?
 _POSSESSIVE = re.compile(r"['\u2019]s?$")
 
 
-def _key(token: str) -> str:
+def name_key(token: str) -> str:
     """Normalise a token: drop ``@``, possessive ``'s`` and trailing dots; lower-case."""
     token = _POSSESSIVE.sub("", token.strip().lstrip("@")).rstrip(".-")
     return token.lower()
@@ -79,7 +79,7 @@ class PersonResolver:
             if len(parts) > 1:
                 candidates[parts[0].lower()].add(name)
             for alias in (aliases or {}).get(name, ()):
-                candidates[_key(alias)].add(name)
+                candidates[name_key(alias)].add(name)
         for group in synonyms:
             words = {w.lower() for w in group}
             hits = {strong[w] for w in words if w in strong}
@@ -101,7 +101,7 @@ class PersonResolver:
         """
         if not token or not token.strip():
             return None
-        key = _key(token)
+        key = name_key(token)
         return self._table.get(key) or self._table.get(_squash(key))
 
     def mentions(self, text: str) -> list[tuple[str, int, int]]:
@@ -130,7 +130,7 @@ class PersonResolver:
         ``"pa"``/``"ma"`` or a roster member called ``"Will"`` must not match the verb "will":
         lower-case tokens are accepted only for names of 4+ letters that are not common words.
         """
-        bare = _key(token)
+        bare = name_key(token)
         if token.startswith("@") or token[:1].isupper():
             return True
         return len(bare) >= 4 and bare not in _COMMON_WORDS
