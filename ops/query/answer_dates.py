@@ -76,10 +76,10 @@ _CLAUSE = re.compile(r"\s*(?:(?<!\d)[,;:](?!\d)|\s-\s|\bso\b|\bbut\b|\band then\
 
 
 def _clock(text: str, question: str, embedder, memo: TextMemo) -> str | None:
-    """The time of day of ``text`` the question asks: of those not turned down ("at 6:30 not
-    7"), the one said in the clause closest in meaning to the question (MiniLM cosine; the
-    first without an embedder): "out by 10pm so we're starting at 6:30" asked when it
-    begins."""
+    """The time of day of ``text`` the question asks: of those not turned down ("at 9.15 not
+    9"), the one said in the clause closest in meaning to the question (MiniLM cosine; the
+    first without an embedder): "the hall shuts at 11pm so the party starts at 7.30pm" asked
+    when the party starts."""
     kept = without_rejected(text)
     clauses = [c for c in _CLAUSE.split(kept) if CLOCK.search(c)]
     if not clauses:

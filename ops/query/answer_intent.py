@@ -143,7 +143,7 @@ PRESENT_Q = re.compile(
 
 def _asks_both(question: str) -> bool:
     """The question asks for an earlier state and a later one, each in a clause of its own
-    ("what did A offer first, and what does A want instead?")."""
+    ("what did A order first, and what is A having now?")."""
     clauses = re.split(
         r",?\s+\band\s+(?=(?:what|which|how|where|who)\b)|;\s*", question, flags=re.I
     )
@@ -199,7 +199,7 @@ def read_intent(projection: Projection, rollup: bool) -> Intent:
     ):
         focus: str | None = "change"
     elif _asks_both(q) and qtype not in ("why", "when", "per-person"):
-        # "what did A want at first, and what does A want now?": both ends of the change
+        # A's earlier wish and A's wish now, asked in two clauses: both ends of the change
         focus = "change"
     elif CURRENT_Q.search(q):
         focus = "current"

@@ -106,7 +106,7 @@ def _with_focus(u: Unit, words: set[str]) -> str:
 def _announces(u: Unit, names: list[str]) -> bool:
     """A short sentence that names no value (no number, no proper noun beside the roster) and
     is followed by another of its message: it announces what the next one states ("Quick
-    update on the plan. We go by train.")."""
+    news about the plan. We go by train.")."""
     return (
         u.index + 1 < len(u.siblings)
         and len(u.text.split()) <= 8

@@ -58,7 +58,7 @@ def proper_nouns(text: str, names: set[str]) -> list[str]:
 
 def mentions(u: Unit, person: str) -> bool:
     first = person.split()[0].lower()
-    # "Rhys's" and "Rhys" name Rhys (a plain rstrip of "'s" would make him "Rhy")
+    # "Chris's" and "Chris" name Chris (a plain rstrip of "'s" would make him "Chri")
     return any(name_key(m.group(0)) == first for m in NAME_WORD.finditer(u.text))
 
 
@@ -341,10 +341,10 @@ def _all_values(text: str) -> set[str]:
 def rejecting(ranked: list[tuple[float, Unit]], chosen: Unit, numbers: bool) -> Unit | None:
     """The latest sentence after ``chosen`` that turns down a value ``chosen`` states (",
     not X", "instead of X", "rather than X" with X's number or name among ``chosen``'s: "we
-    start at 6:30 not 7" supersedes "7pm"): a correction of the state, whoever says it, on a
+    go at 7pm not 8" supersedes "kick-off 8pm"): a correction of the state, whoever says it, on a
     matter worded apart. Only values of the asked kind count (``numbers``: a number or a
     calendar word for a quantity or date question, else a name): a time turned down is no
-    correction of which piece is sung."""
+    correction of which film is shown."""
     if chosen.ts is None:
         return None
     mine = _values(chosen.text, numbers)

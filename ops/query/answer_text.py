@@ -118,7 +118,7 @@ def full_sentence(u: Unit, min_words: int = 5) -> str:
 
 #: the alternative a statement turns down: ", not X", "instead of X", "rather than X"
 _ALT = r"(?:[^,.;:!?]|\.(?=\d))+"  # up to the clause's end (a decimal point is no end)
-#: (and a bare "not" before a value: "at 6:30 not 7", "Tuesday not Monday")
+#: (and a bare "not" before a value: "at 9.15 not 9", "Friday not Thursday")
 REJECTED = re.compile(
     rf"(?i:,\s*not\s+){_ALT}|(?i:\s+not)\s+(?=\d|£|\$|€|[A-Z]){_ALT}"
     rf"|(?i:\s*\b(?:instead of|rather than)\s+){_ALT}"
