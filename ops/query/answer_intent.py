@@ -143,7 +143,7 @@ PRESENT_Q = re.compile(
 
 def _asks_both(question: str) -> bool:
     """The question asks for an earlier state and a later one, each in a clause of its own
-    ("what did A order first, and what is A having now?")."""
+    ("what was A's first order, and what is A having now?")."""
     clauses = re.split(
         r",?\s+\band\s+(?=(?:what|which|how|where|who)\b)|;\s*", question, flags=re.I
     )

@@ -232,7 +232,7 @@ def exchange(
     of their messages there to the question, so a round of greetings counts little; the
     windows within ``exchange_share`` of the best count as most); of these, the ones scoring
     within ``margin`` of the best, the earliest
-    for "at first", the latest for "now", else the best. Returns the anchor and the window
+    under "at first", the latest under "now", else the best. Returns the anchor and the window
     of view rows (``None`` without messages)."""
     if not overall or messages is None:
         return None, None
