@@ -16,8 +16,8 @@ from speakerflow.schemas import Projection
 from speakerflow.words import CHANGE_QUESTION as CHANGE_Q
 
 WHEN = re.compile(
-    r"^\s*(when|what (date|day|time|year|month|week)|(in )?which (year|month|day|week)|"
-    r"how long ago|since when)\b",
+    r"^\s*(when|(?:on |at |in )?(?:what|which) (date|day|time|year|month|week)|"
+    r"what(?:'s|\u2019s| is| was| will be) the (?:date|day|time)|how long ago|since when)\b",
     re.I,
 )
 WHY = re.compile(
@@ -137,7 +137,10 @@ LATEST_CLAUSE = re.compile(r"\b(last|latest|final|most recent|end)\b", re.I)
 #: the present or future tense of a question about a state ("which car is he driving", "what
 #: will the rent be"): what holds now, the latest statement when several are close
 PRESENT_Q = re.compile(
-    r"^\s*(?:\w+\s+){0,4}?(?:is|are|am|will|does|do|has|have|'s|'re)\b|\w+'s\b(?! \w+'s)", re.I
+    r"^\s*(?:\w+\s+){0,4}?(?:is|are|am|will|does|do|has|have|'s|'re)\b"
+    # "what's", "it's" (is), not a possessive ("bed 4's chart")
+    r"|\b(?:what|where|who|how|when|which|it|that|there|here)['\u2019]s\b",
+    re.I,
 )
 
 

@@ -246,7 +246,7 @@ def answer_scored(
     if intent.focus == "change":
         return _change(ranked, config)
     valued = holds_value(intent, names, projection.question, memo)
-    best = pick(ranked, intent, config, words, valued)
+    best = pick(ranked, intent, config, words, valued, messages)
     line = _write(best, intent, names, projection.question, config)
     if config.short_answer and intent.focus is None and intent.qtype not in ("why", "decision"):
         return Answered(short_line(best, intent, names, projection.question, config), quote=line)

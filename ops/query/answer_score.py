@@ -14,7 +14,7 @@ import numpy as np
 
 from speakerflow.graphs import query_terms
 from speakerflow.ops.query.answer_config import AnswerConfig
-from speakerflow.ops.query.answer_dates import has_date
+from speakerflow.ops.query.answer_dates import CLOCK, has_date
 from speakerflow.ops.query.answer_intent import (
     CALENDAR,
     CURRENT_Q,
@@ -43,6 +43,17 @@ def has_number(text: str) -> bool:
     )
 
 
+def says_amount(u: Unit, memo: TextMemo) -> bool:
+    """Whether the sentence says an amount: a number outside its dates and times of day ("£45
+    a visit", "96 guests"; not "first visit on 17 March" nor "at 8pm"): what a how much / how
+    many question asks."""
+    text = u.text
+    if u.ts is not None:
+        for span in memo.spans(u.text, u.ts):
+            text = text.replace(span.text, " ")
+    return has_number(CLOCK.sub(" ", text))
+
+
 def proper_nouns(text: str, names: set[str]) -> list[str]:
     """Capitalised words that are neither a roster name, a calendar word nor a common word
     (a sentence-initial "Porto it is." names a place; "The" does not)."""
@@ -65,10 +76,16 @@ def mentions(u: Unit, person: str) -> bool:
 # --- scoring -----------------------------------------------------------------------------------
 
 
+#: verbs a question uses to ask about any activity ("what is she doing", "what is happening
+#: on Friday"): no word of the matter, a reply need not say them
+_LIGHT_VERBS = frozenset(stem(w) for w in "doing being happening".split())
+
+
 def focus_words(projection: Projection, names: list[str]) -> set[str]:
-    """The question's content words without names and the words of its time focus."""
+    """The question's content words without names, light verbs and the words of its time
+    focus."""
     words = terms(projection.issue) | terms(projection.question)
-    drop = {stem(n) for name in names for n in name.split()}
+    drop = {stem(n) for name in names for n in name.split()} | _LIGHT_VERBS
     timeish = terms(" ".join(m.group(0) for m in CURRENT_Q.finditer(projection.question)))
     timeish |= terms(" ".join(m.group(0) for m in ORIGINAL_Q.finditer(projection.question)))
     # "each", "everyone": they ask for one line per person, the lines need not say them
@@ -110,7 +127,7 @@ def _type_hit(u: Unit, intent: Intent, names: set[str], question: str, memo: Tex
     if q == "when" or intent.focus is not None and "date" in question.lower():
         return has_date(u, memo)
     if intent.quantity:
-        return 1.0 if has_number(u.text) else 0.0
+        return 1.0 if says_amount(u, memo) else 0.0
     if q == "where":
         place = any(m.group(0).split()[-1].lower() not in CALENDAR for m in PLACE.finditer(u.text))
         return 1.0 if place else 0.5 if proper_nouns(u.text, names) else 0.0
@@ -283,7 +300,10 @@ def on_matter(ranked: list[tuple[float, Unit]], words: set[str], share: float) -
 
 
 def successors(
-    ranked: list[tuple[float, Unit]], cands: list[Unit], words: set[str] | None = None
+    ranked: list[tuple[float, Unit]],
+    cands: list[Unit],
+    words: set[str] | None = None,
+    values: bool = True,
 ) -> list[Unit]:
     """The units of the message that heads the chain of each of ``cands``' history units,
     each from its own speaker: of the record's messages after it, the latest that holds a focus
@@ -308,7 +328,7 @@ def successors(
             heads.add((on_matter[-1], u.speaker))
         elif later and not (words and words & message_terms(u)):
             heads.add((later[-1], u.speaker))
-        else:
+        elif values:
             # for a question asking a value (a date, a place, a number), the later messages
             # with a sentence saying one that ``u``'s message does not: the record's newer
             # value of the matter however it is worded (the same value said again is no update)
@@ -379,12 +399,58 @@ def holds_value(
     return lambda u: _type_hit(u, intent, lowered, question, memo) >= 1.0
 
 
+def _addresses(u: Unit, person: str | None) -> bool:
+    """``u``'s message opens by naming ``person`` ("Pauline, it was 241", "@Juno only two")."""
+    if not person:
+        return False
+    first = (u.siblings or (u.text,))[0].lstrip("@ ").split(maxsplit=1)
+    return bool(first) and name_key(first[0].strip(",:;!-")) == person.split()[0].lower()
+
+
+def corrected(
+    ranked: list[tuple[float, Unit]],
+    chosen: Unit,
+    messages: Messages | None,
+    valued: Callable[[Unit], bool],
+) -> Unit:
+    """The later statement by another person that corrects the value ``chosen`` says: one
+    that replies to its message (the next turn) or opens by naming its speaker, and says a
+    value of the asked kind that ``chosen``'s message does not ("still £6 each?" - "nah, £7
+    now"; "Pauline, it was 241 not 212"). A question that offers a value is settled by the
+    reply saying one, the same or another. A correction of the correction is followed."""
+    seen = {chosen.msg_id}
+    while True:
+        said = _values(" ".join(chosen.siblings or (chosen.text,)), True)
+        asks = chosen.text.rstrip().endswith("?")
+        found = [
+            u
+            for _, u in ranked
+            if not u.asks
+            and u.msg_id not in seen
+            and u.speaker != chosen.speaker
+            and u.ts is not None
+            and chosen.ts is not None
+            and u.ts > chosen.ts
+            and valued(u)
+            and (asks or _values(u.text, True) - said)
+            and (
+                (messages is not None and messages.reply_to(u.msg_id) == chosen.msg_id)
+                or _addresses(u, chosen.speaker)
+            )
+        ]
+        if not found:
+            return chosen
+        chosen = found[0]
+        seen.add(chosen.msg_id)
+
+
 def pick(
     ranked: list[tuple[float, Unit]],
     intent: Intent,
     config: AnswerConfig,
     words: set[str] | None = None,
     valued: Callable[[Unit], bool] | None = None,
+    messages: Messages | None = None,
 ) -> Unit:
     """The answer unit for a question with one answer (see the module doc); ``valued``
     (:func:`holds_value`) keeps a dated choice to the statements that say a value when some
@@ -393,7 +459,7 @@ def pick(
     if timed or intent.present:
         margin = config.margin if timed else config.present_margin
         cands = close_to_best(ranked, margin)
-        if words:  # a "now" question reads the matter wider than a present-tense one
+        if words and timed:  # a "now" question reads the matter wider than a present-tense one
             cands += on_matter(ranked, words, config.matter_share if timed else 0.8)
         if valued is not None:
             cands = [u for u in cands if valued(u)] or cands
@@ -405,12 +471,19 @@ def pick(
         while chosen is not None and (later := rejecting(ranked, chosen, numbers)) is not None:
             chosen = later
         if chosen is None:
-            cands += successors(ranked, cands, words)
+            heads = successors(ranked, cands, words, intent.focus == "current")
+            # a value question's newer state says a value: a later message of the record on
+            # another side of the matter (the day moved, the price did not) is no successor
+            cands += [u for u in heads if valued(u)] if valued is not None else heads
             cands = [u for u in cands if not u.history] or cands or [ranked[0][1]]
             chosen = by_time(cands, latest=True)
+        if valued is not None:
+            chosen = corrected(ranked, chosen, messages, valued)
         return best_of_message(ranked, chosen, intent.focus == "current")
     if intent.qtype == "why":
         # "why was it moved": of statements scoring alike, the latest is the event asked
         # about (its reason said with it), an earlier one the state before it
         return by_time(close_to_best(ranked, config.present_margin) or [ranked[0][1]], True)
+    if valued is not None:
+        return best_of_message(ranked, corrected(ranked, ranked[0][1], messages, valued), False)
     return ranked[0][1]

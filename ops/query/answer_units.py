@@ -183,13 +183,18 @@ class Messages:
     def replied(self, msg_id: str | None) -> tuple[str, str] | None:
         """(speaker, text) of the message before ``msg_id`` in its session when another
         person said it: the turn a reply answers."""
+        before = self.view.pos.get(self.reply_to(msg_id))
+        return None if before is None else (self.view.speakers[before], self.view.texts[before])
+
+    def reply_to(self, msg_id: str | None) -> str | None:
+        """The id of the turn ``msg_id`` replies to (:meth:`replied`), ``None`` when there is
+        none."""
         row = self.view.pos.get(msg_id) if msg_id else None
         if row is None or self.view.prev[row] < 0:
             return None
         before = int(self.view.prev[row])
-        if self.view.speakers[before] == self.view.speakers[row]:
-            return None
-        return self.view.speakers[before], self.view.texts[before]
+        same = self.view.speakers[before] == self.view.speakers[row]
+        return None if same else self.view.ids[before]
 
     def session(self, msg_id: str | None) -> str | None:
         row = self.view.pos.get(msg_id) if msg_id else None

@@ -546,3 +546,53 @@ def test_a_turned_down_value_corrects_only_a_question_asking_that_kind_of_value(
     ranked = [(1.0, first), (0.5, later)]
     assert rejecting(ranked, first, numbers=True) is later
     assert rejecting(ranked, first, numbers=False) is None
+
+
+def test_a_reply_correcting_the_amount_stated_is_the_answer_whatever_its_words():
+    # the correction shares no word with the question; it answers the turn before or names
+    # the person it corrects
+    texts = [
+        ("Dev", "room hire is £40 for the evening, right?"),
+        ("Chloe", "nope, they charge 55 since the refit"),
+        ("Tom", "ok"),
+        ("Maya", "Parking at the venue costs £5 per car"),
+        ("Ana", "Maya, it's 8 quid, I paid it on Sunday"),
+    ]
+    view = _view(texts, step=timedelta(minutes=10))
+    evidence = [
+        ex(i, who, text, ts=T + timedelta(minutes=10 * i), mid=f"m{i}")
+        for i, (who, text) in enumerate(texts)
+    ]
+    assert "55" in ask("How much is the room hire for the evening?", evidence, view=view)
+    parking = ask("How much does parking at the venue cost?", evidence, view=view)
+    assert "8" in parking and "£5" not in parking, parking
+
+
+def test_a_date_is_no_amount_and_a_dated_later_message_is_no_newer_price():
+    from speakerflow.ops.query.answer_score import says_amount
+    from speakerflow.ops.query.answer_units import TextMemo, Unit
+
+    memo = TextMemo()
+    assert says_amount(Unit("the tutor asks £30 a lesson", "m0", "Ana", T, 0), memo)
+    assert not says_amount(Unit("first lesson on 4 May at 6pm", "m0", "Ana", T, 0), memo)
+    texts = [
+        "Found a tutor: £30 a lesson, Tuesdays after school",
+        "Tuesdays are gone, so Thursdays, the same fee. First lesson on 14 May",
+    ]
+    view = _view([("Ana", t) for t in texts], step=timedelta(days=2))
+    record = _record("Ana", "Ana found a tutor, Thursdays", ["m0", "m1"], days=2)
+    answer = ask("How much does the tutor charge per lesson?", [record], view=view)
+    assert "£30" in answer, answer
+
+
+def test_date_questions_and_the_tense_of_a_possessive():
+    from speakerflow.ops.query.answer_intent import read_intent
+
+    def intent(q):
+        return read_intent(project_rules(q, ROSTER), False)
+
+    assert intent("What's the date of the school play?").qtype == "when"
+    assert intent("Which date is the plumber coming?").qtype == "when"
+    assert intent("On what day did Tom's cat go missing?").qtype == "when"
+    assert intent("Why was Tom's bike left outside?").present is False
+    assert intent("Why is the bike outside?").present is True
