@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from speakerflow.ops.text.temporal import MONTHS, WEEKDAYS
 from speakerflow.ops.write.interfaces import Segment
 from speakerflow.ops.write.writer import consolidate as cs
 from speakerflow.ops.write.writer import rules_text as rt
@@ -52,7 +53,6 @@ from speakerflow.ops.write.writer.rules_content import (
     last_clause,
 )
 from speakerflow.ops.write.writer.rules_slots import matter_key
-from speakerflow.ops.text.temporal import MONTHS, WEEKDAYS
 from speakerflow.schemas import GROUP_OWNER
 from speakerflow.words import CHANGE_STATEMENT
 
