@@ -84,10 +84,11 @@ _PATTERNS: list[tuple[re.Pattern, str]] = [
         (r"\b(?:in |since |of |during )?((?:19|20)\d\d)\b", "year"),
     ]
 ]
-#: a weekday named without a preposition ("the Sunday market", "Wednesday's call"):
-#: capitalised, singular (plural "Sundays" is a habit, not a date)
-_CAPITALISED_WEEKDAY = re.compile(
-    r"\b(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)(?:['\u2019]s)?\b(?!s)"
+#: a weekday named without a preposition ("the Sunday market", "Wednesday's call", a
+#: lower-case chat's "final is thursday"): its full name, singular (plural "Sundays" is a
+#: habit, not a date)
+_BARE_WEEKDAY = re.compile(
+    r"\b((?i:monday|tuesday|wednesday|thursday|friday|saturday|sunday))(?:['\u2019]s)?\b(?!s)"
 )
 _CAPITALISED_MONTH = re.compile(
     r"\b(January|February|March|April|June|July|August|September|October|November|"
@@ -354,7 +355,7 @@ def spans_of(text: str, ref: date) -> list[TimeSpan]:
             found.append((m.start(), m.end(), order, m, handler))
     for m in _CAPITALISED_MONTH.finditer(text):
         found.append((m.start(), m.end(), len(_PATTERNS), m, "bare_month"))
-    for m in _CAPITALISED_WEEKDAY.finditer(text):
+    for m in _BARE_WEEKDAY.finditer(text):
         found.append((m.start(), m.end(), len(_PATTERNS) + 1, m, "bare_weekday"))
     chosen: list[tuple[int, int, int, re.Match, str]] = []
     for f in sorted(found, key=lambda f: (-(f[1] - f[0]), f[2], f[0])):

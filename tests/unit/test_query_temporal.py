@@ -136,10 +136,13 @@ def test_an_explicit_date_beats_its_weekday_and_is_marked_explicit():
 def test_weekdays_read_the_tense_of_their_own_sentence():
     spans = resolve("I was ill on Monday. The plumber comes on Friday.", THU)
     assert [s.start for s in spans] == [date(2026, 3, 23), date(2026, 3, 27)]
-    # a plan in the present tense is the coming one; a bare capitalised weekday is a date too
+    # a plan in the present tense is the coming one; a bare weekday is a date too
     assert span("the vet is on Thursday", THU) == (date(2026, 4, 2),) * 2
     assert span("I can't come to Wednesday's call", THU) == (date(2026, 4, 1),) * 2
     assert resolve("we swim on Sundays", THU) == []  # a habit, not a date
+    # a lower-case chat names the day in full all the same; "the sun" is no Sunday
+    assert span("the match is thursday 8pm", MON) == (date(2023, 5, 11),) * 2
+    assert resolve("lovely sun and a sat nav", THU) == []
 
 
 def test_a_date_without_year_in_a_plan_is_the_coming_one():
