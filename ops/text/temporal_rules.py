@@ -85,7 +85,7 @@ _PATTERNS: list[tuple[re.Pattern, str]] = [
     ]
 ]
 #: a weekday named without a preposition ("the Sunday market", "Wednesday's call", a
-#: lower-case chat's "final is thursday"): its full name, singular (plural "Sundays" is a
+#: lower-case chat's "vet appt monday"): its full name, singular (plural "Sundays" is a
 #: habit, not a date)
 _BARE_WEEKDAY = re.compile(
     r"\b((?i:monday|tuesday|wednesday|thursday|friday|saturday|sunday))(?:['\u2019]s)?\b(?!s)"
