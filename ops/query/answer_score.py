@@ -44,8 +44,8 @@ def has_number(text: str) -> bool:
 
 
 def says_amount(u: Unit, memo: TextMemo) -> bool:
-    """Whether the sentence says an amount: a number outside its dates and times of day ("£45
-    a visit", "96 guests"; not "first visit on 17 March" nor "at 8pm"): what a how much / how
+    """Whether the sentence says an amount: a number outside its dates and times of day ("£20
+    a head", "thirty chairs"; not "the dentist on 2 June" nor "at 6pm"): what a how much / how
     many question asks."""
     text = u.text
     if u.ts is not None:
@@ -400,7 +400,7 @@ def holds_value(
 
 
 def _addresses(u: Unit, person: str | None) -> bool:
-    """``u``'s message opens by naming ``person`` ("Pauline, it was 241", "@Juno only two")."""
+    """``u``'s message opens by naming ``person`` ("Sam, it was 30", "@Lee only two")."""
     if not person:
         return False
     first = (u.siblings or (u.text,))[0].lstrip("@ ").split(maxsplit=1)
@@ -415,9 +415,9 @@ def corrected(
 ) -> Unit:
     """The later statement by another person that corrects the value ``chosen`` says: one
     that replies to its message (the next turn) or opens by naming its speaker, and says a
-    value of the asked kind that ``chosen``'s message does not ("still £6 each?" - "nah, £7
-    now"; "Pauline, it was 241 not 212"). A question that offers a value is settled by the
-    reply saying one, the same or another. A correction of the correction is followed."""
+    value of the asked kind that ``chosen``'s message does not ("the tickets are £9, right?" -
+    "no, £11 now"; "Sam, we counted 31 not 30"). A question that offers a value is settled by
+    the reply saying one, the same or another. A correction of the correction is followed."""
     seen = {chosen.msg_id}
     while True:
         said = _values(" ".join(chosen.siblings or (chosen.text,)), True)

@@ -242,7 +242,7 @@ def test_another_name_for_the_same_matter_is_a_change_of_mind(tmp_path):
         [
             ("Ines", "For the pub quiz our team name should be Quizteama Aguilera", "s1", 2),
             ("Omar", "ha, love it", "s1", 2),
-            ("Ines", "For the pub quiz team name put me down for Les Quizerables", "s2", 9),
+            ("Ines", "For the pub quiz team name my vote now goes to Les Quizerables", "s2", 9),
         ],
         tmp_path,
     )

@@ -81,7 +81,7 @@ def _numbers(text: str) -> set[str]:
     return rt.numbers(text) | words
 
 
-#: a capitalised word inside a sentence: a name of a thing, place or title ("Essence by Wizkid")
+#: a capitalised word inside a sentence: a name of a thing, place or title ("a song by Nina Simone")
 _NAMED = re.compile(r"(?<=[\w,;:\u2014-] )[A-Z][\w'\u2019-]+")
 
 
