@@ -138,7 +138,7 @@ LATEST_CLAUSE = re.compile(r"\b(last|latest|final|most recent|end)\b", re.I)
 #: will the rent be"): what holds now, the latest statement when several are close
 PRESENT_Q = re.compile(
     r"^\s*(?:\w+\s+){0,4}?(?:is|are|am|will|does|do|has|have|'s|'re)\b"
-    # "what's", "it's" (is), not a possessive ("bed 4's chart")
+    # "what's", "it's" (is), not a possessive ("the cat's bowl")
     r"|\b(?:what|where|who|how|when|which|it|that|there|here)['\u2019]s\b",
     re.I,
 )
