@@ -236,20 +236,6 @@ def test_a_change_of_mind_updates_the_persons_record(later, tmp_path):
     assert chain[-1]["supersedes"] == chain[-2]["entry_id"] and "(before," in chain[-1]["content"]
 
 
-def test_another_name_for_the_same_matter_is_a_change_of_mind(tmp_path):
-    # no change word: the name chosen moved, as numbers that move do
-    store = _written(
-        [
-            ("Ines", "For the pub quiz our team name should be Quizteama Aguilera", "s1", 2),
-            ("Omar", "ha, love it", "s1", 2),
-            ("Ines", "For the pub quiz team name my vote now goes to Les Quizerables", "s2", 9),
-        ],
-        tmp_path,
-    )
-    chain = next(c for c in chains(store, owner="Ines") if len(c) > 1)
-    assert "m00" in chain[0]["from_ids"] and "m02" in chain[-1]["from_ids"]
-
-
 def test_a_statement_on_another_matter_is_no_revision(tmp_path):
     store = _written(
         [

@@ -19,9 +19,7 @@ A message *revises* an earlier record when both hold:
   :data:`~speakerflow.words.CHANGE_STATEMENT` ("instead", "no longer", "changed my mind" ...)
   or of :data:`RECONSIDER` (the issue's own examples: "actually", "on second thought", "I was
   wrong" and "scratch that"); numbers that
-  moved, each side holding one the other lacks (40 -> 55; digits or number words); names that
-  moved alike (a capitalised word inside a sentence, the roster and calendar words aside: one
-  title, place or song for another); a negated
+  moved, each side holding one the other lacks (40 -> 55; digits or number words); a negated
   word of the record ("it's not the cable" after "it's the cable"); or a turned stance on a
   shared word, one of the two said with a negation and the other without ("I don't want a
   dog" -> "fine, a dog then").
@@ -40,7 +38,6 @@ from typing import Any
 
 import numpy as np
 
-from speakerflow.ops.text.temporal import MONTHS, WEEKDAYS
 from speakerflow.ops.write.interfaces import Segment
 from speakerflow.ops.write.writer import consolidate as cs
 from speakerflow.ops.write.writer import rules_text as rt
@@ -81,21 +78,6 @@ def _numbers(text: str) -> set[str]:
     return rt.numbers(text) | words
 
 
-#: a capitalised word inside a sentence: a name of a thing, place or title ("a song by Nina Simone")
-_NAMED = re.compile(r"(?<=[\w,;:\u2014-] )[A-Z][\w'\u2019-]+")
-
-
-_CALENDAR = frozenset(MONTHS) | frozenset(WEEKDAYS)
-
-
-def _named(text: str, exclude: set[str]) -> set[str]:
-    """The names ``text`` says inside its sentences (not a sentence's first word), without
-    ``exclude`` (the roster) and calendar words."""
-    skip = {e.lower() for e in exclude}
-    found = {rt.lemma(m.group(0)) for m in _NAMED.finditer(text)}
-    return {w for w in found if w not in skip and w not in _CALENDAR}
-
-
 def says_change(text: str) -> bool:
     """A change word or a reconsidering of :data:`CHANGE_STATEMENT` / :data:`RECONSIDER`."""
     return bool(CHANGE_STATEMENT.search(text) or RECONSIDER.search(text))
@@ -108,9 +90,6 @@ def changes_state(text: str, old_text: str, exclude: set[str]) -> bool:
     new_numbers, old_numbers = _numbers(text), _numbers(old_text)
     if new_numbers - old_numbers and old_numbers - new_numbers:
         return True  # the matter's numbers moved: each side has one the other lacks
-    new_names, old_names = _named(text, exclude), _named(old_text, exclude)
-    if new_names - old_names and old_names - new_names:
-        return True  # so did its names (one title or place for another)
     old_words = rt.topic_words(old_text, exclude)
     negated = {rt.lemma(m.group(1).lower()) for m in _NEGATED.finditer(text)}
     if negated & old_words:
