@@ -459,8 +459,8 @@ def pick(
     if timed or intent.present:
         margin = config.margin if timed else config.present_margin
         cands = close_to_best(ranked, margin)
-        if words and timed:  # a "now" question reads the matter wider than a present-tense one
-            cands += on_matter(ranked, words, config.matter_share if timed else 0.8)
+        if words and timed:  # a "now" question reads the matter wider; a present tense does not
+            cands += on_matter(ranked, words, config.matter_share)
         if valued is not None:
             cands = [u for u in cands if valued(u)] or cands
         if intent.focus == "original":
