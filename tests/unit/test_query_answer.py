@@ -318,6 +318,16 @@ def _view(texts_by_speaker, step=timedelta(minutes=1)):
     return GroupView.of(s)
 
 
+def _said(texts_by_speaker, step):
+    """The view of :func:`_view` and each of its messages as evidence, ranked in order."""
+    view = _view(texts_by_speaker, step=step)
+    evidence = [
+        ex(i, who, text, ts=T + step * i, mid=f"m{i}")
+        for i, (who, text) in enumerate(texts_by_speaker)
+    ]
+    return view, evidence
+
+
 def test_a_now_question_reads_the_head_of_the_persons_chain():
     # the later message is worded apart from the question; the record ties it to the matter
     texts = ["I want the blue tent for the camping trip.", "meh, take the green one instead"]
@@ -467,11 +477,7 @@ def test_a_later_message_turning_down_the_stated_value_is_the_current_one():
         ("Tom", "nice, I'll bring the bibs"),
         ("Ana", "floodlights go off at 9 so we go at 7pm not 8"),
     ]
-    view = _view(texts, step=timedelta(hours=2))
-    evidence = [
-        ex(i, who, text, ts=T + timedelta(hours=2 * i), mid=f"m{i}")
-        for i, (who, text) in enumerate(texts)
-    ]
+    view, evidence = _said(texts, timedelta(hours=2))
     answer = ask("What time is kick-off at the five-a-side, as things stand?", evidence, view=view)
     assert answer.startswith("7pm"), answer
 
@@ -528,11 +534,7 @@ def test_a_why_question_reads_the_latest_of_statements_that_score_alike():
         ("Maya", "Picnic on Saturday, we meet at the lake at noon"),
         ("Maya", "Picnic at the lake cafe at noon. Heavy rain is forecast all Saturday"),
     ]
-    view = _view(texts, step=timedelta(days=1))
-    evidence = [
-        ex(i, who, text, ts=T + timedelta(days=i), mid=f"m{i}")
-        for i, (who, text) in enumerate(texts)
-    ]
+    view, evidence = _said(texts, timedelta(days=1))
     answer = ask("Why did the picnic go indoors?", evidence, view=view)
     assert "rain" in answer, answer
 
@@ -558,11 +560,7 @@ def test_a_reply_correcting_the_amount_stated_is_the_answer_whatever_its_words()
         ("Maya", "Parking at the venue costs £5 per car"),
         ("Ana", "Maya, it's 8 quid, I paid it on Sunday"),
     ]
-    view = _view(texts, step=timedelta(minutes=10))
-    evidence = [
-        ex(i, who, text, ts=T + timedelta(minutes=10 * i), mid=f"m{i}")
-        for i, (who, text) in enumerate(texts)
-    ]
+    view, evidence = _said(texts, timedelta(minutes=10))
     assert "55" in ask("How much is the boat hire for the afternoon?", evidence, view=view)
     parking = ask("How much does parking at the venue cost?", evidence, view=view)
     assert "8" in parking and "£5" not in parking, parking
