@@ -108,8 +108,8 @@ CURRENT_Q = re.compile(
     re.I,
 )
 #: the earliest state: "at first", "originally", "used to", "first wanted", "early on", "when
-#: the idea was first floated", "in the first week", "before ..."; "first" as an adjective of a
-#: noun ("his first job") is no time focus, but a first view or choice is
+#: the idea was first floated", "in the first" and a noun, "before ..."; "first" as an
+#: adjective of a noun ("his first job") is no time focus, but a first view or choice is
 ORIGINAL_Q = re.compile(
     r"\b(at first|originally|original|initially|to begin with|early on|in the beginning|"
     r"at the beginning|used to|previously|earlier|before)\b"
