@@ -135,6 +135,16 @@ def test_answer_to_a_question_keeps_the_question():
 def test_third_person_rewrite_and_slot_families():
     assert rt.third_person("I genuinely have a hard stop", "Mei") == "Mei genuinely has a hard stop"
     assert rt.third_person("I ran 10k", "Chloe") == "Chloe ran 10k"
+    # several adverbs before the verb: the verb agrees, not the first adverb
+    assert rt.third_person("I just never swim in March", "Mei") == "Mei just never swims in March"
+    assert (
+        rt.third_person("you also usually carry the tent", "Mei", addressee="Chloe")
+        == "Chloe also usually carries the tent"
+    )
+    assert rt.third_person("I reply by noon", "Mei") == "Mei replies by noon"  # a verb in -ly
+    # an interjection goes; "fine by ..." / "fine with ..." is the agreement itself and stays
+    assert rt.strip_filler("Fine, see you at the dock") == "See you at the dock"
+    assert rt.strip_filler("fine with Mei, the dock works") == "Fine with Mei, the dock works"
     assert rt.family("I live in Vienna now") == "residence"
     assert rt.family("the budget goes up to 700 euros") == "budget"
     assert rt.family("I'll book mine tomorrow, as usual") == "habit"

@@ -39,8 +39,8 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 _LEAD_FILLER = re.compile(
     r"^(?:(?:yes|yeah|yep|ok|okay|so|well|great|right|sure|and|but|also|oh|ah|aw|haha+|lol|hmm+|"
     r"honestly|"
-    r"nice|cool|true|fair|anyway|btw|by the way|quick update|update|fine|guys|same|wait|ngl|tbh|"
-    r"omg|wow|legend|"
+    r"nice|cool|true|fair|anyway|btw|by the way|quick update|update|fine(?! (?:by|with)\b)|"
+    r"guys|same|wait|ngl|tbh|omg|wow|legend|"
     r"just|actually|literally|please|hey|hi|hello|um+|uh+|lmao|agreed|i mean|to be fair)"
     r"\b[\s,:!.]*)+",
     re.I,
@@ -196,7 +196,11 @@ _MODALS = frozenset(
     gave knew
     began became brought caught put set cut let hit quit sold taught understood woke wore""".split()
 )
-_ADVERB = r"[a-z]+ly|still|also|just|now|never|always|often|already|even|totally|kind of|sort of"
+#: adverbs between a subject and its verb; the verbs ending in -ly are not adverbs
+_ADVERB = (
+    r"(?!(?:ap|re|sup|multi|im|com)?ply\b|(?:re|f|al)ly\b)[a-z]+ly|still|also|just|now|never|"
+    r"always|often|already|even|totally|kind of|sort of"
+)
 _NEGATED = {"don't": "doesn't", "dont": "doesn't", "haven't": "hasn't", "am": "is", "are": "is"}
 _AUX_START = re.compile(
     r"^\W*(?:are|do|did|is|have|has|can|could|will|would|should|were|was)\b", re.I
@@ -325,8 +329,8 @@ def third_person(sentence: str, speaker: str, addressee: str | None = None) -> s
             pattern, repl.format(n=speaker), out, flags=re.I if pattern != r"\bI'?d\b" else 0
         )
     out = re.sub(
-        rf"\bI\s+(?:({_ADVERB})\s+)?([a-z']+)\b",
-        lambda m: f"{speaker} " + (f"{m.group(1)} " if m.group(1) else "") + _agree(m.group(2)),
+        rf"\bI\s+((?:(?:{_ADVERB})\s+)*)([a-z']+)\b",
+        lambda m: f"{speaker} {m.group(1)}" + _agree(m.group(2)),
         out,
     )
     out = re.sub(r"\bI\b", speaker, out)
@@ -336,17 +340,14 @@ def third_person(sentence: str, speaker: str, addressee: str | None = None) -> s
         )
         if not asking:  # in questions ("how long have you been") no verb agrees with "you"
             # "you" opening a clause is a subject and its verb agrees ("you still run" -> "Chloe
-            # still
-            # runs"); elsewhere it is an object ("on you then", "bring you joy") and nothing changes
+            # still runs", past any adverbs before it); elsewhere it is an object ("on you
+            # then", "bring you joy") and nothing changes
             out = re.sub(
                 r"((?:^|[,.;:!]\s+|\b(?:and|but|so|that|because|since|while|when|if|as|thinks?|"
                 r"hopes?|bets?|"
-                rf"guess(?:es)?|knows?|heard|believes?)\s+)\W*)you\s+(?:({_ADVERB})\s+)?([a-z]+)\b",
-                lambda m: (
-                    f"{m.group(1)}{addressee} "
-                    + (f"{m.group(2)} " if m.group(2) else "")
-                    + _agree(m.group(3))
-                ),
+                rf"guess(?:es)?|knows?|heard|believes?)\s+)\W*)you\s+((?:(?:{_ADVERB})\s+)*)"
+                r"([a-z]+)\b",
+                lambda m: f"{m.group(1)}{addressee} {m.group(2)}" + _agree(m.group(3)),
                 out,
                 flags=re.I,
             )
