@@ -142,6 +142,19 @@ def test_third_person_rewrite_and_slot_families():
         == "Chloe also usually carries the tent"
     )
     assert rt.third_person("I reply by noon", "Mei") == "Mei replies by noon"  # a verb in -ly
+    # a capitalised "Me" / "You" / "My" inside a sentence is a title's word, not a person
+    assert (
+        rt.third_person("we danced to Lean On Me, I loved it", "Ana")
+        == "we danced to Lean On Me, Ana loved it"
+    )
+    assert (
+        rt.third_person("you should hear Wish You Were Here", "Ana", addressee="Ben")
+        == "Ben should hear Wish You Were Here"
+    )
+    assert rt.third_person("My plan stands", "Ana") == "Ana's plan stands"
+    # a past tense or an adverb of time after "I" takes no -s
+    assert rt.third_person("I last saw it in May", "Ana") == "Ana last saw it in May"
+    assert rt.third_person("I misheard the time", "Ana") == "Ana misheard the time"
     # an interjection goes; "fine by ..." / "fine with ..." is the agreement itself and stays
     assert rt.strip_filler("Fine, see you at the dock") == "See you at the dock"
     assert rt.strip_filler("fine with Mei, the dock works") == "Fine with Mei, the dock works"

@@ -21,7 +21,7 @@ trigger words removed), crudely lemmatised (plural ``-s`` dropped).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from speakerflow.words import TOPIC_STOPWORDS
 
@@ -194,12 +194,15 @@ _MODALS = frozenset(
     took saw came found
     thought said told bought left felt kept met paid sent spent won lost wrote read ate drove flew
     gave knew
-    began became brought caught put set cut let hit quit sold taught understood woke wore""".split()
+    began became brought caught put set cut let hit quit sold taught understood woke wore
+    misunderstood stood heard misheard meant slept sat held built chose forgot spoke broke fell
+    grew threw drank swam sang rode led fed hid fought sought stuck struck swung wept
+    forgave""".split()
 )
 #: adverbs between a subject and its verb; the verbs ending in -ly are not adverbs
 _ADVERB = (
     r"(?!(?:ap|re|sup|multi|im|com)?ply\b|(?:re|f|al)ly\b)[a-z]+ly|still|also|just|now|never|"
-    r"always|often|already|even|totally|kind of|sort of"
+    r"always|often|already|even|totally|kind of|sort of|last|first|once|then"
 )
 _NEGATED = {"don't": "doesn't", "dont": "doesn't", "haven't": "hasn't", "am": "is", "are": "is"}
 _AUX_START = re.compile(
@@ -326,7 +329,10 @@ def third_person(sentence: str, speaker: str, addressee: str | None = None) -> s
     out = sentence
     for pattern, repl in _FIRST:
         out = re.sub(
-            pattern, repl.format(n=speaker), out, flags=re.I if pattern != r"\bI'?d\b" else 0
+            pattern,
+            _unless_title(repl.format(n=speaker)),
+            out,
+            flags=re.I if pattern != r"\bI'?d\b" else 0,
         )
     out = re.sub(
         rf"\bI\s+((?:(?:{_ADVERB})\s+)*)([a-z']+)\b",
@@ -352,8 +358,24 @@ def third_person(sentence: str, speaker: str, addressee: str | None = None) -> s
                 flags=re.I,
             )
         for pattern, repl in _SECOND:
-            out = re.sub(pattern, repl.format(n=addressee), out, flags=re.I)
+            out = re.sub(pattern, _unless_title(repl.format(n=addressee)), out, flags=re.I)
     return out
+
+
+def _unless_title(repl: str) -> Callable[[re.Match], str]:
+    """A replacement of a pronoun that keeps a capitalised one inside a sentence: "Me",
+    "You", "My" after a word or a comma are a title's words ("Lean On Me"), not a person.
+    "I" is always capitalised, so it is always replaced."""
+
+    def sub(m: re.Match) -> str:
+        said = m.group(0)
+        if said[0].isupper() and not said.startswith("I"):
+            before = m.string[: m.start()].rstrip()
+            if before and before[-1] not in ".!?:;\"'(\u2014-":
+                return said
+        return repl
+
+    return sub
 
 
 def first_person(sentence: str) -> bool:
