@@ -152,6 +152,11 @@ def test_third_person_rewrite_and_slot_families():
         == "Ben should hear Wish You Were Here"
     )
     assert rt.third_person("My plan stands", "Ana") == "Ana's plan stands"
+    # after a modal or "do" (a question, "should I") the verb is a bare infinitive
+    assert rt.third_person("Could I swap the Friday shift?", "Rhys") == (
+        "Could Rhys swap the Friday shift?"
+    )
+    assert rt.third_person("so what should I bring", "Rhys") == "so what should Rhys bring"
     # a past tense or an adverb of time after "I" takes no -s
     assert rt.third_person("I last saw it in May", "Ana") == "Ana last saw it in May"
     assert rt.third_person("I misheard the time", "Ana") == "Ana misheard the time"

@@ -336,7 +336,9 @@ def third_person(sentence: str, speaker: str, addressee: str | None = None) -> s
         )
     out = re.sub(
         rf"\bI\s+((?:(?:{_ADVERB})\s+)*)([a-z']+)\b",
-        lambda m: f"{speaker} {m.group(1)}" + _agree(m.group(2)),
+        lambda m: (
+            f"{speaker} {m.group(1)}" + (m.group(2) if _after_modal(m) else _agree(m.group(2)))
+        ),
         out,
     )
     out = re.sub(r"\bI\b", speaker, out)
@@ -360,6 +362,18 @@ def third_person(sentence: str, speaker: str, addressee: str | None = None) -> s
         for pattern, repl in _SECOND:
             out = re.sub(pattern, _unless_title(repl.format(n=addressee)), out, flags=re.I)
     return out
+
+
+#: words after which a verb is a bare infinitive ("could I swap", "should I bring")
+_BARE_AFTER = frozenset(
+    "can could will would shall should may might must do does did to let cannot".split()
+)
+
+
+def _after_modal(m: re.Match) -> bool:
+    """Does the pronoun of ``m`` follow a modal or "do" (an inverted question)?"""
+    before = m.string[: m.start()].split()
+    return bool(before) and before[-1].lower().strip(",") in _BARE_AFTER
 
 
 def _unless_title(repl: str) -> Callable[[re.Match], str]:
