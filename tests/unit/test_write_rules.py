@@ -297,3 +297,17 @@ def test_a_change_of_mind_in_other_words_is_found_by_its_embedding(first, later,
     assert "m00" in chain[0]["from_ids"] and "m02" in chain[-1]["from_ids"]
     words_only = _written(messages, tmp_path, RulesWriter(revise_embedder="none"))
     assert all(len(c) == 1 for c in chains(words_only, owner="Ines"))
+
+
+def test_a_revision_read_from_the_whole_message_drops_its_opening_vocative():
+    """When none of a revising message's statements is its owner's own, the UPDATE is read
+    from the whole message: a name opening it addresses someone and is not kept (it would be
+    left dangling once the owner is dropped as the subject)."""
+    from speakerflow.ops.text.people import PersonResolver
+    from speakerflow.ops.write.writer.rules_config import RulesConfig
+    from speakerflow.ops.write.writer.rules_revise import revision_text
+
+    people = PersonResolver(("Ines", "Omar"), {})
+    msg = {"speaker": "Ines", "text": "Omar, I think the deposit was 55.", "ts": None}
+    text = revision_text(msg, "Ines", RulesConfig(), people)
+    assert "Omar" not in text and "55" in text

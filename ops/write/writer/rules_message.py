@@ -68,7 +68,7 @@ _KIN = frozenset("mum mom mam mama mommy mummy dad daddy papa grandma grandpa na
 Candidate = tuple[dict[str, Any], str, set[str]]
 
 
-def _unaddressed(
+def unaddressed(
     sent: str,
     speaker: str,
     people: PersonResolver,
@@ -130,7 +130,7 @@ class MessageReader:
         for raw in rt.sentences(text):
             sent = rt.strip_filler(raw)
             asking = rt.is_question(raw) or rt.is_question(sent)
-            sent, addressee, named, asking = _unaddressed(
+            sent, addressee, named, asking = unaddressed(
                 sent, speaker, people, addressee, named, asking
             )
             you = (

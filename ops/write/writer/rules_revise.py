@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from speakerflow.ops.text.people import PersonResolver
 from speakerflow.ops.write.interfaces import Segment
 from speakerflow.ops.write.writer import consolidate as cs
 from speakerflow.ops.write.writer import rules_text as rt
@@ -190,6 +191,19 @@ def revised_slot(
     return None
 
 
+def revision_text(msg: dict[str, Any], owner: str, config: Any, people: PersonResolver) -> str:
+    """The state a revising message says, read from its whole text when none of its
+    statements is the owner's own: in the third person, without an opening vocative ("Omar,
+    I think ..."), the owner not repeated as its subject."""
+    from speakerflow.ops.write.writer.rules_message import unaddressed
+
+    text = unaddressed(rt.strip_filler(msg["text"]), msg["speaker"], people, None, False, False)[0]
+    return dated(
+        concise(rt.third_person(text, msg["speaker"]), owner, msg["speaker"], config.elide),
+        msg.get("ts"),
+    )
+
+
 def write_revision(
     config: Any,
     segment: Segment,
@@ -209,14 +223,8 @@ def write_revision(
         for c in candidates
         if c[0]["owner"] == slot.owner and not c[0]["content"].startswith(("asked: ", "Asked by "))
     ]
-    content = "; ".join(c[0]["content"] for c in own) or dated(
-        concise(
-            rt.third_person(rt.strip_filler(msg["text"]), msg["speaker"]),
-            slot.owner,
-            msg["speaker"],
-            config.elide,
-        ),
-        msg.get("ts"),
+    content = "; ".join(c[0]["content"] for c in own) or revision_text(
+        msg, slot.owner, config, PersonResolver(segment.roster, segment.aliases)
     )
     before = known[at[slot.from_ids[-1]]]["ts"] if slot.from_ids[-1] in at else None
     content = f"{content} (before, {day_str(before)}: {last_clause(slot.content)})"
