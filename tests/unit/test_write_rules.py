@@ -311,3 +311,12 @@ def test_a_revision_read_from_the_whole_message_drops_its_opening_vocative():
     msg = {"speaker": "Ines", "text": "Omar, I think the deposit was 55.", "ts": None}
     text = revision_text(msg, "Ines", RulesConfig(), people)
     assert "Omar" not in text and "55" in text
+
+
+def test_the_newest_statement_of_a_record_drops_its_note_even_with_dates_inside():
+    from speakerflow.ops.write.writer.rules_content import last_clause
+
+    content = "Meet at 7pm on Friday (3 July 2026) (before, 2026-06-01: Meet at 6pm (1 June 2026))"
+    assert last_clause(content) == "Meet at 7pm on Friday (3 July 2026)"
+    assert last_clause("a; b (again, 2026-06-01)") == "b"
+    assert last_clause("Go by bus (before, 2026-06-01: a; b)") == "Go by bus"

@@ -215,9 +215,20 @@ def cap(ids: list[str], n: int, keep_first: bool = False) -> list[str]:
 
 
 def last_clause(content: str) -> str:
-    """The newest statement of a (possibly consolidated) record, without its notes."""
-    last = content.split("; ")[-1]
-    return re.sub(r"\s*\((?:before|again),[^)]*\)\s*$", "", last).strip()
+    """The newest statement of a (possibly consolidated) record, without its notes: the last
+    of its "; "-joined statements outside parentheses (a note quotes older ones, dates in
+    parentheses included), less a closing "(before, ...)" / "(again, ...)" note."""
+    depth, start, note = 0, 0, None
+    for i, ch in enumerate(content):
+        if ch == "(":
+            if depth == 0 and content.startswith(("(before, ", "(again, "), i):
+                note = i
+            depth += 1
+        elif ch == ")":
+            depth = max(depth - 1, 0)
+        elif depth == 0 and content.startswith("; ", i):
+            start, note = i + 2, None
+    return content[start:note].strip()
 
 
 def thread_content(old: str, new: str, keep: int) -> str:
