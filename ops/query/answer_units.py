@@ -22,6 +22,14 @@ from speakerflow.ops.text.temporal import TimeSpan, resolve
 from speakerflow.schemas import EvidenceItem
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+#: a request in question form ("X, can you book the 7pm slot please?"): it says what is wanted,
+#: unless it asks to be told something ("can you tell me ...", "could you let us know ...")
+REQUEST = re.compile(
+    r"^(?!\s*(?:what|when|where|which|who|whom|whose|why|how)\b)"
+    r".*?\b(?:can|could|would|will)\s+(?:you|u)\s+"
+    r"(?!(?:tell|let|remind|show|send|give)\s+(?:me|us)\b|(?:know|see|think|remember)\b)",
+    re.I,
+)
 
 
 def stem(word: str) -> str:
@@ -162,7 +170,9 @@ class Unit:
     @property
     def asks(self) -> bool:
         """A question that offers no answer itself."""
-        return self.text.rstrip().endswith("?") and not self.proposes
+        return (
+            self.text.rstrip().endswith("?") and not self.proposes and not REQUEST.match(self.text)
+        )
 
 
 class Messages:

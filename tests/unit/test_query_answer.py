@@ -594,3 +594,29 @@ def test_date_questions_and_the_tense_of_a_possessive():
     assert intent("On what day did Tom's cat go missing?").qtype == "when"
     assert intent("Why was Tom's bike left outside?").present is False
     assert intent("Why is the bike outside?").present is True
+
+
+def test_a_request_in_question_form_is_a_statement_not_a_question():
+    from speakerflow.ops.query.answer_units import Unit
+
+    def asks(text):
+        return Unit(text, "m", "Ana", T, 0).asks
+
+    assert not asks("Tom, for Saturday could you order the walnut loaf from the deli please?")
+    assert not asks("can u book the back room for eight?")
+    assert asks("Could you tell me when the deli opens?")  # asks to be told
+    assert asks("When can you drop the keys round?")
+    assert asks("Do you want the walnut loaf?")
+    evidence = [
+        ex(0, "Ana", "For Saturday I'll pick up the rye loaf from the deli.", mid="a"),
+        ex(
+            1,
+            "Ana",
+            "Tom, for Saturday could you order the walnut loaf from the deli instead please? "
+            "The rye went stale last time.",
+            ts=T + timedelta(days=3),
+            mid="b",
+        ),
+    ]
+    now = ask("Which loaf is Ana getting from the deli now?", evidence)
+    assert "walnut" in now
