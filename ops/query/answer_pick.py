@@ -33,8 +33,8 @@ the asked kind that the best one states, ", not X", is the correction and wins);
 ("at first", "originally", "used to") the earliest, the first message of the person's
 record among them; *change* the earliest and the latest
 (with their dates; the ends of the person's update chain when a top unit rests on one);
-a why question the latest of those scoring alike (the event asked about); otherwise the
-best. For a quantity question a later message of another person that corrects the chosen
+a why question the latest of those scoring alike (the event asked about; of a named
+person's own sentences when they said any); otherwise the best. For a quantity question a later message of another person that corrects the chosen
 amount (the next turn, or one opening with its speaker's name, saying another number) is the
 answer (:func:`~.answer_score.corrected`). A per-person question writes one line per person from
 their own best sentence (their earliest or latest with a time focus), reading the person's
@@ -80,7 +80,9 @@ from speakerflow.schemas import EvidenceItem, Projection
 def _scope(ranked: list[tuple[float, Unit]], intent: Intent) -> list[tuple[float, Unit]]:
     """The named person's own units, and others' words that name them (news told to them:
     "X, you got the grant"), when the question names one person and they said something
-    that may answer (a cross-person question: the source's words about the other)."""
+    that may answer (a cross-person question: the source's words about the other). A why
+    question keeps to the person's own units: their reason is in what they said, another's
+    report of the act ("X is pulling out, so ...") rarely holds it."""
     if intent.source and intent.about:
         said = [(s, u) for s, u in ranked if mentions(u, intent.about)]
         mine = [(s, u) for s, u in said if u.speaker == intent.source]
@@ -90,6 +92,8 @@ def _scope(ranked: list[tuple[float, Unit]], intent: Intent) -> list[tuple[float
         mine = [(s, u) for s, u in ranked if u.speaker == person]
         if not mine:
             return ranked
+        if intent.qtype == "why":
+            return mine
         return [(s, u) for s, u in ranked if u.speaker == person or mentions(u, person)]
     return ranked
 

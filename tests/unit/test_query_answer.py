@@ -620,3 +620,12 @@ def test_a_request_in_question_form_is_a_statement_not_a_question():
     ]
     now = ask("Which loaf is Ana getting from the deli now?", evidence)
     assert "walnut" in now
+
+
+def test_why_a_named_person_did_something_reads_their_own_words_first():
+    evidence = [
+        ex(0, "Maya", "Tom is pulling out of the relay, so Ana runs his leg on Sunday.", ts=LATER),
+        ex(1, "Tom", "I'm pulling out of the relay, my ankle is still swollen from the fall."),
+    ]
+    why = ask("Why is Tom pulling out of the relay?", evidence)
+    assert why.startswith("Tom:") and "ankle" in why
