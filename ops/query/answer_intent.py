@@ -26,8 +26,10 @@ WHY = re.compile(
     re.I,
 )
 WHO = re.compile(r"^\s*(who|whom|whose)\b|^\s*which (person|member|one|of (them|the \w+))\b", re.I)
+#: "where does X stand on Y" asks for a view, not a place
 WHERE = re.compile(
-    r"^\s*where\b|\b(what|which) (place|city|country|town|venue|location|restaurant|street)\b|"
+    r"^\s*where\b(?!\s+(?:do|does|did|is|are|was|were)\s+(?:[\w']+\s+){1,5}?stand(?:s|ing)?\b)"
+    r"|\b(what|which) (place|city|country|town|venue|location|restaurant|street)\b|"
     r"\bin which (city|place|country|town)\b",
     re.I,
 )

@@ -34,9 +34,10 @@ the asked kind that the best one states, ", not X", is the correction and wins);
 record among them; *change* the earliest and the latest
 (with their dates; the ends of the person's update chain when a top unit rests on one);
 a why question the latest of those scoring alike (the event asked about; of a named
-person's own sentences when they said any); otherwise the best. For a quantity question a later message of another person that corrects the chosen
-amount (the next turn, or one opening with its speaker's name, saying another number) is the
-answer (:func:`~.answer_score.corrected`). A per-person question writes one line per person from
+person's own sentences when they said any); otherwise the best. For a quantity question a
+later message of another person that corrects the chosen amount (the next turn, or one
+opening with its speaker's name, saying another number) is the answer
+(:func:`~.answer_score.corrected`). A per-person question writes one line per person from
 their own best sentence (their earliest or latest with a time focus), reading the person's
 own messages of the group when the evidence holds none of theirs on the matter. A date
 question answers with the date meant (:mod:`.answer_dates`), the day its message was said

@@ -58,6 +58,11 @@ def test_question_types():
         "decision",
         "what",
     ]
+    # a stance, not a place
+    stance = question_type(
+        project_rules("Where does Tom stand on the new rota these days?", ROSTER)
+    )
+    assert stance != "where"
 
 
 def test_why_keeps_the_reason_not_the_fragment():
