@@ -108,13 +108,13 @@ def test_answer_share_and_what_records_add(full_and_ablated):
     full, ablated = full_and_ablated
     s_full, s_abl = shares(full), shares(ablated)
     assert len(full) == 30
-    # measured with the scoring picker (the default since issue 23): 0.700 (21/30) full, 0.633
+    # measured with the scoring picker (the default since issue 23): 0.767 (23/30) full, 0.667
     # without System 2 (docs/query-path.md). The floor is what it measures: these questions were
-    # tuned against before (the old picker answers 0.733 of them), so they are no held-out figure.
-    assert s_full["all"] >= 0.70, [(r["id"], r["answer"]) for r in full if not r["correct"]]
+    # tuned against before, so they are no held-out figure.
+    assert s_full["all"] >= 0.76, [(r["id"], r["answer"]) for r in full if not r["correct"]]
     assert s_full["records-types"] > s_abl["records-types"]
     # change, decision and per-person questions: none answered worse with the records
-    # (measured 0.75 / 1.00 / 0.60 with, 0.50 / 0.75 / 0.20 without)
+    # (measured 0.50 / 0.75 / 0.60 with, 0.50 / 0.50 / 0.40 without)
     for kind in RECORD_TYPES:
         assert s_full[kind] >= s_abl[kind], (kind, s_full, s_abl)
 
@@ -122,9 +122,9 @@ def test_answer_share_and_what_records_add(full_and_ablated):
 #: the quick part of the frozen answers_v2 dev set run in the default suite: its first three
 #: conversations by name (the whole set: python -m speakerflow.benchmarks.answers)
 V2_QUICK = ("book_club", "family_move", "flatshare")
-#: what the quick part measured (25 of 47 with the default picker, 18 with the old one; 7 of
+#: what the quick part measured (28 of 47 with the default picker, 18 with the old one; 7 of
 #: its 10 changes of mind formed as update chains): dev figures, floors at what they measure
-V2_FLOOR = 0.53
+V2_FLOOR = 0.59
 V2_CHAINS_FLOOR = 7
 
 
