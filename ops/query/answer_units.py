@@ -23,11 +23,13 @@ from speakerflow.schemas import EvidenceItem
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 #: a request in question form ("X, can you book the 7pm slot please?"): it says what is wanted,
-#: unless it asks to be told something ("can you tell me ...", "could you let us know ...")
+#: unless it asks to be told something ("can you tell me ...", "could you let us know ...") or
+#: asks about the one addressed ("will you be there?", "would you rather ...?")
 REQUEST = re.compile(
     r"^(?!\s*(?:what|when|where|which|who|whom|whose|why|how)\b)"
     r".*?\b(?:can|could|would|will)\s+(?:you|u)\s+"
-    r"(?!(?:tell|let|remind|show|send|give)\s+(?:me|us)\b|(?:know|see|think|remember)\b)",
+    r"(?!(?:tell|let|remind|show|send|give)\s+(?:me|us)\b"
+    r"|(?:know|see|think|remember|be|like|rather|prefer|want|ever|still|really)\b)",
     re.I,
 )
 

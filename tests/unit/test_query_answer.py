@@ -612,6 +612,8 @@ def test_a_request_in_question_form_is_a_statement_not_a_question():
     assert asks("Could you tell me when the deli opens?")  # asks to be told
     assert asks("When can you drop the keys round?")
     assert asks("Do you want the walnut loaf?")
+    assert asks("Will you be at the market on Saturday?")  # asks about the one addressed
+    assert asks("Would you rather have the walnut loaf?")
     evidence = [
         ex(0, "Ana", "For Saturday I'll pick up the rye loaf from the deli.", mid="a"),
         ex(
