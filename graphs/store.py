@@ -142,7 +142,12 @@ class GroupStore:
             self._graph.close()
             self._graph = None
         if self._index is not None:
+            # dropped, not only closed: Tantivy's reader watches the index folder from a thread
+            # of its own (a reload after a change takes the meta lock, a file in the folder),
+            # so a closed store holding it could still write there, e.g. while the folder
+            # is being removed
             self._index.close()
+            self._index = None
         if self._lock_fd is not None:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
             os.close(self._lock_fd)
