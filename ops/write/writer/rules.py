@@ -195,7 +195,15 @@ class RulesWriter(SlotFinder):
             # a change of mind: the person's statements of this message update the record
             # they revise (its chain's head becomes the current view)
             candidates = write_revision(
-                self.config, run.segment, msg, revised, candidates, run.actions, run.known, run.at
+                self.config,
+                run.segment,
+                msg,
+                revised,
+                candidates,
+                run.actions,
+                run.known,
+                run.at,
+                run.people,
             )
         for act, fam, topics in candidates:
             if not self._says_little(act, fam, topics):

@@ -50,6 +50,7 @@ from speakerflow.ops.write.writer.rules_content import (
     day_str,
     last_clause,
 )
+from speakerflow.ops.write.writer.rules_message import unaddressed
 from speakerflow.ops.write.writer.rules_slots import matter_key
 from speakerflow.schemas import GROUP_OWNER
 from speakerflow.words import CHANGE_STATEMENT
@@ -195,8 +196,6 @@ def revision_text(msg: dict[str, Any], owner: str, config: Any, people: PersonRe
     """The state a revising message says, read from its whole text when none of its
     statements is the owner's own: in the third person, without an opening vocative ("Omar,
     I think ..."), the owner not repeated as its subject."""
-    from speakerflow.ops.write.writer.rules_message import unaddressed
-
     text = unaddressed(rt.strip_filler(msg["text"]), msg["speaker"], people, None, False, False)[0]
     return dated(
         concise(rt.third_person(text, msg["speaker"]), owner, msg["speaker"], config.elide),
@@ -213,9 +212,11 @@ def write_revision(
     actions: list[dict[str, Any]],
     known: list[dict[str, Any]],
     at: dict[str, int],
+    people: PersonResolver,
 ) -> list:
     """Append the UPDATE of ``slot`` that ``msg`` revises to ``actions`` (``config``: the
-    Writer's RulesConfig); returns the candidates of ``msg`` left to write."""
+    Writer's RulesConfig; ``people``: the segment's roster); returns the candidates of ``msg``
+    left to write."""
     from speakerflow.ops.write.upsert import entry_id
 
     own = [
@@ -224,7 +225,7 @@ def write_revision(
         if c[0]["owner"] == slot.owner and not c[0]["content"].startswith(("asked: ", "Asked by "))
     ]
     content = "; ".join(c[0]["content"] for c in own) or revision_text(
-        msg, slot.owner, config, PersonResolver(segment.roster, segment.aliases)
+        msg, slot.owner, config, people
     )
     before = known[at[slot.from_ids[-1]]]["ts"] if slot.from_ids[-1] in at else None
     content = f"{content} (before, {day_str(before)}: {last_clause(slot.content)})"
