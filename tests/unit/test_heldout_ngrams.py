@@ -230,29 +230,31 @@ def test_no_ops_wording_shares_a_4gram_with_the_later_answer_sets():
     their 3-grams are mostly everyday English that ops/ prose says too, so they are checked
     by 4-grams with two content words."""
     assert len(LATER_SETS) >= 4  # answers_v3 .. answers_v6
-    frozen: dict[tuple[str, ...], str] = {}
-    for where, text in answer_texts(LATER_SETS):
-        for g in fourgrams(text):
-            frozen.setdefault(g, where)
+    frozen = gram_index(answer_texts(LATER_SETS), fourgrams)
     assert len(frozen) > 5000
-    hits = [
-        f"{where}: {' '.join(g)!r} (as in {frozen[g]})"
-        for where, text in ops_wording()
-        for g in sorted(fourgrams(text))
-        if g in frozen
-    ]
+    hits = echoes(frozen, fourgrams)
     assert not hits, "ops/ wording echoes a later answer set:\n" + "\n".join(hits)
 
 
 def test_no_ops_wording_shares_a_3gram_with_frozen_evaluation_text():
+    hits = echoes(gram_index(frozen_texts(), trigrams), trigrams)
+    assert not hits, "ops/ wording echoes frozen evaluation text:\n" + "\n".join(hits)
+
+
+def gram_index(texts, grams) -> dict[tuple[str, ...], str]:
+    """Each n-gram of ``texts`` ((where, text) pairs) -> where it is first seen."""
     frozen: dict[tuple[str, ...], str] = {}
-    for where, text in frozen_texts():
-        for g in trigrams(text):
+    for where, text in texts:
+        for g in grams(text):
             frozen.setdefault(g, where)
-    hits = [
+    return frozen
+
+
+def echoes(frozen: dict[tuple[str, ...], str], grams) -> list[str]:
+    """The n-grams of the ops/ wording that ``frozen`` holds, each with both places."""
+    return [
         f"{where}: {' '.join(g)!r} (as in {frozen[g]})"
         for where, text in ops_wording()
-        for g in sorted(trigrams(text))
+        for g in sorted(grams(text))
         if g in frozen
     ]
-    assert not hits, "ops/ wording echoes frozen evaluation text:\n" + "\n".join(hits)
