@@ -75,3 +75,9 @@ class AnswerConfig(OperatorConfig):
     #: a per-person question handed to the old picker is answered by the exchange's lines
     #: when the exchange opens with a question put to the group (a round of replies)
     opener_rounds: bool = True
+    #: rerank the scoring picker's ``rerank_top`` best sentences by query likelihood under
+    #: this local model (a model spec: ``smollm2-135m``, a .gguf file, a model folder; None
+    #: turns it off), adding ``rerank_weight`` x its z-score (:mod:`.answer_lm`)
+    rerank: str | None = None
+    rerank_weight: float = 0.5
+    rerank_top: int = 10

@@ -24,6 +24,10 @@ sentences that score close to the best is the answer.
 A sentence with no focus word, no type cue and a cosine below ``min_similarity`` cannot be
 the answer; nothing left is :data:`~.answer_text.NO_INFO`.
 
+With ``AnswerConfig.rerank`` (a local model spec; off by default: it measured no better on
+the dev answer sets, docs/query-path.md) the best sentences of a question without a time
+focus are rescored by how well they predict the question (:mod:`.answer_lm`).
+
 **Picking** (:func:`pick`): the sentences within ``margin`` of the best, of the named person
 when the question names one, are the matter's candidates. The time focus of the question
 (:func:`~.answer_intent.read_intent`) chooses among them: *current* ("now", "still", "these
@@ -49,6 +53,7 @@ from __future__ import annotations
 from speakerflow.ops.query.answer_config import AnswerConfig
 from speakerflow.ops.query.answer_dates import CLOCK, CLOCK_Q, date_answer, has_date
 from speakerflow.ops.query.answer_intent import Intent, read_intent
+from speakerflow.ops.query.answer_lm import rerank
 from speakerflow.ops.query.answer_old import answer_old
 from speakerflow.ops.query.answer_people import person_lines, with_own
 from speakerflow.ops.query.answer_score import (
@@ -243,6 +248,10 @@ def answer_scored(
     if not ranked:
         return None
     ranked = _scope(ranked, intent)
+    if config.rerank and intent.focus is None:
+        ranked = rerank(
+            ranked, projection.question, config.rerank, config.rerank_weight, config.rerank_top
+        )
     words = focus_words(projection, names)
     if intent.qtype == "when":
         dated = [(s, u) for s, u in ranked if has_date(u, memo)]
