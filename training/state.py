@@ -7,7 +7,8 @@ format of ``socialmem/teacher/*.json`` (``final_state``: ``entries``, ``heads``,
 ``update_edges``, ``roster``) and can be rebuilt from our own store's records.
 
 An UPDATE keeps the old entry (non-destructive) and copies its owner, source, layer and
-utype to the new one, as the Writer contract says.
+utype to the new one, as the Writer contract says (the source is the action's when it names
+one: another person's validated correction).
 """
 
 from __future__ import annotations
@@ -99,6 +100,8 @@ class WriterState:
                     )
                 rec = {k: old[k] for k in RECORD_FIELDS}
                 rec["content"] = action.get("content", "")
+                if action.get("source"):  # another person's correction (validated)
+                    rec["source"] = action["source"]
                 old["superseded_by"] = new_id
                 self.edges.append((old_id, new_id))
             rec.update(entry_id=new_id, position=position, superseded_by="", valid_at=ts or "")

@@ -29,9 +29,12 @@ Rules, in order: budget; a JSON object; ``action`` one of ADD / UPDATE / NOOP; n
 ``content``; UPDATE: ``entry_id`` names a current head or a record this output wrote (an
 UPDATE of a head this output already updated continues the chain from its newest record);
 an UPDATE of anything else is an ADD when it carries owner, source and layer, else a reject;
-content equal to the head's is a ``noop``; ADD: ``owner`` resolves (aliases, ``@handles``,
-any case) to a roster member or is ``GROUP``, ``source`` resolves to a roster member,
-``layer`` is one of the four, person layers take a person owner and group layers ``GROUP``;
+content equal to the head's is a ``noop``; an UPDATE inherits the head's owner and layer,
+and its source unless it names a roster member who says one of its cited messages of the
+segment (another person's correction; any other named source is dropped); ADD: ``owner``
+resolves (aliases, ``@handles``, any case) to a roster member or is ``GROUP``, ``source``
+resolves to a roster member, ``layer`` is one of the four, person layers take a person
+owner and group layers ``GROUP``;
 an ADD equal to a current head is a ``duplicate``; cited ``from_ids`` are message ids of
 the segment or its history, at least one of the segment; with none cited, code picks the
 source's best-matching message; the content must be *grounded* in the cited messages
@@ -42,7 +45,8 @@ last, a write whose (owner, layer, content) an earlier write of the output alrea
 ``duplicate``.
 
 Repairs the check made on the way (``alias``, ``utype_coerced``, ``update_to_add``,
-``provenance_filled``) are listed in ``Verdict.repairs``; they never change the verdict.
+``provenance_filled``, ``source_inherited``) are listed in ``Verdict.repairs``; they never
+change the verdict.
 """
 
 from __future__ import annotations
@@ -312,7 +316,7 @@ def _update(raw: dict[str, Any], batch: Batch, content: str, repairs: list[str])
             raw,
             "UPDATE",
             head["owner"],
-            head["source"],
+            _update_source(raw, batch, head, repairs),
             head["layer"],
             raw.get("utype") or head.get("utype"),
             content,
@@ -327,6 +331,33 @@ def _update(raw: dict[str, Any], batch: Batch, content: str, repairs: list[str])
             repairs,
         )
     return None
+
+
+def _update_source(
+    raw: dict[str, Any], batch: Batch, head: dict[str, Any], repairs: list[str]
+) -> str:
+    """The source of an UPDATE: the head's, or the person the action names when they are in
+    the roster and say one of the cited messages of the segment (another person's correction:
+    "it's 40, not 30"); a named source that fails this is dropped (``source_inherited``),
+    never a reject."""
+    named = raw.get("source")
+    if not named:
+        return str(head["source"])
+    person = batch.people.resolve(str(named))
+    if person is None or person == head["source"]:
+        if person is None:
+            repairs.append("source_inherited")
+        return str(head["source"])
+    cited = raw.get("from_ids")
+    if not isinstance(cited, list):
+        cited = []
+    says = any(
+        (m := batch.message(str(i))) is not None and m.get("speaker") == person for i in cited
+    )
+    if not says:
+        repairs.append("source_inherited")
+        return str(head["source"])
+    return person
 
 
 def _placed(
@@ -388,9 +419,9 @@ def _finish(
             reason="duplicate of an earlier action in this batch",
             repairs=tuple(repairs),
         )
+    head = batch.target(target) if target is not None else None
     if batch.ground and batch.msg_ids is not None:
         cited_msgs = [m for m in (batch.message(i) for i in from_ids) if m is not None]
-        head = batch.target(target) if target is not None else None
         evidence = [m.get("text") or "" for m in cited_msgs] + ([head["content"]] if head else [])
         g = grounding(
             content,
@@ -421,10 +452,12 @@ def _finish(
         batch.moved[target] = new
     batch.created.append(new)
     proposal = writer_form({**action, "from_ids": from_ids if cited else None})
-    if (
-        kind == "UPDATE"
-    ):  # a Writer names the record it continues; owner, source and layer are inherited
-        proposal = {k: v for k, v in proposal.items() if k not in ("owner", "source", "layer")}
+    if kind == "UPDATE":  # a Writer names the record it continues; owner and layer are
+        # inherited, and the source too unless another person says the new state
+        drop = ["owner", "layer"]
+        if head is None or head["source"] == source:
+            drop.append("source")
+        proposal = {k: v for k, v in proposal.items() if k not in drop}
     return Verdict("write", action=action, entry_id=new, repairs=tuple(repairs), proposal=proposal)
 
 

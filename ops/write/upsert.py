@@ -6,8 +6,9 @@ Code, not the Writer, fills every coordinate: ``group_id``; ``session_id``, ``tu
 the group, the segment and the action, so re-running a segment makes the same ids and
 writes nothing new.
 
-ADD creates a record. UPDATE appends a record that inherits owner, source and layer of
-the head it continues, with ``supersedes`` = the old id; the old record gets
+ADD creates a record. UPDATE appends a record that inherits owner and layer of the head it
+continues, and its source unless the validated action names another (a correction said by
+another person), with ``supersedes`` = the old id; the old record gets
 ``superseded_by`` and ``invalid_at`` = the new ``valid_at``. Two UPDATEs of one head in
 a batch chain one after the other. The batch is written all or nothing
 (:func:`speakerflow.graphs.records.write_records`); then the messages the Writer handed
@@ -91,7 +92,7 @@ class Upsert(Operator):
                     entry_id=eid,
                     layer=old["layer"],
                     owner=old["owner"],
-                    source=old["source"],
+                    source=a.get("source") or old["source"],
                     scope=old["scope"],
                     supersedes=old_id,
                     write_order=order,

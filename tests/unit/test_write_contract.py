@@ -414,3 +414,37 @@ def test_check_action_is_stateful_per_batch_only():
     fresh = Batch(roster=ROSTER, heads=tuple(_state().heads()), group_id="team", segment_id="s")
     assert check_action(add("Ana runs"), fresh, 0).kind == "write"
     assert check_action(add("Ana runs"), fresh, 8).kind == "truncated"
+
+
+def _segment_batch() -> Batch:
+    state = _state()
+    return Batch(
+        roster=ROSTER,
+        heads=tuple(state.heads()),
+        group_id="team",
+        segment_id="seg-9",
+        messages=MESSAGES,
+        aliases=dict(ALIASES),
+    )
+
+
+def test_an_update_by_another_person_names_its_source_when_they_say_it():
+    # Ben announced the March release (e3); Chloe's message m2 moves it to Friday
+    fix = upd("e3", "The release moved to Friday", source="CD", from_ids=["m2"])
+    verdict = check_action(fix, _segment_batch(), 0)
+    assert verdict.kind == "write"
+    assert verdict.action["source"] == "Chloe Day"
+    assert verdict.action["owner"] == "GROUP"
+    assert verdict.proposal["source"] == "Chloe Day"  # kept: it is not the head's
+    # a source that says none of the cited messages is not taken: the head's stays
+    stray = check_action(
+        upd("e3", "The release moved to Friday", source="Ana", from_ids=["m2"]), _segment_batch(), 0
+    )
+    assert stray.kind == "write"
+    assert stray.action["source"] == "Ben"
+    assert "source_inherited" in stray.repairs
+    same = check_action(
+        upd("e3", "The release moved to Friday", from_ids=["m2"]), _segment_batch(), 0
+    )
+    assert same.action["source"] == "Ben"
+    assert "source" not in same.proposal

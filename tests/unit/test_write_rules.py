@@ -264,6 +264,45 @@ def test_a_change_of_mind_updates_the_persons_record(later, tmp_path):
     assert chain[-1]["supersedes"] == chain[-2]["entry_id"] and "(before," in chain[-1]["content"]
 
 
+@pytest.mark.parametrize(
+    "fix",
+    [
+        "Ines, the ferry tickets came to 126 in total, you forgot the bike fee",  # by name
+        "no, the ferry tickets were 126 with the bike fee, I have the receipt",  # next turn
+    ],
+)
+def test_another_persons_correction_of_a_number_updates_the_record(fix, tmp_path):
+    store = _written(
+        [
+            ("Ines", "The ferry tickets came to 98 for the four of us", "s1", 2),
+            ("Omar", fix, "s1", 2),
+        ],
+        tmp_path,
+    )
+    chain = next(c for c in chains(store, owner="Ines") if len(c) > 1)
+    assert "m00" in chain[0]["from_ids"] and "m01" in chain[-1]["from_ids"]
+    assert chain[0]["source"] == "Ines" and chain[-1]["source"] == "Omar"
+    assert "126" in chain[-1]["content"]
+
+
+@pytest.mark.parametrize(
+    ("first", "reply"),
+    [
+        # later and to no one
+        ("The ferry tickets came to 98 for the four of us", None),
+        # a question back
+        ("The ferry tickets came to 98 for the four of us", "98 for the ferry? I paid 126 once"),
+        # each person's own view
+        ("I think the novel is a 4, the ending was great", "I think the novel is a 2, it dragged"),
+    ],
+)
+def test_another_persons_number_that_sets_nothing_right_is_no_correction(first, reply, tmp_path):
+    later = [("Pia", "who brings the stove?", "s1", 2)] if reply is None else []
+    fix = reply or "the ferry back on Sunday costs 126 for the four of us"
+    store = _written([("Ines", first, "s1", 2), *later, ("Omar", fix, "s1", 2)], tmp_path)
+    assert all(len(c) == 1 for c in chains(store, owner="Ines"))
+
+
 def test_a_statement_on_another_matter_is_no_revision(tmp_path):
     store = _written(
         [

@@ -24,6 +24,10 @@ A message *revises* an earlier record when both hold:
   shared word, one of the two said with a negation and the other without ("I don't want a
   dog" -> "fine, a dog then").
 
+Another person's message *corrects* a record (:func:`_corrects`) when it answers its author,
+is on the same matter in its own words, and sets a figure right (a number in digits against
+another); that UPDATE carries the corrector as its source.
+
 The UPDATE's content is the message's statement with the old one beside it ("... (before,
 2026-03-02: ...)"); it cites the record's messages and the revising one.
 """
@@ -166,7 +170,8 @@ def revised_slot(
     matter that the message says differently, or ``None``. ``context`` is the message before
     it in its session; ``vectors`` adds the embedding test at ``cosine``."""
     speaker = msg["speaker"]
-    words = set(stats.words.get(msg["msg_id"], frozenset()))
+    own = stats.words.get(msg["msg_id"], frozenset())
+    words = set(own)
     if context is not None and context["session_id"] == msg["session_id"]:
         words |= stats.words.get(context["msg_id"], frozenset())
     if not words and vectors is None:
@@ -176,10 +181,13 @@ def revised_slot(
             continue
         mine = slot.owner == speaker and slot.layer == "per_speaker_core"
         announced = slot.owner == GROUP_OWNER and slot.source == speaker
-        if not (mine or announced) or _asked(slot.content):
+        other = not (mine or announced) and _corrects(msg, context, slot, known_text)
+        if not (mine or announced or other) or _asked(slot.content):
             continue  # a question, or an answer kept with its question, is no state to revise
         old = set().union(*(stats.words.get(i, frozenset()) for i in slot.from_ids))
         sim = stats.similarity(words, old, need_rare=False) if words else 0.0
+        if other and stats.similarity(set(own), old, need_rare=False) < threshold:
+            continue  # a correction is on the matter in its own words, not by its context
         if sim < threshold and not (
             vectors is not None  # on the matter by embedding alone only with a change word
             and says_change(msg["text"])
@@ -187,9 +195,44 @@ def revised_slot(
         ):
             continue
         old_text = " ".join(known_text.get(i, "") for i in slot.from_ids)
-        if changes_state(msg["text"], old_text, exclude):
+        if other or changes_state(msg["text"], old_text, exclude):
             return slot
     return None
+
+
+def _corrects(
+    msg: dict[str, Any],
+    context: dict[str, Any] | None,
+    slot: Slot,
+    known_text: Mapping[str, str],
+) -> bool:
+    """Does ``msg`` correct a number of another person's statement ``slot`` (their own record,
+    or a GROUP record they announced)? It answers them (the next turn of the session after
+    the record's latest message, or a message opening with their name), does not open with a
+    question, neither side is a view or a taste (:data:`~.rules_text.OPEN_TOPIC`), and the
+    figures moved: each side holds a number in digits the other lacks ("it was 126, not
+    98")."""
+    author = slot.source
+    if author == msg["speaker"] or not (
+        slot.owner == author and slot.layer == "per_speaker_core" or slot.owner == GROUP_OWNER
+    ):
+        return False
+    replies = (
+        context is not None
+        and context["session_id"] == msg["session_id"]
+        and context["msg_id"] == slot.from_ids[-1]
+    )
+    first = author.split()[0] if author else ""
+    named = bool(first) and re.match(rf"\W*@?{re.escape(first)}\b", msg["text"], re.I)
+    opening = re.match(r"[^.!?]*[.!?]?", msg["text"].strip())
+    if not (replies or named) or (opening is not None and opening.group().endswith("?")):
+        return False  # a message that opens with a question asks back, it does not correct
+    if rt.OPEN_TOPIC & {slot.family, rt.family(msg["text"])}:
+        return False  # a view or a taste is each person's own, not a figure to set right
+    # figures in digits: "we're four adults" against "£60 a visit" is a view, not a fix
+    new_numbers = rt.numbers(msg["text"])
+    old_numbers = rt.numbers(" ".join(known_text.get(i, "") for i in slot.from_ids))
+    return bool(new_numbers - old_numbers and old_numbers - new_numbers)
 
 
 def revision_text(msg: dict[str, Any], owner: str, config: Any, people: PersonResolver) -> str:
@@ -232,16 +275,18 @@ def write_revision(
     new = [i for c in own for i in c[0]["from_ids"]] or [msg["msg_id"]]
     cited = cap(list(dict.fromkeys([*slot.from_ids, *new])), config.max_cited)
     utype = own[0][0]["utype"] if own else slot.utype
-    actions.append(
-        {
-            "action": "UPDATE",
-            "entry_id": slot.entry_id,
-            "content": content,
-            "utype": utype,
-            "event": matter_key(slot.family, slot.topics),
-            "from_ids": cited,
-        }
-    )
+    action = {
+        "action": "UPDATE",
+        "entry_id": slot.entry_id,
+        "content": content,
+        "utype": utype,
+        "event": matter_key(slot.family, slot.topics),
+        "from_ids": cited,
+    }
+    # who says the new state: the slot keeps its author (whose later words revise it), the
+    # record its speaker (another person's correction is theirs, :func:`_corrects`)
+    action = {**action, "source": msg["speaker"]}
+    actions.append(action)
     slot.content, slot.from_ids, slot.utype, slot.pending = content, cited, utype, None
     slot.entry_id = entry_id(segment.group_id, segment.segment_id, "UPDATE", slot.entry_id, content)
     return [c for c in candidates if c[0]["owner"] != slot.owner]
