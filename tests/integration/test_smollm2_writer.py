@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from writer_sample import MSGS
 
-from speakerflow.ops.backends.errors import BackendConfigError
 from speakerflow.ops.write.interfaces import Segment
 from speakerflow.ops.write.writer.prompt import (
     REPLY_OPENING,
@@ -27,18 +26,6 @@ TARGET = [
     {"action": "ADD", "owner": "GROUP", "source": "Ana", "layer": "group_interaction",
      "utype": "decision", "content": "the offsite is in Porto"},
 ]  # fmt: skip
-
-
-@pytest.fixture(scope="session")
-def smollm2() -> Path:
-    from speakerflow.ops.backends.models import resolve_spec
-
-    try:
-        return resolve_spec("smollm2-135m")
-    except BackendConfigError as exc:
-        if "not installed" in str(exc):
-            pytest.skip(f"the SmolLM2 model package is missing: {exc}")
-        raise
 
 
 @pytest.fixture(scope="session")
