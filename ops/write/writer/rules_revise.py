@@ -229,7 +229,7 @@ def _corrects(
         return False  # a message that opens with a question asks back, it does not correct
     if rt.OPEN_TOPIC & {slot.family, rt.family(msg["text"])}:
         return False  # a view or a taste is each person's own, not a figure to set right
-    # figures in digits: "we're four adults" against "£60 a visit" is a view, not a fix
+    # figures in digits only: a count said in words is seldom a figure being set right
     new_numbers = rt.numbers(msg["text"])
     old_numbers = rt.numbers(" ".join(known_text.get(i, "") for i in slot.from_ids))
     return bool(new_numbers - old_numbers and old_numbers - new_numbers)
