@@ -10,9 +10,9 @@ is involved. The ``rerank_top`` best units of :func:`~.answer_score.score_units`
 ``rerank_weight`` x the z-score of their likelihood among them added to their score; the rest
 keep theirs.
 
-The model is loaded once per process (torch, CPU or CUDA), through the same model specs as the
-Writer (:func:`~speakerflow.ops.backends.models.resolve_model`). A model that cannot load
-warns once and leaves the ranking as it is.
+The model is loaded once per process (torch, CPU or CUDA) by the Writer's local backend
+(:class:`~speakerflow.ops.backends.transformers.TransformersChat`: the same model specs). A
+model that cannot load warns once and leaves the ranking as it is.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import warnings
 from collections import OrderedDict
-from typing import Any
 
 from speakerflow.ops.query.answer_units import Unit
 
@@ -35,23 +34,11 @@ class QueryLikelihood:
     passage, memoised per (question, passage)."""
 
     def __init__(self, spec: str, device: str = "auto", memo: int = 20000):
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from speakerflow.ops.backends.transformers import TransformersChat
 
-        from speakerflow.ops.backends.models import resolve_model
-
-        folder, adapters = resolve_model(spec)
-        self.device = "cuda" if device == "auto" and torch.cuda.is_available() else "cpu"
-        if device not in ("auto", "cpu", "cuda"):
-            self.device = device
-        self.tokenizer = AutoTokenizer.from_pretrained(folder)
-        model: Any = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
-        if adapters:
-            from peft import PeftModel
-
-            for adapter in adapters:
-                model = PeftModel.from_pretrained(model, adapter).merge_and_unload()
-        self.model = model.to(self.device).eval()
+        # the Writer's local backend loads it: model specs, adapters merged, device checked
+        backend = TransformersChat(model_dir=spec, device=device)
+        self.tokenizer, self.model, self.device = backend.tokenizer, backend.model, backend.device
         self._memo: OrderedDict[tuple[str, str], float] = OrderedDict()
         self._size = memo
 
