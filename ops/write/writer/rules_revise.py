@@ -84,6 +84,11 @@ def _numbers(text: str) -> set[str]:
     return rt.numbers(text) | words
 
 
+def _moved(new: set[str], old: set[str]) -> bool:
+    """Numbers that moved: each side holds one the other lacks (40 -> 55, not 40 -> 40 and 55)."""
+    return bool(new - old and old - new)
+
+
 def says_change(text: str) -> bool:
     """A change word or a reconsidering of :data:`CHANGE_STATEMENT` / :data:`RECONSIDER`."""
     return bool(CHANGE_STATEMENT.search(text) or RECONSIDER.search(text))
@@ -93,9 +98,8 @@ def changes_state(text: str, old_text: str, exclude: set[str]) -> bool:
     """Does ``text`` say the matter of ``old_text`` differently (see the module doc)?"""
     if says_change(text):
         return True
-    new_numbers, old_numbers = _numbers(text), _numbers(old_text)
-    if new_numbers - old_numbers and old_numbers - new_numbers:
-        return True  # the matter's numbers moved: each side has one the other lacks
+    if _moved(_numbers(text), _numbers(old_text)):
+        return True  # the matter's numbers moved
     old_words = rt.topic_words(old_text, exclude)
     negated = {rt.lemma(m.group(1).lower()) for m in _NEGATED.finditer(text)}
     if negated & old_words:
@@ -230,9 +234,8 @@ def _corrects(
     if rt.OPEN_TOPIC & {slot.family, rt.family(msg["text"])}:
         return False  # a view or a taste is each person's own, not a figure to set right
     # figures in digits only: a count said in words is seldom a figure being set right
-    new_numbers = rt.numbers(msg["text"])
-    old_numbers = rt.numbers(" ".join(known_text.get(i, "") for i in slot.from_ids))
-    return bool(new_numbers - old_numbers and old_numbers - new_numbers)
+    old_text = " ".join(known_text.get(i, "") for i in slot.from_ids)
+    return _moved(rt.numbers(msg["text"]), rt.numbers(old_text))
 
 
 def revision_text(msg: dict[str, Any], owner: str, config: Any, people: PersonResolver) -> str:
@@ -275,18 +278,19 @@ def write_revision(
     new = [i for c in own for i in c[0]["from_ids"]] or [msg["msg_id"]]
     cited = cap(list(dict.fromkeys([*slot.from_ids, *new])), config.max_cited)
     utype = own[0][0]["utype"] if own else slot.utype
-    action = {
-        "action": "UPDATE",
-        "entry_id": slot.entry_id,
-        "content": content,
-        "utype": utype,
-        "event": matter_key(slot.family, slot.topics),
-        "from_ids": cited,
-    }
-    # who says the new state: the slot keeps its author (whose later words revise it), the
-    # record its speaker (another person's correction is theirs, :func:`_corrects`)
-    action = {**action, "source": msg["speaker"]}
-    actions.append(action)
+    actions.append(
+        {
+            "action": "UPDATE",
+            "entry_id": slot.entry_id,
+            "content": content,
+            "utype": utype,
+            "event": matter_key(slot.family, slot.topics),
+            "from_ids": cited,
+            # who says the new state (another person's correction is theirs: _corrects); the
+            # slot keeps its author, whose later words revise it
+            "source": msg["speaker"],
+        }
+    )
     slot.content, slot.from_ids, slot.utype, slot.pending = content, cited, utype, None
     slot.entry_id = entry_id(segment.group_id, segment.segment_id, "UPDATE", slot.entry_id, content)
     return [c for c in candidates if c[0]["owner"] != slot.owner]
