@@ -179,6 +179,31 @@ def _socialmem_questions(path: Path, known: dict[str, set[str]], skipped: Counte
     return out
 
 
+def answer_set_target(q: dict) -> str:
+    """The short answer an answer-set question (``tests/data/answers_v*``) asks for: the
+    first alternative of each ``expect`` group (``"X, then Y"`` when ``ordered``), and a
+    ``Name: value`` line per ``per_person`` entry."""
+    firsts = [str(group[0]) for group in q.get("expect", []) if group]
+    head = (", then " if q.get("ordered") else ", ").join(firsts)
+    people = [f"{name}: {alts[0]}" for name, alts in q.get("per_person", {}).items() if alts]
+    return "\n".join(([head] if head else []) + people)
+
+
+def load_answer_set(folder: str | Path) -> QAData:
+    """An answer set (``conversations/*.jsonl`` + ``questions.json``) as QA data: its
+    questions' answers are :func:`answer_set_target`, their evidence the ``gold`` ids."""
+    root = Path(folder)
+    groups: list[tuple[str, pa.Table]] = []
+    for path in sorted((root / "conversations").glob("*.jsonl")):
+        groups += load(path, "jsonl")
+    raw = json.loads((root / "questions.json").read_text(encoding="utf-8"))["questions"]
+    questions = [
+        QAItem(q["id"], q["data"], q["question"], answer_set_target(q), q["type"], tuple(q["gold"]))
+        for q in raw
+    ]
+    return QAData("answers", groups, questions)
+
+
 def load_qa(path: str | Path, fmt: str) -> QAData:
     """Load messages and usable questions from a file or a folder of network files."""
     path = Path(path)

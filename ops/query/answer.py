@@ -21,6 +21,7 @@ from speakerflow.ops.query.answer_config import AnswerConfig
 from speakerflow.ops.query.answer_intent import question_type
 from speakerflow.ops.query.answer_old import answer_old
 from speakerflow.ops.query.answer_pick import answer_scored
+from speakerflow.ops.query.answer_reader import evidence_lines, grounded_share, shared_reader
 from speakerflow.ops.query.answer_text import NO_INFO, Answered, annotate
 from speakerflow.ops.query.answer_units import Messages, TextMemo, build_units, stem
 from speakerflow.ops.query.group_view import GroupView
@@ -129,6 +130,22 @@ def answer_chat(
     return result.text.strip() or NO_INFO, result.tokens
 
 
+def read_short(
+    config: AnswerConfig, items: list[tuple[int, str, list[str]]], answers: list, quotes: list
+) -> None:
+    """Put the reader's short answers (:mod:`.answer_reader`) in ``answers`` at the items'
+    indexes, the extractive lines they replace in ``quotes``; an empty reply, or one whose
+    words the evidence does not hold (``config.reader_grounded``), keeps the line."""
+    reader = shared_reader(config.reader) if config.reader else None
+    if reader is None:
+        return
+    replies = reader.read_batch([(q, lines) for _, q, lines in items])
+    for (i, _, lines), reply in zip(items, replies, strict=True):
+        if reply and grounded_share(reply, lines) >= config.reader_grounded:
+            quotes[i] = quotes[i] or answers[i]
+            answers[i] = reply
+
+
 @register
 class Answer(Operator):
     """Compose's ``evidence`` and ``context`` + the projection -> ``answer`` (never empty:
@@ -160,6 +177,7 @@ class Answer(Operator):
         answers: list[str] = []
         said: list[str | None] = []
         quotes: list[str | None] = []
+        to_read: list[tuple[int, str, list[str]]] = []
         for projection, composed in zip(batch.get(PROJECTION), batch.get(COMPOSED), strict=True):
             evidence, context = composed.evidence, composed.context
             if self.config.backend == "chat":
@@ -173,4 +191,22 @@ class Answer(Operator):
             answers.append(line.text or NO_INFO)
             said.append(line.said)
             quotes.append(line.quote)
+            if self._reads(projection, answers[-1]):
+                lines = evidence_lines(evidence, view)
+                if lines:
+                    to_read.append((len(answers) - 1, projection.question, lines))
+        if to_read:
+            read_short(self.config, to_read, answers, quotes)
+            for _ in to_read:
+                self.stats.count_model_call(0)
         return batch.put(ANSWERS, answers).put(ANSWER_SAID, said).put(ANSWER_QUOTE, quotes)
+
+    def _reads(self, projection: Projection, answer: str) -> bool:
+        """Whether the reader (``AnswerConfig.reader``) rewrites this rules answer."""
+        c = self.config
+        return bool(
+            c.reader
+            and c.backend != "chat"
+            and answer != NO_INFO
+            and question_type(projection) not in c.reader_skip
+        )

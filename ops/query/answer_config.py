@@ -81,3 +81,13 @@ class AnswerConfig(OperatorConfig):
     rerank: str | None = None
     rerank_weight: float = 0.5
     rerank_top: int = 10
+    #: write the answer in a few words with this local reader model (a model spec, or
+    #: ``smollm2-reader``: the adapter shipped in ``ops/query/smollm2_reader``); the extractive
+    #: line becomes the answer's quote and the cited ids stay (:mod:`.answer_reader`). None: off
+    reader: str | None = None
+    #: question types (:func:`.answer_intent.question_type`) the reader leaves extractive:
+    #: a date is computed by the calendar resolver (:mod:`.answer_dates`), not read
+    reader_skip: tuple[str, ...] = ("when",)
+    #: a reply is kept only when at least this share of its content words are in the evidence
+    #: it was shown (:func:`.answer_reader.grounded_share`); else the extractive line stays
+    reader_grounded: float = 0.5

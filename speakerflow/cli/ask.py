@@ -27,11 +27,26 @@ def add_query_options(p: argparse.ArgumentParser) -> None:
         choices=["minilm", "hashing", "none"],
         help="dense recall embedder (default minilm; none = BM25 channels only)",
     )
+    add_reader_option(p)
+
+
+def add_reader_option(p: argparse.ArgumentParser) -> None:
+    """``--reader [SPEC]``: a short answer written by a local reader model (rules backend)."""
+    p.add_argument(
+        "--reader",
+        nargs="?",
+        const="smollm2-reader",
+        default=None,
+        help="rules backend: a local model writes the answer in a few words from the evidence, "
+        "the extractive line kept as its quote (no SPEC: the shipped SmolLM2 reader adapter; "
+        "or a model spec / adapter folder from `speakerflow train reader`)",
+    )
 
 
 def query_setup(args: argparse.Namespace):
     """(QueryConfig, chat backend or None) from the shared flags; secrets come from the
     environment."""
+    from speakerflow.ops.query.answer_config import AnswerConfig
     from speakerflow.pipelines.query_path import QueryConfig
 
     chat = None
@@ -40,7 +55,10 @@ def query_setup(args: argparse.Namespace):
 
         cfg = {k: v for k, v in {"model": args.model, "base_url": args.base_url}.items() if v}
         chat = make_backend(args.backend, **cfg)
-    return QueryConfig(embedder=args.embedder, backend="chat" if chat else "rules"), chat
+    answer = AnswerConfig(reader=getattr(args, "reader", None))
+    return QueryConfig(
+        embedder=args.embedder, backend="chat" if chat else "rules", answer=answer
+    ), chat
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -59,6 +77,8 @@ def print_result(result, by_id: dict[str, dict]) -> None:
     print(f"A: {result.answer}")
     if result.said:
         print(f"   said on {result.said} (the answer is the day meant)")
+    if result.quote:
+        print(f"   from: {result.quote}")
     extra = f", owner={proj.owner}, source={proj.source}" if proj.owner else ""
     as_of = f", as_of={proj.as_of:%Y-%m-%d}" if proj.as_of else ""
     print(

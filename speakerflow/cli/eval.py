@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 
 from . import CliError
+from .ask import add_reader_option
 from .common import print_json, print_text, table
 
 
@@ -83,6 +84,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="eval writer: only the first N sessions of each network (cheaper for slow Writers)",
     )
+    add_reader_option(p)
     p.add_argument("--json", action="store_true", help="print the full report JSON")
     p.set_defaults(func=run)
 
@@ -109,6 +111,12 @@ def run(args: argparse.Namespace) -> int:
         from speakerflow.ops.write.writer.registry import writer_from_spec
 
         writer = writer_from_spec(args.writer)
+    config = None
+    if args.reader:
+        from speakerflow.ops.query.answer_config import AnswerConfig
+        from speakerflow.pipelines.query_path import QueryConfig
+
+        config = QueryConfig(answer=AnswerConfig(reader=args.reader))
     reports = []
     for system, ablate in plan:
         try:
@@ -124,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
                 groups=args.groups,
                 progress=not args.json,
                 writer=writer,
+                config=config,
             )
         except ValueError as exc:
             raise CliError(str(exc)) from None

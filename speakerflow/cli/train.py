@@ -27,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         _add_calibrate_noop,
         _add_calibrate_more,
         _add_export,
+        _add_reader,
     ):
         add(tsub)
 
@@ -184,6 +185,83 @@ def _add_grpo(tsub: argparse._SubParsersAction) -> None:
     g.add_argument("--qa-embedder", default="minilm", help="query-path embedder for the QA gain")
     g.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
     g.set_defaults(func=run_grpo)
+
+
+def _add_reader(tsub: argparse._SubParsersAction) -> None:
+    """``train reader``: the answer reader's LoRA adapter (docs/training.md)."""
+    r = tsub.add_parser(
+        "reader", help="fine-tune the answer reader (short answers from evidence) over SmolLM2"
+    )
+    r.add_argument(
+        "data",
+        nargs="+",
+        help="QA data: a LoCoMo file, a SocialMemBench folder or an answer-set folder "
+        "(conversations/*.jsonl + questions.json); several may be given",
+    )
+    r.add_argument(
+        "--heldout",
+        default="",
+        help="comma-separated group ids never trained on (the ones you will report on)",
+    )
+    r.add_argument("--base", default="smollm2-135m", help="base model spec (default smollm2-135m)")
+    r.add_argument("--out", required=True, help="folder for the adapter and its report")
+    r.add_argument("--epochs", type=float, default=1.0, help="passes over the pairs (default 1)")
+    r.add_argument("--steps", type=int, default=-1, help="optimizer steps (-1: use --epochs)")
+    r.add_argument("--lr", type=float, default=3e-4, help="learning rate (default 3e-4)")
+    r.add_argument("--lora-r", type=int, default=16, help="LoRA rank (default 16)")
+    r.add_argument(
+        "--lora-layers", type=int, default=12, help="adapt the top N layers (default 12)"
+    )
+    r.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    r.add_argument("--save-steps", type=int, default=0, help="checkpoint every N steps (0: none)")
+    r.add_argument(
+        "--resume", action="store_true", help="continue from the newest checkpoint in --out"
+    )
+    r.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
+    r.set_defaults(func=run_reader)
+
+
+def _reader_source(path: str):
+    """(name, data) for one ``train reader`` DATA argument."""
+    from speakerflow.benchmarks.qa_data import load_answer_set, load_qa
+
+    p = Path(path)
+    if not p.exists():
+        raise CliError(f"{path}: no such file or folder")
+    if p.is_dir() and (p / "questions.json").is_file():
+        return p.name, load_answer_set(p)
+    fmt = "locomo" if p.is_file() else "socialmem"
+    try:
+        return p.name, load_qa(p, fmt)
+    except (ValueError, KeyError) as exc:
+        raise CliError(f"{path}: not LoCoMo, SocialMemBench or an answer set ({exc})") from None
+
+
+def run_reader(args: argparse.Namespace) -> int:
+    from speakerflow.training.reader import train_reader
+    from speakerflow.training.sft import SFTSettings
+
+    sources = [_reader_source(d) for d in args.data]
+    settings = SFTSettings(
+        epochs=args.epochs,
+        max_steps=args.steps,
+        lr=args.lr,
+        grad_accum=2,
+        max_length=640,
+        seed=args.seed,
+        lora_r=args.lora_r,
+        lora_layers=args.lora_layers,
+        save_steps=args.save_steps,
+        resume=args.resume,
+    )
+    heldout = [g.strip() for g in args.heldout.split(",") if g.strip()]
+    try:
+        with _quiet():
+            report = train_reader(sources, heldout, args.out, args.base, settings)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    emit(report, args.json)
+    return 0
 
 
 def _calibration_args(c: argparse.ArgumentParser) -> None:

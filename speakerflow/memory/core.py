@@ -60,6 +60,10 @@ class Memory(OpenGroups):
         :func:`~speakerflow.pipelines.query_path.query_pipeline`): any composition of operators
         that takes ``question`` and hands on the projection and Compose's columns, e.g. the
         default one with an operator of your own in between (docs/custom-pipelines.md).
+    reader
+        A local model that writes each rules answer in a few words from the evidence, the
+        extractive line kept as the quote (``"smollm2-reader"``: the shipped adapter; None,
+        the default: extractive answers; docs/query-path.md).
     """
 
     def __init__(
@@ -75,7 +79,9 @@ class Memory(OpenGroups):
         snapshot_reads: bool = True,
         batch_queries: bool = True,
         pipeline: Any = None,
+        reader: str | None = None,
     ):
+        from speakerflow.ops.query.answer_config import AnswerConfig
         from speakerflow.pipelines.query_path import QueryConfig, check_query_pipeline
         from speakerflow.settings import home_root
 
@@ -86,7 +92,9 @@ class Memory(OpenGroups):
         self.window = window
         self.chat = chat
         self.config = QueryConfig(
-            embedder=embedder, backend="chat" if chat is not None else backend
+            embedder=embedder,
+            backend="chat" if chat is not None else backend,
+            answer=AnswerConfig(reader=reader),
         )
         self._writer = None
         self.snapshot_reads = snapshot_reads
