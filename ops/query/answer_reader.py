@@ -45,7 +45,7 @@ def evidence_line(speaker: str | None, ts: datetime | None, text: str) -> str:
     words = " ".join(text.split()).split(" ")
     if len(words) > LINE_WORDS:
         text = " ".join(words[:LINE_WORDS]) + " ..."
-    text = annotate(text, ts) if ts is not None else text
+    text = annotate(text, ts)
     day = f"[{ts.day} {ts:%B %Y}] " if ts is not None else ""
     return f"{day}{speaker or 'note'}: {text}"
 
@@ -85,7 +85,7 @@ def reader_chat(question: str, lines: Sequence[str]) -> list[dict[str, str]]:
 
 
 class Reader:
-    """``read(question, lines)``: the short answer; ``read_batch`` for many questions."""
+    """``read_batch([(question, lines), ...])``: one short answer per question."""
 
     def __init__(self, spec: str, device: str = "auto"):
         from speakerflow.ops.backends.transformers import TransformersChat
@@ -97,9 +97,6 @@ class Reader:
         chats = [reader_chat(q, lines) for q, lines in items]
         results = self.backend.chat_batch(chats, max_tokens=MAX_NEW_TOKENS, temperature=0.0)
         return [clean(r.text) for r in results]
-
-    def read(self, question: str, lines: Sequence[str]) -> str:
-        return self.read_batch([(question, lines)])[0]
 
 
 def clean(text: str) -> str:

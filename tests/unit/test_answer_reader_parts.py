@@ -78,6 +78,17 @@ def test_clean_keeps_one_line_per_person() -> None:
     assert clean("   ") == ""
 
 
+def test_a_reader_that_cannot_load_warns_and_leaves_the_answer() -> None:
+    from speakerflow.ops.query.answer_reader import shared_reader
+
+    with pytest.warns(UserWarning, match="did not load"):
+        assert shared_reader("/nonexistent/reader") is None
+    items = [(0, "What?", ["a: b"])]
+    answers, quotes = ["the line"], [None]
+    answer_mod.read_short(AnswerConfig(reader="/nonexistent/reader"), items, answers, quotes)
+    assert answers == ["the line"] and quotes == [None]
+
+
 def test_grounded_share_counts_the_reply_words_the_evidence_holds() -> None:
     lines = ["[3 May 2026] Ana: We adopted two kittens, Miso and Tofu, on 2 May."]
     assert grounded_share("kittens", lines) == 1.0  # stemmed: kitten(s)
