@@ -24,6 +24,10 @@ from typing import Any
 import numpy as np
 
 from speakerflow.ops.query.answer_reader import MAX_LINES, evidence_line, reader_chat
+from speakerflow.training.sft import SFTSettings
+
+#: the reader's SFT settings (the shipped adapter's; ``train reader`` flags override some)
+READER_SFT = SFTSettings(epochs=1, lr=3e-4, grad_accum=2, max_length=640, lora_r=16, lora_layers=12)
 
 
 def split_groups(groups: Iterable[str], heldout: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -79,7 +83,6 @@ def reader_pairs(
                     "question_id": q.qid,
                 }
             )
-    rng.shuffle(out)
     return out
 
 
@@ -88,19 +91,17 @@ def train_reader(
     heldout: Sequence[str],
     out_dir: str | Path,
     base: str = "smollm2-135m",
-    settings: Any = None,
+    settings: SFTSettings = READER_SFT,
     embedder: Any = None,
 ) -> dict[str, Any]:
     """SFT a LoRA reader adapter over ``base`` on the questions of ``sources`` (``(name,
-    data)`` pairs, each QAData-shaped as :func:`reader_pairs` reads), every group in ``heldout``
-    left out. Writes the adapter, ``curve.json`` and ``reader_report.json`` (data, split,
-    settings, figures) in ``out_dir`` and returns the report."""
+    data)`` pairs, each QAData-shaped as :func:`reader_pairs` reads), every group in
+    ``heldout`` left out; the pooled pairs are shuffled with ``settings.seed``. Writes the
+    adapter, ``curve.json`` and ``reader_report.json`` (data, split, settings, figures) in
+    ``out_dir`` and returns the report."""
     from speakerflow.ops.text.embed import shared_embedder
-    from speakerflow.training.sft import SFTSettings, train_sft
+    from speakerflow.training.sft import train_sft
 
-    settings = settings or SFTSettings(
-        epochs=1, lr=3e-4, grad_accum=2, max_length=640, lora_r=16, lora_layers=12
-    )
     embedder = embedder or shared_embedder("minilm")
     pairs: list[dict[str, Any]] = []
     used: dict[str, dict[str, Any]] = {}

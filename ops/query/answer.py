@@ -132,18 +132,20 @@ def answer_chat(
 
 def read_short(
     config: AnswerConfig, items: list[tuple[int, str, list[str]]], answers: list, quotes: list
-) -> None:
+) -> int:
     """Put the reader's short answers (:mod:`.answer_reader`) in ``answers`` at the items'
     indexes, the extractive lines they replace in ``quotes``; an empty reply, or one whose
-    words the evidence does not hold (``config.reader_grounded``), keeps the line."""
+    words the evidence does not hold (``config.reader_grounded``), keeps the line. Returns
+    the questions the model read (0 when it did not load)."""
     reader = shared_reader(config.reader) if config.reader else None
     if reader is None:
-        return
+        return 0
     replies = reader.read_batch([(q, lines) for _, q, lines in items])
     for (i, _, lines), reply in zip(items, replies, strict=True):
         if reply and grounded_share(reply, lines) >= config.reader_grounded:
             quotes[i] = quotes[i] or answers[i]
             answers[i] = reply
+    return len(items)
 
 
 @register
@@ -195,10 +197,9 @@ class Answer(Operator):
                 lines = evidence_lines(evidence, view)
                 if lines:
                     to_read.append((len(answers) - 1, projection.question, lines))
-        if to_read:
-            read_short(self.config, to_read, answers, quotes)
-            for _ in to_read:
-                self.stats.count_model_call(0)
+        read = read_short(self.config, to_read, answers, quotes) if to_read else 0
+        for _ in range(read):  # one model call a question the reader read
+            self.stats.count_model_call(0)
         return batch.put(ANSWERS, answers).put(ANSWER_SAID, said).put(ANSWER_QUOTE, quotes)
 
     def _reads(self, projection: Projection, answer: str) -> bool:

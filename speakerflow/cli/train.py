@@ -238,21 +238,12 @@ def _reader_source(path: str):
 
 
 def run_reader(args: argparse.Namespace) -> int:
-    from speakerflow.training.reader import train_reader
-    from speakerflow.training.sft import SFTSettings
+    from speakerflow.training.reader import READER_SFT, train_reader
 
     sources = [_reader_source(d) for d in args.data]
-    settings = SFTSettings(
-        epochs=args.epochs,
-        max_steps=args.steps,
-        lr=args.lr,
-        grad_accum=2,
-        max_length=640,
-        seed=args.seed,
-        lora_r=args.lora_r,
-        lora_layers=args.lora_layers,
-        save_steps=args.save_steps,
-        resume=args.resume,
+    flags = ("epochs", "lr", "seed", "lora_r", "lora_layers", "save_steps", "resume")
+    settings = READER_SFT.model_copy(
+        update={"max_steps": args.steps, **{f: getattr(args, f) for f in flags}}
     )
     heldout = [g.strip() for g in args.heldout.split(",") if g.strip()]
     try:

@@ -85,7 +85,10 @@ def test_a_reader_that_cannot_load_warns_and_leaves_the_answer() -> None:
         assert shared_reader("/nonexistent/reader") is None
     items = [(0, "What?", ["a: b"])]
     answers, quotes = ["the line"], [None]
-    answer_mod.read_short(AnswerConfig(reader="/nonexistent/reader"), items, answers, quotes)
+    assert (
+        answer_mod.read_short(AnswerConfig(reader="/nonexistent/reader"), items, answers, quotes)
+        == 0
+    )
     assert answers == ["the line"] and quotes == [None]
 
 
