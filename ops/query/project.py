@@ -35,7 +35,7 @@ from speakerflow.ops.query.query_tables import (
     schema_of,
     with_question_ids,
 )
-from speakerflow.ops.text.people import PersonResolver
+from speakerflow.ops.text.people import PersonResolver, longest_list
 from speakerflow.schemas import PROJECTION_SCHEMA, Projection
 from speakerflow.schemas.records import GROUP_OWNER
 from speakerflow.words import CHANGE_OR_PAST_QUESTION, QUESTION_STOPWORDS
@@ -165,8 +165,10 @@ def project_rules(
     if owner is not None:
         rows = [owner]
     elif len(names) >= 2 and _PER_PERSON.search(question):
-        # "what did A, B and C each want": the people named, not the whole roster
-        rows = names
+        # "what did A, B and C each want": the people listed, not the whole roster (nor
+        # someone named in a clause before the list)
+        listed = longest_list(question, mentions)
+        rows = listed if len(listed) >= 2 else names
     elif _ROLLUP.search(question):
         rows = [ALL] + ([GROUP_OWNER] if group_words and not _PER_PERSON.search(question) else [])
     elif names:

@@ -38,6 +38,8 @@ DEFAULT_SYNONYMS: tuple[tuple[str, ...], ...] = (
 
 _TOKEN = re.compile(r"@?[A-Za-z\u00C0-\u024F][\w\u00C0-\u024F.\-]*(?:['\u2019]s?)?")
 _POSSESSIVE = re.compile(r"['\u2019]s?$")
+#: what separates two names of a list: a comma, "and", "or", "&"
+_LIST_GAP = re.compile(r"\s*(?:,|,?\s*(?:and|or|&))\s*", re.I)
 
 
 def name_key(token: str) -> str:
@@ -116,24 +118,48 @@ class PersonResolver:
             for m in re.finditer(rf"(?<![\w@]){re.escape(phrase)}(?:['\u2019]s?)?(?!\w)", lower):
                 found.append((self._table[phrase], m.start(), m.end()))
                 taken.append((m.start(), m.end()))
+        listed: list[tuple[str, int, int]] = []  # written as the roster writes it, but a word
         for m in _TOKEN.finditer(text):
             if any(s <= m.start() < e for s, e in taken):
                 continue
             name = self.resolve(m.group())
-            if name is not None and self._plausible(m.group(), name):
+            if name is None:
+                continue
+            if self._plausible(m.group(), name):
                 found.append((name, m.start(), m.end()))
+            elif _POSSESSIVE.sub("", m.group()) == name:
+                listed.append((name, m.start(), m.end()))
+        # such a word is a name where it is listed beside one ("Tess, ben and Lars")
+        while listed:
+            spans = [(s, e) for _, s, e in found]
+            hits = [
+                f
+                for f in listed
+                if any(
+                    _LIST_GAP.fullmatch(text[e : f[1]]) or _LIST_GAP.fullmatch(text[f[2] : s])
+                    for s, e in spans
+                )
+            ]
+            if not hits:
+                break
+            found += hits
+            listed = [f for f in listed if f not in hits]
         return sorted(found, key=lambda f: f[1])
 
     def _plausible(self, token: str, name: str) -> bool:
         """Short or common-word tokens count only when written like a name.
 
         ``"pa"``/``"ma"`` or a roster member called ``"Will"`` must not match the verb "will":
-        lower-case tokens are accepted only for names of 4+ letters that are not common words.
+        lower-case tokens are accepted only for names of 4+ letters that are not common words,
+        or written exactly as a lower-case roster name (a handle such as ``"mo"``).
         """
         bare = name_key(token)
         if token.startswith("@") or token[:1].isupper():
             return True
-        return len(bare) >= 4 and bare not in _COMMON_WORDS
+        if bare in _COMMON_WORDS:
+            return False
+        # a lower-case handle ("mo", "dev") written exactly as the roster writes it
+        return len(bare) >= 4 or _POSSESSIVE.sub("", token) == name
 
     def names_in(self, text: str) -> list[str]:
         """Distinct roster names mentioned in ``text``, in order of first mention."""
@@ -145,3 +171,20 @@ _COMMON_WORDS = frozenset(
     "will mark rose bill grace hope joy may june april art ray jack pat sue faith dawn amber "
     "summer autumn rich frank don guy max ben sam kim lee mum mom dad ma pa nan".split()
 )
+
+
+def longest_list(text: str, mentions: list[tuple[str, int, int]]) -> list[str]:
+    """The names of the longest run of ``mentions`` (spans in ``text``, in order) that ``text``
+    lists one after another ("Tess, ben and Lars"); the last such run on a tie. In "once Lars had
+    asked, which of the two did Tess or mo each prefer" the list is ``["Tess", "mo"]``: the
+    asker is not in it."""
+    runs: list[list[str]] = []
+    end = None
+    for name, start, stop in mentions:
+        if runs and end is not None and _LIST_GAP.fullmatch(text[end:start]):
+            if name not in runs[-1]:
+                runs[-1].append(name)
+        else:
+            runs.append([name])
+        end = stop
+    return max(reversed(runs), key=len) if runs else []
