@@ -66,6 +66,9 @@ class AnswerConfig(OperatorConfig):
     #: 2.0 score the same on the dev answer sets)
     reply_order: float = 1.5
     said_date: bool = True
+    #: a date question's candidates take this x how precisely they say a date
+    #: (:func:`.answer_dates.has_date`: 1 an explicit day, 0.75 "tomorrow", 0.4 a month)
+    date_weight: float = 1.0
     #: the answer line is the span the question type asks for (a place, an amount, a person,
     #: else a clause of at most ``clause_words``), the whole line kept as its quote
     #: (:mod:`.answer_short`)

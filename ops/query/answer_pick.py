@@ -254,7 +254,16 @@ def answer_scored(
         )
     words = focus_words(projection, names)
     if intent.qtype == "when":
-        dated = [(s, u) for s, u in ranked if has_date(u, memo)]
+        # how precisely a sentence says a date counts: "Tuesday 3 March" over a "this
+        # month" or a "tomorrow" of a sentence that scores alike
+        dated = sorted(
+            (
+                (s + config.date_weight * has_date(u, memo), u)
+                for s, u in ranked
+                if has_date(u, memo)
+            ),
+            key=lambda su: (-su[0], su[1].rank),
+        )
         if CLOCK_Q.search(projection.question):  # the time of day: the sentences saying one
             dated = [(s, u) for s, u in ranked if CLOCK.search(u.text)] or dated
         best = pick(dated or ranked, intent, config, words)

@@ -90,6 +90,12 @@ _PATTERNS: list[tuple[re.Pattern, str]] = [
 _BARE_WEEKDAY = re.compile(
     r"\b((?i:monday|tuesday|wednesday|thursday|friday|saturday|sunday))(?:['\u2019]s)?\b(?!s)"
 )
+#: a weekday written short before a part of the day ("tues night", "sun morning"): the short
+#: forms that are words ("sat", "sun", "wed") count only there
+_SHORT_WEEKDAY = re.compile(
+    r"\b((?i:mon|tues?|weds?|thu(?:rs?)?|fri|sat|sun))\.? "
+    r"(?i:night|morning|afternoon|evening|eve|lunch(?:time)?|am|pm)\b"
+)
 _CAPITALISED_MONTH = re.compile(
     r"\b(January|February|March|April|June|July|August|September|October|November|"
     r"December)\b"
@@ -355,8 +361,9 @@ def spans_of(text: str, ref: date) -> list[TimeSpan]:
             found.append((m.start(), m.end(), order, m, handler))
     for m in _CAPITALISED_MONTH.finditer(text):
         found.append((m.start(), m.end(), len(_PATTERNS), m, "bare_month"))
-    for m in _BARE_WEEKDAY.finditer(text):
-        found.append((m.start(), m.end(), len(_PATTERNS) + 1, m, "bare_weekday"))
+    for bare in (_BARE_WEEKDAY, _SHORT_WEEKDAY):
+        for m in bare.finditer(text):
+            found.append((m.start(), m.end(), len(_PATTERNS) + 1, m, "bare_weekday"))
     chosen: list[tuple[int, int, int, re.Match, str]] = []
     for f in sorted(found, key=lambda f: (-(f[1] - f[0]), f[2], f[0])):
         if all(f[1] <= c[0] or f[0] >= c[1] for c in chosen):

@@ -16,6 +16,7 @@ from speakerflow.ops.query.answer import (
     question_type,
     stem,
 )
+from speakerflow.ops.query.answer_config import AnswerConfig
 from speakerflow.ops.query.project import project_rules
 from speakerflow.ops.query.recall import GroupView
 from speakerflow.schemas import EvidenceItem, Message, to_table
@@ -636,3 +637,19 @@ def test_why_a_named_person_did_something_reads_their_own_words_first():
     ]
     why = ask("Why is Tom pulling out of the relay?", evidence)
     assert why.startswith("Tom:") and "ankle" in why
+
+
+def test_when_prefers_the_sentence_that_says_the_day_over_a_vaguer_one():
+    # written for the date weight before its code: a later sentence naming only the month
+    # must not beat the one that names the day, when both speak of the same matter
+    question = "When is the boiler service for the downstairs flat?"
+    evidence = [
+        ex(0, "Tom", "The boiler service for the downstairs flat is this month.", T + timedelta(3)),
+        ex(1, "Ana", "Booked the boiler service: Tuesday 21 April, 9am."),
+    ]
+    assert ask(question, evidence) == "21 April 2026"
+    # without the weight the closer wording wins and only the month is said
+    flat = answer_rules(
+        project_rules(question, ROSTER), evidence, AnswerConfig(date_weight=0.0), roster=ROSTER
+    )
+    assert flat == "April 2026"
