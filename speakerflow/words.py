@@ -121,7 +121,10 @@ ENGLISH_STOPWORDS = STOPWORDS | _set(
 #: a work rota ("which shifts will she work")
 _CHANGE_CORE = (
     r"chang\w*|no longer|any ?more|shift(?:ed|ing)|shift(?=\s*\?)|(?:a|any) shift (?:in|of)|"
-    r"evolv\w*|switch\w*|became|become"
+    r"evolv\w*|switch\w*|became|become|"
+    # a plan that moved: "how did the visit move?", "it was moved", "from when to when"
+    r"mov(?:e|ed)(?=\s*\?)|(?:was|were|got|been|being|be) moved|"
+    r"from (?:when|what|which|where|who)\b.{0,20}\bto (?:when|what|which|where|who)"
 )
 
 #: A question about how something changed (the answer's question type "change").

@@ -50,8 +50,10 @@ beside it (:class:`~.answer_text.Answered`).
 
 from __future__ import annotations
 
+import re
+
 from speakerflow.ops.query.answer_config import AnswerConfig
-from speakerflow.ops.query.answer_dates import CLOCK, CLOCK_Q, date_answer, has_date
+from speakerflow.ops.query.answer_dates import CLOCK, CLOCK_Q, date_answer, has_date, meant
 from speakerflow.ops.query.answer_intent import Intent, read_intent
 from speakerflow.ops.query.answer_lm import rerank
 from speakerflow.ops.query.answer_old import answer_old
@@ -166,11 +168,43 @@ def chain_ends(ranked: list[tuple[float, Unit]], top: int = 5) -> tuple[Unit, Un
     return None
 
 
-def _change(ranked: list[tuple[float, Unit]], config: AnswerConfig) -> str:
+#: a change question about when something happens: its states are dates (a clock time is
+#: not a date: "the opening time changed" is left to the general rule)
+TIME_CHANGE = re.compile(
+    r"\b(dates?|days?|weekends?|weeks?|deadlines?|when|months?|schedul\w*)\b", re.I
+)
+
+
+def _dated_ends(
+    ranked: list[tuple[float, Unit]], question: str, memo: TextMemo
+) -> tuple[Unit, Unit] | None:
+    """For a change of when: the best-scored sentence saying a day and the best one saying
+    another day (the date each means, :func:`~.answer_dates.meant`), in time order; ``None``
+    without two such."""
+    dated = [
+        (u, meant(u, question, memo)) for _, u in ranked if not u.asks and has_date(u, memo) >= 0.75
+    ]
+    dated = [(u, span) for u, span in dated if span is not None and u.ts is not None]
+    if not dated:
+        return None
+    best, day = dated[0]
+    for u, span in dated[1:]:
+        if u.msg_id != best.msg_id and (span.start, span.end) != (day.start, day.end):
+            early, late = sorted((best, u), key=lambda x: x.ts)
+            return early, late
+    return None
+
+
+def _change(
+    ranked: list[tuple[float, Unit]], config: AnswerConfig, question: str, memo: TextMemo
+) -> str:
     """The earliest and the latest statement on the matter: the ends of the person's update
-    chain when a top unit rests on one (:func:`chain_ends`); else the latest of the closest
-    answers, and the best of the same person's earlier ones."""
+    chain when a top unit rests on one (:func:`chain_ends`); for a change of date, the two
+    best-scored sentences saying different days (:func:`_dated_ends`); else the latest of the
+    closest answers, and the best of the same person's earlier ones."""
     ends = chain_ends(ranked)
+    if ends is None and TIME_CHANGE.search(question):
+        ends = _dated_ends(ranked, question, memo)
     if ends is not None:
         early, late = ends
     else:
@@ -269,7 +303,7 @@ def answer_scored(
         best = pick(dated or ranked, intent, config, words)
         return date_answer(best, projection.question, intent.two_asks, config, memo, embedder)
     if intent.focus == "change":
-        return _change(ranked, config)
+        return _change(ranked, config, projection.question, memo)
     valued = holds_value(intent, names, projection.question, memo)
     best = pick(ranked, intent, config, words, valued, messages)
     line = _write(best, intent, names, projection.question, config)

@@ -653,3 +653,32 @@ def test_when_prefers_the_sentence_that_says_the_day_over_a_vaguer_one():
         project_rules(question, ROSTER), evidence, AnswerConfig(date_weight=0.0), roster=ROSTER
     )
     assert flat == "April 2026"
+
+
+def test_a_moved_plan_is_asked_as_a_change():
+    # written before the words that read them: a plan "moved", "from when to when"
+    from speakerflow.ops.query.answer_intent import read_intent
+
+    def focus(q):
+        return read_intent(project_rules(q, ROSTER), False).focus
+
+    assert focus("How did the plumber's visit move?") == "change"
+    assert focus("Tom's dentist appointment was moved. From when to when?") == "change"
+    assert focus("The quiz got moved, didn't it? From what day to what day?") == "change"
+    # moving house is a fact, not a change of plan
+    assert focus("Where did Ana move to after college?") != "change"
+
+
+def test_a_date_change_answers_with_both_dates():
+    # written before its code: the latest close sentence says no date; the change of a date
+    # is the earlier date and the later, different one
+    evidence = [
+        ex(0, "Ana", "The book club meets on Wednesday 15 April at mine."),
+        ex(1, "Ana", "Small snag: we have to make it Thursday 23 April instead.", T + timedelta(4)),
+        ex(
+            2, "Ana", "The date of the book club is fine by everyone then, great!", T + timedelta(5)
+        ),
+    ]
+    answer = ask("How did the date of the book club change?", evidence)
+    assert "15 April" in answer and "23 April" in answer
+    assert answer.index("15 April") < answer.index("23 April")
