@@ -205,9 +205,11 @@ class Answer(Operator):
     def _reads(self, projection: Projection, answer: str) -> bool:
         """Whether the reader (``AnswerConfig.reader``) rewrites this rules answer."""
         c = self.config
+        kind = question_type(projection)
         return bool(
             c.reader
             and c.backend != "chat"
             and answer != NO_INFO
-            and question_type(projection) not in c.reader_skip
+            and kind not in c.reader_skip
+            and (not c.reader_only or kind in c.reader_only)
         )

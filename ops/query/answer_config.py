@@ -91,6 +91,9 @@ class AnswerConfig(OperatorConfig):
     #: question types (:func:`.answer_intent.question_type`) the reader leaves extractive:
     #: a date is computed by the calendar resolver (:mod:`.answer_dates`), not read
     reader_skip: tuple[str, ...] = ("when",)
+    #: when not empty, the only question types the reader reads (e.g. ``("decision",)``, the
+    #: one labelled type where the reader beat the extractive line on the answers_v7 dev set)
+    reader_only: tuple[str, ...] = ()
     #: a reply is kept only when at least this share of its content words are in the evidence
     #: it was shown (:func:`.answer_reader.grounded_share`); else the extractive line stays
     reader_grounded: float = 0.5

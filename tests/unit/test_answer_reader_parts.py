@@ -190,6 +190,11 @@ def test_answer_operator_puts_the_short_reply_first_and_keeps_the_line(monkeypat
     assert fake.asked[0][0] == "What did Ana adopt?" and "kitten" in fake.asked[0][1][0]
     skip = AnswerConfig(reader="any", reader_skip=("what",))  # the default skips "when"
     assert Answer(skip).run_batch(batch, Context()).get(ANSWERS) == [line]
+    # reader_only: the reader reads those question types only
+    only = AnswerConfig(reader="any", reader_only=("decision",))
+    assert Answer(only).run_batch(batch, Context()).get(ANSWERS) == [line]
+    only = AnswerConfig(reader="any", reader_only=("what",))
+    assert Answer(only).run_batch(batch, Context()).get(ANSWERS) == ["a kitten"]
     for reply in ("", "a golden retriever"):  # empty, or not in the evidence: the line stays
         fake.reply = reply
         got = Answer(AnswerConfig(reader="any")).run_batch(batch, Context())
