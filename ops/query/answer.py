@@ -13,6 +13,8 @@ When nothing in the evidence answers the question the answer is :data:`NO_INFO`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pyarrow as pa
 
 from speakerflow.ops.core.base import Batch, Context, Operator
@@ -20,7 +22,7 @@ from speakerflow.ops.core.registry import register
 from speakerflow.ops.query.answer_config import AnswerConfig
 from speakerflow.ops.query.answer_intent import question_type
 from speakerflow.ops.query.answer_old import answer_old
-from speakerflow.ops.query.answer_pick import answer_scored
+from speakerflow.ops.query.answer_pick import answer_learned, answer_scored
 from speakerflow.ops.query.answer_reader import evidence_lines, grounded_share, shared_reader
 from speakerflow.ops.query.answer_text import NO_INFO, Answered, annotate
 from speakerflow.ops.query.answer_units import Messages, TextMemo, build_units, stem
@@ -107,7 +109,11 @@ def answer_line(
 
 
 #: the rules answer pickers by name (``AnswerConfig.picker``)
-PICKERS = {"old": answer_old, "scored": answer_scored}
+PICKERS: dict[str, Callable[..., str | Answered | None]] = {
+    "old": answer_old,
+    "scored": answer_scored,
+    "learned": answer_learned,
+}
 
 
 def answer_chat(

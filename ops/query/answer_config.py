@@ -9,7 +9,8 @@ from speakerflow.ops.core.base import OperatorConfig
 class AnswerConfig(OperatorConfig):
     """``backend``: ``rules`` or ``chat`` (uses the given ChatBackend); ``max_tokens`` for chat.
     ``picker``: how the rules answerer picks its answer (``scored``, the default:
-    :mod:`.answer_pick`; ``old``: the first picker, :mod:`.answer_old`).
+    :mod:`.answer_pick`; ``old``: the first picker, :mod:`.answer_old`; ``learned``: the
+    scoring picker with a learned choice among its best sentences, :mod:`.answer_learned`).
 
     Rules weights: ``dense_weight`` scales the question-message cosine (0 turns it off);
     ``question_penalty`` is subtracted for sentences that are questions; ``type_bonus`` is
@@ -24,6 +25,8 @@ class AnswerConfig(OperatorConfig):
 
     backend: str = "rules"
     picker: str = "scored"
+    #: ``picker="learned"``: its weights file (None: ``ops/query/picker_weights.json``)
+    picker_weights: str | None = None
     max_tokens: int = 200
     dense_weight: float = 4.0
     question_penalty: float = 2.0

@@ -51,16 +51,19 @@ beside it (:class:`~.answer_text.Answered`).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from speakerflow.ops.query.answer_config import AnswerConfig
 from speakerflow.ops.query.answer_dates import CLOCK, CLOCK_Q, date_answer, has_date, meant
 from speakerflow.ops.query.answer_intent import Intent, read_intent
+from speakerflow.ops.query.answer_learned import choose, load_weights
 from speakerflow.ops.query.answer_lm import rerank
 from speakerflow.ops.query.answer_old import answer_old
 from speakerflow.ops.query.answer_people import person_lines, with_own
 from speakerflow.ops.query.answer_score import (
     by_time,
     close_to_best,
+    corrected,
     focus_words,
     has_number,
     holds_value,
@@ -82,6 +85,7 @@ from speakerflow.ops.query.answer_text import (
 )
 from speakerflow.ops.query.answer_units import Messages, TextMemo, Unit, stem, terms
 from speakerflow.ops.query.project import is_rollup
+from speakerflow.ops.text.temporal import TimeSpan
 from speakerflow.schemas import EvidenceItem, Projection
 
 
@@ -168,6 +172,9 @@ def chain_ends(ranked: list[tuple[float, Unit]], top: int = 5) -> tuple[Unit, Un
     return None
 
 
+#: (ranked, intent, memo) -> the answer unit (:func:`answer_scored`'s ``chooser``)
+Chooser = Callable[[list[tuple[float, Unit]], Intent, TextMemo], Unit]
+
 #: a change question about when something happens: its states are dates (a clock time is
 #: not a date: "the opening time changed" is left to the general rule)
 TIME_CHANGE = re.compile(
@@ -181,17 +188,17 @@ def _dated_ends(
     """For a change of when: the best-scored sentence saying a day and the best one saying
     another day (the date each means, :func:`~.answer_dates.meant`), in time order; ``None``
     without two such."""
-    dated = [
-        (u, meant(u, question, memo)) for _, u in ranked if not u.asks and has_date(u, memo) >= 0.75
-    ]
-    dated = [(u, span) for u, span in dated if span is not None and u.ts is not None]
+    dated: list[tuple[Unit, TimeSpan]] = []
+    for _, u in ranked:
+        span = meant(u, question, memo) if not u.asks and has_date(u, memo) >= 0.75 else None
+        if span is not None and u.ts is not None:
+            dated.append((u, span))
     if not dated:
         return None
     best, day = dated[0]
     for u, span in dated[1:]:
         if u.msg_id != best.msg_id and (span.start, span.end) != (day.start, day.end):
-            early, late = sorted((best, u), key=lambda x: x.ts)
-            return early, late
+            return (best, u) if best.ts <= u.ts else (u, best)  # type: ignore[operator]
     return None
 
 
@@ -241,8 +248,11 @@ def answer_scored(
     embedder,
     config: AnswerConfig,
     memo: TextMemo,
+    chooser: Chooser | None = None,
 ) -> str | Answered | None:
-    """The scoring picker's answer (see the module doc); ``None`` when nothing answers."""
+    """The scoring picker's answer (see the module doc); ``None`` when nothing answers.
+    ``chooser`` (ranked, intent, memo) -> unit replaces the rules of :func:`pick` for the
+    questions that end there (not dates, changes or per-person lines)."""
     intent = read_intent(projection, is_rollup(projection))
     if intent.focus is None and intent.qtype in config.old_types and not _own_quantity(intent):
         # question types the first picker answers better on the dev sets (docs/query-path.md),
@@ -305,8 +315,39 @@ def answer_scored(
     if intent.focus == "change":
         return _change(ranked, config, projection.question, memo)
     valued = holds_value(intent, names, projection.question, memo)
-    best = pick(ranked, intent, config, words, valued, messages)
+    if chooser is not None:
+        # an amount asked: the sentences that say one, and a later correction of it
+        pool = [(s, u) for s, u in ranked if valued(u)] if valued is not None else []
+        best = chooser(pool or ranked, intent, memo)
+        if valued is not None:
+            best = corrected(ranked, best, messages, valued)
+    else:
+        best = pick(ranked, intent, config, words, valued, messages)
     line = _write(best, intent, names, projection.question, config)
     if config.short_answer and intent.focus is None and intent.qtype not in ("why", "decision"):
         return Answered(short_line(best, intent, names, projection.question, config), quote=line)
     return line
+
+
+def answer_learned(
+    projection: Projection,
+    evidence: list[EvidenceItem],
+    units: list[Unit],
+    names: list[str],
+    messages: Messages | None,
+    embedder,
+    config: AnswerConfig,
+    memo: TextMemo,
+) -> str | Answered | None:
+    """The scoring picker with the learned choice of :mod:`.answer_learned` (its rules when
+    no weights are shipped)."""
+    weights = load_weights(config.picker_weights) if config.picker_weights else load_weights()
+    if weights is None:
+        return answer_scored(projection, evidence, units, names, messages, embedder, config, memo)
+
+    def learned(ranked: list[tuple[float, Unit]], intent: Intent, memo: TextMemo) -> Unit:
+        return choose(ranked, intent, memo, weights)
+
+    return answer_scored(
+        projection, evidence, units, names, messages, embedder, config, memo, chooser=learned
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import sys
 from pathlib import Path
 
@@ -28,6 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         _add_calibrate_more,
         _add_export,
         _add_reader,
+        _add_picker,
     ):
         add(tsub)
 
@@ -251,6 +253,48 @@ def run_reader(args: argparse.Namespace) -> int:
             report = train_reader(sources, heldout, args.out, args.base, settings)
     except ValueError as exc:
         raise CliError(str(exc)) from None
+    emit(report, args.json)
+    return 0
+
+
+def _add_picker(tsub: argparse._SubParsersAction) -> None:
+    """``train picker``: the learned answer choice's weights (docs/query-path.md)."""
+    k = tsub.add_parser(
+        "picker", help="fit the learned answer choice (picker='learned') on answer sets"
+    )
+    k.add_argument(
+        "sets", nargs="+", help="answer-set folders (conversations/*.jsonl + questions.json)"
+    )
+    k.add_argument("--out", required=True, help="the weights file to write (.json)")
+    k.add_argument("--l2", type=float, default=0.01, help="L2 penalty (default 0.01)")
+    k.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
+    k.set_defaults(func=run_picker)
+
+
+def run_picker(args: argparse.Namespace) -> int:
+    from speakerflow.benchmarks.picker_data import collect
+    from speakerflow.training.picker import fit, split, top_is_gold
+
+    for folder in args.sets:
+        if not (Path(folder) / "questions.json").is_file():
+            raise CliError(f"{folder}: not an answer set (no questions.json)")
+    records = [r for folder in args.sets for r in collect(folder)]
+    try:
+        weights = fit(records, l2=args.l2)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    weights["trained_on"] = [Path(f).name for f in args.sets]
+    held = {}
+    for name in weights["trained_on"]:  # each set scored by weights fitted on the others
+        train, test = split(records, "set", {name})
+        if train and test:
+            held[name] = {
+                "first_ranked": round(top_is_gold(test, None), 3),
+                "learned": round(top_is_gold(test, fit(train, l2=args.l2)), 3),
+                "questions": len(test),
+            }
+    Path(args.out).write_text(json.dumps(weights, indent=1))
+    report = {"out": args.out, "questions": weights["questions"], "gold_chosen_held_out": held}
     emit(report, args.json)
     return 0
 
