@@ -11,7 +11,6 @@ out. Plain torch, full batch, L-BFGS: a few hundred questions fit in seconds.
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 from speakerflow.ops.query.answer_learned import FEATURES
@@ -86,9 +85,3 @@ def top_is_gold(records: list[dict[str, Any]], weights: dict[str, Any] | None) -
 def split(records: list[dict[str, Any]], key: str, held: set[str]):
     """(training, held-out) records by ``key`` (``set`` or ``data``, the conversation)."""
     return [r for r in records if r[key] not in held], [r for r in records if r[key] in held]
-
-
-def shuffle(records: list[dict[str, Any]], seed: int = 0) -> list[dict[str, Any]]:
-    out = list(records)
-    random.Random(seed).shuffle(out)
-    return out
