@@ -71,6 +71,7 @@ from speakerflow.ops.query.answer_score import (
     pick,
     proper_nouns,
     score_units,
+    successors,
 )
 from speakerflow.ops.query.answer_short import person_meant, short_line
 from speakerflow.ops.query.answer_text import (
@@ -252,7 +253,9 @@ def answer_scored(
 ) -> str | Answered | None:
     """The scoring picker's answer (see the module doc); ``None`` when nothing answers.
     ``chooser`` (ranked, intent, memo) -> unit replaces the rules of :func:`pick` for the
-    questions that end there (not dates, changes or per-person lines)."""
+    questions that end there (not dates, changes or per-person lines); an amount asked keeps
+    to the sentences that say one and to a later correction (:func:`corrected`), and a "now"
+    question's earlier chain state gives way to the chain's head (:func:`successors`)."""
     intent = read_intent(projection, is_rollup(projection))
     if intent.focus is None and intent.qtype in config.old_types and not _own_quantity(intent):
         # question types the first picker answers better on the dev sets (docs/query-path.md),
@@ -321,6 +324,10 @@ def answer_scored(
         best = chooser(pool or ranked, intent, memo)
         if valued is not None:
             best = corrected(ranked, best, messages, valued)
+        if intent.focus == "current" and best.history:
+            # "now": an earlier state of a record's chain gives way to the chain's head
+            heads = successors(ranked, [best], words, True)
+            best = by_time(heads, latest=True) if heads else best
     else:
         best = pick(ranked, intent, config, words, valued, messages)
     line = _write(best, intent, names, projection.question, config)
