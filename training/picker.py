@@ -32,10 +32,10 @@ def fit(records: list[dict[str, Any]], l2: float = 0.01, steps: int = 200) -> di
     n = len(FEATURES)
     mean = [sum(x[j] for x in rows) / len(rows) for j in range(n)]
     scale = [(sum((x[j] - mean[j]) ** 2 for x in rows) / len(rows)) ** 0.5 or 1.0 for j in range(n)]
-    # the constant feature stays as it is (a bias is meaningless in a softmax over one question)
     xs = [
         torch.tensor(
-            [[(v - m) / s for v, m, s in zip(x, mean, scale, strict=True)] for x in r["rows"]]
+            [[(v - m) / s for v, m, s in zip(x, mean, scale, strict=True)] for x in r["rows"]],
+            dtype=torch.float32,
         )
         for r in data
     ]
@@ -67,19 +67,14 @@ def fit(records: list[dict[str, Any]], l2: float = 0.01, steps: int = 200) -> di
 def top_is_gold(records: list[dict[str, Any]], weights: dict[str, Any] | None) -> float:
     """Share of ``records`` whose chosen sentence is a gold one: by the weights, or (``None``)
     the first-ranked one (the scoring picker's best score, before its rules)."""
-    from speakerflow.ops.query.answer_learned import logits
+    from speakerflow.ops.query.answer_learned import best_index
 
     if not records:
         return 0.0
-    hit = 0
-    for r in records:
-        if weights is None:
-            best = 0
-        else:
-            z = logits(r["rows"], weights)
-            best = max(range(len(z)), key=lambda i: (z[i], -i))
-        hit += r["labels"][best] > 0
-    return hit / len(records)
+    hits = sum(
+        r["labels"][0 if weights is None else best_index(r["rows"], weights)] > 0 for r in records
+    )
+    return hits / len(records)
 
 
 def split(records: list[dict[str, Any]], key: str, held: set[str]):

@@ -69,29 +69,27 @@ def features(ranked: list[tuple[float, Unit]], intent: Intent, memo: TextMemo) -
         t = times.index(u.ts) / span if u.ts is not None and len(times) > 1 else 0.5
         date = has_date(u, memo)
         number = float(has_number(u.text))
-        rows.append(
-            [
-                s,
-                s - top,
-                i / TOP,
-                t,
-                current * t,
-                original * (1.0 - t),
-                present * t,
-                float(bool(u.speaker) and u.speaker in intent.people),
-                date,
-                number,
-                float(bool(intent.quantity)) * number,
-                float(u.asks),
-                float(u.history),
-                current * float(u.history),
-                float(bool(u.records) or u.via_record),
-                float(u.settles),
-                math.log1p(len(u.text.split())),
-                float(u.msg_id == head[0][1].msg_id),
-            ]
-        )
-        rows[-1] = [float(x) for x in rows[-1]]  # numpy scalars from the scores
+        row = [
+            s,
+            s - top,
+            i / TOP,
+            t,
+            current * t,
+            original * (1.0 - t),
+            present * t,
+            float(bool(u.speaker) and u.speaker in intent.people),
+            date,
+            number,
+            float(bool(intent.quantity)) * number,
+            float(u.asks),
+            float(u.history),
+            current * float(u.history),
+            float(bool(u.records) or u.via_record),
+            float(u.settles),
+            math.log1p(len(u.text.split())),
+            float(u.msg_id == head[0][1].msg_id),
+        ]
+        rows.append([float(x) for x in row])  # plain floats: the scores are numpy scalars
     return rows
 
 
@@ -115,9 +113,12 @@ def logits(rows: list[list[float]], weights: dict) -> list[float]:
     return out
 
 
+def best_index(rows: list[list[float]], weights: dict) -> int:
+    """The row with the highest logit (the first of a tie)."""
+    z = logits(rows, weights)
+    return max(range(len(z)), key=lambda i: (z[i], -i))
+
+
 def choose(ranked: list[tuple[float, Unit]], intent: Intent, memo: TextMemo, weights: dict) -> Unit:
     """The sentence of ``ranked``'s first :data:`TOP` with the highest logit."""
-    rows = features(ranked, intent, memo)
-    z = logits(rows, weights)
-    best = max(range(len(z)), key=lambda i: (z[i], -i))
-    return ranked[best][1]
+    return ranked[best_index(features(ranked, intent, memo), weights)][1]

@@ -303,12 +303,9 @@ def answer_scored(
     if intent.qtype == "when":
         # how precisely a sentence says a date counts: "Tuesday 3 March" over a "this
         # month" or a "tomorrow" of a sentence that scores alike
+        precision = [(s, u, has_date(u, memo)) for s, u in ranked]
         dated = sorted(
-            (
-                (s + config.date_weight * has_date(u, memo), u)
-                for s, u in ranked
-                if has_date(u, memo)
-            ),
+            ((s + config.date_weight * d, u) for s, u, d in precision if d),
             key=lambda su: (-su[0], su[1].rank),
         )
         if CLOCK_Q.search(projection.question):  # the time of day: the sentences saying one
@@ -349,11 +346,11 @@ def answer_learned(
     """The scoring picker with the learned choice of :mod:`.answer_learned` (its rules when
     no weights are shipped)."""
     weights = load_weights(config.picker_weights) if config.picker_weights else load_weights()
-    if weights is None:
-        return answer_scored(projection, evidence, units, names, messages, embedder, config, memo)
+    learned: Chooser | None = None
+    if weights is not None:
 
-    def learned(ranked: list[tuple[float, Unit]], intent: Intent, memo: TextMemo) -> Unit:
-        return choose(ranked, intent, memo, weights)
+        def learned(ranked: list[tuple[float, Unit]], intent: Intent, memo: TextMemo) -> Unit:
+            return choose(ranked, intent, memo, weights)
 
     return answer_scored(
         projection, evidence, units, names, messages, embedder, config, memo, chooser=learned

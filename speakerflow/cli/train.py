@@ -278,10 +278,10 @@ def run_picker(args: argparse.Namespace) -> int:
     for folder in args.sets:
         if not (Path(folder) / "questions.json").is_file():
             raise CliError(f"{folder}: not an answer set (no questions.json)")
-    records = [r for folder in args.sets for r in collect(folder)]
     try:
+        records = [r for folder in args.sets for r in collect(folder)]
         weights = fit(records, l2=args.l2)
-    except ValueError as exc:
+    except ValueError as exc:  # a malformed answer set, or nothing to fit on
         raise CliError(str(exc)) from None
     weights["trained_on"] = [Path(f).name for f in args.sets]
     held = {}
