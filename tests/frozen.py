@@ -107,3 +107,20 @@ def check_answer_changes(root: Path, least: int, least_each: int = 0) -> None:
         check_change(c, convs)
     each = Counter(c["data"] for c in changes)
     assert all(each[c] >= least_each for c in convs), each
+
+
+def check_long_conversations(root: Path) -> None:
+    """An answer set from v7 on (longer conversations than v3-v6's, more sessions): unique
+    ids, sorted times, each message of its own conversation's group."""
+    for name, msgs in conversations(root).items():
+        assert len({m["msg_id"] for m in msgs}) == len(msgs), name
+        assert [m["ts"] for m in msgs] == sorted(m["ts"] for m in msgs), name
+        assert all(m["group_id"] == name for m in msgs), name
+
+
+def check_change_ids(root: Path) -> None:
+    """Every labelled change names two messages of the set (from v7 on a change may be
+    another person's correction or the group's, so :func:`check_change` does not hold)."""
+    ids = {m["msg_id"] for msgs in conversations(root).values() for m in msgs}
+    for change in load_json(root, "changes.json"):
+        assert {change["before_msg"], change["after_msg"]} <= ids, change

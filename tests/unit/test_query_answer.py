@@ -417,12 +417,14 @@ def test_a_now_question_takes_the_chain_head_on_its_matter_not_the_records_last_
     assert "live in Leeds" in answer and "coach" not in answer, answer
 
 
-def test_a_question_asking_the_earlier_and_the_later_state_is_a_change_question():
+def focus(question):
+    """The time focus the scoring picker reads in ``question``."""
     from speakerflow.ops.query.answer_intent import read_intent
 
-    def focus(q):
-        return read_intent(project_rules(q, ROSTER), False).focus
+    return read_intent(project_rules(question, ROSTER), False).focus
 
+
+def test_a_question_asking_the_earlier_and_the_later_state_is_a_change_question():
     assert focus("What did Tom order first, and what is he having now?") == "change"
     assert focus("What did Maya plan to do, and what did she end up doing?") == "change"
     assert focus("What did Dev suggest at first, and what does he want instead?") == "change"
@@ -657,11 +659,6 @@ def test_when_prefers_the_sentence_that_says_the_day_over_a_vaguer_one():
 
 def test_a_moved_plan_is_asked_as_a_change():
     # written before the words that read them: a plan "moved", "from when to when"
-    from speakerflow.ops.query.answer_intent import read_intent
-
-    def focus(q):
-        return read_intent(project_rules(q, ROSTER), False).focus
-
     assert focus("How did the plumber's visit move?") == "change"
     assert focus("Tom's dentist appointment was moved. From when to when?") == "change"
     assert focus("The quiz got moved, didn't it? From what day to what day?") == "change"
