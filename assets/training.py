@@ -182,7 +182,7 @@ class CurveConfig(dg.Config):
 
 
 def plot_curve(grpo: list[dict[str, Any]], sft: list[dict[str, Any]], path: Path) -> Path:
-    """SFT loss and the GRPO reward, Phi_SL and refused share per step, in one PNG."""
+    """SFT loss and the GRPO reward, Phi_SL, window credit and refused share per step."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -191,8 +191,15 @@ def plot_curve(grpo: list[dict[str, Any]], sft: list[dict[str, Any]], path: Path
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
     left.plot([r["step"] for r in sft], [r["loss"] for r in sft], marker=".")
     left.set(title="SFT (LoRA)", xlabel="step", ylabel="loss")
-    for key, label in (("reward", "reward"), ("phi_sl", "Phi_SL"), ("refused", "refused share")):
+    for key, label in (
+        ("reward", "reward"),
+        ("phi_sl", "Phi_SL"),
+        ("window_credit", "window credit"),
+        ("refused", "refused share"),
+    ):
         rows = [r for r in grpo if key in r]
+        if not rows:  # window_credit: runs before it existed
+            continue
         right.plot([r["step"] for r in rows], [r[key] for r in rows], marker="o", label=label)
     right.set(title="GRPO (G samples per window)", xlabel="step")
     right.legend()

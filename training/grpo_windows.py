@@ -16,7 +16,9 @@ computed by :func:`speakerflow.training.reward.step_reward`: every action goes t
 ``check_action`` (Validate's contract) against the window, only writes are applied, and
 ``R_mem = 0.80 Phi_SL + 0.20 chain F`` compares the resulting state with the teacher's state
 after the window, owner bucket by owner bucket (SpeakerLevenshtein; GROUP and each person
-scored separately, the worst owner weighted 0.20).
+scored separately, the worst owner weighted 0.20). ``new_weight`` adds ``w_new R_new``, the
+window credit over the records the teacher wrote in this window
+(:func:`speakerflow.training.reward.window_credit`; 0 by default).
 
 With ``decoding="extract"`` TRL's sampler is replaced (:class:`WalkRollout`, TRL's
 ``rollout_func``) by the extractive walk the Writer is evaluated with, every choice sampled.
@@ -80,6 +82,12 @@ class WindowGRPOSettings(BaseModel):
         "walk with sampled choices (WalkRollout)",
     )
     max_actions: int = Field(default=6, ge=1, description="extract: actions per sampled walk")
+    new_weight: float = Field(
+        default=0.0,
+        ge=0,
+        description="w_new of the return: weight of the window credit over the records the "
+        "teacher wrote in the window (0: the paper's local return)",
+    )
 
 
 def window_segment(example: dict[str, Any]) -> tuple[Segment, WriterState]:
@@ -132,7 +140,7 @@ class WindowReward:
 
     def __call__(self, prompts, completions, completion_ids=None, log_metric=None, **columns):
         keys = [k for k in columns if k not in ("trainer_state", "log_extra", "environments")]
-        rewards, phis, refused, attempted, valid, cuts = [], [], 0, 0, 0, 0
+        rewards, phis, news, refused, attempted, valid, cuts = [], [], [], 0, 0, 0, 0
         for i, completion in enumerate(completions):
             ids = list(completion_ids[i]) if completion_ids is not None else []
             cut = bool(ids) and self.eos_id is not None and self.eos_id not in ids
@@ -140,6 +148,7 @@ class WindowReward:
             r, sr, rep = self.score(text, {k: columns[k][i] for k in keys}, cut)
             rewards.append(r)
             phis.append(sr.phi)
+            news.append(sr.new)
             attempted += rep.attempted
             refused += rep.attempted - rep.schema_valid
             valid += rep.json_valid
@@ -148,12 +157,13 @@ class WindowReward:
         self.last = {
             "reward": sum(rewards) / n,
             "phi_sl": sum(phis) / n,
+            "window_credit": sum(news) / n,
             "refused": refused / attempted if attempted else 0.0,
             "json_valid": valid / n,
             "cut": cuts / n,
         }
         if log_metric is not None:
-            for name in ("phi_sl", "refused", "json_valid", "cut"):
+            for name in ("phi_sl", "window_credit", "refused", "json_valid", "cut"):
                 log_metric(name, self.last[name])
         return rewards
 
@@ -265,7 +275,7 @@ def train_grpo_windows(
     model, tokenizer = load_causal_lm(sft_adapter, dtype=dtype)  # SFT merged: the reference
     tokenizer.padding_side = "left"
     n_layers = int(getattr(model.config, "num_hidden_layers", 0))
-    reward = WindowReward(tokenizer.eos_token_id)
+    reward = WindowReward(tokenizer.eos_token_id, RewardConfig(w_new=s.new_weight))
     data = Dataset.from_list(grpo_rows(examples, tokenizer))
     rollout = WalkRollout(examples, tokenizer, s) if s.decoding == "extract" else None
     config = GRPOConfig(
@@ -327,6 +337,7 @@ CURVE_KEYS = {
     "reward_std": "reward_std",
     "rewards/speaker_levenshtein/mean": "reward_fn",
     "phi_sl": "phi_sl",
+    "window_credit": "window_credit",
     "refused": "refused",
     "json_valid": "json_valid",
     "cut": "cut",

@@ -11,6 +11,12 @@ Per writing position ``t`` of trajectory ``g``::
 * ``R_QA`` = QA(System 1 + System 2) - QA(System 1 only) on the final state, through the
   frozen query path, supplied by a :class:`QAGain` callable (zero when none is given).
 
+Not in the paper: ``w_new * R_new`` (``w_new`` 0 by default, so the paper's return is
+unchanged), the :func:`window_credit` of the records written at this position against the
+ones the teacher wrote there. Phi_SL compares whole states, so where a window adds one or two
+records to many, a sample that writes a near miss and one that writes nothing score alike and
+GRPO's group has no spread; ``R_new`` is dense over exactly those records.
+
 SpeakerLevenshtein itself lives in :mod:`speakerflow.training.speaker_levenshtein` and is
 re-exported here.
 """
@@ -24,7 +30,13 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from .action_report import ActionReport, report_actions
-from .speaker_levenshtein import StateScore, score_chains, score_states, soft_match
+from .speaker_levenshtein import (
+    StateScore,
+    coords_agree,
+    score_chains,
+    score_states,
+    soft_match,
+)
 from .state import WriterState
 
 __all__ = [
@@ -35,6 +47,7 @@ __all__ = [
     "validity_reward",
     "structural_penalty",
     "memory_reward",
+    "window_credit",
     "step_reward",
     "returns",
     "score_states",
@@ -63,6 +76,7 @@ class RewardConfig(BaseModel):
     eta_len: float = 0.10
     w_sl: float = 0.80
     w_chain: float = 0.20
+    w_new: float = 0.0
 
 
 #: The paper's weights (a frozen config, safe to share as a default argument).
@@ -110,6 +124,34 @@ def memory_reward(
     return cfg.w_sl * sl.phi + cfg.w_chain * chain, sl, chain
 
 
+def _credit(pred: dict[str, Any], ref: dict[str, Any]) -> float:
+    """Ungated, speaker-conditioned match of two records: none across owners; the content's
+    soft match, halved in steps of a quarter for a different source or layer."""
+    if not coords_agree(pred, ref, ("owner",)):
+        return 0.0
+    scale = 0.5 + 0.25 * coords_agree(pred, ref, ("source",))
+    scale += 0.25 * coords_agree(pred, ref, ("layer",))
+    return scale * soft_match(str(pred.get("content", "")), str(ref.get("content", "")))
+
+
+def window_credit(before: WriterState, after: WriterState, ref_after: WriterState) -> float:
+    """R_new in [0, 1]: the records ``after`` holds that ``before`` did not (this position's
+    writes) against the ones ``ref_after`` holds that ``before`` did not (the teacher's).
+
+    The F of a soft precision (each written record's best credit) and recall (each teacher
+    record's best credit), credits by :func:`_credit`; 1 when neither side wrote, 0 when only
+    one did.
+    """
+    pred = [r for k, r in after.entries.items() if k not in before.entries]
+    ref = [r for k, r in ref_after.entries.items() if k not in before.entries]
+    if not pred or not ref:
+        return float(not pred and not ref)
+    grid = [[_credit(p, r) for r in ref] for p in pred]
+    precision = sum(max(row) for row in grid) / len(pred)
+    recall = sum(max(col) for col in zip(*grid, strict=True)) / len(ref)
+    return 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
+
+
 @dataclass
 class StepReward:
     """The local part of r_{g,t} (everything except the terminal QA term) and its pieces."""
@@ -120,10 +162,16 @@ class StepReward:
     phi: float
     chain: float
     cfg: RewardConfig
+    new: float = 0.0
 
     @property
     def local(self) -> float:
-        return self.cfg.w_valid * self.valid + self.cfg.w_mem * self.mem + self.penalty
+        return (
+            self.cfg.w_valid * self.valid
+            + self.cfg.w_mem * self.mem
+            + self.cfg.w_new * self.new
+            + self.penalty
+        )
 
 
 def step_reward(
@@ -151,10 +199,12 @@ def step_reward(
         segment=segment,
         position=position,
     )
+    before = state.copy()
     state.apply(rep.valid_actions, position=position, ids=rep.created_ids)
     mem, sl, chain = memory_reward(state, ref_after, cfg)
+    new = window_credit(before, state, ref_after)
     return StepReward(
-        validity_reward(rep, cfg), structural_penalty(rep, cfg), mem, sl.phi, chain, cfg
+        validity_reward(rep, cfg), structural_penalty(rep, cfg), mem, sl.phi, chain, cfg, new
     ), rep
 
 

@@ -79,10 +79,15 @@ def _coord(value: Any) -> str:
     return str(value or "").strip().casefold()
 
 
+def coords_agree(pred: dict[str, Any], ref: dict[str, Any], keys: Sequence[str]) -> bool:
+    """Whether two records agree on every coordinate in ``keys`` (case-folded)."""
+    return all(_coord(pred.get(k)) == _coord(ref.get(k)) for k in keys)
+
+
 def kappa(pred: dict[str, Any], ref: dict[str, Any]) -> float:
     """Gated match of two records: the soft match if owner, source and layer agree and the
     soft match is at least 0.50, else 0."""
-    if any(_coord(pred.get(k)) != _coord(ref.get(k)) for k in ("owner", "source", "layer")):
+    if not coords_agree(pred, ref, ("owner", "source", "layer")):
         return 0.0
     s = soft_match(str(pred.get("content", "")), str(ref.get("content", "")))
     return s if s >= GATE else 0.0

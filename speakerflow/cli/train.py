@@ -176,6 +176,13 @@ def _add_grpo(tsub: argparse._SubParsersAction) -> None:
         default=None,
         help="--base: sampling temperature of tokens (free) or choices (extract); default 0.8",
     )
+    g.add_argument(
+        "--new-weight",
+        type=float,
+        default=0.0,
+        help="--base: weight of the window credit (the records the teacher wrote in the "
+        "window, matched per owner) added to the return; default 0, the paper's return",
+    )
     g.add_argument("--positions", type=int, default=None, help="cap writing positions per network")
     g.add_argument("--networks", default=None, help="comma-separated network ids to train on")
     g.add_argument(
@@ -495,6 +502,7 @@ def run_grpo_windows(args: argparse.Namespace) -> int:
         seed=args.seed,
         decoding=args.decoding,
         max_actions=args.max_actions,
+        new_weight=args.new_weight,
     )
     with _quiet():
         report = train_grpo_windows(args.model, train, args.out, settings)
