@@ -68,6 +68,9 @@ class AnswerConfig(OperatorConfig):
     #: for one rare word), so that a word-less reply ("popcorn!") keeps its place (1.0 to
     #: 2.0 score the same on the dev answer sets)
     reply_order: float = 1.5
+    #: a per-person line from a reply of at most this many words without the question's
+    #: words carries the turn it answers (:func:`.answer_text.with_turn`; 0: never)
+    short_reply_words: int = 5
     said_date: bool = True
     #: a date question's candidates take this x how precisely they say a date
     #: (:func:`.answer_dates.has_date`: 1 an explicit day, 0.75 "tomorrow", 0.4 a month)

@@ -17,12 +17,13 @@ from speakerflow.words import CHANGE_QUESTION as CHANGE_Q
 
 WHEN = re.compile(
     r"^\s*(when|(?:on |at |in )?(?:what|which) (date|day|time|year|month|week)|"
-    r"what(?:'s|\u2019s| is| was| will be) the (?:date|day|time)|how long ago|since when)\b",
+    r"what(?:'s|\u2019s| is| was| will be) the (?:\w+ )?(?:date|day|time|deadline)|how long ago|"
+    r"since when)\b",
     re.I,
 )
 WHY = re.compile(
     r"^\s*(why|how come)\b|\b(what|which) (was|is|were|are) the (main )?reasons?\b|"
-    r"\bfor what reason\b|\bwhat (made|makes|caused|led)\b",
+    r"\bfor what reason\b|\bwhat (made|makes|caused|led|prompted|prompts|triggered|drove)\b",
     re.I,
 )
 WHO = re.compile(r"^\s*(who|whom|whose)\b|^\s*which (person|member|one|of (them|the \w+))\b", re.I)
@@ -102,11 +103,12 @@ def question_type(projection: Projection) -> str:
 
 # --- what the question asks of time and people (the scoring picker) ---------------------------
 
-#: the state now: "now", "currently", "these days", "still", "any more", "after all"
+#: the state now: "now", "currently", "these days", "still", "any more", "after all", "replaced"
 CURRENT_Q = re.compile(
     r"\b(now|currently|current|these days|nowadays|at the moment|at present|still|any ?more|"
     r"latest|after all|end(?:ed|s)? up|finally|instead(?! of\b)|as (?:things|it) stands?|"
-    r"at this (?:point|stage)|by now|for now)\b",
+    r"at this (?:point|stage)|by now|for now|going forward|from here on|in the end|"
+    r"replac(?:ed|es|ing)|took (?:its|their|the) place)\b",
     re.I,
 )
 #: the earliest state: "at first", "originally", "used to", "first wanted", "early on", "when
@@ -126,7 +128,12 @@ ORIGINAL_Q = re.compile(
 QUANTITY_Q = re.compile(
     r"\bhow (much|many|long|big|old|far|often)\b|\bwhat (price|score|time|temperature|size|"
     r"number|percentage|rate|amount|cost|fee|budget)\b|\bwhich (time|number)\b|"
-    r"\b(?:cost|costs|charge|charges|pay|paying|priced)\s*\??\s*(?:now\b|these days\b|$)",
+    r"\b(?:cost|costs|charge|charges|pay|paying|priced)\s*\??\s*(?:now\b|these days\b|$)|"
+    # "what is the new monthly rent", "what will the return fare be": an amount noun after
+    # up to three modifiers
+    r"\bwhat(?:'s|\u2019s| is| was| will| would)?(?: be)? the (?:[\w'\u2019]+ ){0,3}?"
+    r"(?:price|cost|fee|rate|rent|deposit|levy|fare|charge|budget|amount|total|figure|count|"
+    r"score|percentage|size|temperature|number)s?\b",
     re.I,
 )
 #: a leading time clause ("When the idea was floated, what did each ...?", "Before the
@@ -150,7 +157,7 @@ def _asks_both(question: str) -> bool:
     """The question asks for an earlier state and a later one, each in a clause of its own
     ("what was A's first order, and what is A having now?")."""
     clauses = re.split(
-        r",?\s+\band\s+(?=(?:what|which|how|where|who)\b)|;\s*", question, flags=re.I
+        r",?\s+\band\s+(?=(?:what|which|how|where|who|when)\b)|;\s*", question, flags=re.I
     )
     if len(clauses) < 2:
         return False
@@ -203,8 +210,9 @@ def read_intent(projection: Projection, rollup: bool) -> Intent:
         and qtype not in ("why", "when", "who", "where")
     ):
         focus: str | None = "change"
-    elif _asks_both(q) and qtype not in ("why", "when", "per-person"):
-        # A's earlier wish and A's wish now, asked in two clauses: both ends of the change
+    elif _asks_both(q) and qtype not in ("why", "per-person"):
+        # A's earlier wish and A's wish now, asked in two clauses: both ends of the change (a
+        # date asked at both ends is answered by the two dates, :func:`.answer_pick._change`)
         focus = "change"
     elif CURRENT_Q.search(q):
         focus = "current"

@@ -37,6 +37,7 @@ from speakerflow.ops.query.answer_text import (
     statement_of,
     who_of,
     with_reason,
+    with_turn,
     write_line,
 )
 from speakerflow.ops.query.answer_units import Messages, TextMemo, Unit, stem, terms
@@ -352,8 +353,10 @@ def _person_lines(
     projection: Projection,
     words: tuple,
     config: AnswerConfig,
+    messages: Messages | None = None,
 ) -> str:
-    """One line per person: their own statement on the matter (their latest for ``head``)."""
+    """One line per person: their own statement on the matter (their latest for ``head``),
+    a short reply with the turn it answers."""
     rows = [r for r in dict.fromkeys(e.row for e in evidence) if r not in (None, "GROUP", "ALL")]
     named = [r for r in projection.rows if r not in ("ALL", "GROUP")]
     people = rows or named or list(dict.fromkeys(u.speaker for u in ranked if u.speaker))
@@ -386,7 +389,9 @@ def _person_lines(
                 and values & mine[0].terms
             ):  # the person's stance moved between values
                 line += f" (earlier, {date_of(mine[0].ts)}: {statement_of(mine[0], config)})"
-            lines.append(line)
+            lines.append(
+                with_turn(line, best, messages, words[0] | words[1], config.short_reply_words)
+            )
         elif person in empty:
             lines.append(f"{person}: no record on this matter")
         else:
@@ -418,7 +423,7 @@ def answer_old(
         return NO_INFO
     best = ranked[0]
     if qtype == "per-person" and (is_rollup(projection) or EACH.search(projection.question)):
-        return _person_lines(units, ranked, evidence, projection, words, config)
+        return _person_lines(units, ranked, evidence, projection, words, config, messages)
     if qtype == "change" or (
         projection.tense == "full"
         and CHANGE_Q.search(projection.question)

@@ -8,7 +8,7 @@ import numpy as np
 from speakerflow.ops.query.answer_config import AnswerConfig
 from speakerflow.ops.query.answer_intent import Intent
 from speakerflow.ops.query.answer_score import focus_words, has_number, pick, score_units
-from speakerflow.ops.query.answer_text import statement_of, write_line
+from speakerflow.ops.query.answer_text import statement_of, with_turn, write_line
 from speakerflow.ops.query.answer_units import Messages, TextMemo, Unit
 from speakerflow.schemas import EvidenceItem, Projection
 
@@ -126,6 +126,7 @@ def person_lines(
             return None
     elif opener_only and anchor is None:
         return None
+    words = focus_words(projection, names)
     lines = []
     for person in people:
         mine = [u for u in units if u.speaker == person and not u.is_record]
@@ -159,9 +160,10 @@ def person_lines(
                 ranked[0][1]
                 # a round's reply is the view; the latest of the close ones may be small talk
                 if intent.focus == "original" or (replies and intent.focus is None)
-                else pick(ranked, intent, config, focus_words(projection, names))
+                else pick(ranked, intent, config, words)
             )
-            lines.append(write_line(best, config, statement_of(best, config)))
+            line = write_line(best, config, statement_of(best, config))
+            lines.append(with_turn(line, best, messages, words, config.short_reply_words))
         elif person in empty:
             lines.append(f"{person}: no record on this matter")
     return "\n".join(lines)

@@ -361,10 +361,10 @@ def _all_values(text: str) -> set[str]:
 def rejecting(ranked: list[tuple[float, Unit]], chosen: Unit, numbers: bool) -> Unit | None:
     """The latest sentence after ``chosen`` that turns down a value ``chosen`` states (",
     not X", "instead of X", "rather than X" with X's number or name among ``chosen``'s: "the
-    coach leaves at 9 not 10" supersedes "coach at 10"): a correction of the state, whoever says it, on a
-    matter worded apart. Only values of the asked kind count (``numbers``: a number or a
-    calendar word for a quantity or date question, else a name): a time turned down is no
-    correction of which film is shown."""
+    coach leaves at 9 not 10" supersedes "coach at 10"): a correction of the state, whoever
+    says it, on a matter worded apart. Only values of the asked kind count (``numbers``: a
+    number or a calendar word for a quantity or date question, else a name): a time turned
+    down is no correction of which film is shown."""
     if chosen.ts is None:
         return None
     mine = _values(chosen.text, numbers)

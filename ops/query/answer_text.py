@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from speakerflow.ops.query.answer_config import AnswerConfig
 from speakerflow.ops.query.answer_intent import REASON, RELATIVE
-from speakerflow.ops.query.answer_units import Unit, terms
+from speakerflow.ops.query.answer_units import Messages, Unit, terms
 from speakerflow.ops.text.temporal import describe, resolve
 
 NO_INFO = "There is no information available in the conversation to answer this question."
@@ -59,6 +59,19 @@ def write_line(u: Unit, config: AnswerConfig, text: str | None = None) -> str:
         body = annotate(body, u.ts)
     who = who_of(u)
     return f"{who}: {body}" if who else body
+
+
+def with_turn(line: str, u: Unit, messages: Messages | None, words: set[str], most: int) -> str:
+    """``line`` with the turn ``u``'s message replies to, when that message is brief (at
+    most ``most`` words) and holds none of the question's ``words`` ("sure", "on it"): what
+    the person agreed to is said in the turn they answer."""
+    said = u.siblings or (u.text,)
+    if messages is None or len(" ".join(said).split()) > most:
+        return line
+    if words & set().union(*(terms(x) for x in said)):
+        return line
+    turn = messages.replied(u.msg_id)
+    return f"{line} (to {turn[0]}: {turn[1]})" if turn else line
 
 
 def with_reason(u: Unit) -> str:

@@ -1,0 +1,81 @@
+"""A question that asks for the earlier state and the later one in two clauses is a change
+question, whatever the wh-word of each clause (written before the code)."""
+
+import pytest
+
+from speakerflow.ops.query.answer_intent import read_intent
+from speakerflow.ops.query.project import is_rollup, project_rules
+
+ROSTER = ["Ana", "Tom", "Lee"]
+
+
+def focus(question):
+    p = project_rules(question, ROSTER)
+    return read_intent(p, is_rollup(p)).focus
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "When was the fun run first scheduled, and when is it happening now?",
+        "When did the lease originally end, and when does it end now?",
+        "Which caterer was booked at first, and which one replaced it?",
+        "What did the room cost initially, and what replaced that price?",
+    ],
+)
+def test_both_ends_asked_in_two_clauses_is_a_change(question):
+    assert focus(question) == "change"
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("When is the fun run happening now?", "current"),
+        ("When was the fun run first scheduled?", "original"),
+        ("Which caterer replaced the first one?", "current"),
+    ],
+)
+def test_one_end_asked_stays_one_end(question, expected):
+    assert focus(question) == expected
+
+
+def test_a_date_asked_at_both_ends_is_answered_with_both_dates_in_order():
+    from datetime import UTC, datetime, timedelta
+
+    from speakerflow.graphs import GroupStore
+    from speakerflow.ops.query.answer import answer_rules
+    from speakerflow.ops.query.recall import GroupView
+    from speakerflow.schemas import EvidenceItem, Message, to_table
+
+    t0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    turns = [
+        (0, "Ana", "The fun run is on Saturday 14 March, meet at the park gates."),
+        (0, "Tom", "great, I'll bring the water"),
+        (8, "Lee", "Bad news, the park is shut that weekend, so the fun run moves to 21 March."),
+        (8, "Ana", "ok, noted"),
+    ]
+    s = GroupStore("/nonexistent", "g", in_memory=True)
+    rows = [
+        Message(
+            msg_id=f"m{i}",
+            group_id="g",
+            session_id=f"s{day}",
+            turn=i,
+            ts=t0 + timedelta(days=day, minutes=i),
+            speaker=who,
+            text=text,
+        )
+        for i, (day, who, text) in enumerate(turns)
+    ]
+    s.append_messages(to_table(rows, Message))
+    evidence = [
+        EvidenceItem(
+            rank=i, kind="excerpt", text=m.text, msg_ids=[m.msg_id], speaker=m.speaker, ts=m.ts
+        )
+        for i, m in enumerate(rows)
+    ]
+    question = "When was the fun run first scheduled, and when is it happening now?"
+    p = project_rules(question, ROSTER)
+    answer = str(answer_rules(p, evidence, view=GroupView.of(s), roster=ROSTER))
+    assert "14 March" in answer and "21 March" in answer
+    assert answer.index("14 March") < answer.index("21 March")
