@@ -216,7 +216,7 @@ def _change(
     if ends is not None:
         early, late = ends
     else:
-        late = by_time(close_to_best(ranked, config.margin), latest=True)
+        late = by_time(close_to_best(ranked, config.margin) or [ranked[0][1]], latest=True)
         earlier = [
             u
             for _, u in ranked

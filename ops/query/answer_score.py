@@ -465,7 +465,7 @@ def pick(
             cands = [u for u in cands if valued(u)] or cands
         if intent.focus == "original":
             cands += predecessors(ranked, cands)
-            return best_of_message(ranked, by_time(cands, latest=False), False)
+            return best_of_message(ranked, by_time(cands or [ranked[0][1]], latest=False), False)
         numbers = intent.quantity or intent.qtype == "when"
         chosen = rejecting(ranked, ranked[0][1], numbers)
         while chosen is not None and (later := rejecting(ranked, chosen, numbers)) is not None:

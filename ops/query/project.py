@@ -80,6 +80,8 @@ _PERCEIVE = re.compile(
 )
 #: "what has A noticed about B", "what did A write regarding B": B is the matter, A the source
 _ABOUT = re.compile(r"\b(about|regarding|concerning)\s+(?:\w+\s+)?$", re.I)
+#: "according to A, what ... B ...": A's account of B
+_ACCOUNT = re.compile(r"\baccording to\s+$", re.I)
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\u2019-]*")
 
 
@@ -160,7 +162,8 @@ def project_rules(
         first_end = next(m[2] for m in mentions if m[0] == names[0])
         second_start = next(m[1] for m in mentions if m[0] == names[1])
         between = question[first_end:second_start]
-        if _PERCEIVE.search(between) or _ABOUT.search(between):
+        before = question[: next(m[1] for m in mentions if m[0] == names[0])]
+        if _PERCEIVE.search(between) or _ABOUT.search(between) or _ACCOUNT.search(before):
             source, owner = names
     if owner is not None:
         rows = [owner]

@@ -79,3 +79,21 @@ def test_a_date_asked_at_both_ends_is_answered_with_both_dates_in_order():
     answer = str(answer_rules(p, evidence, view=GroupView.of(s), roster=ROSTER))
     assert "14 March" in answer and "21 March" in answer
     assert answer.index("14 March") < answer.index("21 March")
+
+
+def test_a_change_asked_where_only_a_question_matches_still_answers():
+    from datetime import UTC, datetime, timedelta
+
+    from speakerflow.ops.query.answer import answer_rules
+    from speakerflow.schemas import EvidenceItem
+
+    t0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    turns = [("Ana", "Has the choir practice night changed?"), ("Tom", "ok")]
+    evidence = [
+        EvidenceItem(
+            rank=i, kind="excerpt", text=x, msg_ids=[f"m{i}"], speaker=w, ts=t0 + timedelta(hours=i)
+        )
+        for i, (w, x) in enumerate(turns)
+    ]
+    p = project_rules("How did the choir practice night change?", ROSTER)
+    assert str(answer_rules(p, evidence, roster=ROSTER)).strip()
