@@ -1,8 +1,12 @@
 """A question that asks for the earlier state and the later one in two clauses is a change
 question, whatever the wh-word of each clause (written before the code)."""
 
-import pytest
+from datetime import UTC, datetime
 
+import pytest
+from chat_turns import chat
+
+from speakerflow.ops.query.answer import answer_rules
 from speakerflow.ops.query.answer_intent import read_intent
 from speakerflow.ops.query.project import is_rollup, project_rules
 
@@ -40,60 +44,22 @@ def test_one_end_asked_stays_one_end(question, expected):
 
 
 def test_a_date_asked_at_both_ends_is_answered_with_both_dates_in_order():
-    from datetime import UTC, datetime, timedelta
-
-    from speakerflow.graphs import GroupStore
-    from speakerflow.ops.query.answer import answer_rules
-    from speakerflow.ops.query.recall import GroupView
-    from speakerflow.schemas import EvidenceItem, Message, to_table
-
-    t0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
     turns = [
         (0, "Ana", "The fun run is on Saturday 14 March, meet at the park gates."),
         (0, "Tom", "great, I'll bring the water"),
         (8, "Lee", "Bad news, the park is shut that weekend, so the fun run moves to 21 March."),
         (8, "Ana", "ok, noted"),
     ]
-    s = GroupStore("/nonexistent", "g", in_memory=True)
-    rows = [
-        Message(
-            msg_id=f"m{i}",
-            group_id="g",
-            session_id=f"s{day}",
-            turn=i,
-            ts=t0 + timedelta(days=day, minutes=i),
-            speaker=who,
-            text=text,
-        )
-        for i, (day, who, text) in enumerate(turns)
-    ]
-    s.append_messages(to_table(rows, Message))
-    evidence = [
-        EvidenceItem(
-            rank=i, kind="excerpt", text=m.text, msg_ids=[m.msg_id], speaker=m.speaker, ts=m.ts
-        )
-        for i, m in enumerate(rows)
-    ]
+    view, evidence = chat(turns, datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
     question = "When was the fun run first scheduled, and when is it happening now?"
     p = project_rules(question, ROSTER)
-    answer = str(answer_rules(p, evidence, view=GroupView.of(s), roster=ROSTER))
+    answer = str(answer_rules(p, evidence, view=view, roster=ROSTER))
     assert "14 March" in answer and "21 March" in answer
     assert answer.index("14 March") < answer.index("21 March")
 
 
 def test_a_change_asked_where_only_a_question_matches_still_answers():
-    from datetime import UTC, datetime, timedelta
-
-    from speakerflow.ops.query.answer import answer_rules
-    from speakerflow.schemas import EvidenceItem
-
-    t0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
-    turns = [("Ana", "Has the choir practice night changed?"), ("Tom", "ok")]
-    evidence = [
-        EvidenceItem(
-            rank=i, kind="excerpt", text=x, msg_ids=[f"m{i}"], speaker=w, ts=t0 + timedelta(hours=i)
-        )
-        for i, (w, x) in enumerate(turns)
-    ]
+    turns = [(0, "Ana", "Has the choir practice night changed?"), (0, "Tom", "ok")]
+    _, evidence = chat(turns, datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
     p = project_rules("How did the choir practice night change?", ROSTER)
     assert str(answer_rules(p, evidence, roster=ROSTER)).strip()

@@ -1,13 +1,12 @@
 """A per-person line whose words are a short reply ("sure", "on it") carries the turn it
 answers: the task lives in the request, not in the reply (written before the code)."""
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
-from speakerflow.graphs import GroupStore
+from chat_turns import chat
+
 from speakerflow.ops.query.answer import answer_rules
 from speakerflow.ops.query.project import project_rules
-from speakerflow.ops.query.recall import GroupView
-from speakerflow.schemas import EvidenceItem, Message, to_table
 
 ROSTER = ["Rosa", "Idris", "Kit", "Bea"]
 T = datetime(2026, 9, 2, 18, 0, tzinfo=UTC)
@@ -21,29 +20,8 @@ TURNS = [
 
 
 def lines(question):
-    s = GroupStore("/nonexistent", "g", in_memory=True)
-    rows = [
-        Message(
-            msg_id=f"m{i}",
-            group_id="g",
-            session_id="s1",
-            turn=i,
-            ts=T + timedelta(minutes=i),
-            speaker=who,
-            text=text,
-        )
-        for i, (who, text) in enumerate(TURNS)
-    ]
-    s.append_messages(to_table(rows, Message))
-    evidence = [
-        EvidenceItem(
-            rank=i, kind="excerpt", text=m.text, msg_ids=[m.msg_id], speaker=m.speaker, ts=m.ts
-        )
-        for i, m in enumerate(rows)
-    ]
-    answer = answer_rules(
-        project_rules(question, ROSTER), evidence, view=GroupView.of(s), roster=ROSTER
-    )
+    view, evidence = chat([(0, who, text) for who, text in TURNS], T)
+    answer = answer_rules(project_rules(question, ROSTER), evidence, view=view, roster=ROSTER)
     return {line.split(":")[0]: line for line in str(answer).splitlines()}
 
 

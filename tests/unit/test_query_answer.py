@@ -5,6 +5,7 @@ change from a record that spans two messages (no embedder: lexical scoring only)
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from chat_turns import chat
 
 from speakerflow.graphs import GroupStore
 from speakerflow.ops.query.answer import (
@@ -169,7 +170,6 @@ def test_change_reads_a_record_that_spans_two_messages():
 
 
 def test_per_person_lines_come_from_the_exchange_where_the_people_answer():
-    s = GroupStore("/nonexistent", "g", in_memory=True)
     turns = [  # (day, speaker, text)
         (0, "Ana", "Picnic spot: where would everyone like the picnic?"),
         (0, "Tom", "The riverside meadow, it has shade."),
@@ -179,22 +179,9 @@ def test_per_person_lines_come_from_the_exchange_where_the_people_answer():
         (9, "Tom", "Where the picnic goes, I'm happy: I'll bring the picnic blanket."),
         (9, "Chloe", "Is the picnic still on? I want to bring the picnic cake."),
     ]
-    rows = [
-        Message(
-            msg_id=f"m{i}",
-            group_id="g",
-            session_id=f"s{day}",
-            turn=i,
-            ts=T + timedelta(days=day, minutes=i),
-            speaker=who,
-            text=text,
-        )
-        for i, (day, who, text) in enumerate(turns)
-    ]
-    s.append_messages(to_table(rows, Message))
-    evidence = [ex(i, m.speaker, m.text, ts=m.ts, mid=m.msg_id) for i, m in enumerate(rows)]
+    view, evidence = chat(turns, T)
     question = "At first, where did Ana, Tom, Chloe and Dev each want the picnic?"
-    lines = ask(question, evidence, view=GroupView.of(s)).splitlines()
+    lines = ask(question, evidence, view=view).splitlines()
     by = {line.split(":")[0]: line for line in lines}
     assert "riverside" in by["Tom"] and "Rooftop" in by["Chloe"] and "station" in by["Dev"]
 
@@ -434,7 +421,6 @@ def test_a_question_asking_the_earlier_and_the_later_state_is_a_change_question(
 
 
 def _film_night():
-    s = GroupStore("/nonexistent", "g", in_memory=True)
     turns = [  # (speaker, text): a question put to the group, then a round of replies
         ("Ana", "Snacks for the film night: what is everyone bringing?"),
         ("Tom", "crisps, the salted ones"),
@@ -443,22 +429,7 @@ def _film_night():
         ("Tom", "also my bike has a flat again, bringing it to the shop tomorrow"),
         ("Chloe", "good luck with that"),
     ]
-    rows = [
-        Message(
-            msg_id=f"m{i}",
-            group_id="g",
-            session_id="s0",
-            turn=i,
-            ts=T + timedelta(minutes=i),
-            speaker=who,
-            text=text,
-        )
-        for i, (who, text) in enumerate(turns)
-    ]
-    s.append_messages(to_table(rows, Message))
-    return GroupView.of(s), [
-        ex(i, m.speaker, m.text, ts=m.ts, mid=m.msg_id) for i, m in enumerate(rows)
-    ]
+    return chat([(0, who, text) for who, text in turns], T)
 
 
 def test_per_person_lines_read_the_replies_to_a_question_put_to_the_group():
