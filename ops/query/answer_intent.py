@@ -129,7 +129,7 @@ QUANTITY_Q = re.compile(
     r"\bhow (much|many|long|big|old|far|often)\b|\bwhat (price|score|time|temperature|size|"
     r"number|percentage|rate|amount|cost|fee|budget)\b|\bwhich (time|number)\b|"
     r"\b(?:cost|costs|charge|charges|pay|paying|priced)\s*\??\s*(?:now\b|these days\b|$)|"
-    # "what is the new monthly rent", "what will the return fare be": an amount noun after
+    # "what's the monthly rent", "what will the return fare be": an amount noun after
     # up to three modifiers
     r"\bwhat(?:'s|\u2019s| is| was| will| would)?(?: be)? the (?:[\w'\u2019]+ ){0,3}?"
     r"(?:price|cost|fee|rate|rent|deposit|levy|fare|charge|budget|amount|total|figure|count|"

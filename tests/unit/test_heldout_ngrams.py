@@ -66,6 +66,7 @@ GENERIC = frozenset(
         ("for", "the", "next"),
         ("the", "next", "day"),  # date arithmetic (ops/text/temporal.py)
         ("at", "the", "moment"),
+        ("in", "the", "end"),  # "finally", a time-focus cue (answer_intent.CURRENT_Q)
         ("side", "by", "side"),
         ("back", "to", "the"),  # "falls back to the ..."
         ("as", "long", "as"),
