@@ -199,7 +199,7 @@ def step_reward(
         segment=segment,
         position=position,
     )
-    before = state.copy()
+    before = WriterState(dict(state.entries), roster=state.roster)  # its ids are what counts
     state.apply(rep.valid_actions, position=position, ids=rep.created_ids)
     mem, sl, chain = memory_reward(state, ref_after, cfg)
     new = window_credit(before, state, ref_after)
