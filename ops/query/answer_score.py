@@ -27,7 +27,14 @@ from speakerflow.ops.query.answer_intent import (
     Intent,
 )
 from speakerflow.ops.query.answer_text import RATHER, REJECTED
-from speakerflow.ops.query.answer_units import Messages, TextMemo, Unit, stem, terms
+from speakerflow.ops.query.answer_units import (
+    Messages,
+    TextMemo,
+    Unit,
+    message_terms,
+    stem,
+    terms,
+)
 from speakerflow.ops.text.people import name_key
 from speakerflow.schemas import Projection
 
@@ -273,10 +280,6 @@ def best_of_message(ranked: list[tuple[float, Unit]], unit: Unit, current: bool)
         ]
         mine = plain or mine
     return max(mine, key=lambda su: su[0])[1] if mine else unit
-
-
-def message_terms(u: Unit) -> set[str]:
-    return set().union(*(terms(x) for x in u.siblings or (u.text,)))
 
 
 def on_matter(ranked: list[tuple[float, Unit]], words: set[str], share: float) -> list[Unit]:

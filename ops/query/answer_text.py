@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from speakerflow.ops.query.answer_config import AnswerConfig
 from speakerflow.ops.query.answer_intent import REASON, RELATIVE
-from speakerflow.ops.query.answer_units import Messages, Unit, terms
+from speakerflow.ops.query.answer_units import Messages, Unit, message_terms, terms
 from speakerflow.ops.text.temporal import describe, resolve
 
 NO_INFO = "There is no information available in the conversation to answer this question."
@@ -65,10 +65,8 @@ def with_turn(line: str, u: Unit, messages: Messages | None, words: set[str], mo
     """``line`` with the turn ``u``'s message replies to, when that message is brief (at
     most ``most`` words) and holds none of the question's ``words`` ("sure", "on it"): what
     the person agreed to is said in the turn they answer."""
-    said = u.siblings or (u.text,)
-    if messages is None or len(" ".join(said).split()) > most:
-        return line
-    if words & set().union(*(terms(x) for x in said)):
+    said = " ".join(u.siblings or (u.text,))
+    if messages is None or len(said.split()) > most or words & message_terms(u):
         return line
     turn = messages.replied(u.msg_id)
     return f"{line} (to {turn[0]}: {turn[1]})" if turn else line

@@ -335,3 +335,8 @@ def build_units(
             mid = item.msg_ids[0] if item.msg_ids else item.text
             found.add(mid, item.text, item.speaker, item.ts, item, False, False, ())
     return list(found.units.values())
+
+
+def message_terms(u: Unit) -> set[str]:
+    """Stemmed content words of ``u``'s whole message (all its sentences)."""
+    return set().union(*(terms(x) for x in u.siblings or (u.text,)))
